@@ -1,3 +1,23 @@
+//! The phidiff compiler: `#[differentiate]` rewrites a Rust function into its forward
+//! (tangent) and reverse (adjoint) versions. This file only parses the attribute's input and
+//! calls `expand::expand`; every pass works on `proc_macro2` and is unit-tested without rustc.
+
+mod analysis;
+mod codegen;
+mod derivative;
+mod diagnostics;
+mod expand;
+mod ir;
+mod lower;
+mod parse;
+#[cfg(test)]
+mod tests;
+
 use proc_macro::TokenStream;
+
+/// Generates `NAME_fwd`, `NAME_rev` and `NAME_grad` next to the function; see the crate
+/// `phidiff` for the contract.
 #[proc_macro_attribute]
-pub fn differentiate(_attr: TokenStream, item: TokenStream) -> TokenStream { item }
+pub fn differentiate(args: TokenStream, item: TokenStream) -> TokenStream {
+    expand::expand(args.into(), item.into()).into()
+}

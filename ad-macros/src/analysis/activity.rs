@@ -1,0 +1,230 @@
+//! Activity analysis: a float value or buffer is active when it is *varied* (depends on an
+//! active input) and *useful* (influences the returned value or an active `&mut` output).
+//! Only active values get tangents and adjoints. Buffers are treated flow-insensitively
+//! (one fact per buffer), values per SSA definition; both are solved to a fixed point.
+
+use crate::ir::*;
+
+pub struct Activity {
+    values: Vec<bool>,
+    bufs: Vec<bool>,
+}
+
+impl Activity {
+    pub fn value(&self, v: Value) -> bool {
+        self.values[v.index()]
+    }
+    pub fn buf(&self, b: Buf) -> bool {
+        self.bufs[b.index()]
+    }
+}
+
+/// `active_params[n]`: whether parameter `n` of `f` is active (from the signature).
+pub fn analyze(f: &Function, active_params: &[bool]) -> Activity {
+    let varied = solve(f, active_params, Direction::Varied);
+    let useful = solve(f, active_params, Direction::Useful);
+    let mut values: Vec<bool> = (0..f.values.len()).map(|k| varied.values[k] && useful.values[k]).collect();
+    for (k, v) in f.values.iter().enumerate() {
+        if v.ty != Ty::Float {
+            values[k] = false;
+        }
+    }
+    let mut bufs: Vec<bool> = (0..f.bufs.len()).map(|k| varied.bufs[k] && useful.bufs[k]).collect();
+    for (k, b) in f.bufs.iter().enumerate() {
+        if b.elem != Ty::Float {
+            bufs[k] = false;
+        }
+        if let BufKind::Param(n) = b.kind {
+            // The contract gives every active buffer parameter a shadow.
+            bufs[k] = active_params[n] && b.elem == Ty::Float;
+        }
+    }
+    // Swapped buffers exchange shadows, so they share one activity.
+    let mut changed = true;
+    while changed {
+        changed = false;
+        f.walk(f.body, &mut |i| {
+            if let InstKind::Swap(a, b) = f.inst(i).kind {
+                let any = bufs[a.index()] || bufs[b.index()];
+                if bufs[a.index()] != any || bufs[b.index()] != any {
+                    bufs[a.index()] = any;
+                    bufs[b.index()] = any;
+                    changed = true;
+                }
+            }
+        });
+    }
+    Activity { values, bufs }
+}
+
+#[derive(Copy, Clone, PartialEq)]
+enum Direction {
+    Varied,
+    Useful,
+}
+
+struct Facts {
+    values: Vec<bool>,
+    bufs: Vec<bool>,
+    changed: bool,
+}
+
+impl Facts {
+    fn mark(&mut self, v: Value) {
+        if !self.values[v.index()] {
+            self.values[v.index()] = true;
+            self.changed = true;
+        }
+    }
+    fn mark_buf(&mut self, b: Buf) {
+        if !self.bufs[b.index()] {
+            self.bufs[b.index()] = true;
+            self.changed = true;
+        }
+    }
+    fn v(&self, v: Value) -> bool {
+        self.values[v.index()]
+    }
+    fn b(&self, b: Buf) -> bool {
+        self.bufs[b.index()]
+    }
+}
+
+fn solve(f: &Function, active_params: &[bool], dir: Direction) -> Facts {
+    let mut facts = Facts { values: vec![false; f.values.len()], bufs: vec![false; f.bufs.len()], changed: true };
+    // Seeds.
+    for (k, b) in f.bufs.iter().enumerate() {
+        if let BufKind::Param(n) = b.kind {
+            let mutable = matches!(f.params[n].kind, ParamKind::Buffer { mutable: true, .. });
+            if active_params[n] && (dir == Direction::Varied || mutable) {
+                facts.bufs[k] = true;
+            }
+        }
+    }
+    if dir == Direction::Useful {
+        for &y in &f.block(f.body).yields {
+            facts.values[y.index()] = true;
+        }
+    }
+    while facts.changed {
+        facts.changed = false;
+        f.walk(f.body, &mut |i| transfer(f, i, active_params, dir, &mut facts));
+    }
+    facts
+}
+
+fn transfer(f: &Function, i: Inst, active_params: &[bool], dir: Direction, facts: &mut Facts) {
+    use InstKind::*;
+    let data = f.inst(i);
+    let res = &data.results;
+    let varied = dir == Direction::Varied;
+    // `a → b`: information flows from a to b; varied follows it, useful goes against it.
+    macro_rules! flow {
+        ($from:expr, $to:expr) => {{
+            let (from, to): (Value, Value) = ($from, $to);
+            if varied && facts.v(from) {
+                facts.mark(to);
+            } else if !varied && facts.v(to) {
+                facts.mark(from);
+            }
+        }};
+    }
+    macro_rules! flow_buf_to_value {
+        ($buf:expr, $v:expr) => {{
+            if varied && facts.b($buf) {
+                facts.mark($v);
+            } else if !varied && facts.v($v) {
+                facts.mark_buf($buf);
+            }
+        }};
+    }
+    macro_rules! flow_value_to_buf {
+        ($v:expr, $buf:expr) => {{
+            if varied && facts.v($v) {
+                facts.mark_buf($buf);
+            } else if !varied && facts.b($buf) {
+                facts.mark($v);
+            }
+        }};
+    }
+    macro_rules! flow_buf {
+        ($from:expr, $to:expr) => {{
+            if varied && facts.b($from) {
+                facts.mark_buf($to);
+            } else if !varied && facts.b($to) {
+                facts.mark_buf($from);
+            }
+        }};
+    }
+    match &data.kind {
+        Param(n) => {
+            if varied && active_params[*n] {
+                facts.mark(res[0]);
+            }
+        }
+        Unary(_, a) => flow!(*a, res[0]),
+        Binary(op, a, b) => {
+            if !op.is_comparison() {
+                flow!(*a, res[0]);
+                flow!(*b, res[0]);
+            }
+        }
+        Math(_, args) => args.iter().for_each(|a| flow!(*a, res[0])),
+        Cast { value, .. } => flow!(*value, res[0]),
+        Load(buf, _) => flow_buf_to_value!(*buf, res[0]),
+        Store(buf, _, v) | StoreAdd(buf, _, v) => flow_value_to_buf!(*v, *buf),
+        Alloc { buf, init, .. } => match init {
+            AllocInit::Fill(v) => flow_value_to_buf!(*v, *buf),
+            AllocInit::Copy(src) => flow_buf!(*src, *buf),
+        },
+        CopyFrom { dst, src } => flow_buf!(*src, *dst),
+        Swap(a, b) => {
+            flow_buf!(*a, *b);
+            flow_buf!(*b, *a);
+        }
+        If { then_blk, else_blk, .. } => {
+            for blk in [then_blk, else_blk] {
+                for (y, r) in f.block(*blk).yields.iter().zip(res) {
+                    flow!(*y, *r);
+                }
+            }
+        }
+        For { params, inits, body, .. } | While { params, inits, body, .. } => {
+            let nexts = &f.block(*body).yields;
+            for k in 0..params.len() {
+                flow!(inits[k], params[k]);
+                flow!(nexts[k], params[k]);
+                flow!(params[k], res[k]);
+            }
+        }
+        Call { args, .. } => {
+            // Conservative: everything the call reads may reach everything it writes.
+            let ins: Vec<CallArg> = args.clone();
+            let any_in = ins.iter().any(|a| match a {
+                CallArg::Scalar(v) => facts.v(*v),
+                CallArg::Buf { buf, .. } => facts.b(*buf),
+                CallArg::Opaque(_) => false,
+            });
+            let any_out = res.first().is_some_and(|r| facts.v(*r))
+                || ins.iter().any(|a| matches!(a, CallArg::Buf { buf, mutable: true } if facts.b(*buf)));
+            if varied && any_in {
+                res.iter().for_each(|r| facts.mark(*r));
+                for a in &ins {
+                    if let CallArg::Buf { buf, mutable: true } = a {
+                        facts.mark_buf(*buf);
+                    }
+                }
+            }
+            if !varied && any_out {
+                for a in &ins {
+                    match a {
+                        CallArg::Scalar(v) => facts.mark(*v),
+                        CallArg::Buf { buf, .. } => facts.mark_buf(*buf),
+                        CallArg::Opaque(_) => {}
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+}

@@ -1,0 +1,571 @@
+//! IR → Rust tokens. Values become `let` bindings named after the user's variables, loop
+//! header φs become `let mut` variables updated by a tuple assignment on the back edge, `if`
+//! results become the tuple value of an `if` expression, cells become `let mut`
+//! accumulators. The runtime is reached only through `#krate::__private`.
+
+pub mod signature;
+
+use crate::ir::*;
+use crate::parse::signature::{BufForm, FloatTy, ParamClass, Signature};
+use proc_macro2::{Ident, Span, TokenStream};
+use quote::{format_ident, quote};
+use std::collections::HashSet;
+
+/// How each IR parameter is bound in the generated function.
+#[derive(Clone, Copy, PartialEq)]
+pub enum Binding {
+    /// A reference (`&[T]`, `&mut [T]`): passed on as it is, reborrowed for `&mut`.
+    Reference,
+    /// An owned buffer (`Vec<T>`, `[T; N]`, a local): borrowed with `&`/`&mut`.
+    Owned,
+}
+
+pub struct Ctx<'a> {
+    pub f: &'a Function,
+    pub float: &'a FloatTy,
+    pub krate: &'a syn::Path,
+    /// Binding of each parameter buffer.
+    pub param_binding: Vec<Binding>,
+    used: HashSet<Value>,
+    trip_used: HashSet<Inst>,
+}
+
+/// The body of a derivative function from its IR.
+pub fn body(f: &Function, float: &FloatTy, krate: &syn::Path, param_binding: Vec<Binding>) -> TokenStream {
+    let mut used = HashSet::new();
+    f.walk(f.body, &mut |i| used.extend(f.operands(i)));
+    for b in &f.blocks {
+        used.extend(b.yields.iter().copied());
+    }
+    let mut trip_used = HashSet::new();
+    f.walk(f.body, &mut |i| {
+        if let InstKind::For { .. } | InstKind::While { .. } = f.inst(i).kind {
+            if f.inst(i).results.last().is_some_and(|t| used.contains(t)) {
+                trip_used.insert(i);
+            }
+        }
+    });
+    let cx = Ctx { f, float, krate, param_binding, used, trip_used };
+    let tapes: Vec<TokenStream> = f
+        .bufs
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| b.kind == BufKind::Tape)
+        .map(|(k, _)| {
+            let name = cx.buf(Buf(k as u32));
+            quote!(let mut #name = #krate::__private::Tape::new();)
+        })
+        .collect();
+    let stmts = cx.block(f.body);
+    let ys = &f.block(f.body).yields;
+    let ret = cx.tuple(ys);
+    quote! {
+        #(#tapes)*
+        #stmts
+        #ret
+    }
+}
+
+impl Ctx<'_> {
+    fn rt(&self) -> TokenStream {
+        let k = self.krate;
+        quote!(#k::__private)
+    }
+
+    pub fn value_ident(&self, v: Value) -> Ident {
+        let data = self.f.value(v);
+        if let (ValueDef::Result(i, _), _) = (data.def, ()) {
+            if let InstKind::Param(n) = self.f.inst(i).kind {
+                return Ident::new(&self.f.params[n].name, Span::call_site());
+            }
+        }
+        match &data.name {
+            Some(n) if n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => format_ident!("_{}_{}", n.trim_start_matches('_'), v.0),
+            _ => format_ident!("_v{}", v.0),
+        }
+    }
+
+    /// A use of `v`: a constant is written inline, anything else by name.
+    fn val(&self, v: Value) -> TokenStream {
+        if let ValueDef::Result(i, 0) = self.f.value(v).def {
+            match &self.f.inst(i).kind {
+                InstKind::FConst(c) if !matches!(self.float, FloatTy::Generic(_)) => {
+                    return self.float_literal(*c);
+                }
+                InstKind::IConst(c) => {
+                    let lit = proc_macro2::Literal::i128_unsuffixed(*c);
+                    return if *c < 0 { quote!((#lit)) } else { quote!(#lit) };
+                }
+                InstKind::BConst(c) => return quote!(#c),
+                _ => {}
+            }
+        }
+        let id = self.value_ident(v);
+        quote!(#id)
+    }
+
+    fn float_literal(&self, c: f64) -> TokenStream {
+        let ty = match self.float {
+            FloatTy::F32 => "f32",
+            _ => "f64",
+        };
+        if c.is_infinite() {
+            let t = format_ident!("{}", ty);
+            return if c > 0.0 { quote!(#t::INFINITY) } else { quote!(#t::NEG_INFINITY) };
+        }
+        let lit: TokenStream = format!("{c:?}{ty}").parse().expect("float literal");
+        if c < 0.0 {
+            quote!((#lit))
+        } else {
+            lit
+        }
+    }
+
+    pub fn buf(&self, b: Buf) -> Ident {
+        let data = self.f.buf(b);
+        match data.kind {
+            BufKind::Param(n) => Ident::new(&self.f.params[n].name, Span::call_site()),
+            _ => format_ident!("_{}_{}", data.name, b.0),
+        }
+    }
+
+    fn is_reference(&self, b: Buf) -> bool {
+        match self.f.buf(b).kind {
+            BufKind::Param(n) => self.param_binding[n] == Binding::Reference,
+            _ => false,
+        }
+    }
+
+    fn borrow(&self, b: Buf, mutable: bool) -> TokenStream {
+        let n = self.buf(b);
+        match (self.is_reference(b), mutable) {
+            (true, false) => quote!(&*#n),
+            (true, true) => quote!(&mut *#n),
+            (false, false) => quote!(&#n),
+            (false, true) => quote!(&mut #n),
+        }
+    }
+
+    fn tuple(&self, vs: &[Value]) -> TokenStream {
+        let items: Vec<TokenStream> = vs.iter().map(|v| self.val(*v)).collect();
+        match items.len() {
+            0 => quote!(),
+            1 => items[0].clone(),
+            _ => quote!((#(#items),*)),
+        }
+    }
+
+    fn pattern(&self, vs: &[Value]) -> TokenStream {
+        let items: Vec<TokenStream> = vs
+            .iter()
+            .map(|v| {
+                let id = self.value_ident(*v);
+                quote!(#id)
+            })
+            .collect();
+        match items.len() {
+            1 => items[0].clone(),
+            _ => quote!((#(#items),*)),
+        }
+    }
+
+    fn index(&self, buf: Buf, idx: &[Value]) -> TokenStream {
+        let n = self.buf(buf);
+        let ix = idx.iter().map(|v| self.val(*v));
+        quote!(#n #([#ix])*)
+    }
+
+    fn block(&self, b: Block) -> TokenStream {
+        let stmts: Vec<TokenStream> = self.f.block(b).insts.iter().map(|i| self.inst(*i)).collect();
+        quote!(#(#stmts)*)
+    }
+
+    /// A block used as an expression yielding its values.
+    fn block_expr(&self, b: Block) -> TokenStream {
+        let stmts = self.block(b);
+        let ys = self.tuple(&self.f.block(b).yields);
+        quote!({ #stmts #ys })
+    }
+
+    fn let_value(&self, i: Inst, expr: TokenStream) -> TokenStream {
+        let r = self.f.inst(i).results[0];
+        let id = self.value_ident(r);
+        if matches!(self.f.inst(i).kind, InstKind::FConst(_) | InstKind::IConst(_) | InstKind::BConst(_))
+            && !(matches!(self.float, FloatTy::Generic(_)) && matches!(self.f.inst(i).kind, InstKind::FConst(_)))
+        {
+            return quote!();
+        }
+        if !self.used.contains(&r) && !matches!(self.f.inst(i).kind, InstKind::Call { .. }) {
+            return quote!();
+        }
+        quote!(let #id = #expr;)
+    }
+
+    fn zero(&self) -> TokenStream {
+        let rt = self.rt();
+        match self.float {
+            FloatTy::Generic(_) => quote!(<_ as #rt::num_traits::Zero>::zero()),
+            _ => self.float_literal(0.0),
+        }
+    }
+
+    fn inst(&self, i: Inst) -> TokenStream {
+        use InstKind::*;
+        let f = self.f;
+        let data = f.inst(i);
+        let rt = self.rt();
+        let ft = self.float.tokens();
+        match &data.kind {
+            FConst(c) => match self.float {
+                FloatTy::Generic(_) => {
+                    let lit = proc_macro2::Literal::f64_unsuffixed(*c);
+                    let lit = if c.is_finite() { quote!(#lit) } else if *c > 0.0 { quote!(f64::INFINITY) } else { quote!(f64::NEG_INFINITY) };
+                    let lit = if *c < 0.0 && c.is_finite() { quote!((#lit)) } else { lit };
+                    self.let_value(i, quote!(#rt::cst::<#ft>(#lit)))
+                }
+                _ => quote!(),
+            },
+            IConst(_) | BConst(_) | Param(_) => quote!(),
+            Opaque(t, _) => {
+                let t: TokenStream = t.parse().unwrap_or_default();
+                self.let_value(i, t)
+            }
+            Unary(UnOp::Neg, a) => {
+                let a = self.val(*a);
+                self.let_value(i, quote!(-#a))
+            }
+            Unary(UnOp::Not, a) => {
+                let a = self.val(*a);
+                self.let_value(i, quote!(!#a))
+            }
+            Binary(op, a, b) => {
+                let (a, b) = (self.val(*a), self.val(*b));
+                let op: TokenStream = op.symbol().parse().expect("operator");
+                self.let_value(i, quote!(#a #op #b))
+            }
+            Math(name, args) => {
+                let recv = self.val(args[0]);
+                let rest = args[1..].iter().map(|a| self.val(*a));
+                let m = format_ident!("{}", name);
+                self.let_value(i, quote!(#recv.#m(#(#rest),*)))
+            }
+            Cast { value, to, rust_ty } => {
+                let from = f.ty(*value);
+                let v = self.val(*value);
+                let e = match (from, to) {
+                    (Ty::Int, Ty::Float) | (Ty::Bool, Ty::Float) => match self.float {
+                        FloatTy::Generic(_) => quote!(#rt::from_int::<#ft, _>(#v)),
+                        _ => quote!((#v as #ft)),
+                    },
+                    (Ty::Float, Ty::Int) => {
+                        let t: TokenStream = rust_ty.clone().unwrap_or_else(|| "usize".into()).parse().expect("type");
+                        match self.float {
+                            FloatTy::Generic(_) => {
+                                let m = format_ident!("to_{}", rust_ty.clone().unwrap_or_else(|| "usize".into()));
+                                quote!(#rt::num_traits::ToPrimitive::#m(&#v).expect("phidiff: float to integer conversion out of range"))
+                            }
+                            _ => quote!((#v as #t)),
+                        }
+                    }
+                    _ => {
+                        let t: TokenStream = rust_ty.clone().unwrap_or_else(|| "usize".into()).parse().expect("type");
+                        quote!((#v as #t))
+                    }
+                };
+                self.let_value(i, e)
+            }
+            Load(buf, idx) => {
+                let e = self.index(*buf, idx);
+                self.let_value(i, e)
+            }
+            Store(buf, idx, v) => {
+                let p = self.index(*buf, idx);
+                let v = self.val(*v);
+                quote!(#p = #v;)
+            }
+            StoreAdd(buf, idx, v) => {
+                let p = self.index(*buf, idx);
+                let v = self.val(*v);
+                quote!(#p += #v;)
+            }
+            Len(buf, idx) => {
+                let p = self.index(*buf, idx);
+                self.let_value(i, quote!(#p.len()))
+            }
+            Alloc { buf, dims, init } => {
+                let n = self.buf(*buf);
+                let e = match init {
+                    AllocInit::Fill(v) => {
+                        let v = self.val(*v);
+                        let d: Vec<TokenStream> = dims.iter().map(|d| self.val(*d)).collect();
+                        match d.as_slice() {
+                            [a] => quote!(vec![#v; #a]),
+                            [a, b] => quote!(vec![vec![#v; #b]; #a]),
+                            _ => unreachable!("buffers have rank 1 or 2"),
+                        }
+                    }
+                    AllocInit::Copy(src) => {
+                        let s = self.buf(*src);
+                        quote!(#s.to_vec())
+                    }
+                };
+                quote!(let mut #n = #e;)
+            }
+            CopyFrom { dst, src } => {
+                let (d, s) = (self.buf(*dst), self.buf(*src));
+                if f.buf(*dst).rank == 1 {
+                    quote!(#d.copy_from_slice(&#s[..]);)
+                } else {
+                    quote!(for (__d, __s) in #d.iter_mut().zip(#s.iter()) { __d.copy_from_slice(&__s[..]); })
+                }
+            }
+            Swap(a, b) => {
+                let (a, b) = (self.buf(*a), self.buf(*b));
+                quote!(::core::mem::swap(&mut #a, &mut #b);)
+            }
+            AddBuf { dst, src } => {
+                let (d, s) = (self.buf(*dst), self.buf(*src));
+                if f.buf(*dst).rank == 1 {
+                    quote!(for (__d, __s) in #d.iter_mut().zip(#s.iter()) { *__d += *__s; })
+                } else {
+                    quote!(for (__dr, __sr) in #d.iter_mut().zip(#s.iter()) { for (__d, __s) in __dr.iter_mut().zip(__sr.iter()) { *__d += *__s; } })
+                }
+            }
+            ZeroBuf(b) => {
+                let d = self.buf(*b);
+                let z = self.zero();
+                if f.buf(*b).rank == 1 {
+                    quote!(for __d in #d.iter_mut() { *__d = #z; })
+                } else {
+                    quote!(for __dr in #d.iter_mut() { for __d in __dr.iter_mut() { *__d = #z; } })
+                }
+            }
+            SumBuf(b) => {
+                let s = self.buf(*b);
+                let z = self.zero();
+                let e = if f.buf(*b).rank == 1 {
+                    quote!(#s.iter().fold(#z, |__a, __b| __a + *__b))
+                } else {
+                    quote!(#s.iter().flat_map(|__r| __r.iter()).fold(#z, |__a, __b| __a + *__b))
+                };
+                self.let_value(i, e)
+            }
+            Assert { cond, message } => {
+                let c = self.val(*cond);
+                let msg: TokenStream = message.parse().unwrap_or_else(|_| quote!("assertion failed"));
+                quote!(assert!(#c, #msg);)
+            }
+            If { cond, then_blk, else_blk } => {
+                let c = self.val(*cond);
+                let t = self.block_expr(*then_blk);
+                let e = self.block_expr(*else_blk);
+                if data.results.is_empty() {
+                    if f.block(*else_blk).insts.is_empty() {
+                        quote!(if #c #t)
+                    } else {
+                        quote!(if #c #t else #e)
+                    }
+                } else {
+                    let p = self.pattern(&data.results);
+                    quote!(let #p = if #c #t else #e;)
+                }
+            }
+            For { range, index, params, inits, body, exit } => {
+                let (s, e) = (self.val(range.start), self.val(range.end));
+                let mut it = quote!(#s..#e);
+                if range.rev {
+                    it = quote!((#it).rev());
+                }
+                if let Some(st) = range.step {
+                    let st = self.val(st);
+                    it = quote!((#it).step_by(#st));
+                }
+                let idx = self.value_ident(*index);
+                let (pre, inner, post) = self.loop_parts(i, params, inits, *body, exit);
+                quote! {
+                    #pre
+                    for #idx in #it { #inner }
+                    #post
+                }
+            }
+            While { cond, params, inits, body, exit } => {
+                let (pre, inner, post) = self.loop_parts(i, params, inits, *body, exit);
+                let cstmts = self.block(*cond);
+                let c = self.val(f.block(*cond).yields[0]);
+                let test = if matches!(f.inst(f.def_inst(f.block(*cond).yields[0])).kind, BConst(true)) && f.block(*cond).insts.len() == 1 {
+                    quote!()
+                } else {
+                    quote!(#cstmts if !#c { break; })
+                };
+                quote! {
+                    #pre
+                    loop { #test #inner }
+                    #post
+                }
+            }
+            CellDecl(c, v) => {
+                let n = self.cell(*c);
+                let v = self.val(*v);
+                quote!(let mut #n = #v;)
+            }
+            CellGet(c) => {
+                let n = self.cell(*c);
+                self.let_value(i, quote!(#n))
+            }
+            CellSet(c, v) => {
+                let n = self.cell(*c);
+                let v = self.val(*v);
+                quote!(#n = #v;)
+            }
+            CellAdd(c, v) => {
+                let n = self.cell(*c);
+                let v = self.val(*v);
+                quote!(#n += #v;)
+            }
+            TapeEnsure(t, len) => {
+                let n = self.buf(*t);
+                let l = self.val(*len);
+                quote!(#n.ensure(#l);)
+            }
+            Call { callee, args, suffix } => self.call(i, callee, args, suffix),
+        }
+    }
+
+    pub fn cell(&self, c: Cell) -> Ident {
+        format_ident!("_{}_{}", self.f.cells[c.index()].name, c.0)
+    }
+
+    /// (declarations before the loop, the body inside it, bindings after it)
+    fn loop_parts(&self, i: Inst, params: &[Value], inits: &[Value], body: Block, exit: &[Value]) -> (TokenStream, TokenStream, TokenStream) {
+        let f = self.f;
+        let results = &f.inst(i).results;
+        let names: Vec<Ident> = params.iter().map(|p| self.value_ident(*p)).collect();
+        let init_vals: Vec<TokenStream> = inits.iter().map(|v| self.val(*v)).collect();
+        let counted = self.trip_used.contains(&i);
+        let trip = self.value_ident(*results.last().expect("trip"));
+        let mut pre = quote!(#(let mut #names = #init_vals;)*);
+        if counted {
+            pre.extend(quote!(let mut #trip: usize = 0;));
+        }
+        let exit_check = if exit.is_empty() {
+            quote!()
+        } else {
+            let flags = exit.iter().map(|e| self.val(*e));
+            quote!(if #(#flags)||* { break; })
+        };
+        let count = if counted { quote!(#trip += 1;) } else { quote!() };
+        let stmts = self.block(body);
+        let ys: Vec<TokenStream> = f.block(body).yields.iter().map(|y| self.val(*y)).collect();
+        let back = match names.len() {
+            0 => quote!(),
+            1 => {
+                let n = &names[0];
+                let y = &ys[0];
+                quote!(#n = #y;)
+            }
+            _ => quote!((#(#names),*) = (#(#ys),*);),
+        };
+        let inner = quote!(#exit_check #count #stmts #back);
+        let mut post = quote!();
+        for (r, n) in results.iter().zip(&names) {
+            if self.used.contains(r) {
+                let rid = self.value_ident(*r);
+                post.extend(quote!(let #rid = #n;));
+            }
+        }
+        (pre, inner, post)
+    }
+
+    fn call(&self, i: Inst, callee: &Callee, args: &[CallArg], suffix: &CallSuffix) -> TokenStream {
+        let data = self.f.inst(i);
+        let arg = |a: &CallArg| -> TokenStream {
+            match a {
+                CallArg::Scalar(v) => self.val(*v),
+                CallArg::Buf { buf, mutable } => self.borrow(*buf, *mutable),
+                CallArg::Opaque(t) => t.parse().unwrap_or_default(),
+            }
+        };
+        let (suffix_name, all_args, extra): (&str, Vec<TokenStream>, Option<TokenStream>) = match suffix {
+            CallSuffix::Primal => ("", args.iter().map(arg).collect(), None),
+            CallSuffix::Fwd { tangents } => {
+                let mut v = Vec::new();
+                for (a, t) in args.iter().zip(tangents) {
+                    v.push(arg(a));
+                    if let Some(t) = t {
+                        v.push(arg(t));
+                    }
+                }
+                ("_fwd", v, None)
+            }
+            CallSuffix::Rev { shadows, seed } => {
+                let mut v = Vec::new();
+                for (a, s) in args.iter().zip(shadows) {
+                    v.push(arg(a));
+                    if let Some(s) = s {
+                        if let CallArg::Buf { .. } = s {
+                            v.push(arg(s));
+                        }
+                    }
+                }
+                ("_rev", v, seed.map(|s| self.val(s)))
+            }
+        };
+        let all_args: Vec<TokenStream> = all_args.into_iter().chain(extra).collect();
+        let generics: TokenStream = callee.generics.parse().unwrap_or_default();
+        let call = match &callee.receiver {
+            Some(r) => {
+                let r: TokenStream = r.parse().unwrap_or_default();
+                let m = format_ident!("{}{}", callee.path, suffix_name);
+                quote!(#r.#m #generics (#(#all_args),*))
+            }
+            None => {
+                let mut path: syn::Path = syn::parse_str(&callee.path).expect("callee path");
+                let last = path.segments.last_mut().expect("path");
+                last.ident = format_ident!("{}{}", last.ident, suffix_name);
+                quote!(#path #generics (#(#all_args),*))
+            }
+        };
+        let results = &data.results;
+        match suffix {
+            CallSuffix::Rev { seed, .. } => {
+                // g_rev returns (value?, adjoints...) with a 1-tuple collapsed.
+                let mut pats: Vec<TokenStream> = Vec::new();
+                if seed.is_some() {
+                    pats.push(quote!(_));
+                }
+                pats.extend(results.iter().map(|r| {
+                    let id = self.value_ident(*r);
+                    quote!(#id)
+                }));
+                match pats.len() {
+                    0 => quote!(#call;),
+                    1 => {
+                        let p = &pats[0];
+                        quote!(let #p = #call;)
+                    }
+                    _ => quote!(let (#(#pats),*) = #call;),
+                }
+            }
+            _ => {
+                if results.is_empty() {
+                    quote!(#call;)
+                } else {
+                    let p = self.pattern(results);
+                    quote!(let #p = #call;)
+                }
+            }
+        }
+    }
+}
+
+/// Binding of each parameter of the primal signature (tangent and shadow parameters are
+/// handled by the caller).
+pub fn param_bindings(sig: &Signature) -> Vec<Binding> {
+    sig.params
+        .iter()
+        .map(|p| match &p.class {
+            ParamClass::Buffer { form: BufForm::Owned, .. } => Binding::Owned,
+            _ => Binding::Reference,
+        })
+        .collect()
+}

@@ -1,0 +1,88 @@
+//! Derivative programs: forward (tangent) and reverse (adjoint) IR functions built from a
+//! primal IR function and its activity.
+
+pub mod forward;
+pub mod reverse;
+pub mod rules;
+
+use crate::ir::builder::Builder;
+use crate::ir::*;
+
+/// Primal → derivative-program mapping of values and buffers, and the copying of
+/// instructions without control flow.
+pub struct Remap {
+    pub values: Vec<Option<Value>>,
+    pub bufs: Vec<Option<Buf>>,
+}
+
+impl Remap {
+    pub fn new(f: &Function) -> Self {
+        Remap { values: vec![None; f.values.len()], bufs: vec![None; f.bufs.len()] }
+    }
+    pub fn v(&self, v: Value) -> Value {
+        self.values[v.index()].unwrap_or_else(|| panic!("phidiff internal error: {v} used before it was copied"))
+    }
+    pub fn set(&mut self, old: Value, new: Value) {
+        self.values[old.index()] = Some(new);
+    }
+    pub fn b(&self, b: Buf) -> Buf {
+        self.bufs[b.index()].unwrap_or_else(|| panic!("phidiff internal error: {b} used before it was copied"))
+    }
+    pub fn arg(&self, a: &CallArg) -> CallArg {
+        match a {
+            CallArg::Scalar(v) => CallArg::Scalar(self.v(*v)),
+            CallArg::Buf { buf, mutable } => CallArg::Buf { buf: self.b(*buf), mutable: *mutable },
+            CallArg::Opaque(t) => CallArg::Opaque(t.clone()),
+        }
+    }
+
+    pub fn vs(&self, vs: &[Value]) -> Vec<Value> {
+        vs.iter().map(|v| self.v(*v)).collect()
+    }
+
+    /// Copies an instruction that owns no blocks and is not a call; returns its first result.
+    pub fn copy_simple(&mut self, b: &mut Builder, f: &Function, i: Inst) -> Option<Value> {
+        use InstKind::*;
+        let data = f.inst(i);
+        let kind = match &data.kind {
+            FConst(c) => FConst(*c),
+            IConst(c) => IConst(*c),
+            BConst(c) => BConst(*c),
+            Opaque(t, ty) => Opaque(t.clone(), *ty),
+            Param(n) => Param(*n),
+            Unary(op, a) => Unary(*op, self.v(*a)),
+            Binary(op, a, c) => Binary(*op, self.v(*a), self.v(*c)),
+            Math(n, args) => Math(n, self.vs(args)),
+            Cast { value, to, rust_ty } => Cast { value: self.v(*value), to: *to, rust_ty: rust_ty.clone() },
+            Load(buf, idx) => Load(self.b(*buf), self.vs(idx)),
+            Store(buf, idx, v) => Store(self.b(*buf), self.vs(idx), self.v(*v)),
+            StoreAdd(buf, idx, v) => StoreAdd(self.b(*buf), self.vs(idx), self.v(*v)),
+            Len(buf, idx) => Len(self.b(*buf), self.vs(idx)),
+            Alloc { buf, dims, init } => {
+                let dims = self.vs(dims);
+                let nb = b.func.new_buf(f.buf(*buf).clone());
+                self.bufs[buf.index()] = Some(nb);
+                let init = match init {
+                    AllocInit::Fill(v) => AllocInit::Fill(self.v(*v)),
+                    AllocInit::Copy(src) => AllocInit::Copy(self.b(*src)),
+                };
+                Alloc { buf: nb, dims, init }
+            }
+            CopyFrom { dst, src } => CopyFrom { dst: self.b(*dst), src: self.b(*src) },
+            Swap(a, c) => Swap(self.b(*a), self.b(*c)),
+            AddBuf { dst, src } => AddBuf { dst: self.b(*dst), src: self.b(*src) },
+            ZeroBuf(x) => ZeroBuf(self.b(*x)),
+            SumBuf(x) => SumBuf(self.b(*x)),
+            Assert { cond, message } => Assert { cond: self.v(*cond), message: message.clone() },
+            other => unreachable!("copy_simple on {other:?}"),
+        };
+        let tys: Vec<Ty> = data.results.iter().map(|r| f.ty(*r)).collect();
+        let ni = b.push(kind, &tys, None);
+        let results = b.func.inst(ni).results.clone();
+        for (r, nr) in data.results.iter().zip(&results) {
+            self.set(*r, *nr);
+            b.func.values[nr.index()].name = f.value(*r).name.clone();
+        }
+        results.first().copied()
+    }
+}

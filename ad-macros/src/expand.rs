@@ -1,0 +1,114 @@
+//! The pipeline as one function: parse → lower → verify → analyze → derive → emit.
+
+use crate::analysis::activity;
+use crate::codegen::{self, signature::Header, Binding};
+use crate::derivative::{forward, reverse};
+use crate::diagnostics::Diagnostics;
+use crate::ir::{self, verify::verify};
+use crate::parse::{signature, Options};
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+
+/// `#[differentiate(args)] item` → the item followed by its derivative functions; on error
+/// the item followed by the errors, so the rest of the crate keeps compiling.
+pub fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
+    let item_fn: syn::ItemFn = match syn::parse2(item.clone()) {
+        Ok(f) => f,
+        Err(_) => {
+            let err = syn::Error::new_spanned(&item, "#[differentiate] applies to a function").to_compile_error();
+            return quote!(#item #err);
+        }
+    };
+    let generated = syn::parse2::<Options>(args).and_then(|mut opts| {
+        opts.resolve_names(&item_fn.sig.ident);
+        derive_all(&opts, &item_fn)
+    });
+    match generated {
+        Ok(tokens) => quote!(#item_fn #tokens),
+        Err(e) => {
+            let err = e.to_compile_error();
+            quote!(#item_fn #err)
+        }
+    }
+}
+
+/// The IR of the primal and of both derivative programs (for tests and the interpreter).
+#[cfg_attr(not(test), allow(dead_code))]
+pub struct Compiled {
+    pub primal: ir::Function,
+    pub forward: ir::Function,
+    pub reverse: ir::Function,
+}
+
+fn internal(what: &str, e: String, f: &ir::Function) -> syn::Error {
+    syn::Error::new(
+        proc_macro2::Span::call_site(),
+        format!("phidiff internal error in {what}: {e}\n{}", ir::printer::print(f)),
+    )
+}
+
+fn compile(opts: &Options, item: &syn::ItemFn) -> syn::Result<(signature::Signature, Compiled)> {
+    let diag = Diagnostics::default();
+    let sig = signature::read(&item.sig, opts.wrt.as_deref(), &diag);
+    let Some(sig) = sig else {
+        diag.check()?;
+        return Err(syn::Error::new_spanned(&item.sig, "phidiff: unsupported signature"));
+    };
+    let primal = crate::lower::lower_function(item, &sig, &diag);
+    diag.check()?;
+    verify(&primal).map_err(|e| internal("lowering", e, &primal))?;
+    let active: Vec<bool> = sig.params.iter().map(|p| p.active).collect();
+    let act = activity::analyze(&primal, &active);
+    let name = item.sig.ident.to_string();
+    let fwd = forward::forward(&primal, &act, &active, &format!("{name}_fwd"));
+    verify(&fwd).map_err(|e| internal("forward mode", e, &fwd))?;
+    let rev = reverse::reverse(&primal, &act, &active, &format!("{name}_rev"))
+        .map_err(|e| syn::Error::new_spanned(&item.sig.ident, e))?;
+    verify(&rev).map_err(|e| internal("reverse mode", e, &rev))?;
+    if std::env::var_os("PHIDIFF_DUMP_IR").is_some() {
+        eprintln!("{}\n{}\n{}", ir::printer::print(&primal), ir::printer::print(&fwd), ir::printer::print(&rev));
+    }
+    Ok((sig, Compiled { primal, forward: fwd, reverse: rev }))
+}
+
+fn derive_all(opts: &Options, item: &syn::ItemFn) -> syn::Result<TokenStream> {
+    let (sig, compiled) = compile(opts, item)?;
+    let header = Header { item, sig: &sig, krate: &opts.krate };
+    let bindings = codegen::param_bindings(&sig);
+    let mut out = quote!();
+    if let Some(name) = &opts.forward {
+        let mut b = Vec::new();
+        for (p, bind) in sig.params.iter().zip(&bindings) {
+            b.push(*bind);
+            if p.active {
+                b.push(*bind);
+            }
+        }
+        let body = codegen::body(&compiled.forward, &sig.float, &opts.krate, b);
+        out.extend(header.forward(name, body));
+    }
+    if let Some(name) = &opts.reverse {
+        let mut b = Vec::new();
+        for (p, bind) in sig.params.iter().zip(&bindings) {
+            b.push(*bind);
+            if p.is_active_buffer() {
+                b.push(Binding::Reference);
+            }
+        }
+        b.push(Binding::Reference);
+        let body = codegen::body(&compiled.reverse, &sig.float, &opts.krate, b);
+        out.extend(header.reverse(name, body));
+        if sig.returns_float {
+            let grad = format_ident!("{}_grad", item.sig.ident);
+            out.extend(header.grad(&grad, name));
+        }
+    }
+    Ok(out)
+}
+
+/// Compiles a function with `forward, reverse` for tests; errors as text.
+#[cfg(test)]
+pub fn compile_for_tests(item: &syn::ItemFn) -> Result<Compiled, String> {
+    let opts: Options = syn::parse_quote!(forward, reverse);
+    compile(&opts, item).map(|(_, c)| c).map_err(|e| e.to_string())
+}

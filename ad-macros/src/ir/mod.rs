@@ -1,0 +1,474 @@
+//! The structured SSA IR that every pass works on.
+//!
+//! Scalars are SSA values (`v3`); arrays are mutable storage (`buf2`) read and written by
+//! `load`/`store`. Control flow is structured: `if` and loops own their blocks, and φ nodes
+//! are block parameters: an `if` yields one value per result from each branch, a loop
+//! header's parameters receive the initial values on entry and the block's yields on the back
+//! edge. Derivative programs additionally use mutable cells (adjoint accumulators, tape
+//! counters) and tapes (buffers indexed by loop iteration).
+
+pub mod builder;
+#[cfg_attr(not(test), allow(dead_code))]
+pub mod interp;
+pub mod printer;
+pub mod verify;
+
+use proc_macro2::Span;
+
+macro_rules! entity {
+    ($name:ident, $prefix:literal) => {
+        #[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+        pub struct $name(pub u32);
+        impl $name {
+            pub fn index(self) -> usize {
+                self.0 as usize
+            }
+        }
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, concat!($prefix, "{}"), self.0)
+            }
+        }
+    };
+}
+
+entity!(Value, "v");
+entity!(Inst, "i");
+entity!(Block, "b");
+entity!(Buf, "buf");
+entity!(Cell, "c");
+
+/// Scalar types. Integers carry no Rust width: rustc infers it in the generated code.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Ty {
+    Float,
+    Int,
+    Bool,
+}
+
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum ValueDef {
+    /// The `n`-th result of an instruction.
+    Result(Inst, u32),
+    /// The induction variable of a `for` loop.
+    LoopIndex(Inst),
+    /// The `n`-th header parameter (φ) of a loop.
+    LoopParam(Inst, u32),
+}
+
+#[derive(Clone, Debug)]
+pub struct ValueData {
+    pub ty: Ty,
+    pub def: ValueDef,
+    /// The user's variable name, for readable printing and generated code.
+    pub name: Option<String>,
+}
+
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum BufKind {
+    /// The storage of parameter `n`.
+    Param(usize),
+    /// A `let` buffer (`vec!`, `to_vec`, `clone`).
+    Local,
+    /// A derivative buffer (tangent or adjoint shadow) created by a derivative pass.
+    Shadow,
+    /// A direct-indexed tape of saved values.
+    Tape,
+}
+
+#[derive(Clone, Debug)]
+pub struct BufData {
+    pub name: String,
+    /// 1 for `&[T]`, 2 for `&[Vec<T>]` / `[[T; N]; M]`.
+    pub rank: u8,
+    pub elem: Ty,
+    pub kind: BufKind,
+}
+
+#[derive(Clone, Debug)]
+pub struct CellData {
+    pub ty: Ty,
+    pub name: String,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct BlockData {
+    pub insts: Vec<Inst>,
+    /// Values passed to the parent: `if` results, loop back-edge arguments, the function's
+    /// return values, a `while` condition.
+    pub yields: Vec<Value>,
+}
+
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum UnOp {
+    Neg,
+    Not,
+}
+
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+    And,
+    Or,
+}
+
+impl BinOp {
+    pub fn is_comparison(self) -> bool {
+        matches!(self, BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne)
+    }
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::Rem => "%",
+            BinOp::Lt => "<",
+            BinOp::Le => "<=",
+            BinOp::Gt => ">",
+            BinOp::Ge => ">=",
+            BinOp::Eq => "==",
+            BinOp::Ne => "!=",
+            BinOp::And => "&&",
+            BinOp::Or => "||",
+        }
+    }
+}
+
+/// How a `for` loop walks its range: `(start..end)`, optionally `.rev()`, then `.step_by(step)`.
+#[derive(Clone, Debug)]
+pub struct RangeSpec {
+    pub start: Value,
+    pub end: Value,
+    pub step: Option<Value>,
+    pub rev: bool,
+}
+
+#[derive(Clone, Debug)]
+pub enum AllocInit {
+    /// `vec![v; n]` (rank 1) or `vec![vec![v; m]; n]` (rank 2).
+    Fill(Value),
+    /// `src.to_vec()` / `src.clone()`.
+    Copy(Buf),
+}
+
+/// What a user-level call refers to (`g(..)` or `recv.m(..)`); see `lower::call`.
+#[derive(Clone, Debug)]
+pub struct Callee {
+    /// The path tokens (`g`, `module::g`) or the method name.
+    pub path: String,
+    /// The receiver expression tokens for method calls (constant).
+    pub receiver: Option<String>,
+    /// Turbofish generics, kept verbatim.
+    pub generics: String,
+}
+
+#[derive(Clone, Debug)]
+pub enum CallArg {
+    Scalar(Value),
+    Buf { buf: Buf, mutable: bool },
+    /// Constant tokens passed through unchanged (e.g. `&comm`, a struct).
+    Opaque(String),
+}
+
+#[derive(Clone, Debug)]
+pub enum InstKind {
+    FConst(f64),
+    IConst(i128),
+    BConst(bool),
+    /// The value of scalar parameter `n`.
+    Param(usize),
+    /// Constant tokens of an opaque parameter or expression (printed verbatim).
+    Opaque(String, Ty),
+    Unary(UnOp, Value),
+    Binary(BinOp, Value, Value),
+    /// A float method from the rule table (`derivative::rules`).
+    Math(&'static str, Vec<Value>),
+    /// `as` casts and `T::from`: `to` is the target; `rust_ty` the integer type if any.
+    Cast { value: Value, to: Ty, rust_ty: Option<String> },
+    Load(Buf, Vec<Value>),
+    Store(Buf, Vec<Value>, Value),
+    /// `a[i] += v`
+    StoreAdd(Buf, Vec<Value>, Value),
+    Len(Buf, Vec<Value>),
+    Alloc { buf: Buf, dims: Vec<Value>, init: AllocInit },
+    /// `dst.copy_from_slice(&src)`
+    CopyFrom { dst: Buf, src: Buf },
+    /// `std::mem::swap(&mut a, &mut b)`
+    Swap(Buf, Buf),
+    /// `dst[k] += src[k]` for all k (derivative programs).
+    AddBuf { dst: Buf, src: Buf },
+    /// `dst[k] = 0` for all k (derivative programs).
+    ZeroBuf(Buf),
+    /// Sum of all elements (derivative programs: adjoint of `vec![v; n]`).
+    SumBuf(Buf),
+    Assert { cond: Value, message: String },
+    If { cond: Value, then_blk: Block, else_blk: Block },
+    /// `params` are the header φs; `exit` lists boolean params that end the loop when true
+    /// (lowered `break`/`return`). Results: one per param, then the trip count.
+    For {
+        range: RangeSpec,
+        index: Value,
+        params: Vec<Value>,
+        inits: Vec<Value>,
+        body: Block,
+        exit: Vec<Value>,
+    },
+    /// `cond` yields one bool evaluated before each iteration. Results as for `For`.
+    While {
+        cond: Block,
+        params: Vec<Value>,
+        inits: Vec<Value>,
+        body: Block,
+        exit: Vec<Value>,
+    },
+    CellDecl(Cell, Value),
+    CellGet(Cell),
+    CellSet(Cell, Value),
+    CellAdd(Cell, Value),
+    /// Grow a tape to at least `len` slots.
+    TapeEnsure(Buf, Value),
+    /// A call to a user function or method (`_fwd`/`_rev` by convention in derivatives).
+    Call { callee: Callee, args: Vec<CallArg>, suffix: CallSuffix },
+}
+
+/// Which variant of a user function a `Call` invokes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CallSuffix {
+    Primal,
+    /// `name_fwd(args with tangents)`; results: value, tangent.
+    Fwd { tangents: Vec<Option<CallArg>> },
+    /// `name_rev(args with shadows, seed)`; results: scalar adjoints (value dropped).
+    Rev { shadows: Vec<Option<CallArg>>, seed: Option<Value> },
+}
+
+impl PartialEq for CallArg {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (CallArg::Scalar(a), CallArg::Scalar(b)) => a == b,
+            (CallArg::Buf { buf: a, mutable: x }, CallArg::Buf { buf: b, mutable: y }) => a == b && x == y,
+            (CallArg::Opaque(a), CallArg::Opaque(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+impl Eq for CallArg {}
+
+#[derive(Clone, Debug)]
+pub struct InstData {
+    pub kind: InstKind,
+    pub results: Vec<Value>,
+    pub span: Span,
+}
+
+/// How a parameter of an IR function is passed.
+#[derive(Clone, Debug)]
+pub enum ParamKind {
+    Scalar(Ty),
+    Buffer { buf: Buf, mutable: bool },
+    /// Constant of a type the compiler does not model (`&Comm`, a struct): passed through.
+    Opaque,
+}
+
+#[derive(Clone, Debug)]
+pub struct ParamInfo {
+    pub name: String,
+    pub kind: ParamKind,
+}
+
+#[derive(Clone, Debug)]
+pub struct Function {
+    pub name: String,
+    pub params: Vec<ParamInfo>,
+    pub values: Vec<ValueData>,
+    pub insts: Vec<InstData>,
+    pub blocks: Vec<BlockData>,
+    pub bufs: Vec<BufData>,
+    pub cells: Vec<CellData>,
+    pub body: Block,
+}
+
+impl Function {
+    pub fn new(name: impl Into<String>) -> Self {
+        let mut f = Function {
+            name: name.into(),
+            params: Vec::new(),
+            values: Vec::new(),
+            insts: Vec::new(),
+            blocks: Vec::new(),
+            bufs: Vec::new(),
+            cells: Vec::new(),
+            body: Block(0),
+        };
+        f.body = f.new_block();
+        f
+    }
+    pub fn new_block(&mut self) -> Block {
+        self.blocks.push(BlockData::default());
+        Block(self.blocks.len() as u32 - 1)
+    }
+    pub fn new_value(&mut self, ty: Ty, def: ValueDef, name: Option<String>) -> Value {
+        self.values.push(ValueData { ty, def, name });
+        Value(self.values.len() as u32 - 1)
+    }
+    pub fn new_buf(&mut self, data: BufData) -> Buf {
+        self.bufs.push(data);
+        Buf(self.bufs.len() as u32 - 1)
+    }
+    pub fn new_cell(&mut self, ty: Ty, name: impl Into<String>) -> Cell {
+        self.cells.push(CellData { ty, name: name.into() });
+        Cell(self.cells.len() as u32 - 1)
+    }
+    pub fn value(&self, v: Value) -> &ValueData {
+        &self.values[v.index()]
+    }
+    pub fn ty(&self, v: Value) -> Ty {
+        self.values[v.index()].ty
+    }
+    pub fn inst(&self, i: Inst) -> &InstData {
+        &self.insts[i.index()]
+    }
+    pub fn block(&self, b: Block) -> &BlockData {
+        &self.blocks[b.index()]
+    }
+    pub fn buf(&self, b: Buf) -> &BufData {
+        &self.bufs[b.index()]
+    }
+    /// The instruction that defines `v` (for loop parameters and indices: the loop).
+    pub fn def_inst(&self, v: Value) -> Inst {
+        match self.values[v.index()].def {
+            ValueDef::Result(i, _) | ValueDef::LoopIndex(i) | ValueDef::LoopParam(i, _) => i,
+        }
+    }
+    /// The blocks an instruction owns, in execution order.
+    pub fn child_blocks(&self, i: Inst) -> Vec<Block> {
+        match &self.insts[i.index()].kind {
+            InstKind::If { then_blk, else_blk, .. } => vec![*then_blk, *else_blk],
+            InstKind::For { body, .. } => vec![*body],
+            InstKind::While { cond, body, .. } => vec![*cond, *body],
+            _ => Vec::new(),
+        }
+    }
+    /// The values an instruction reads (not counting its blocks' contents).
+    pub fn operands(&self, i: Inst) -> Vec<Value> {
+        use InstKind::*;
+        match &self.insts[i.index()].kind {
+            FConst(_) | IConst(_) | BConst(_) | Param(_) | Opaque(..) => vec![],
+            Unary(_, a) => vec![*a],
+            Binary(_, a, b) => vec![*a, *b],
+            Math(_, args) => args.clone(),
+            Cast { value, .. } => vec![*value],
+            Load(_, idx) | Len(_, idx) => idx.clone(),
+            Store(_, idx, v) | StoreAdd(_, idx, v) => {
+                let mut o = idx.clone();
+                o.push(*v);
+                o
+            }
+            Alloc { dims, init, .. } => {
+                let mut o = dims.clone();
+                if let AllocInit::Fill(v) = init {
+                    o.push(*v);
+                }
+                o
+            }
+            CopyFrom { .. } | Swap(..) | AddBuf { .. } | ZeroBuf(_) | SumBuf(_) => vec![],
+            Assert { cond, .. } => vec![*cond],
+            If { cond, .. } => vec![*cond],
+            For { range, inits, .. } => {
+                let mut o = vec![range.start, range.end];
+                o.extend(range.step);
+                o.extend(inits.iter().copied());
+                o
+            }
+            While { inits, .. } => inits.clone(),
+            CellDecl(_, v) | CellSet(_, v) | CellAdd(_, v) => vec![*v],
+            CellGet(_) => vec![],
+            TapeEnsure(_, v) => vec![*v],
+            Call { args, suffix, .. } => {
+                let mut o: Vec<Value> = Vec::new();
+                let mut push_arg = |a: &CallArg| {
+                    if let CallArg::Scalar(v) = a {
+                        o.push(*v)
+                    }
+                };
+                args.iter().for_each(&mut push_arg);
+                match suffix {
+                    CallSuffix::Primal => {}
+                    CallSuffix::Fwd { tangents } => tangents.iter().flatten().for_each(&mut push_arg),
+                    CallSuffix::Rev { shadows, seed } => {
+                        shadows.iter().flatten().for_each(&mut push_arg);
+                        o.extend(seed.iter().copied());
+                    }
+                }
+                o
+            }
+        }
+    }
+    /// Buffers an instruction writes (not counting its blocks' contents).
+    pub fn written_bufs(&self, i: Inst) -> Vec<Buf> {
+        use InstKind::*;
+        match &self.insts[i.index()].kind {
+            Store(b, ..) | StoreAdd(b, ..) | ZeroBuf(b) | TapeEnsure(b, _) => vec![*b],
+            Alloc { buf, .. } => vec![*buf],
+            CopyFrom { dst, .. } | AddBuf { dst, .. } => vec![*dst],
+            Swap(a, b) => vec![*a, *b],
+            Call { args, suffix, .. } => {
+                let mut w: Vec<Buf> = args
+                    .iter()
+                    .filter_map(|a| match a {
+                        CallArg::Buf { buf, mutable: true } => Some(*buf),
+                        _ => None,
+                    })
+                    .collect();
+                match suffix {
+                    CallSuffix::Primal => {}
+                    CallSuffix::Fwd { tangents: extra } | CallSuffix::Rev { shadows: extra, .. } => {
+                        w.extend(extra.iter().flatten().filter_map(|a| match a {
+                            CallArg::Buf { buf, mutable: true } => Some(*buf),
+                            _ => None,
+                        }))
+                    }
+                }
+                w
+            }
+            _ => vec![],
+        }
+    }
+    /// Buffers an instruction reads (not counting its blocks' contents).
+    pub fn read_bufs(&self, i: Inst) -> Vec<Buf> {
+        use InstKind::*;
+        match &self.insts[i.index()].kind {
+            Load(b, _) | Len(b, _) | SumBuf(b) => vec![*b],
+            Alloc { init: AllocInit::Copy(src), .. } => vec![*src],
+            CopyFrom { src, dst } | AddBuf { dst, src } => vec![*src, *dst],
+            Swap(a, b) => vec![*a, *b],
+            Call { args, .. } => args
+                .iter()
+                .filter_map(|a| match a {
+                    CallArg::Buf { buf, .. } => Some(*buf),
+                    _ => None,
+                })
+                .collect(),
+            _ => vec![],
+        }
+    }
+    /// Calls `f` on every instruction of `b` and of its nested blocks, in program order.
+    pub fn walk(&self, b: Block, f: &mut dyn FnMut(Inst)) {
+        for &i in &self.blocks[b.index()].insts {
+            f(i);
+            for c in self.child_blocks(i) {
+                self.walk(c, f);
+            }
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! The IR's text form, used by snapshot tests and by `PHIDIFF_DUMP_IR`.
+
+use super::*;
+use std::fmt::Write;
+
+fn ty_name(t: Ty) -> &'static str {
+    match t {
+        Ty::Float => "f",
+        Ty::Int => "i",
+        Ty::Bool => "b",
+    }
+}
+
+fn list(vs: &[Value]) -> String {
+    vs.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", ")
+}
+
+fn idx(vs: &[Value]) -> String {
+    vs.iter().map(|v| format!("[{v}]")).collect()
+}
+
+fn arg(a: &CallArg) -> String {
+    match a {
+        CallArg::Scalar(v) => v.to_string(),
+        CallArg::Buf { buf, mutable } => format!("{}{buf}", if *mutable { "&mut " } else { "&" }),
+        CallArg::Opaque(t) => format!("`{t}`"),
+    }
+}
+
+/// Prints `f` in the IR text form.
+pub fn print(f: &Function) -> String {
+    let mut out = String::new();
+    let params: Vec<String> = f
+        .params
+        .iter()
+        .map(|p| match &p.kind {
+            ParamKind::Scalar(t) => format!("{}: {}", p.name, ty_name(*t)),
+            ParamKind::Buffer { buf, mutable } => {
+                format!("{}: {}{buf}", p.name, if *mutable { "&mut " } else { "&" })
+            }
+            ParamKind::Opaque => format!("{}: opaque", p.name),
+        })
+        .collect();
+    let _ = writeln!(out, "fn {}({}) {{", f.name, params.join(", "));
+    for (n, b) in f.bufs.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "  buf{n} = {:?} {} rank {} of {}",
+            b.kind,
+            b.name,
+            b.rank,
+            ty_name(b.elem)
+        );
+    }
+    print_block(f, f.body, 1, &mut out);
+    out.push_str("}\n");
+    out
+}
+
+fn print_block(f: &Function, b: Block, depth: usize, out: &mut String) {
+    let pad = "  ".repeat(depth);
+    for &i in &f.block(b).insts {
+        print_inst(f, i, depth, out);
+    }
+    let ys = &f.block(b).yields;
+    if !ys.is_empty() {
+        let _ = writeln!(out, "{pad}yield {}", list(ys));
+    }
+}
+
+fn print_inst(f: &Function, i: Inst, depth: usize, out: &mut String) {
+    use InstKind::*;
+    let pad = "  ".repeat(depth);
+    let data = f.inst(i);
+    let res = if data.results.is_empty() {
+        String::new()
+    } else {
+        let names: Vec<String> = data
+            .results
+            .iter()
+            .map(|v| format!("{v}:{}", ty_name(f.ty(*v))))
+            .collect();
+        format!("{} = ", names.join(", "))
+    };
+    let body = match &data.kind {
+        FConst(c) => format!("fconst {c:?}"),
+        IConst(c) => format!("iconst {c}"),
+        BConst(c) => format!("bconst {c}"),
+        Param(n) => format!("param {n}"),
+        Opaque(t, _) => format!("opaque `{t}`"),
+        Unary(UnOp::Neg, a) => format!("neg {a}"),
+        Unary(UnOp::Not, a) => format!("not {a}"),
+        Binary(op, a, b) => format!("{a} {} {b}", op.symbol()),
+        Math(name, args) => format!("{name}({})", list(args)),
+        Cast { value, to, .. } => format!("cast {value} to {}", ty_name(*to)),
+        Load(buf, ix) => format!("load {buf}{}", idx(ix)),
+        Store(buf, ix, v) => format!("store {buf}{} = {v}", idx(ix)),
+        StoreAdd(buf, ix, v) => format!("store {buf}{} += {v}", idx(ix)),
+        Len(buf, ix) => format!("len {buf}{}", idx(ix)),
+        Alloc { buf, dims, init } => match init {
+            AllocInit::Fill(v) => format!("alloc {buf}[{}] fill {v}", list(dims)),
+            AllocInit::Copy(src) => format!("alloc {buf} copy {src}"),
+        },
+        CopyFrom { dst, src } => format!("copy {dst} <- {src}"),
+        Swap(a, b) => format!("swap {a} {b}"),
+        AddBuf { dst, src } => format!("addbuf {dst} += {src}"),
+        ZeroBuf(b) => format!("zerobuf {b}"),
+        SumBuf(b) => format!("sumbuf {b}"),
+        Assert { cond, .. } => format!("assert {cond}"),
+        CellDecl(c, v) => format!("cell {c} = {v}"),
+        CellGet(c) => format!("get {c}"),
+        CellSet(c, v) => format!("set {c} = {v}"),
+        CellAdd(c, v) => format!("set {c} += {v}"),
+        TapeEnsure(b, v) => format!("ensure {b} len {v}"),
+        Call { callee, args, suffix } => {
+            let args: Vec<String> = args.iter().map(arg).collect();
+            let suffix = match suffix {
+                CallSuffix::Primal => String::new(),
+                CallSuffix::Fwd { tangents } => format!(
+                    " fwd[{}]",
+                    tangents.iter().map(|t| t.as_ref().map(arg).unwrap_or_default()).collect::<Vec<_>>().join(", ")
+                ),
+                CallSuffix::Rev { shadows, seed } => format!(
+                    " rev[{}] seed {}",
+                    shadows.iter().map(|t| t.as_ref().map(arg).unwrap_or_default()).collect::<Vec<_>>().join(", "),
+                    seed.map(|s| s.to_string()).unwrap_or_default()
+                ),
+            };
+            let recv = callee.receiver.as_ref().map(|r| format!("`{r}`.")).unwrap_or_default();
+            format!("call {recv}{}({}){suffix}", callee.path, args.join(", "))
+        }
+        If { cond, then_blk, else_blk } => {
+            let mut s = format!("if {cond} {{\n");
+            print_block(f, *then_blk, depth + 1, &mut s);
+            let _ = writeln!(s, "{pad}}} else {{");
+            print_block(f, *else_blk, depth + 1, &mut s);
+            let _ = write!(s, "{pad}}}");
+            s
+        }
+        For { range, index, params, inits, body, exit } => {
+            let step = range.step.map(|s| format!(" step {s}")).unwrap_or_default();
+            let rev = if range.rev { " rev" } else { "" };
+            let mut s = format!(
+                "for {index} in {}..{}{rev}{step}{}{} {{\n",
+                range.start,
+                range.end,
+                carried(params, inits),
+                exits(exit)
+            );
+            print_block(f, *body, depth + 1, &mut s);
+            let _ = write!(s, "{pad}}}");
+            s
+        }
+        While { cond, params, inits, body, exit } => {
+            let mut s = format!("while{}{} {{\n", carried(params, inits), exits(exit));
+            print_block(f, *cond, depth + 1, &mut s);
+            let _ = writeln!(s, "{pad}}} do {{");
+            print_block(f, *body, depth + 1, &mut s);
+            let _ = write!(s, "{pad}}}");
+            s
+        }
+    };
+    let _ = writeln!(out, "{pad}{res}{body}");
+}
+
+fn carried(params: &[Value], inits: &[Value]) -> String {
+    if params.is_empty() {
+        return String::new();
+    }
+    let pairs: Vec<String> = params.iter().zip(inits).map(|(p, i)| format!("{p} = {i}")).collect();
+    format!(" carry({})", pairs.join(", "))
+}
+
+fn exits(exit: &[Value]) -> String {
+    if exit.is_empty() {
+        String::new()
+    } else {
+        format!(" exit({})", list(exit))
+    }
+}

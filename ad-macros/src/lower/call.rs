@@ -1,0 +1,327 @@
+//! Calls: float methods (the rule table), buffer methods (`len`, `copy_from_slice`, ...),
+//! float constructors (`T::from`, `T::zero()`), `std::mem::swap`, and calls to user
+//! functions and methods, which derivatives call by the `_fwd`/`_rev` convention.
+
+use super::*;
+use crate::derivative::rules;
+use syn::Expr;
+
+impl Lowerer<'_> {
+    pub(super) fn lower_call_stmt(&mut self, e: &Expr) -> LResult<()> {
+        self.lower_call_value_or_unit(e).map(drop)
+    }
+
+    /// A call in statement or tail position: statements-only calls return None.
+    pub(super) fn lower_call_value_or_unit(&mut self, e: &Expr) -> LResult<Option<Value>> {
+        match e {
+            Expr::Call(c) => {
+                if let Some(()) = self.try_swap(c)? {
+                    return Ok(None);
+                }
+                if self.is_user_call(&c.func) {
+                    return self.lower_user_call(c, None, self.tail_wanted);
+                }
+                self.lower_call_value(c).map(Some)
+            }
+            Expr::MethodCall(m) => {
+                let name = m.method.to_string();
+                if name == "copy_from_slice" {
+                    let dst = self.lower_buf_ref(&m.receiver)?;
+                    let src = self.lower_buf_ref(&m.args[0])?;
+                    self.b.stmt(InstKind::CopyFrom { dst, src });
+                    return Ok(None);
+                }
+                if name == "swap" && m.args.len() == 2 {
+                    if let Ok(buf) = self.lower_buf_ref(&m.receiver) {
+                        let i = self.lower_expr(&m.args[0])?;
+                        let j = self.lower_expr(&m.args[1])?;
+                        let a = self.b.load(buf, vec![i]);
+                        let b = self.b.load(buf, vec![j]);
+                        self.b.store(buf, vec![i], b);
+                        self.b.store(buf, vec![j], a);
+                        return Ok(None);
+                    }
+                }
+                if self.is_user_method(m) {
+                    return self.lower_user_method(m, self.tail_wanted);
+                }
+                self.lower_method_value(m).map(Some)
+            }
+            _ => self.lower_expr(e).map(Some),
+        }
+    }
+
+    fn try_swap(&mut self, c: &syn::ExprCall) -> LResult<Option<()>> {
+        let Expr::Path(p) = &*c.func else { return Ok(None) };
+        let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+        let is_swap = matches!(segs.as_slice(), [a, b, s] if (a == "std" || a == "core") && b == "mem" && s == "swap")
+            || matches!(segs.as_slice(), [b, s] if b == "mem" && s == "swap");
+        if !is_swap {
+            return Ok(None);
+        }
+        if c.args.len() != 2 {
+            return Err(self.error(c, &text(c), "swap takes two buffers"));
+        }
+        let a = self.lower_buf_ref(&c.args[0]);
+        let b = self.lower_buf_ref(&c.args[1]);
+        match (a, b) {
+            (Ok(a), Ok(b)) => {
+                for (buf, arg) in [(a, &c.args[0]), (b, &c.args[1])] {
+                    if self.b.func.buf(buf).kind != BufKind::Local {
+                        return Err(self.error(arg, &text(arg), "`std::mem::swap` is supported between local `Vec` buffers (copy a parameter into a local first)"));
+                    }
+                }
+                self.b.stmt(InstKind::Swap(a, b));
+                Ok(Some(()))
+            }
+            _ => Err(self.error(c, &text(c), "`std::mem::swap` of scalars is not supported; swap buffers, or use a temporary")),
+        }
+    }
+
+    /// A path call that is not a float constructor or a math function: a user function.
+    fn is_user_call(&self, func: &Expr) -> bool {
+        let Expr::Path(p) = func else { return false };
+        let segs = &p.path.segments;
+        if segs.len() >= 2 {
+            let ty = segs[segs.len() - 2].ident.to_string();
+            if self.is_float_type_name(&ty) || ty == "Float" || ty == "mem" {
+                return false;
+            }
+        }
+        true
+    }
+
+    fn is_float_type_name(&self, s: &str) -> bool {
+        s == "f64" || s == "f32" || self.float_generic.as_deref() == Some(s)
+    }
+
+    /// A method call on a receiver the compiler does not model (`comm.allreduce_sum(..)`).
+    fn is_user_method(&self, m: &syn::ExprMethodCall) -> bool {
+        match &*m.receiver {
+            Expr::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 => {
+                matches!(self.env.lookup(&p.path.segments[0].ident.to_string()), Some(Binding::Opaque))
+            }
+            Expr::Reference(r) => matches!(&*r.expr, Expr::Path(p) if p.path.segments.len() == 1
+                && matches!(self.env.lookup(&p.path.segments[0].ident.to_string()), Some(Binding::Opaque))),
+            _ => false,
+        }
+    }
+
+    pub(super) fn lower_method_value(&mut self, m: &syn::ExprMethodCall) -> LResult<Value> {
+        let name = m.method.to_string();
+        match name.as_str() {
+            "sum" if m.args.is_empty() => return self.lower_sum(m),
+            "len" if m.args.is_empty() => {
+                if let Expr::Index(ix) = &*m.receiver {
+                    // `a[i].len()`: a row's length.
+                    let buf = self.lower_buf_ref(&ix.expr)?;
+                    let i = self.lower_expr(&ix.index)?;
+                    return Ok(self.b.value(InstKind::Len(buf, vec![i]), Ty::Int));
+                }
+                let buf = self.lower_buf_ref(&m.receiver)?;
+                return Ok(self.b.value(InstKind::Len(buf, vec![]), Ty::Int));
+            }
+            "unwrap" | "expect" => {
+                if let Expr::Call(c) = &*m.receiver {
+                    if let Some(v) = self.try_float_from(c)? {
+                        return Ok(v);
+                    }
+                }
+                return Err(self.error(m, &text(m), "`unwrap` is supported on `T::from(..)`"));
+            }
+            _ => {}
+        }
+        if self.is_user_method(m) {
+            return self
+                .lower_user_method(m, true)?
+                .ok_or_else(|| syn::Error::new_spanned(m, "phidiff: this call has no value"));
+        }
+        let recv = self.lower_expr(&m.receiver)?;
+        if self.ty(recv) == Ty::Int && (name == "min" || name == "max") && m.args.len() == 1 {
+            let other = self.lower_expr(&m.args[0])?;
+            self.expect_ty(other, Ty::Int, &m.args[0], "the argument of integer min/max")?;
+            return Ok(if name == "min" { self.min_int(recv, other) } else { self.min_int_rev(recv, other) });
+        }
+        if self.ty(recv) != Ty::Float {
+            return Err(self.error(m, &text(m), "methods on integers and bools are limited to `min`/`max`; use explicit arithmetic"));
+        }
+        let Some(rule) = rules::find(&name) else {
+            return Err(self.error(&m.method, &name, &format!("no derivative rule for this method; {}", rules::supported_list())));
+        };
+        if m.args.len() + 1 != rule.arity {
+            return Err(self.error(m, &text(m), &format!("`{name}` takes {} argument(s)", rule.arity - 1)));
+        }
+        let mut args = vec![recv];
+        for (k, a) in m.args.iter().enumerate() {
+            let v = self.lower_expr(a)?;
+            let want = if rule.int_arg == Some(k + 1) { Ty::Int } else { Ty::Float };
+            self.expect_ty(v, want, a, &format!("argument {} of `{name}`", k + 1))?;
+            args.push(v);
+        }
+        Ok(self.b.math(rule.name, args))
+    }
+
+    /// `a.max(b)` on integers.
+    fn min_int_rev(&mut self, a: Value, b: Value) -> Value {
+        let c = self.b.binary(BinOp::Ge, a, b);
+        let t = self.b.func.new_block();
+        let e = self.b.func.new_block();
+        self.b.set_yields(t, vec![a]);
+        self.b.set_yields(e, vec![b]);
+        let i = self.b.push(InstKind::If { cond: c, then_blk: t, else_blk: e }, &[Ty::Int], None);
+        self.b.func.inst(i).results[0]
+    }
+
+    /// `T::from(e)` / `f64::from(e)` / `<T as NumCast>::from(e)`: a conversion to the float type.
+    fn try_float_from(&mut self, c: &syn::ExprCall) -> LResult<Option<Value>> {
+        let Expr::Path(p) = &*c.func else { return Ok(None) };
+        let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+        let ok = match segs.as_slice() {
+            [ty, f] => f == "from" && (self.is_float_type_name(ty) || ty == "NumCast"),
+            [.., f] => f == "from" && p.qself.is_some(),
+            _ => false,
+        };
+        if !ok || c.args.len() != 1 {
+            return Ok(None);
+        }
+        let v = self.lower_expr(&c.args[0])?;
+        Ok(Some(match self.ty(v) {
+            Ty::Float => v,
+            Ty::Int => self.b.value(InstKind::Cast { value: v, to: Ty::Float, rust_ty: None }, Ty::Float),
+            Ty::Bool => return Err(self.error(&c.args[0], &text(&c.args[0]), "conversion of a bool to a float")),
+        }))
+    }
+
+    pub(super) fn lower_call_value(&mut self, c: &syn::ExprCall) -> LResult<Value> {
+        if self.try_swap(c)?.is_some() {
+            return Err(self.error(c, &text(c), "`swap` has no value"));
+        }
+        if let Some(v) = self.try_float_from(c)? {
+            if let Expr::Path(p) = &*c.func {
+                let first = p.path.segments.first().map(|s| s.ident.to_string()).unwrap_or_default();
+                if first != "f64" && first != "f32" {
+                    return Err(self.error(c, &text(c), "`T::from(..)` returns an Option: write `T::from(..).unwrap()`"));
+                }
+            }
+            return Ok(v);
+        }
+        let Expr::Path(p) = &*c.func else {
+            return Err(self.error(&c.func, &text(&c.func), "only calls of named functions are supported"));
+        };
+        let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+        if segs.len() >= 2 {
+            let ty = &segs[segs.len() - 2];
+            let f = segs[segs.len() - 1].as_str();
+            if self.is_float_type_name(ty) || ty == "Float" {
+                // Constructors and constants of the float type.
+                let constant = match f {
+                    "zero" => Some(0.0),
+                    "one" => Some(1.0),
+                    "PI" => Some(std::f64::consts::PI),
+                    "E" => Some(std::f64::consts::E),
+                    "TAU" => Some(std::f64::consts::TAU),
+                    "SQRT_2" => Some(std::f64::consts::SQRT_2),
+                    "LN_2" => Some(std::f64::consts::LN_2),
+                    "LN_10" => Some(std::f64::consts::LN_10),
+                    "FRAC_PI_2" => Some(std::f64::consts::FRAC_PI_2),
+                    "FRAC_1_SQRT_2" => Some(std::f64::consts::FRAC_1_SQRT_2),
+                    "epsilon" => Some(f64::EPSILON),
+                    "infinity" => Some(f64::INFINITY),
+                    "neg_infinity" => Some(f64::NEG_INFINITY),
+                    "max_value" => Some(f64::MAX),
+                    "min_positive_value" => Some(f64::MIN_POSITIVE),
+                    _ => None,
+                };
+                if let (Some(cv), true) = (constant, c.args.is_empty()) {
+                    return Ok(self.b.fconst(cv));
+                }
+                // UFCS: `f64::sqrt(x)`, `T::max(a, b)`.
+                if let Some(rule) = rules::find(f) {
+                    if c.args.len() != rule.arity {
+                        return Err(self.error(c, &text(c), &format!("`{f}` takes {} argument(s)", rule.arity)));
+                    }
+                    let mut args = Vec::new();
+                    for (k, a) in c.args.iter().enumerate() {
+                        let v = self.lower_expr(a)?;
+                        let want = if rule.int_arg == Some(k) { Ty::Int } else { Ty::Float };
+                        self.expect_ty(v, want, a, &format!("argument {} of `{f}`", k + 1))?;
+                        args.push(v);
+                    }
+                    return Ok(self.b.math(rule.name, args));
+                }
+                return Err(self.error(c, &text(c), "unknown float function"));
+            }
+        }
+        self.lower_user_call(c, None, true)?
+            .ok_or_else(|| syn::Error::new_spanned(c, "phidiff: this call has no value"))
+    }
+
+    fn lower_call_args(&mut self, args: &syn::punctuated::Punctuated<Expr, syn::Token![,]>) -> LResult<Vec<CallArg>> {
+        let mut out = Vec::new();
+        for a in args {
+            let mutable = matches!(a, Expr::Reference(r) if r.mutability.is_some());
+            if let Ok(buf) = self.lower_buf_ref(a) {
+                out.push(CallArg::Buf { buf, mutable });
+                continue;
+            }
+            let opaque = match a {
+                Expr::Reference(r) => matches!(&*r.expr, Expr::Path(p) if p.path.segments.len() == 1
+                    && matches!(self.env.lookup(&p.path.segments[0].ident.to_string()), Some(Binding::Opaque))),
+                Expr::Path(p) if p.path.segments.len() == 1 => {
+                    matches!(self.env.lookup(&p.path.segments[0].ident.to_string()), Some(Binding::Opaque))
+                }
+                _ => false,
+            };
+            if opaque {
+                out.push(CallArg::Opaque(text(a)));
+                continue;
+            }
+            out.push(CallArg::Scalar(self.lower_expr(a)?));
+        }
+        Ok(out)
+    }
+
+    fn call_result_ty(&self, args: &[CallArg]) -> Ty {
+        let float_arg = args.iter().any(|a| match a {
+            CallArg::Scalar(v) => self.ty(*v) == Ty::Float,
+            CallArg::Buf { buf, .. } => self.b.func.buf(*buf).elem == Ty::Float,
+            CallArg::Opaque(_) => false,
+        });
+        if float_arg {
+            Ty::Float
+        } else {
+            Ty::Int
+        }
+    }
+
+    fn lower_user_call(&mut self, c: &syn::ExprCall, receiver: Option<String>, want_value: bool) -> LResult<Option<Value>> {
+        let Expr::Path(p) = &*c.func else {
+            return Err(self.error(&c.func, &text(&c.func), "only calls of named functions are supported"));
+        };
+        if p.qself.is_some() {
+            return Err(self.error(p, &text(p), "qualified-self calls are not supported"));
+        }
+        let mut path = p.path.clone();
+        let last = path.segments.last_mut().expect("non-empty path");
+        let generics = match std::mem::replace(&mut last.arguments, syn::PathArguments::None) {
+            syn::PathArguments::None => String::new(),
+            args => text(&args),
+        };
+        let args = self.lower_call_args(&c.args)?;
+        let callee = Callee { path: text(&path), receiver, generics };
+        self.push_call(callee, args, want_value)
+    }
+
+    fn lower_user_method(&mut self, m: &syn::ExprMethodCall, want_value: bool) -> LResult<Option<Value>> {
+        let args = self.lower_call_args(&m.args)?;
+        let generics = m.turbofish.as_ref().map(text).unwrap_or_default();
+        let callee = Callee { path: m.method.to_string(), receiver: Some(text(&m.receiver)), generics };
+        self.push_call(callee, args, want_value)
+    }
+
+    fn push_call(&mut self, callee: Callee, args: Vec<CallArg>, want_value: bool) -> LResult<Option<Value>> {
+        let tys = if want_value { vec![self.call_result_ty(&args)] } else { vec![] };
+        let i = self.b.push(InstKind::Call { callee, args, suffix: CallSuffix::Primal }, &tys, None);
+        Ok(self.b.func.inst(i).results.first().copied())
+    }
+}

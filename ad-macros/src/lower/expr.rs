@@ -1,0 +1,675 @@
+//! Expressions and simple statements: literals, variables, arithmetic, indexing,
+//! assignments, casts, `let`, and the macros `vec!` and `assert!`.
+
+use super::*;
+use syn::{Expr, Lit, Stmt};
+
+impl Lowerer<'_> {
+    /// Lowers a block's statements; returns the tail expression's value, if any.
+    pub(super) fn lower_block_stmts(&mut self, stmts: &[Stmt]) -> LResult<Option<Value>> {
+        for (k, stmt) in stmts.iter().enumerate() {
+            let last = k + 1 == stmts.len();
+            let span = span_of(stmt);
+            let value = self.with_span(span, |l| l.lower_stmt(stmt, last))?;
+            if last {
+                return Ok(value);
+            }
+            if control::is_jump(stmt) {
+                // The rest of the block is unreachable.
+                return Ok(None);
+            }
+            if self.may_exit(stmt) {
+                return self.guard_rest(&stmts[k + 1..]);
+            }
+        }
+        Ok(None)
+    }
+
+    fn lower_stmt(&mut self, stmt: &Stmt, last: bool) -> LResult<Option<Value>> {
+        match stmt {
+            Stmt::Local(local) => {
+                self.lower_let(local)?;
+                Ok(None)
+            }
+            Stmt::Expr(e, semi) => {
+                if last && semi.is_none() {
+                    self.lower_value_or_unit(e)
+                } else {
+                    self.lower_effect(e)?;
+                    Ok(None)
+                }
+            }
+            Stmt::Macro(m) => {
+                self.lower_macro_stmt(&m.mac)?;
+                Ok(None)
+            }
+            Stmt::Item(item) => Err(self.error(item, "item", "nested items (fn, struct, use, ...) are not supported inside a differentiated function")),
+        }
+    }
+
+    /// An expression in statement position: its value, if any, is dropped.
+    pub(super) fn lower_effect(&mut self, e: &Expr) -> LResult<()> {
+        let saved = std::mem::replace(&mut self.tail_wanted, false);
+        let r = self.lower_effect_inner(e);
+        self.tail_wanted = saved;
+        r
+    }
+
+    fn lower_effect_inner(&mut self, e: &Expr) -> LResult<()> {
+        match e {
+            Expr::Assign(a) => self.lower_assign(&a.left, &a.right, None, e),
+            Expr::Binary(b) => match compound_op(&b.op) {
+                Some(op) => self.lower_assign(&b.left, &b.right, Some(op), e),
+                None => self.lower_expr(e).map(drop),
+            },
+            Expr::If(i) => self.lower_if(i).map(drop),
+            Expr::Match(m) => self.lower_match(m).map(drop),
+            Expr::ForLoop(f) => self.lower_for(f),
+            Expr::While(w) => self.lower_while(w),
+            Expr::Loop(l) => self.lower_loop(l),
+            Expr::Break(_) | Expr::Continue(_) | Expr::Return(_) => self.lower_jump(e),
+            Expr::Block(b) if b.label.is_none() => self.lower_scoped_block(&b.block).map(drop),
+            Expr::Macro(m) => self.lower_macro_stmt(&m.mac),
+            Expr::MethodCall(_) | Expr::Call(_) => self.lower_call_stmt(e),
+            Expr::Paren(p) => self.lower_effect(&p.expr),
+            _ => self.lower_expr(e).map(drop),
+        }
+    }
+
+    /// A block's tail: a value, or a unit-typed expression (loop, assignment, call).
+    fn lower_value_or_unit(&mut self, e: &Expr) -> LResult<Option<Value>> {
+        match e {
+            Expr::If(i) => self.lower_if(i),
+            Expr::Match(m) => self.lower_match(m),
+            Expr::Block(b) if b.label.is_none() => self.lower_scoped_block(&b.block),
+            Expr::Assign(_) | Expr::ForLoop(_) | Expr::While(_) | Expr::Loop(_) | Expr::Macro(_) => {
+                self.lower_effect(e)?;
+                Ok(None)
+            }
+            Expr::Break(_) | Expr::Continue(_) | Expr::Return(_) => {
+                self.lower_jump(e)?;
+                Ok(None)
+            }
+            Expr::Binary(b) if compound_op(&b.op).is_some() => {
+                self.lower_effect(e)?;
+                Ok(None)
+            }
+            Expr::MethodCall(_) | Expr::Call(_) => self.lower_call_value_or_unit(e),
+            _ => self.lower_expr(e).map(Some),
+        }
+    }
+
+    pub(super) fn lower_scoped_block(&mut self, block: &syn::Block) -> LResult<Option<Value>> {
+        let depth = self.env.depth();
+        self.env.push_scope();
+        let r = self.lower_block_stmts(&block.stmts);
+        self.env.truncate(depth);
+        r
+    }
+
+    fn lower_let(&mut self, local: &syn::Local) -> LResult<()> {
+        let (name, declared) = match &local.pat {
+            syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => (pi.ident.to_string(), None),
+            syn::Pat::Type(pt) => match &*pt.pat {
+                syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                    (pi.ident.to_string(), Some(&*pt.ty))
+                }
+                other => return Err(self.error(other, &text(other), "`let` binds one plain name")),
+            },
+            other => {
+                return Err(self.error(
+                    other,
+                    &text(other),
+                    "`let` binds one plain name (tuple and struct patterns are not supported)",
+                ))
+            }
+        };
+        let Some(init) = &local.init else {
+            return Err(self.error(local, &text(local), "a `let` needs an initial value"));
+        };
+        if let Some((_, d)) = &init.diverge {
+            return Err(self.error(d, "let ... else", "`let`-`else` is not supported"));
+        }
+        let binding = self.lower_binding_init(&init.expr, declared)?;
+        if let Binding::Scalar(v) = binding {
+            if self.b.func.values[v.index()].name.is_none() {
+                self.b.func.values[v.index()].name = Some(name.clone());
+            }
+        }
+        self.env.bind(&name, binding);
+        Ok(())
+    }
+
+    /// The initializer of a `let`: a buffer (`vec!`, `to_vec`, `clone`) or a scalar.
+    fn lower_binding_init(&mut self, e: &Expr, declared: Option<&syn::Type>) -> LResult<Binding> {
+        if let Some(buf) = self.try_lower_new_buffer(e)? {
+            return Ok(Binding::Buf(buf));
+        }
+        let v = self.lower_expr(e)?;
+        if let Some(ty) = declared {
+            let want = self.declared_ty(ty);
+            if let Some(want) = want {
+                if want != self.ty(v) {
+                    return Err(syn::Error::new_spanned(
+                        e,
+                        format!("phidiff: this initializer is {}, but the `let` declares {}", ty_word(self.ty(v)), text(ty)),
+                    ));
+                }
+            }
+        }
+        Ok(Binding::Scalar(v))
+    }
+
+    /// The IR type of a declared Rust type, if it is a scalar one.
+    pub(super) fn declared_ty(&self, ty: &syn::Type) -> Option<Ty> {
+        let s = text(ty);
+        let s = s.trim();
+        match s {
+            "f64" | "f32" => Some(Ty::Float),
+            "bool" => Some(Ty::Bool),
+            "usize" | "isize" | "u8" | "u16" | "u32" | "u64" | "u128" | "i8" | "i16" | "i32" | "i64" | "i128" => {
+                Some(Ty::Int)
+            }
+            _ if self.float_generic.as_deref() == Some(s) => Some(Ty::Float),
+            _ => None,
+        }
+    }
+
+    /// A scalar expression.
+    pub(super) fn lower_expr(&mut self, e: &Expr) -> LResult<Value> {
+        let span = span_of(e);
+        let saved = std::mem::replace(&mut self.tail_wanted, true);
+        let r = self.with_span(span, |l| l.lower_expr_inner(e));
+        self.tail_wanted = saved;
+        r
+    }
+
+    fn lower_expr_inner(&mut self, e: &Expr) -> LResult<Value> {
+        match e {
+            Expr::Lit(l) => self.lower_lit(&l.lit),
+            Expr::Paren(p) => self.lower_expr(&p.expr),
+            Expr::Group(g) => self.lower_expr(&g.expr),
+            Expr::Path(p) => self.lower_path_value(p),
+            Expr::Unary(u) => {
+                let a = self.lower_expr(&u.expr)?;
+                match u.op {
+                    syn::UnOp::Neg(_) => {
+                        if self.ty(a) == Ty::Bool {
+                            return Err(self.error(e, &text(e), "negation of a bool"));
+                        }
+                        Ok(self.b.neg(a))
+                    }
+                    syn::UnOp::Not(_) => {
+                        self.expect_ty(a, Ty::Bool, &u.expr, "the operand of `!`")?;
+                        Ok(self.b.not(a))
+                    }
+                    syn::UnOp::Deref(_) => Ok(a),
+                    _ => Err(self.error(e, &text(e), "unknown unary operator")),
+                }
+            }
+            Expr::Binary(b) => self.lower_binary(b),
+            Expr::Index(ix) => {
+                let (buf, idx) = self.lower_place(e, ix)?;
+                Ok(self.b.load(buf, idx))
+            }
+            Expr::Cast(c) => self.lower_cast(c),
+            Expr::If(i) => self.lower_if(i)?.ok_or_else(|| syn::Error::new_spanned(e, "phidiff: this `if` has no value")),
+            Expr::Match(m) => {
+                self.lower_match(m)?.ok_or_else(|| syn::Error::new_spanned(e, "phidiff: this `match` has no value"))
+            }
+            Expr::Block(b) if b.label.is_none() => self
+                .lower_scoped_block(&b.block)?
+                .ok_or_else(|| syn::Error::new_spanned(e, "phidiff: this block has no value")),
+            Expr::MethodCall(m) => self.lower_method_value(m),
+            Expr::Call(c) => self.lower_call_value(c),
+            Expr::Reference(r) => Err(self.error(
+                r,
+                &text(r),
+                "references to scalars are not supported (pass the value itself; `&buffer` is allowed as a call argument)",
+            )),
+            Expr::Closure(c) => Err(self.error(c, "closure", "closures are supported only inside `.iter().map(..).sum()`")),
+            Expr::Tuple(t) => Err(self.error(t, &text(t), "tuples are not supported; use separate variables")),
+            Expr::Field(f) => Err(self.error(f, &text(f), "field access is not supported; pass the fields as parameters")),
+            Expr::Struct(s) => Err(self.error(s, &text(s), "struct literals are not supported")),
+            Expr::Unsafe(u) => Err(self.error(u, "unsafe", "unsafe blocks are not supported")),
+            Expr::Try(t) => Err(self.error(t, &text(t), "the `?` operator is not supported")),
+            Expr::Array(a) => Err(self.error(a, &text(a), "array literals are not supported; use `vec![v; n]`")),
+            Expr::Let(l) => Err(self.error(l, &text(l), "`if let`/`while let` are not supported")),
+            Expr::Range(r) => Err(self.error(r, &text(r), "ranges are supported only as `for` loop iterators")),
+            Expr::Macro(m) => Err(self.error(&m.mac, &text(&m.mac.path), "this macro is not supported as a value (supported: `vec!` in `let`, `assert!`)")),
+            Expr::Assign(_) | Expr::ForLoop(_) | Expr::While(_) | Expr::Loop(_) => {
+                Err(self.error(e, &text(e), "this expression has no value"))
+            }
+            Expr::Break(_) | Expr::Continue(_) | Expr::Return(_) => {
+                Err(self.error(e, &text(e), "jumps are supported as statements, not inside expressions"))
+            }
+            _ => Err(self.error(e, &text(e), "this kind of expression is not supported")),
+        }
+    }
+
+    fn lower_lit(&mut self, lit: &Lit) -> LResult<Value> {
+        match lit {
+            Lit::Float(f) => Ok(self.b.fconst(f.base10_parse::<f64>()?)),
+            Lit::Int(i) => {
+                let suffix = i.suffix();
+                if matches!(suffix, "f64" | "f32") {
+                    return Ok(self.b.fconst(i.base10_parse::<f64>()?));
+                }
+                Ok(self.b.iconst(i.base10_parse::<i128>()?))
+            }
+            Lit::Bool(b) => Ok(self.b.bconst(b.value)),
+            other => Err(self.error(other, &text(other), "only numeric and bool literals are supported")),
+        }
+    }
+
+    fn lower_path_value(&mut self, p: &syn::ExprPath) -> LResult<Value> {
+        if p.qself.is_none() && p.path.segments.len() == 1 {
+            let name = p.path.segments[0].ident.to_string();
+            match self.env.lookup(&name) {
+                Some(Binding::Scalar(v)) => return Ok(v),
+                Some(Binding::Elem(buf, i)) => return Ok(self.b.load(buf, vec![i])),
+                Some(Binding::Buf(_)) => {
+                    return Err(self.error(p, &name, "a buffer is used where a scalar is expected"))
+                }
+                Some(Binding::Opaque) => {
+                    return Err(self.error(p, &name, "this parameter's type is not a float, integer or bool"))
+                }
+                None => {}
+            }
+        }
+        if let Some(c) = self.path_constant(&p.path) {
+            return Ok(c);
+        }
+        Err(self.error(
+            p,
+            &text(p),
+            "unknown name (supported constants: `f64::consts::*`, `f64::EPSILON`, `f64::MAX`, `f64::MIN_POSITIVE`, `f64::INFINITY`, `usize::MAX`)",
+        ))
+    }
+
+    /// `f64::consts::PI`, `std::f64::consts::E`, `f64::EPSILON`, `usize::MAX`, ...
+    fn path_constant(&mut self, path: &syn::Path) -> Option<Value> {
+        let segs: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+        let segs: Vec<&str> = segs.iter().map(String::as_str).skip_while(|s| *s == "std" || *s == "core").collect();
+        let (ty, name) = match segs.as_slice() {
+            [ty, "consts", name] => (*ty, *name),
+            [ty, name] => (*ty, *name),
+            _ => return None,
+        };
+        let float_ty = ty == "f64" || ty == "f32" || self.float_generic.as_deref() == Some(ty);
+        if float_ty {
+            let c = match name {
+                "PI" => std::f64::consts::PI,
+                "TAU" => std::f64::consts::TAU,
+                "E" => std::f64::consts::E,
+                "SQRT_2" => std::f64::consts::SQRT_2,
+                "FRAC_1_SQRT_2" => std::f64::consts::FRAC_1_SQRT_2,
+                "LN_2" => std::f64::consts::LN_2,
+                "LN_10" => std::f64::consts::LN_10,
+                "LOG2_E" => std::f64::consts::LOG2_E,
+                "LOG10_E" => std::f64::consts::LOG10_E,
+                "FRAC_PI_2" => std::f64::consts::FRAC_PI_2,
+                "FRAC_PI_3" => std::f64::consts::FRAC_PI_3,
+                "FRAC_PI_4" => std::f64::consts::FRAC_PI_4,
+                "FRAC_PI_6" => std::f64::consts::FRAC_PI_6,
+                "FRAC_PI_8" => std::f64::consts::FRAC_PI_8,
+                "FRAC_1_PI" => std::f64::consts::FRAC_1_PI,
+                "FRAC_2_PI" => std::f64::consts::FRAC_2_PI,
+                "FRAC_2_SQRT_PI" => std::f64::consts::FRAC_2_SQRT_PI,
+                "EPSILON" if ty == "f32" => f32::EPSILON as f64,
+                "EPSILON" => f64::EPSILON,
+                "MAX" if ty == "f32" => f32::MAX as f64,
+                "MAX" => f64::MAX,
+                "MIN" if ty == "f32" => f32::MIN as f64,
+                "MIN" => f64::MIN,
+                "MIN_POSITIVE" if ty == "f32" => f32::MIN_POSITIVE as f64,
+                "MIN_POSITIVE" => f64::MIN_POSITIVE,
+                "INFINITY" => f64::INFINITY,
+                "NEG_INFINITY" => f64::NEG_INFINITY,
+                _ => return None,
+            };
+            return Some(self.b.fconst(c));
+        }
+        let int = match (ty, name) {
+            ("usize", "MAX") => usize::MAX as i128,
+            ("u32", "MAX") => u32::MAX as i128,
+            ("i32", "MAX") => i32::MAX as i128,
+            ("i64", "MAX") => i64::MAX as i128,
+            ("u64", "MAX") => u64::MAX as i128,
+            _ => return None,
+        };
+        Some(self.b.iconst(int))
+    }
+
+    fn lower_binary(&mut self, bin: &syn::ExprBinary) -> LResult<Value> {
+        use syn::BinOp as B;
+        if compound_op(&bin.op).is_some() {
+            return Err(self.error(bin, &text(bin), "compound assignment is a statement, not a value"));
+        }
+        let op = match bin.op {
+            B::Add(_) => BinOp::Add,
+            B::Sub(_) => BinOp::Sub,
+            B::Mul(_) => BinOp::Mul,
+            B::Div(_) => BinOp::Div,
+            B::Rem(_) => BinOp::Rem,
+            B::Lt(_) => BinOp::Lt,
+            B::Le(_) => BinOp::Le,
+            B::Gt(_) => BinOp::Gt,
+            B::Ge(_) => BinOp::Ge,
+            B::Eq(_) => BinOp::Eq,
+            B::Ne(_) => BinOp::Ne,
+            B::And(_) | B::Or(_) => return self.lower_short_circuit(bin),
+            _ => return Err(self.error(bin.op, &text(&bin.op), "bitwise and shift operators are not supported")),
+        };
+        let a = self.lower_expr(&bin.left)?;
+        let b = self.lower_expr(&bin.right)?;
+        if self.ty(a) != self.ty(b) {
+            return Err(syn::Error::new_spanned(
+                bin,
+                format!(
+                    "phidiff: `{}` mixes {} and {}; convert explicitly (`as`, `T::from(..)`)",
+                    op.symbol(),
+                    ty_word(self.ty(a)),
+                    ty_word(self.ty(b))
+                ),
+            ));
+        }
+        if self.ty(a) == Ty::Bool && !matches!(op, BinOp::Eq | BinOp::Ne) {
+            return Err(self.error(bin, &text(bin), "arithmetic on bools"));
+        }
+        if op == BinOp::Rem && self.ty(a) == Ty::Float {
+            return Err(self.error(bin, &text(bin), "`%` on floats has no supported derivative"));
+        }
+        Ok(self.b.binary(op, a, b))
+    }
+
+    /// `a && b` / `a || b`: `b` runs only when needed (it may index out of bounds otherwise).
+    fn lower_short_circuit(&mut self, bin: &syn::ExprBinary) -> LResult<Value> {
+        let and = matches!(bin.op, syn::BinOp::And(_));
+        let a = self.lower_expr(&bin.left)?;
+        self.expect_ty(a, Ty::Bool, &bin.left, "an operand of `&&`/`||`")?;
+        let rhs_block = self.b.func.new_block();
+        let saved = self.b.block;
+        self.b.block = rhs_block;
+        let r = self.lower_expr(&bin.right);
+        self.b.block = saved;
+        let r = r?;
+        self.expect_ty(r, Ty::Bool, &bin.right, "an operand of `&&`/`||`")?;
+        if self.b.func.block(rhs_block).insts.iter().all(|&i| pure_cheap(&self.b.func.inst(i).kind)) {
+            // Nothing on the right can fail: evaluate it eagerly.
+            let insts = std::mem::take(&mut self.b.func.blocks[rhs_block.index()].insts);
+            self.b.func.blocks[self.b.block.index()].insts.extend(insts);
+            let op = if and { BinOp::And } else { BinOp::Or };
+            return Ok(self.b.binary(op, a, r));
+        }
+        let short_block = self.b.func.new_block();
+        let short = self.b.in_block(short_block, |b| b.bconst(!and));
+        self.b.set_yields(rhs_block, vec![r]);
+        self.b.set_yields(short_block, vec![short]);
+        let (then_blk, else_blk) = if and { (rhs_block, short_block) } else { (short_block, rhs_block) };
+        let i = self.b.push(InstKind::If { cond: a, then_blk, else_blk }, &[Ty::Bool], None);
+        Ok(self.b.func.inst(i).results[0])
+    }
+
+    fn lower_cast(&mut self, c: &syn::ExprCast) -> LResult<Value> {
+        let v = self.lower_expr(&c.expr)?;
+        let to = self.declared_ty(&c.ty).ok_or_else(|| {
+            self.error(&c.ty, &text(&c.ty), "casts are supported to integer and float primitive types")
+        })?;
+        if self.ty(v) == Ty::Float && to == Ty::Float {
+            return Ok(v);
+        }
+        let rust_ty = (to == Ty::Int).then(|| text(&c.ty));
+        Ok(self.b.value(InstKind::Cast { value: v, to, rust_ty }, to))
+    }
+
+    /// `a[i]` or `a[i][j]` as a place: the buffer and the index values.
+    pub(super) fn lower_place(&mut self, whole: &Expr, ix: &syn::ExprIndex) -> LResult<(Buf, Vec<Value>)> {
+        let mut indices = vec![&*ix.index];
+        let mut base = &*ix.expr;
+        while let Expr::Index(inner) = base {
+            indices.push(&*inner.index);
+            base = &*inner.expr;
+        }
+        indices.reverse();
+        let buf = self.lower_buf_ref(base)?;
+        let rank = self.b.func.buf(buf).rank as usize;
+        if indices.len() != rank {
+            return Err(self.error(
+                whole,
+                &text(whole),
+                &format!("`{}` has {rank} dimension(s) but is indexed with {}", text(base), indices.len()),
+            ));
+        }
+        let mut idx = Vec::new();
+        for i in indices {
+            if let Expr::Range(_) = i {
+                return Err(self.error(i, &text(i), "slicing with a range is not supported; index elements"));
+            }
+            let v = self.lower_expr(i)?;
+            self.expect_ty(v, Ty::Int, i, "an index")?;
+            idx.push(v);
+        }
+        Ok((buf, idx))
+    }
+
+    /// A buffer named by an expression: `x`, `&x`, `&mut x`, `(x)`.
+    pub(super) fn lower_buf_ref(&mut self, e: &Expr) -> LResult<Buf> {
+        match e {
+            Expr::Reference(r) => self.lower_buf_ref(&r.expr),
+            Expr::Paren(p) => self.lower_buf_ref(&p.expr),
+            Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => self.lower_buf_ref(&u.expr),
+            Expr::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 => {
+                match self.env.lookup(&p.path.segments[0].ident.to_string()) {
+                    Some(Binding::Buf(b)) => Ok(b),
+                    _ => Err(self.error(e, &text(e), "expected a slice, array or Vec variable")),
+                }
+            }
+            Expr::Index(_) => Err(self.error(
+                e,
+                &text(e),
+                "rows of a 2-D array can be indexed (`a[i][j]`) but not used as slices",
+            )),
+            _ => Err(self.error(e, &text(e), "expected a slice, array or Vec variable")),
+        }
+    }
+
+    fn lower_assign(&mut self, lhs: &Expr, rhs: &Expr, op: Option<BinOp>, whole: &Expr) -> LResult<()> {
+        match lhs {
+            Expr::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 => {
+                let name = p.path.segments[0].ident.to_string();
+                match self.env.lookup(&name) {
+                    Some(Binding::Scalar(old)) => {
+                        let r = self.lower_expr(rhs)?;
+                        let new = match op {
+                            None => r,
+                            Some(op) => self.checked_binary(op, old, r, whole)?,
+                        };
+                        if self.ty(new) != self.ty(old) {
+                            return Err(self.error(whole, &text(whole), "assignment changes the variable's type"));
+                        }
+                        self.env.assign(&name, Binding::Scalar(new));
+                        Ok(())
+                    }
+                    Some(Binding::Elem(buf, i)) => self.lower_store(buf, vec![i], rhs, op, whole),
+                    Some(Binding::Buf(_)) => {
+                        Err(self.error(whole, &text(whole), "assigning a whole buffer is not supported; use `copy_from_slice` or `std::mem::swap`"))
+                    }
+                    _ => Err(self.error(lhs, &name, "assignment to an unknown variable")),
+                }
+            }
+            Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => self.lower_assign(&u.expr, rhs, op, whole),
+            Expr::Index(ix) => {
+                let (buf, idx) = self.lower_place(lhs, ix)?;
+                self.lower_store(buf, idx, rhs, op, whole)
+            }
+            _ => Err(self.error(lhs, &text(lhs), "assignments go to variables or indexed elements")),
+        }
+    }
+
+    fn lower_store(&mut self, buf: Buf, idx: Vec<Value>, rhs: &Expr, op: Option<BinOp>, whole: &Expr) -> LResult<()> {
+        let r = self.lower_expr(rhs)?;
+        let elem = self.b.func.buf(buf).elem;
+        if self.ty(r) != elem {
+            return Err(self.error(whole, &text(whole), "the stored value's type differs from the buffer's elements"));
+        }
+        match op {
+            None => self.b.store(buf, idx, r),
+            Some(BinOp::Add) => {
+                self.b.stmt(InstKind::StoreAdd(buf, idx, r));
+            }
+            Some(BinOp::Sub) => {
+                let n = self.b.neg(r);
+                self.b.stmt(InstKind::StoreAdd(buf, idx, n));
+            }
+            Some(op) => {
+                let old = self.b.load(buf, idx.clone());
+                let new = self.checked_binary(op, old, r, whole)?;
+                self.b.store(buf, idx, new);
+            }
+        }
+        Ok(())
+    }
+
+    fn checked_binary(&mut self, op: BinOp, a: Value, b: Value, at: &Expr) -> LResult<Value> {
+        if self.ty(a) != self.ty(b) {
+            return Err(syn::Error::new_spanned(
+                at,
+                format!("phidiff: `{}=` mixes {} and {}", op.symbol(), ty_word(self.ty(a)), ty_word(self.ty(b))),
+            ));
+        }
+        Ok(self.b.binary(op, a, b))
+    }
+
+    fn lower_macro_stmt(&mut self, mac: &syn::Macro) -> LResult<()> {
+        let name = mac.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
+        match name.as_str() {
+            "assert" | "debug_assert" => {
+                let args = mac.parse_body_with(syn::punctuated::Punctuated::<Expr, syn::Token![,]>::parse_terminated)?;
+                let mut it = args.iter();
+                let cond_expr = it.next().ok_or_else(|| syn::Error::new_spanned(mac, "assert! needs a condition"))?;
+                let cond = self.lower_expr(cond_expr)?;
+                self.expect_ty(cond, Ty::Bool, cond_expr, "an assert! condition")?;
+                let message = if args.len() > 1 {
+                    args.iter().skip(1).map(|a| a.to_token_stream().to_string()).collect::<Vec<_>>().join(", ")
+                } else {
+                    format!("\"assertion failed: {}\"", cond_expr.to_token_stream().to_string().replace('"', "\\\""))
+                };
+                self.b.stmt(InstKind::Assert { cond, message });
+                Ok(())
+            }
+            "assert_eq" | "assert_ne" | "debug_assert_eq" | "debug_assert_ne" => {
+                let args = mac.parse_body_with(syn::punctuated::Punctuated::<Expr, syn::Token![,]>::parse_terminated)?;
+                if args.len() < 2 {
+                    return Err(syn::Error::new_spanned(mac, "assert_eq! needs two values"));
+                }
+                let a = self.lower_expr(&args[0])?;
+                let b = self.lower_expr(&args[1])?;
+                let op = if name.ends_with("_eq") { BinOp::Eq } else { BinOp::Ne };
+                let cond = self.checked_binary(op, a, b, &args[0])?;
+                let message = format!("\"{} failed\"", name);
+                self.b.stmt(InstKind::Assert { cond, message });
+                Ok(())
+            }
+            _ => Err(self.error(
+                mac,
+                &format!("{name}!"),
+                "this macro is not supported (supported: `vec!` in `let`, `assert!`, `assert_eq!`)",
+            )),
+        }
+    }
+
+    /// `vec![v; n]`, `vec![vec![v; m]; n]`, `x.to_vec()`, `x.clone()`: a new local buffer.
+    fn try_lower_new_buffer(&mut self, e: &Expr) -> LResult<Option<Buf>> {
+        match e {
+            Expr::Macro(m) if m.mac.path.is_ident("vec") => {
+                let (fill, dims) = self.parse_vec_macro(&m.mac)?;
+                let v = self.lower_expr(&fill)?;
+                let mut dv = Vec::new();
+                for d in &dims {
+                    let x = self.lower_expr(d)?;
+                    self.expect_ty(x, Ty::Int, d, "a `vec!` length")?;
+                    dv.push(x);
+                }
+                let buf = self.b.func.new_buf(BufData {
+                    name: "vec".into(),
+                    rank: dims.len() as u8,
+                    elem: self.ty(v),
+                    kind: BufKind::Local,
+                });
+                if self.ty(v) == Ty::Bool {
+                    return Err(self.error(m, "vec![bool]", "buffers hold floats or integers"));
+                }
+                self.b.stmt(InstKind::Alloc { buf, dims: dv, init: AllocInit::Fill(v) });
+                Ok(Some(buf))
+            }
+            Expr::MethodCall(mc) if (mc.method == "to_vec" || mc.method == "clone") && mc.args.is_empty() => {
+                let Ok(src) = self.lower_buf_ref(&mc.receiver) else { return Ok(None) };
+                let data = self.b.func.buf(src).clone();
+                let buf = self.b.func.new_buf(BufData { name: "copy".into(), kind: BufKind::Local, ..data });
+                self.b.stmt(InstKind::Alloc { buf, dims: vec![], init: AllocInit::Copy(src) });
+                Ok(Some(buf))
+            }
+            Expr::Paren(p) => self.try_lower_new_buffer(&p.expr),
+            _ => Ok(None),
+        }
+    }
+
+    /// `vec![vec![v; m]; n]` → (v, [n, m]).
+    fn parse_vec_macro(&self, mac: &syn::Macro) -> LResult<(Expr, Vec<Expr>)> {
+        let parsed: VecMacro = mac.parse_body().map_err(|_| {
+            self.error(mac, "vec![..]", "only the `vec![value; length]` form is supported")
+        })?;
+        match &parsed.fill {
+            Expr::Macro(inner) if inner.mac.path.is_ident("vec") => {
+                let (fill, mut dims) = self.parse_vec_macro(&inner.mac)?;
+                dims.insert(0, parsed.len);
+                if dims.len() > 2 {
+                    return Err(self.error(mac, "vec![..]", "buffers have at most two dimensions"));
+                }
+                Ok((fill, dims))
+            }
+            _ => Ok((parsed.fill, vec![parsed.len])),
+        }
+    }
+}
+
+struct VecMacro {
+    fill: Expr,
+    len: Expr,
+}
+
+impl syn::parse::Parse for VecMacro {
+    fn parse(input: syn::parse::ParseStream) -> syn::Result<Self> {
+        let fill = input.parse()?;
+        input.parse::<syn::Token![;]>()?;
+        let len = input.parse()?;
+        Ok(VecMacro { fill, len })
+    }
+}
+
+pub(super) fn compound_op(op: &syn::BinOp) -> Option<BinOp> {
+    use syn::BinOp as B;
+    match op {
+        B::AddAssign(_) => Some(BinOp::Add),
+        B::SubAssign(_) => Some(BinOp::Sub),
+        B::MulAssign(_) => Some(BinOp::Mul),
+        B::DivAssign(_) => Some(BinOp::Div),
+        B::RemAssign(_) => Some(BinOp::Rem),
+        _ => None,
+    }
+}
+
+/// Instructions that cannot fail or have effects: safe to evaluate eagerly.
+pub(super) fn pure_cheap(k: &InstKind) -> bool {
+    matches!(
+        k,
+        InstKind::FConst(_)
+            | InstKind::IConst(_)
+            | InstKind::BConst(_)
+            | InstKind::Param(_)
+            | InstKind::Unary(..)
+            | InstKind::Binary(BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne | BinOp::And | BinOp::Or, _, _)
+            | InstKind::Len(..)
+    )
+}

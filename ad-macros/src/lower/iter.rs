@@ -1,0 +1,310 @@
+//! `for` loops over ranges and buffer iterators, and the reductions
+//! `x.iter().sum()` / `x.iter().map(|v| ..).sum()`, all lowered to counted loops.
+
+use super::control::LoopHead;
+use super::*;
+use syn::Expr;
+
+/// What a `for` loop walks.
+enum Source {
+    Range { start: Expr, end: Expr, inclusive: bool },
+    /// `x.iter()` / `x.iter_mut()` (`mutable`), possibly zipped with more buffers.
+    Bufs { bufs: Vec<(Buf, bool)> },
+}
+
+struct Chain {
+    source: Source,
+    rev: bool,
+    step: Option<Expr>,
+    enumerate: bool,
+}
+
+impl Lowerer<'_> {
+    fn parse_chain(&mut self, e: &Expr) -> LResult<Chain> {
+        match e {
+            Expr::Paren(p) => self.parse_chain(&p.expr),
+            Expr::Range(r) => {
+                let (Some(start), Some(end)) = (&r.start, &r.end) else {
+                    return Err(self.error(r, &text(r), "`for` ranges need both bounds"));
+                };
+                Ok(Chain {
+                    source: Source::Range {
+                        start: (**start).clone(),
+                        end: (**end).clone(),
+                        inclusive: matches!(r.limits, syn::RangeLimits::Closed(_)),
+                    },
+                    rev: false,
+                    step: None,
+                    enumerate: false,
+                })
+            }
+            Expr::MethodCall(m) => {
+                let method = m.method.to_string();
+                match method.as_str() {
+                    "iter" | "iter_mut" | "into_iter" if m.args.is_empty() => {
+                        let buf = self.lower_buf_ref(&m.receiver)?;
+                        Ok(Chain {
+                            source: Source::Bufs { bufs: vec![(buf, method == "iter_mut")] },
+                            rev: false,
+                            step: None,
+                            enumerate: false,
+                        })
+                    }
+                    "rev" if m.args.is_empty() => {
+                        let mut c = self.parse_chain(&m.receiver)?;
+                        if c.step.is_some() || c.enumerate {
+                            return Err(self.error(m, &text(m), "`.rev()` is supported directly on a range or iterator (write `(a..b).rev().step_by(s)`)"));
+                        }
+                        c.rev = true;
+                        Ok(c)
+                    }
+                    "step_by" if m.args.len() == 1 => {
+                        let mut c = self.parse_chain(&m.receiver)?;
+                        if c.step.is_some() || c.enumerate {
+                            return Err(self.error(m, &text(m), "`.step_by` is supported once, on a range"));
+                        }
+                        c.step = Some(m.args[0].clone());
+                        Ok(c)
+                    }
+                    "enumerate" if m.args.is_empty() => {
+                        let mut c = self.parse_chain(&m.receiver)?;
+                        if c.enumerate {
+                            return Err(self.error(m, &text(m), "nested `.enumerate()`"));
+                        }
+                        c.enumerate = true;
+                        Ok(c)
+                    }
+                    "zip" if m.args.len() == 1 => {
+                        let mut c = self.parse_chain(&m.receiver)?;
+                        let other = self.parse_chain(&m.args[0]).or_else(|_| {
+                            self.lower_buf_ref(&m.args[0]).map(|b| Chain {
+                                source: Source::Bufs { bufs: vec![(b, false)] },
+                                rev: false,
+                                step: None,
+                                enumerate: false,
+                            })
+                        })?;
+                        match (&mut c.source, other.source) {
+                            (Source::Bufs { bufs }, Source::Bufs { bufs: more })
+                                if !c.rev && c.step.is_none() && !c.enumerate && !other.rev && !other.enumerate =>
+                            {
+                                bufs.extend(more);
+                                Ok(c)
+                            }
+                            _ => Err(self.error(m, &text(m), "`.zip` is supported between buffer iterators (`x.iter().zip(y.iter())`)")),
+                        }
+                    }
+                    _ => Err(self.error(
+                        m,
+                        &text(m),
+                        "supported `for` iterators: ranges with `.rev()`/`.step_by(k)`, `x.iter()`, `x.iter_mut()`, `.enumerate()`, `.zip(..)`",
+                    )),
+                }
+            }
+            _ => Err(self.error(e, &text(e), "supported `for` iterators: ranges, `x.iter()`, `.enumerate()`, `.zip(..)`")),
+        }
+    }
+
+    fn range_of(&mut self, chain: &Chain) -> LResult<RangeSpec> {
+        let (start, end) = match &chain.source {
+            Source::Range { start, end, inclusive } => {
+                let s = self.lower_expr(start)?;
+                self.expect_ty(s, Ty::Int, start, "a range bound")?;
+                let mut e = self.lower_expr(end)?;
+                self.expect_ty(e, Ty::Int, end, "a range bound")?;
+                if *inclusive {
+                    let one = self.b.iconst(1);
+                    e = self.b.add(e, one);
+                }
+                (s, e)
+            }
+            Source::Bufs { bufs } => {
+                let s = self.b.iconst(0);
+                let mut len = self.b.value(InstKind::Len(bufs[0].0, vec![]), Ty::Int);
+                for (b, _) in &bufs[1..] {
+                    let l2 = self.b.value(InstKind::Len(*b, vec![]), Ty::Int);
+                    len = self.min_int(len, l2);
+                }
+                (s, len)
+            }
+        };
+        let step = match &chain.step {
+            None => None,
+            Some(e) => {
+                let v = self.lower_expr(e)?;
+                self.expect_ty(v, Ty::Int, e, "a step")?;
+                Some(v)
+            }
+        };
+        Ok(RangeSpec { start, end, step, rev: chain.rev })
+    }
+
+    /// `a.min(b)` on integers.
+    pub(super) fn min_int(&mut self, a: Value, b: Value) -> Value {
+        let c = self.b.binary(BinOp::Le, a, b);
+        let t = self.b.func.new_block();
+        let e = self.b.func.new_block();
+        self.b.set_yields(t, vec![a]);
+        self.b.set_yields(e, vec![b]);
+        let i = self.b.push(InstKind::If { cond: c, then_blk: t, else_blk: e }, &[Ty::Int], None);
+        self.b.func.inst(i).results[0]
+    }
+
+    pub(super) fn lower_for(&mut self, f: &syn::ExprForLoop) -> LResult<()> {
+        let chain = self.parse_chain(&f.expr)?;
+        let span = span_of(f);
+        let pat = &*f.pat;
+        self.with_span(span, |l| {
+            l.lower_loop_body(
+                f.label.as_ref(),
+                &f.body,
+                None,
+                &mut |l| Ok(LoopHead::Range(l.range_of(&chain)?)),
+                &mut |l, index| {
+                    let index = index.expect("for loops have an index");
+                    l.bind_for_pattern(pat, &chain, index)
+                },
+            )
+        })
+    }
+
+    /// Binds the `for` pattern: the index, or elements of the iterated buffers.
+    fn bind_for_pattern(&mut self, pat: &syn::Pat, chain: &Chain, index: Value) -> LResult<()> {
+        let (index_pat, elem_pat) = match (&chain.source, chain.enumerate) {
+            (Source::Range { .. }, false) => (Some(pat), None),
+            (Source::Range { .. }, true) => {
+                let (a, b) = tuple2(pat).ok_or_else(|| self.error(pat, &text(pat), "expected `(i, x)`"))?;
+                (Some(a), Some(b))
+            }
+            (Source::Bufs { .. }, false) => (None, Some(pat)),
+            (Source::Bufs { .. }, true) => {
+                let (a, b) = tuple2(pat).ok_or_else(|| self.error(pat, &text(pat), "expected `(i, x)`"))?;
+                (Some(a), Some(b))
+            }
+        };
+        if let Some(p) = index_pat {
+            self.bind_name(p, Binding::Scalar(index))?;
+        }
+        if let Some(p) = elem_pat {
+            match &chain.source {
+                Source::Range { .. } => self.bind_name(p, Binding::Scalar(index))?,
+                Source::Bufs { bufs } => {
+                    let pats: Vec<&syn::Pat> = if bufs.len() == 1 {
+                        vec![p]
+                    } else {
+                        let t = tuple_n(p).ok_or_else(|| self.error(p, &text(p), "expected a tuple pattern for `.zip`"))?;
+                        if t.len() != bufs.len() {
+                            return Err(self.error(p, &text(p), "the tuple pattern does not match the zipped iterators"));
+                        }
+                        t
+                    };
+                    for (p, (buf, mutable)) in pats.into_iter().zip(bufs.clone()) {
+                        if self.b.func.buf(buf).rank != 1 {
+                            return Err(self.error(p, &text(p), "iterating over rows of a 2-D buffer is not supported; index `a[i][j]`"));
+                        }
+                        if mutable {
+                            self.bind_name(p, Binding::Elem(buf, index))?;
+                        } else {
+                            let v = self.b.load(buf, vec![index]);
+                            self.bind_name(p, Binding::Scalar(v))?;
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn bind_name(&mut self, p: &syn::Pat, b: Binding) -> LResult<()> {
+        match p {
+            syn::Pat::Wild(_) => Ok(()),
+            syn::Pat::Ident(pi) if pi.subpat.is_none() => {
+                if let Binding::Scalar(v) = b {
+                    if self.b.func.values[v.index()].name.is_none() {
+                        self.b.func.values[v.index()].name = Some(pi.ident.to_string());
+                    }
+                }
+                self.env.bind(&pi.ident.to_string(), b);
+                Ok(())
+            }
+            syn::Pat::Reference(r) => self.bind_name(&r.pat, b),
+            syn::Pat::Paren(pp) => self.bind_name(&pp.pat, b),
+            other => Err(self.error(other, &text(other), "loop patterns bind plain names")),
+        }
+    }
+
+    /// `x.iter().sum()`, `x.iter().map(|v| e).sum()`, `(a..b).map(|i| e).sum()`,
+    /// `x.iter().zip(y.iter()).map(|(a, b)| e).sum()`: a loop with one carried accumulator.
+    pub(super) fn lower_sum(&mut self, m: &syn::ExprMethodCall) -> LResult<Value> {
+        let (chain_expr, closure) = match &*m.receiver {
+            Expr::MethodCall(inner) if inner.method == "map" && inner.args.len() == 1 => match &inner.args[0] {
+                Expr::Closure(c) => (&*inner.receiver, Some(c)),
+                other => return Err(self.error(other, &text(other), "`.map` takes a closure here")),
+            },
+            other => (other, None),
+        };
+        let chain = self.parse_chain(chain_expr)?;
+        if closure.is_none() {
+            if let Source::Bufs { bufs } = &chain.source {
+                if self.b.func.buf(bufs[0].0).elem != Ty::Float || bufs.len() > 1 {
+                    return Err(self.error(m, &text(m), "`.sum()` without `.map` sums one float buffer"));
+                }
+            }
+        }
+        let range = self.range_of(&chain)?;
+        let zero = self.b.fconst(0.0);
+        let inst = self.b.reserve();
+        let acc = self.b.func.new_value(Ty::Float, ValueDef::LoopParam(inst, 0), Some("sum".into()));
+        let index = self.b.func.new_value(Ty::Int, ValueDef::LoopIndex(inst), None);
+        let body = self.b.func.new_block();
+        let saved = self.b.block;
+        self.b.block = body;
+        let depth = self.env.depth();
+        self.env.push_scope();
+        let r = (|| -> LResult<Value> {
+            let term = match closure {
+                None => match &chain.source {
+                    Source::Bufs { bufs } => self.b.load(bufs[0].0, vec![index]),
+                    Source::Range { .. } => {
+                        return Err(self.error(m, &text(m), "summing a range of integers has no derivative"))
+                    }
+                },
+                Some(c) => {
+                    if c.inputs.len() != 1 {
+                        return Err(self.error(c, "closure", "the `.map` closure takes one argument"));
+                    }
+                    self.bind_for_pattern(&c.inputs[0], &chain, index)?;
+                    let v = self.lower_expr(&c.body)?;
+                    self.expect_ty(v, Ty::Float, &c.body, "a summed term")?;
+                    v
+                }
+            };
+            Ok(self.b.add(acc, term))
+        })();
+        self.env.truncate(depth);
+        self.b.block = saved;
+        let next = r?;
+        self.b.set_yields(body, vec![next]);
+        let result = self.b.func.new_value(Ty::Float, ValueDef::Result(inst, 0), Some("sum".into()));
+        let trip = self.b.func.new_value(Ty::Int, ValueDef::Result(inst, 1), None);
+        self.b.finish(
+            inst,
+            InstKind::For { range, index, params: vec![acc], inits: vec![zero], body, exit: vec![] },
+            vec![result, trip],
+        );
+        Ok(result)
+    }
+}
+
+fn tuple2(p: &syn::Pat) -> Option<(&syn::Pat, &syn::Pat)> {
+    let t = tuple_n(p)?;
+    (t.len() == 2).then(|| (t[0], t[1]))
+}
+
+fn tuple_n(p: &syn::Pat) -> Option<Vec<&syn::Pat>> {
+    match p {
+        syn::Pat::Tuple(t) => Some(t.elems.iter().collect()),
+        syn::Pat::Paren(pp) => tuple_n(&pp.pat),
+        _ => None,
+    }
+}

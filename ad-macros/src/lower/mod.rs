@@ -1,0 +1,209 @@
+//! syn → IR. Scalars become SSA values through an environment of bindings; mutations of
+//! scalar variables inside branches and loops become φs (`if` results, loop header
+//! parameters). `break`, `continue` and early `return` are lowered to boolean flags so every
+//! region stays single-entry single-exit (structured reverse mode needs nothing else).
+
+mod call;
+mod control;
+mod env;
+mod expr;
+mod iter;
+
+use crate::diagnostics::{unsupported, Diagnostics};
+use crate::ir::builder::Builder;
+use crate::ir::*;
+use crate::parse::signature::{ElemKind, ParamClass, Signature};
+use env::{Binding, Env};
+use proc_macro2::Span;
+use quote::ToTokens;
+use syn::spanned::Spanned;
+
+pub type LResult<T> = Result<T, syn::Error>;
+
+/// Names of the lowering's own flags: not valid Rust identifiers, so they never collide.
+const RET: &str = "#ret";
+const RETVAL: &str = "#retval";
+
+struct LoopCtx {
+    /// Name of this loop's break flag when its body breaks.
+    brk: Option<String>,
+    /// Name of this loop's continue flag when its body continues.
+    cont: Option<String>,
+}
+
+pub struct Lowerer<'a> {
+    b: Builder<'a>,
+    diag: &'a Diagnostics,
+    env: Env,
+    loops: Vec<LoopCtx>,
+    /// Whether the function body contains an early `return`.
+    has_return: bool,
+    returns_float: bool,
+    /// The generic float parameter, if any (`T` in `T::from`, `T::zero()`).
+    float_generic: Option<String>,
+    next_flag: u32,
+    /// Whether the value of the block being lowered is used (decides whether a user call in
+    /// tail position returns a value).
+    tail_wanted: bool,
+}
+
+pub fn err<T: ToTokens>(tokens: T, what: &str, why: &str) -> syn::Error {
+    syn::Error::new_spanned(tokens, unsupported(what, why))
+}
+
+fn text<T: ToTokens>(t: &T) -> String {
+    t.to_token_stream().to_string()
+}
+
+/// Lowers the body of `item` into a new IR function.
+pub fn lower_function(item: &syn::ItemFn, sig: &Signature, diag: &Diagnostics) -> Function {
+    let mut func = Function::new(item.sig.ident.to_string());
+    let mut env = Env::default();
+    env.push_scope();
+    // Parameters.
+    let mut scalar_params = Vec::new();
+    for (n, p) in sig.params.iter().enumerate() {
+        let name = p.name.to_string();
+        let kind = match &p.class {
+            ParamClass::Float => ParamKind::Scalar(Ty::Float),
+            ParamClass::Int => ParamKind::Scalar(Ty::Int),
+            ParamClass::Bool => ParamKind::Scalar(Ty::Bool),
+            ParamClass::Opaque => ParamKind::Opaque,
+            ParamClass::Buffer { elem, rank, form } => {
+                let buf = func.new_buf(BufData {
+                    name: name.clone(),
+                    rank: *rank,
+                    elem: if *elem == ElemKind::Float { Ty::Float } else { Ty::Int },
+                    kind: BufKind::Param(n),
+                });
+                env.bind(&name, Binding::Buf(buf));
+                ParamKind::Buffer { buf, mutable: *form == crate::parse::signature::BufForm::MutRef || p.pat_mut }
+            }
+        };
+        if let ParamKind::Scalar(ty) = kind {
+            scalar_params.push((n, ty, name.clone()));
+        }
+        if matches!(kind, ParamKind::Opaque) {
+            env.bind(&name, Binding::Opaque);
+        }
+        func.params.push(ParamInfo { name, kind });
+    }
+    let body = func.body;
+    let float_generic = match &sig.float {
+        crate::parse::signature::FloatTy::Generic(t) => Some(t.to_string()),
+        _ => None,
+    };
+    let mut l = Lowerer {
+        b: Builder::new(&mut func, body),
+        diag,
+        env,
+        loops: Vec::new(),
+        has_return: control::contains_return(&item.block.stmts),
+        returns_float: sig.returns_float,
+        float_generic,
+        next_flag: 0,
+        tail_wanted: sig.returns_float,
+    };
+    l.b.span = item.sig.ident.span();
+    for (n, ty, name) in scalar_params {
+        let i = l.b.push(InstKind::Param(n), &[ty], Some(&name));
+        let v = l.b.func.inst(i).results[0];
+        l.env.bind(&name, Binding::Scalar(v));
+    }
+    if l.has_return {
+        let f = l.b.bconst(false);
+        l.env.bind(RET, Binding::Scalar(f));
+        if sig.returns_float {
+            let z = l.b.fconst(0.0);
+            l.env.bind(RETVAL, Binding::Scalar(z));
+        }
+    }
+    let tail = l.lower_block_stmts(&item.block.stmts);
+    match tail {
+        Err(e) => diag.push(e),
+        Ok(tail) => {
+            let result = if l.has_return {
+                // Every path stored its value in the return slot.
+                if let Some(t) = tail {
+                    l.set_return(t);
+                }
+                l.lookup_scalar(RETVAL)
+            } else {
+                tail
+            };
+            match (sig.returns_float, result) {
+                (true, Some(v)) if l.b.func.ty(v) == Ty::Float => l.b.set_yields(body, vec![v]),
+                (true, _) => diag.error_spanned(
+                    &item.sig.output,
+                    "phidiff: the function's value could not be read as a float from its body",
+                ),
+                (false, _) => {}
+            }
+        }
+    }
+    func
+}
+
+impl<'a> Lowerer<'a> {
+    fn error<T: ToTokens>(&self, tokens: T, what: &str, why: &str) -> syn::Error {
+        err(tokens, what, why)
+    }
+
+    fn fresh_flag(&mut self, kind: &str) -> String {
+        self.next_flag += 1;
+        format!("#{kind}{}", self.next_flag)
+    }
+
+    fn lookup_scalar(&self, name: &str) -> Option<Value> {
+        match self.env.lookup(name) {
+            Some(Binding::Scalar(v)) => Some(v),
+            _ => None,
+        }
+    }
+
+    fn set_return(&mut self, v: Value) {
+        let t = self.b.bconst(true);
+        self.env.assign(RET, Binding::Scalar(t));
+        if self.returns_float {
+            self.env.assign(RETVAL, Binding::Scalar(v));
+        }
+    }
+
+    fn with_span<R>(&mut self, span: Span, f: impl FnOnce(&mut Self) -> R) -> R {
+        let saved = std::mem::replace(&mut self.b.span, span);
+        let r = f(self);
+        self.b.span = saved;
+        r
+    }
+
+    fn ty(&self, v: Value) -> Ty {
+        self.b.func.ty(v)
+    }
+
+    fn expect_ty(&self, v: Value, ty: Ty, at: &dyn ToTokens, what: &str) -> LResult<()> {
+        if self.ty(v) != ty {
+            return Err(syn::Error::new_spanned(
+                at.to_token_stream(),
+                format!(
+                    "phidiff: {what} must be {}, but this expression is {}",
+                    ty_word(ty),
+                    ty_word(self.ty(v))
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn ty_word(t: Ty) -> &'static str {
+    match t {
+        Ty::Float => "a float",
+        Ty::Int => "an integer",
+        Ty::Bool => "a bool",
+    }
+}
+
+/// Span of any syntax node (for instruction source spans).
+fn span_of<T: Spanned>(t: &T) -> Span {
+    t.span()
+}

@@ -1,0 +1,310 @@
+//! Signature → parameter activities. Activity is read from types: float scalars, slices,
+//! arrays and Vecs of floats (and arrays of arrays) are active unless `wrt(..)` excludes
+//! them; integers, bool and every other type are constant.
+
+use crate::diagnostics::{unsupported, Diagnostics};
+use syn::{FnArg, GenericParam, Ident, Pat, ReturnType, Type};
+
+/// The float type of the function: a generic parameter bounded by `Float`, or f64/f32.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FloatTy {
+    Generic(Ident),
+    F64,
+    F32,
+}
+
+impl FloatTy {
+    pub fn tokens(&self) -> proc_macro2::TokenStream {
+        match self {
+            FloatTy::Generic(t) => quote::quote!(#t),
+            FloatTy::F64 => quote::quote!(f64),
+            FloatTy::F32 => quote::quote!(f32),
+        }
+    }
+}
+
+/// How a buffer parameter is passed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum BufForm {
+    /// `&[T]`, `&[T; N]`, `&Vec<T>`
+    Ref,
+    /// `&mut [T]`, `&mut [T; N]`, `&mut Vec<T>`
+    MutRef,
+    /// `[T; N]`, `Vec<T>` by value
+    Owned,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ElemKind {
+    Float,
+    Int,
+}
+
+#[derive(Clone, Debug)]
+pub enum ParamClass {
+    Float,
+    Int,
+    Bool,
+    Buffer { elem: ElemKind, rank: u8, form: BufForm },
+    Opaque,
+}
+
+#[derive(Clone)]
+pub struct ParamSpec {
+    pub name: Ident,
+    pub ty: Type,
+    pub class: ParamClass,
+    pub active: bool,
+    /// `mut x: ...` in the pattern.
+    pub pat_mut: bool,
+}
+
+impl ParamSpec {
+    pub fn is_active_buffer(&self) -> bool {
+        self.active && matches!(self.class, ParamClass::Buffer { .. })
+    }
+    pub fn is_active_scalar(&self) -> bool {
+        self.active && matches!(self.class, ParamClass::Float)
+    }
+}
+
+pub struct Signature {
+    pub params: Vec<ParamSpec>,
+    pub float: FloatTy,
+    /// True when the function returns a float; false for `()`.
+    pub returns_float: bool,
+}
+
+fn is_int(name: &str) -> bool {
+    matches!(
+        name,
+        "usize" | "isize" | "u8" | "u16" | "u32" | "u64" | "u128" | "i8" | "i16" | "i32" | "i64" | "i128"
+    )
+}
+
+fn single_ident(ty: &Type) -> Option<&Ident> {
+    match ty {
+        Type::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 => {
+            let seg = &p.path.segments[0];
+            seg.arguments.is_none().then_some(&seg.ident)
+        }
+        Type::Paren(p) => single_ident(&p.elem),
+        _ => None,
+    }
+}
+
+/// Candidate float types declared by the generics: parameters bounded by `...Float`.
+fn generic_floats(generics: &syn::Generics) -> Vec<Ident> {
+    let mut out = Vec::new();
+    let bounded_by_float = |bounds: &syn::punctuated::Punctuated<syn::TypeParamBound, syn::Token![+]>| {
+        bounds.iter().any(|b| match b {
+            syn::TypeParamBound::Trait(t) => t.path.segments.last().is_some_and(|s| s.ident == "Float"),
+            _ => false,
+        })
+    };
+    for p in &generics.params {
+        if let GenericParam::Type(t) = p {
+            if bounded_by_float(&t.bounds) {
+                out.push(t.ident.clone());
+            }
+        }
+    }
+    if let Some(w) = &generics.where_clause {
+        for pred in &w.predicates {
+            if let syn::WherePredicate::Type(pt) = pred {
+                if let Some(id) = single_ident(&pt.bounded_ty) {
+                    if bounded_by_float(&pt.bounds) {
+                        out.push(id.clone());
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+struct Classifier<'a> {
+    generic_floats: &'a [Ident],
+    float: Option<FloatTy>,
+}
+
+impl Classifier<'_> {
+    fn float_of(&self, ty: &Type) -> Option<FloatTy> {
+        let id = single_ident(ty)?;
+        if id == "f64" {
+            Some(FloatTy::F64)
+        } else if id == "f32" {
+            Some(FloatTy::F32)
+        } else if self.generic_floats.contains(id) {
+            Some(FloatTy::Generic(id.clone()))
+        } else {
+            None
+        }
+    }
+
+    /// Element kind and rank of `[E]`, `[E; N]`, `Vec<E>` (recursively).
+    fn elem(&mut self, ty: &Type, diag: &Diagnostics) -> Option<(ElemKind, u8)> {
+        let inner = match ty {
+            Type::Slice(s) => &*s.elem,
+            Type::Array(a) => &*a.elem,
+            Type::Path(p) => {
+                let seg = p.path.segments.last()?;
+                if seg.ident != "Vec" {
+                    return None;
+                }
+                match &seg.arguments {
+                    syn::PathArguments::AngleBracketed(a) if a.args.len() == 1 => match &a.args[0] {
+                        syn::GenericArgument::Type(t) => t,
+                        _ => return None,
+                    },
+                    _ => return None,
+                }
+            }
+            _ => return None,
+        };
+        if let Some(f) = self.float_of(inner) {
+            self.note_float(f, inner, diag);
+            return Some((ElemKind::Float, 1));
+        }
+        if single_ident(inner).is_some_and(|i| is_int(&i.to_string())) {
+            return Some((ElemKind::Int, 1));
+        }
+        let (e, r) = self.elem(inner, diag)?;
+        Some((e, r + 1))
+    }
+
+    fn note_float(&mut self, f: FloatTy, ty: &Type, diag: &Diagnostics) {
+        match &self.float {
+            None => self.float = Some(f),
+            Some(prev) if *prev != f => diag.error_spanned(
+                ty,
+                unsupported(
+                    &quote::quote!(#ty).to_string(),
+                    "a differentiated function uses one float type throughout",
+                ),
+            ),
+            _ => {}
+        }
+    }
+
+    fn classify(&mut self, ty: &Type, diag: &Diagnostics) -> ParamClass {
+        if let Some(f) = self.float_of(ty) {
+            self.note_float(f, ty, diag);
+            return ParamClass::Float;
+        }
+        if let Some(id) = single_ident(ty) {
+            if is_int(&id.to_string()) {
+                return ParamClass::Int;
+            }
+            if id == "bool" {
+                return ParamClass::Bool;
+            }
+        }
+        let (inner, form) = match ty {
+            Type::Reference(r) => (&*r.elem, if r.mutability.is_some() { BufForm::MutRef } else { BufForm::Ref }),
+            other => (other, BufForm::Owned),
+        };
+        if let Some((elem, rank)) = self.elem(inner, diag) {
+            return ParamClass::Buffer { elem, rank, form };
+        }
+        if let Type::Reference(r) = ty {
+            if r.mutability.is_some() && self.float_of(&r.elem).is_some() {
+                diag.error_spanned(
+                    ty,
+                    unsupported(
+                        &quote::quote!(#ty).to_string(),
+                        "a `&mut` float scalar parameter has no adjoint convention; return the value instead",
+                    ),
+                );
+            }
+        }
+        ParamClass::Opaque
+    }
+}
+
+/// Reads the parameters, their activities, the float type and the return kind.
+pub fn read(sig: &syn::Signature, wrt: Option<&[Ident]>, diag: &Diagnostics) -> Option<Signature> {
+    let floats = generic_floats(&sig.generics);
+    let mut c = Classifier { generic_floats: &floats, float: None };
+    let mut params = Vec::new();
+    for arg in &sig.inputs {
+        match arg {
+            FnArg::Receiver(r) => {
+                diag.error_spanned(r, unsupported("self", "methods are not supported; write a free function"));
+            }
+            FnArg::Typed(pt) => {
+                let (name, pat_mut) = match &*pt.pat {
+                    Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                        (pi.ident.clone(), pi.mutability.is_some())
+                    }
+                    other => {
+                        diag.error_spanned(other, unsupported("pattern", "parameters must be plain names"));
+                        continue;
+                    }
+                };
+                let class = c.classify(&pt.ty, diag);
+                let differentiable = matches!(class, ParamClass::Float | ParamClass::Buffer { elem: ElemKind::Float, .. });
+                let active = differentiable && wrt.is_none_or(|w| w.iter().any(|n| *n == name));
+                params.push(ParamSpec { name, ty: (*pt.ty).clone(), class, active, pat_mut });
+            }
+        }
+    }
+    if let Some(w) = wrt {
+        for n in w {
+            match params.iter().find(|p| p.name == *n) {
+                None => diag.error_spanned(n, format!("`wrt` names `{n}`, which is not a parameter")),
+                Some(p) if !p.active => diag.error_spanned(
+                    n,
+                    format!("`wrt` names `{n}`, which is not a float, slice, array or Vec of floats"),
+                ),
+                _ => {}
+            }
+        }
+    }
+    let returns_float = match &sig.output {
+        ReturnType::Default => false,
+        ReturnType::Type(_, ty) => match &**ty {
+            Type::Tuple(t) if t.elems.is_empty() => false,
+            other => {
+                if let Some(f) = c.float_of(other) {
+                    c.note_float(f, other, diag);
+                    true
+                } else {
+                    diag.error_spanned(
+                        other,
+                        unsupported(
+                            &quote::quote!(#other).to_string(),
+                            "a differentiated function returns a float scalar or `()` (write array outputs into a `&mut` slice parameter)",
+                        ),
+                    );
+                    return None;
+                }
+            }
+        },
+    };
+    if let Some(a) = &sig.asyncness {
+        diag.error_spanned(a, unsupported("async fn", "only plain functions are differentiated"));
+    }
+    if let Some(u) = &sig.unsafety {
+        diag.error_spanned(u, unsupported("unsafe fn", "only safe functions are differentiated"));
+    }
+    if let Some(v) = &sig.variadic {
+        diag.error_spanned(v, unsupported("...", "variadic functions are not supported"));
+    }
+    let float = match c.float {
+        Some(f) => f,
+        None => {
+            diag.error_spanned(
+                &sig.ident,
+                "phidiff: this function has no float parameter to differentiate with respect to \
+                 (expected `f64`, `f32`, a `T: Float` generic, or slices/arrays/Vecs of them)",
+            );
+            return None;
+        }
+    };
+    if !params.iter().any(|p| p.active) {
+        diag.error_spanned(&sig.ident, "phidiff: no parameter is active (check `wrt(..)`)");
+        return None;
+    }
+    Some(Signature { params, float, returns_float })
+}
