@@ -175,7 +175,7 @@ fn transfer(f: &Function, i: Inst, active_params: &[bool], dir: Direction, facts
         Store(buf, _, v) | StoreAdd(buf, _, v) => flow_value_to_buf!(*v, *buf),
         Alloc { buf, init, .. } => match init {
             AllocInit::Fill(v) => flow_value_to_buf!(*v, *buf),
-            AllocInit::Copy(src) => flow_buf!(*src, *buf),
+            AllocInit::Copy(src) | AllocInit::Row { tape: src, .. } => flow_buf!(*src, *buf),
         },
         CopyFrom { dst, src } => flow_buf!(*src, *dst),
         Swap(a, b) => {

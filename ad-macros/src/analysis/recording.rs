@@ -70,6 +70,8 @@ pub struct Recording {
     pub storage: BTreeMap<Value, Storage>,
     /// Values saved in the forward sweep.
     pub saved: BTreeSet<Value>,
+    /// Buffer arguments of calls copied before the call, for the callee's reverse.
+    pub snapshots: BTreeSet<(Inst, usize)>,
 }
 
 /// The largest expression (in weighted nodes) the reverse sweep re-evaluates instead of saving.
@@ -82,6 +84,8 @@ pub struct Planner<'a> {
     storage: BTreeMap<Value, Storage>,
     cost: BTreeMap<Value, u32>,
     saved: BTreeSet<Value>,
+    /// Call arguments (call, argument position) whose buffer is snapshotted for the reverse.
+    snapshots: BTreeSet<(Inst, usize)>,
 }
 
 impl<'a> Planner<'a> {
@@ -111,7 +115,15 @@ impl<'a> Planner<'a> {
                 }
             }
         });
-        Planner { f, structure, read_only, storage: BTreeMap::new(), cost: BTreeMap::new(), saved: BTreeSet::new() }
+        Planner {
+            f,
+            structure,
+            read_only,
+            storage: BTreeMap::new(),
+            cost: BTreeMap::new(),
+            saved: BTreeSet::new(),
+            snapshots: BTreeSet::new(),
+        }
     }
 
     /// Records that the reverse sweep reads `v`; decides how, and requests its operands when
@@ -188,7 +200,17 @@ impl<'a> Planner<'a> {
         Some(total)
     }
 
+    /// Whether buffer `b` holds the same contents, in scope, for the whole reverse sweep.
+    pub fn is_read_only(&self, b: Buf) -> bool {
+        self.read_only[b.index()]
+    }
+
+    /// Records that argument `arg` of call `i` is copied before the call.
+    pub fn snapshot(&mut self, i: Inst, arg: usize) {
+        self.snapshots.insert((i, arg));
+    }
+
     pub fn finish(self) -> (Recording, Structure) {
-        (Recording { storage: self.storage, saved: self.saved }, self.structure)
+        (Recording { storage: self.storage, saved: self.saved, snapshots: self.snapshots }, self.structure)
     }
 }

@@ -51,9 +51,13 @@ pub fn body(f: &Function, float: &FloatTy, krate: &syn::Path, param_binding: Vec
         .iter()
         .enumerate()
         .filter(|(_, b)| b.kind == BufKind::Tape)
-        .map(|(k, _)| {
+        .map(|(k, b)| {
             let name = cx.buf(Buf(k as u32));
-            quote!(let mut #name = #krate::__private::Tape::new();)
+            if b.rank == 2 {
+                quote!(let mut #name: Vec<Vec<_>> = Vec::new();)
+            } else {
+                quote!(let mut #name = #krate::__private::Tape::new();)
+            }
         })
         .collect();
     let stmts = cx.block(f.body);
@@ -308,6 +312,11 @@ impl Ctx<'_> {
                         let s = self.buf(*src);
                         quote!(#s.to_vec())
                     }
+                    AllocInit::Row { tape, idx } => {
+                        let t = self.buf(*tape);
+                        let i = self.val(*idx);
+                        quote!(#t[#i].clone())
+                    }
                 };
                 quote!(let mut #n = #e;)
             }
@@ -421,6 +430,15 @@ impl Ctx<'_> {
                 let n = self.cell(*c);
                 let v = self.val(*v);
                 quote!(#n += #v;)
+            }
+            SaveRow { tape, idx, src } => {
+                let (t, s) = (self.buf(*tape), self.buf(*src));
+                let i = self.val(*idx);
+                quote! {
+                    if #t.len() <= #i { #t.resize_with(#i + 1, Vec::new); }
+                    #t[#i].clear();
+                    #t[#i].extend_from_slice(&#s[..]);
+                }
             }
             TapeEnsure(t, len) => {
                 let n = self.buf(*t);

@@ -18,8 +18,11 @@ fn param_tokens(p: &ParamSpec) -> TokenStream {
     }
 }
 
-fn tangent_name(p: &ParamSpec) -> Ident {
-    format_ident!("d{}", p.name)
+/// `dx` for `x`; if another parameter already has that name, `dx_` (and so on).
+pub fn tangent_name_in(p: &ParamSpec, all: &[ParamSpec]) -> Ident {
+    let names: Vec<String> = all.iter().map(|q| q.name.to_string()).collect();
+    let name = crate::derivative::shadow_name(&p.name.to_string(), names.iter().map(String::as_str));
+    format_ident!("{}", name)
 }
 
 /// `[E]` for any buffer type (`&[E]`, `&mut [E; N]`, `Vec<E>`, ...).
@@ -96,14 +99,14 @@ impl Header<'_> {
         for p in &self.sig.params {
             params.push(param_tokens(p));
             if p.active {
-                let t = tangent_name(p);
+                let t = tangent_name_in(p, &self.sig.params);
                 let ty = &p.ty;
                 params.push(if p.pat_mut { quote!(mut #t: #ty) } else { quote!(#t: #ty) });
             }
         }
         let ft = self.ft();
         let ret = if self.sig.returns_float { quote!(-> (#ft, #ft)) } else { quote!() };
-        let checks = self.length_checks(tangent_name);
+        let checks = self.length_checks(|p| tangent_name_in(p, &self.sig.params));
         self.wrap(name, params, ret, quote!(#checks #body))
     }
 
@@ -126,7 +129,7 @@ impl Header<'_> {
         for p in &self.sig.params {
             params.push(param_tokens(p));
             if p.is_active_buffer() {
-                let t = tangent_name(p);
+                let t = tangent_name_in(p, &self.sig.params);
                 let e = element_type(&p.ty);
                 params.push(quote!(#t: &mut [#e]));
             }
@@ -144,7 +147,7 @@ impl Header<'_> {
             }
             _ => quote!(-> (#(#outs),*)),
         };
-        let checks = self.length_checks(tangent_name);
+        let checks = self.length_checks(|p| tangent_name_in(p, &self.sig.params));
         self.wrap(name, params, ret, quote!(#checks #body))
     }
 
@@ -170,7 +173,7 @@ impl Header<'_> {
             let n = &p.name;
             args.push(quote!(#n));
             if p.is_active_buffer() {
-                let d = tangent_name(p);
+                let d = tangent_name_in(p, &self.sig.params);
                 let e = element_type(&p.ty);
                 let zero_loop = match p.class {
                     ParamClass::Buffer { rank: 2, .. } => {
@@ -183,7 +186,7 @@ impl Header<'_> {
                 grads.push(quote!(#d));
                 grad_tys.push(quote!(Vec<#e>));
             } else if p.is_active_scalar() {
-                let d = tangent_name(p);
+                let d = tangent_name_in(p, &self.sig.params);
                 scalar_adj.push(d.clone());
                 grads.push(quote!(#d));
                 grad_tys.push(ft.clone());

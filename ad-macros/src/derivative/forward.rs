@@ -35,7 +35,7 @@ pub fn forward(f: &Function, act: &Activity, active_params: &[bool], name: &str)
                 ParamKind::Buffer { buf, mutable } => {
                     let data = f.buf(*buf).clone();
                     let tb = out.new_buf(BufData {
-                        name: format!("d{}", p.name),
+                        name: super::shadow_name(&p.name, f.params.iter().map(|q| q.name.as_str())),
                         kind: BufKind::Param(out.params.len()),
                         ..data
                     });
@@ -44,7 +44,7 @@ pub fn forward(f: &Function, act: &Activity, active_params: &[bool], name: &str)
                 }
                 k => k.clone(),
             };
-            out.params.push(ParamInfo { name: format!("d{}", p.name), kind: tkind });
+            out.params.push(ParamInfo { name: super::shadow_name(&p.name, f.params.iter().map(|q| q.name.as_str())), kind: tkind });
         }
     }
     let body = out.body;
@@ -214,6 +214,7 @@ impl Fwd<'_> {
                             b.stmt(ZeroBuf(tb));
                         }
                     },
+                    AllocInit::Row { .. } => unreachable!("snapshot rows exist only in reverse programs"),
                 }
             }
             CopyFrom { dst, src } => {

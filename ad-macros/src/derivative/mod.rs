@@ -8,6 +8,16 @@ pub mod rules;
 use crate::ir::builder::Builder;
 use crate::ir::*;
 
+/// The tangent or shadow parameter name of `name`: `dx` for `x`, or `dx_` (and so on) if
+/// another parameter already has that name.
+pub fn shadow_name<'a>(name: &str, params: impl Iterator<Item = &'a str> + Clone) -> String {
+    let mut out = format!("d{name}");
+    while params.clone().any(|q| q == out) {
+        out.push('_');
+    }
+    out
+}
+
 /// Primal → derivative-program mapping of values and buffers, and the copying of
 /// instructions without control flow.
 pub struct Remap {
@@ -65,6 +75,7 @@ impl Remap {
                 let init = match init {
                     AllocInit::Fill(v) => AllocInit::Fill(self.v(*v)),
                     AllocInit::Copy(src) => AllocInit::Copy(self.b(*src)),
+                    AllocInit::Row { tape, idx } => AllocInit::Row { tape: self.b(*tape), idx: self.v(*idx) },
                 };
                 Alloc { buf: nb, dims, init }
             }

@@ -33,9 +33,9 @@ pub fn reverse(f: &Function, act: &Activity, active_params: &[bool], name: &str)
         out.params.push(ParamInfo { name: p.name.clone(), kind });
         if let (true, ParamKind::Buffer { buf, .. }) = (active_params[n], &p.kind) {
             let data = f.buf(*buf).clone();
-            let sb = out.new_buf(BufData { name: format!("d{}", p.name), kind: BufKind::Param(out.params.len()), ..data });
+            let sb = out.new_buf(BufData { name: super::shadow_name(&p.name, f.params.iter().map(|q| q.name.as_str())), kind: BufKind::Param(out.params.len()), ..data });
             shadow[buf.index()] = Some(sb);
-            out.params.push(ParamInfo { name: format!("d{}", p.name), kind: ParamKind::Buffer { buf: sb, mutable: true } });
+            out.params.push(ParamInfo { name: super::shadow_name(&p.name, f.params.iter().map(|q| q.name.as_str())), kind: ParamKind::Buffer { buf: sb, mutable: true } });
         }
     }
     let ret = f.block(f.body).yields.first().copied();
@@ -100,6 +100,8 @@ struct Rev<'a> {
     /// Values fetched in the reverse sweep, per open block.
     memo: Vec<HashMap<Value, Value>>,
     work: HashMap<Inst, bool>,
+    /// Snapshot tape of each copied call argument.
+    snap: HashMap<(Inst, usize), Buf>,
 }
 
 impl<'a> Rev<'a> {
@@ -125,6 +127,7 @@ impl<'a> Rev<'a> {
             adj: HashMap::new(),
             memo: Vec::new(),
             work: rv_work,
+            snap: HashMap::new(),
         })
     }
 
@@ -151,6 +154,34 @@ impl<'a> Rev<'a> {
                 }
                 _ => unreachable!("only tape and slot values are saved"),
             }
+        }
+        let snaps: Vec<(Inst, usize)> = self.rec.snapshots.iter().copied().collect();
+        for (i, k) in snaps {
+            let InstKind::Call { args, .. } = &self.f.inst(i).kind else { unreachable!() };
+            let CallArg::Buf { buf, .. } = &args[k] else { unreachable!() };
+            let data = self.f.buf(*buf);
+            let t = b.func.new_buf(BufData { name: format!("snap_{}", data.name), rank: 2, elem: data.elem, kind: BufKind::Tape });
+            self.snap.insert((i, k), t);
+            if let Some(l) = self.loop_of(i) {
+                if !self.counter.contains_key(&l) {
+                    let z = b.iconst(0);
+                    let c = b.cell(Ty::Int, "iter", z);
+                    self.counter.insert(l, c);
+                }
+            }
+        }
+    }
+
+    fn loop_of(&self, i: Inst) -> Option<Inst> {
+        let blk = self.structure.inst_block[i.index()].expect("placed instruction");
+        self.structure.enclosing_loop(self.f, blk)
+    }
+
+    /// The snapshot row of call `i` in the current (forward or reverse) iteration.
+    fn snapshot_row(&mut self, b: &mut Builder, i: Inst) -> Value {
+        match self.loop_of(i) {
+            Some(l) => self.iteration[&l],
+            None => b.iconst(0),
         }
     }
 
@@ -204,6 +235,12 @@ impl<'a> Rev<'a> {
             }
             For { .. } | While { .. } => self.sweep_loop(b, i),
             Call { callee, args, .. } => {
+                for k in 0..args.len() {
+                    if let (Some(t), CallArg::Buf { buf, .. }) = (self.snap.get(&(i, k)).copied(), &args[k]) {
+                        let idx = self.snapshot_row(b, i);
+                        b.stmt(SaveRow { tape: t, idx, src: self.m.b(*buf) });
+                    }
+                }
                 let new_args = args.iter().map(|a| self.m.arg(a)).collect();
                 let tys: Vec<Ty> = data.results.iter().map(|r| f.ty(*r)).collect();
                 let ni = b.push(Call { callee: callee.clone(), args: new_args, suffix: CallSuffix::Primal }, &tys, None);
@@ -588,6 +625,7 @@ impl<'a> Rev<'a> {
                         b.stmt(InstKind::Alloc { buf: sb, dims: vec![], init: AllocInit::Copy(like) });
                         b.stmt(InstKind::ZeroBuf(sb));
                     }
+                    AllocInit::Row { .. } => unreachable!("snapshot rows exist only in reverse programs"),
                 }
                 self.shadow[buf.index()] = Some(sb);
             }
@@ -610,10 +648,6 @@ impl<'a> Rev<'a> {
             carry.insert(k, b.cell(Ty::Float, "carry", g));
         }
         let trip = self.fetch(b, data.results[n])?;
-        let zero = b.iconst(0);
-        let ni = b.reserve();
-        let t = b.func.new_value(Ty::Int, ValueDef::LoopIndex(ni), Some("rev_t".into()));
-        let nb = b.func.new_block();
         let range_vals = match &data.kind {
             InstKind::For { range, .. } => {
                 let s = self.fetch(b, range.start)?;
@@ -623,6 +657,10 @@ impl<'a> Rev<'a> {
             }
             _ => None,
         };
+        let zero = b.iconst(0);
+        let ni = b.reserve();
+        let t = b.func.new_value(Ty::Int, ValueDef::LoopIndex(ni), Some("rev_t".into()));
+        let nb = b.func.new_block();
         let r: Result<(), String> = b.in_block(nb, |b| {
             self.memo.push(HashMap::new());
             if let Some(c) = self.counter.get(&i).copied() {
@@ -709,14 +747,24 @@ impl<'a> Rev<'a> {
                     shadows.push(None);
                 }
                 CallArg::Buf { buf, mutable } => {
-                    if *mutable || !self.is_read_only(*buf) {
-                        return Err(format!(
-                            "phidiff: the reverse of `{}` needs the buffer `{}` as it was at the call; calls that write buffers, or read buffers written elsewhere in the function, are not supported in reverse mode yet",
-                            callee.path,
-                            f.buf(*buf).name
-                        ));
+                    let k = new_args.len();
+                    match self.snap.get(&(i, k)).copied() {
+                        Some(t) => {
+                            if f.buf(*buf).rank != 1 {
+                                return Err(format!(
+                                    "phidiff: the reverse of `{}` needs the 2-D buffer `{}` as it was at the call; pass 2-D buffers to calls only when the function never writes them",
+                                    callee.path,
+                                    f.buf(*buf).name
+                                ));
+                            }
+                            let idx = self.snapshot_row(b, i);
+                            let data = b.func.buf(t).clone();
+                            let tmp = b.func.new_buf(BufData { name: "at_call".into(), rank: 1, kind: BufKind::Local, ..data });
+                            b.stmt(InstKind::Alloc { buf: tmp, dims: vec![], init: AllocInit::Row { tape: t, idx } });
+                            new_args.push(CallArg::Buf { buf: tmp, mutable: *mutable });
+                        }
+                        None => new_args.push(CallArg::Buf { buf: self.m.b(*buf), mutable: false }),
                     }
-                    new_args.push(CallArg::Buf { buf: self.m.b(*buf), mutable: false });
                     if f.buf(*buf).elem == Ty::Float {
                         let sb = match self.shadow[buf.index()] {
                             Some(sb) => sb,
@@ -749,15 +797,6 @@ impl<'a> Rev<'a> {
         Ok(())
     }
 
-    fn is_read_only(&self, buf: Buf) -> bool {
-        let f = self.f;
-        if !matches!(f.buf(buf).kind, BufKind::Param(_)) {
-            return false;
-        }
-        let mut written = false;
-        f.walk(f.body, &mut |i| written |= f.written_bufs(i).contains(&buf));
-        !written
-    }
 }
 
 /// `end − start` when positive, else 0 (an upper bound of a range's trip count).
@@ -891,9 +930,11 @@ fn plan_inst(f: &Function, act: &Activity, shadow: &[Option<Buf>], i: Inst, p: &
                     CallArg::Opaque(_) => false,
                 });
             if w {
-                for a in args {
-                    if let CallArg::Scalar(v) = a {
-                        p.need(*v);
+                for (k, a) in args.iter().enumerate() {
+                    match a {
+                        CallArg::Scalar(v) => p.need(*v),
+                        CallArg::Buf { buf, .. } if !p.is_read_only(*buf) => p.snapshot(i, k),
+                        _ => {}
                     }
                 }
             }

@@ -160,6 +160,8 @@ pub enum AllocInit {
     Fill(Value),
     /// `src.to_vec()` / `src.clone()`.
     Copy(Buf),
+    /// A copy of row `idx` of a snapshot tape (reverse sweep: a buffer as it was at a call).
+    Row { tape: Buf, idx: Value },
 }
 
 /// What a user-level call refers to (`g(..)` or `recv.m(..)`); see `lower::call`.
@@ -238,6 +240,8 @@ pub enum InstKind {
     CellAdd(Cell, Value),
     /// Grow a tape to at least `len` slots.
     TapeEnsure(Buf, Value),
+    /// Row `idx` of snapshot tape `tape` := contents of `src` (forward sweep, before a call).
+    SaveRow { tape: Buf, idx: Value, src: Buf },
     /// A call to a user function or method (`_fwd`/`_rev` by convention in derivatives).
     Call { callee: Callee, args: Vec<CallArg>, suffix: CallSuffix },
 }
@@ -376,11 +380,13 @@ impl Function {
             }
             Alloc { dims, init, .. } => {
                 let mut o = dims.clone();
-                if let AllocInit::Fill(v) = init {
-                    o.push(*v);
+                match init {
+                    AllocInit::Fill(v) | AllocInit::Row { idx: v, .. } => o.push(*v),
+                    AllocInit::Copy(_) => {}
                 }
                 o
             }
+            SaveRow { idx, .. } => vec![*idx],
             CopyFrom { .. } | Swap(..) | AddBuf { .. } | ZeroBuf(_) | SumBuf(_) => vec![],
             Assert { cond, .. } => vec![*cond],
             If { cond, .. } => vec![*cond],
@@ -418,7 +424,7 @@ impl Function {
     pub fn written_bufs(&self, i: Inst) -> Vec<Buf> {
         use InstKind::*;
         match &self.insts[i.index()].kind {
-            Store(b, ..) | StoreAdd(b, ..) | ZeroBuf(b) | TapeEnsure(b, _) => vec![*b],
+            Store(b, ..) | StoreAdd(b, ..) | ZeroBuf(b) | TapeEnsure(b, _) | SaveRow { tape: b, .. } => vec![*b],
             Alloc { buf, .. } => vec![*buf],
             CopyFrom { dst, .. } | AddBuf { dst, .. } => vec![*dst],
             Swap(a, b) => vec![*a, *b],
@@ -449,7 +455,8 @@ impl Function {
         use InstKind::*;
         match &self.insts[i.index()].kind {
             Load(b, _) | Len(b, _) | SumBuf(b) => vec![*b],
-            Alloc { init: AllocInit::Copy(src), .. } => vec![*src],
+            Alloc { init: AllocInit::Copy(src), .. } | SaveRow { src, .. } => vec![*src],
+            Alloc { init: AllocInit::Row { tape, .. }, .. } => vec![*tape],
             CopyFrom { src, dst } | AddBuf { dst, src } => vec![*src, *dst],
             Swap(a, b) => vec![*a, *b],
             Call { args, .. } => args

@@ -100,7 +100,9 @@ fn print_inst(f: &Function, i: Inst, depth: usize, out: &mut String) {
         Alloc { buf, dims, init } => match init {
             AllocInit::Fill(v) => format!("alloc {buf}[{}] fill {v}", list(dims)),
             AllocInit::Copy(src) => format!("alloc {buf} copy {src}"),
+            AllocInit::Row { tape, idx } => format!("alloc {buf} row {tape}[{idx}]"),
         },
+        SaveRow { tape, idx, src } => format!("saverow {tape}[{idx}] = {src}"),
         CopyFrom { dst, src } => format!("copy {dst} <- {src}"),
         Swap(a, b) => format!("swap {a} {b}"),
         AddBuf { dst, src } => format!("addbuf {dst} += {src}"),

@@ -122,14 +122,20 @@ pub fn lower_function(item: &syn::ItemFn, sig: &Signature, diag: &Diagnostics) -
     match tail {
         Err(e) => diag.push(e),
         Ok(tail) => {
-            let result = if l.has_return {
-                // Every path stored its value in the return slot.
-                if let Some(t) = tail {
-                    l.set_return(t);
+            let result = match (l.has_return, tail, l.lookup_scalar(RETVAL)) {
+                // Returned early → the return slot, else the tail: φ(ret, retval, tail).
+                (true, Some(t), Some(rv)) => {
+                    let ret = l.lookup_scalar(RET).expect("return flag");
+                    let then_blk = l.b.func.new_block();
+                    let else_blk = l.b.func.new_block();
+                    l.b.set_yields(then_blk, vec![rv]);
+                    l.b.set_yields(else_blk, vec![t]);
+                    let i = l.b.push(InstKind::If { cond: ret, then_blk, else_blk }, &[Ty::Float], None);
+                    Some(l.b.func.inst(i).results[0])
                 }
-                l.lookup_scalar(RETVAL)
-            } else {
-                tail
+                (true, None, rv) => rv,
+                (true, Some(t), None) => Some(t),
+                (false, t, _) => t,
             };
             match (sig.returns_float, result) {
                 (true, Some(v)) if l.b.func.ty(v) == Ty::Float => l.b.set_yields(body, vec![v]),

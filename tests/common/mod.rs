@@ -1,0 +1,205 @@
+//! Harness for the numeric tests: every differentiated function is viewed as a map
+//! ℝⁿ → ℝᵐ on flat vectors, so one routine checks `_fwd` against central finite
+//! differences and `_fwd` against `_rev` with the dot-product identity, and another
+//! checks `_grad` against `phidiff::check::gradient`.
+//!
+//! Flattening convention used by every test: the inputs are the active parameters in
+//! order (a `&mut` parameter contributes its *initial* value), the outputs are the
+//! return value (if not `()`) followed by the *final* value of every `&mut` parameter.
+#![allow(dead_code)]
+
+use phidiff::check;
+
+/// Tolerances of one function's checks.
+#[derive(Clone, Copy, Debug)]
+pub struct Tols {
+    /// Derivatives against central finite differences: `|d − fd| ≤ fd_abs + fd_rel·|fd|`.
+    pub fd_rel: f64,
+    pub fd_abs: f64,
+    /// Relative tolerance of the dot-product identity `ȳ·(J ẋ) = (Jᵀ ȳ)·ẋ`.
+    pub dot_rel: f64,
+}
+
+/// Central differences with step control reach ~1e-8 relative on smooth functions of
+/// moderate curvature; 1e-6 leaves two orders of margin. The dot-product identity has no
+/// truncation error, so only rounding of well-conditioned sums remains.
+pub const TOLS: Tols = Tols {
+    fd_rel: 1e-6,
+    fd_abs: 1e-8,
+    dot_rel: 1e-12,
+};
+
+/// Random directions per function (forward vs FD and the dot-product test).
+pub const TRIALS: usize = 4;
+
+/// A flattened view of one differentiated function at one point.
+pub struct Case<'a> {
+    pub name: &'a str,
+    /// The point (flat active inputs).
+    pub x: &'a [f64],
+    /// The primal function on flat inputs, returning flat outputs.
+    pub primal: &'a dyn Fn(&[f64]) -> Vec<f64>,
+    /// `(x, ẋ) ↦ (y, ẏ)` through the generated `_fwd`.
+    pub jvp: &'a dyn Fn(&[f64], &[f64]) -> (Vec<f64>, Vec<f64>),
+    /// `(x, ȳ) ↦ (y, x̄)` through the generated `_rev` (shadows start at zero).
+    pub vjp: &'a dyn Fn(&[f64], &[f64]) -> (Vec<f64>, Vec<f64>),
+    pub tols: Tols,
+}
+
+/// Checks `_fwd` and `_rev` of one case:
+/// 1. the values returned by `_fwd`/`_rev` equal the primal's (rel 1e-12);
+/// 2. `_fwd` tangents equal central-difference directional derivatives on `TRIALS`
+///    random directions;
+/// 3. the dot-product identity between `_fwd` and `_rev` over `TRIALS` random pairs.
+pub fn check_fwd_rev(case: &Case) {
+    let name = case.name;
+    let x = case.x;
+    let n_in = x.len();
+    let y = (case.primal)(x);
+    let n_out = y.len();
+
+    for trial in 0..TRIALS {
+        let v = check::random_vector((1000 + trial) as _, n_in);
+        let (y_fwd, tangent) = (case.jvp)(x, &v);
+        assert_all_close(
+            &format!("{name}: value from _fwd"),
+            &y_fwd,
+            &y,
+            1e-12,
+            1e-13,
+        );
+        let fd = directional_fd(case.primal, x, &v);
+        assert_eq!(tangent.len(), n_out, "{name}: tangent length");
+        for k in 0..n_out {
+            let err = (tangent[k] - fd[k]).abs();
+            assert!(
+                err <= case.tols.fd_abs + case.tols.fd_rel * fd[k].abs(),
+                "{name}: _fwd tangent[{k}] = {} but central FD gives {} (trial {trial}, |err| {err:e})",
+                tangent[k],
+                fd[k],
+            );
+        }
+    }
+
+    let w = check::random_vector(2000, n_out);
+    let (y_rev, adjoint) = (case.vjp)(x, &w);
+    assert_all_close(
+        &format!("{name}: value from _rev"),
+        &y_rev,
+        &y,
+        1e-12,
+        1e-13,
+    );
+    assert_eq!(adjoint.len(), n_in, "{name}: adjoint length");
+
+    check::dot_product(
+        n_in,
+        n_out,
+        |v: &[f64]| (case.jvp)(x, v).1,
+        |w: &[f64]| (case.vjp)(x, w).1,
+        TRIALS as _,
+        case.tols.dot_rel,
+    )
+    .unwrap_or_else(|e| panic!("{name}: dot-product test failed: {e:?}"));
+}
+
+/// Checks a `_grad` result against `phidiff::check::gradient` (central FD) and the value
+/// against the primal; returns the gradient for further assertions.
+pub fn check_grad(
+    name: &str,
+    x: &[f64],
+    f: &dyn Fn(&[f64]) -> f64,
+    grad: &dyn Fn(&[f64]) -> (f64, Vec<f64>),
+    tols: Tols,
+) -> Vec<f64> {
+    let (value, g) = grad(x);
+    assert_close(
+        &format!("{name}: value from _grad"),
+        value,
+        f(x),
+        1e-12,
+        1e-13,
+    );
+    assert_eq!(g.len(), x.len(), "{name}: gradient length");
+    check::gradient(
+        |x: &[f64]| f(x),
+        x,
+        &g,
+        check::Tolerance {
+            rel: tols.fd_rel,
+            abs: tols.fd_abs,
+        },
+    )
+    .unwrap_or_else(|e| panic!("{name}: _grad disagrees with finite differences: {e:?}"));
+    g
+}
+
+/// Central-difference derivative of every output of `f` along `v` at `x`, each through
+/// `phidiff::check::finite_difference` on the one-variable function `t ↦ f(x + t v)`.
+pub fn directional_fd(f: &dyn Fn(&[f64]) -> Vec<f64>, x: &[f64], v: &[f64]) -> Vec<f64> {
+    let n_out = f(x).len();
+    (0..n_out)
+        .map(|k| {
+            let along = |t: &[f64]| {
+                let xt: Vec<f64> = x.iter().zip(v).map(|(xi, vi)| xi + t[0] * vi).collect();
+                f(&xt)[k]
+            };
+            check::finite_difference(along, &[0.0])[0]
+        })
+        .collect()
+}
+
+/// `|got − want| ≤ abs + rel·|want|`.
+pub fn assert_close(what: &str, got: f64, want: f64, rel: f64, abs: f64) {
+    let err = (got - want).abs();
+    assert!(
+        err <= abs + rel * want.abs(),
+        "{what}: got {got:e}, want {want:e} (|err| {err:e}, rel {rel:e}, abs {abs:e})"
+    );
+}
+
+/// Element-wise [`assert_close`] with equal lengths.
+pub fn assert_all_close(what: &str, got: &[f64], want: &[f64], rel: f64, abs: f64) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert_close(&format!("{what}[{i}]"), *g, *w, rel, abs);
+    }
+}
+
+/// Relative comparison against published or hand-derived values.
+pub fn assert_rel(what: &str, got: &[f64], want: &[f64], rel: f64) {
+    assert_all_close(what, got, want, rel, 0.0);
+}
+
+/// Concatenates flat pieces (for building flat inputs/outputs).
+pub fn cat(parts: &[&[f64]]) -> Vec<f64> {
+    parts.iter().flat_map(|p| p.iter().copied()).collect()
+}
+
+/// Splits `x` into consecutive pieces of the given lengths (the rest must be empty).
+pub fn split<'a>(x: &'a [f64], lens: &[usize]) -> Vec<&'a [f64]> {
+    let mut rest = x;
+    let mut parts = Vec::with_capacity(lens.len());
+    for &len in lens {
+        let (head, tail) = rest.split_at(len);
+        parts.push(head);
+        rest = tail;
+    }
+    assert!(rest.is_empty(), "split: {} values left over", rest.len());
+    parts
+}
+
+/// Row-major flat `rows × cols` → rows.
+pub fn to_rows(flat: &[f64], cols: usize) -> Vec<Vec<f64>> {
+    flat.chunks(cols).map(|r| r.to_vec()).collect()
+}
+
+/// Rows → row-major flat.
+pub fn from_rows(rows: &[Vec<f64>]) -> Vec<f64> {
+    rows.iter().flat_map(|r| r.iter().copied()).collect()
+}
+
+/// `n` zeros.
+pub fn zeros(n: usize) -> Vec<f64> {
+    vec![0.0; n]
+}

@@ -1,0 +1,225 @@
+//! Custom derivative rules: plain functions with hand-written `_fwd`/`_rev` pairs that
+//! follow the user contract, called from differentiated functions. (Calls between two
+//! differentiated functions are in `simulation` — `lorenz_z` → `lorenz_rhs` — and
+//! `statistics` — `gmm_log_likelihood`, `smooth_max_sq_diff` → `log_sum_exp`.)
+
+use crate::common::*;
+use phidiff::differentiate;
+use std::cell::Cell;
+
+thread_local! {
+    /// Calls of the hand-written rules on this test's thread: (forward, reverse).
+    static RULE_CALLS: Cell<(usize, usize)> = const { Cell::new((0, 0)) };
+}
+
+fn count_fwd() {
+    RULE_CALLS.with(|c| c.set((c.get().0 + 1, c.get().1)));
+}
+
+fn count_rev() {
+    RULE_CALLS.with(|c| c.set((c.get().0, c.get().1 + 1)));
+}
+
+fn rule_calls() -> (usize, usize) {
+    RULE_CALLS.with(|c| c.get())
+}
+
+fn logistic(x: f64) -> f64 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+/// Numerically stable ln(1 + eˣ); its derivative is given by the rules below.
+pub fn softplus(x: f64) -> f64 {
+    if x > 0.0 {
+        x + (-x).exp().ln_1p()
+    } else {
+        x.exp().ln_1p()
+    }
+}
+
+/// Custom forward rule: (value, tangent).
+pub fn softplus_fwd(x: f64, dx: f64) -> (f64, f64) {
+    count_fwd();
+    (softplus(x), logistic(x) * dx)
+}
+
+/// Custom reverse rule: (value, adjoint of x).
+pub fn softplus_rev(x: f64, seed: f64) -> (f64, f64) {
+    count_rev();
+    (softplus(x), logistic(x) * seed)
+}
+
+/// Euclidean norm; its derivative is given by the rules below.
+pub fn norm2(x: &[f64]) -> f64 {
+    x.iter().map(|v| v * v).sum::<f64>().sqrt()
+}
+
+/// Custom forward rule: (‖x‖, x̂·ẋ).
+pub fn norm2_fwd(x: &[f64], dx: &[f64]) -> (f64, f64) {
+    count_fwd();
+    let n = norm2(x);
+    let t: f64 = x.iter().zip(dx).map(|(a, b)| a * b).sum();
+    (n, t / n)
+}
+
+/// Custom reverse rule: adds seed·x/‖x‖ into the shadow, returns ‖x‖.
+pub fn norm2_rev(x: &[f64], dx: &mut [f64], seed: f64) -> f64 {
+    count_rev();
+    let n = norm2(x);
+    for (d, v) in dx.iter_mut().zip(x) {
+        *d += seed * v / n;
+    }
+    n
+}
+
+/// Σ wᵢ softplus(xᵢ − bias): the call's argument is an active expression.
+#[differentiate(forward, reverse)]
+pub fn softplus_layer(x: &[f64], w: &[f64], bias: f64) -> f64 {
+    let mut s = 0.0;
+    for i in 0..x.len() {
+        s += w[i] * softplus(x[i] - bias);
+    }
+    s
+}
+
+/// Σ ½k(‖p_{i+1} − p_i‖ − rest)² over a chain of 2-D points, the segment vector living in
+/// one buffer that every iteration overwrites before calling `norm2`.
+#[differentiate(forward, reverse)]
+pub fn spring_chain_energy(pos: &[f64], k: f64, rest: f64) -> f64 {
+    let n = pos.len() / 2;
+    let mut d = vec![0.0; 2];
+    let mut e = 0.0;
+    for i in 0..n - 1 {
+        d[0] = pos[2 * i + 2] - pos[2 * i];
+        d[1] = pos[2 * i + 3] - pos[2 * i + 1];
+        let len = norm2(&d);
+        e += 0.5 * k * (len - rest) * (len - rest);
+    }
+    e
+}
+
+#[test]
+fn softplus_layer_uses_custom_rules() {
+    let x = [0.3, -1.2, 2.0, 0.7];
+    let w = [1.5, -0.5, 0.25, 2.0];
+    let bias = 0.4;
+
+    let before = rule_calls();
+    let (f, (gx, gw, gb)) = softplus_layer_grad(&x, &w, bias);
+    let after_rev = rule_calls();
+    assert!(
+        after_rev.1 >= before.1 + 4,
+        "softplus_rev was called {} times for 4 elements",
+        after_rev.1 - before.1
+    );
+    let (f_fwd, _) = softplus_layer_fwd(&x, &[1.0; 4], &w, &[0.0; 4], bias, 0.0);
+    assert!(
+        rule_calls().0 >= after_rev.0 + 4,
+        "softplus_fwd was not called for every element"
+    );
+    assert_rel("value from _fwd", &[f_fwd], &[f], 1e-12);
+
+    let z: Vec<f64> = x.iter().map(|v| v - bias).collect();
+    let want_f: f64 = (0..4).map(|i| w[i] * (1.0 + z[i].exp()).ln()).sum();
+    assert_rel("f", &[f], &[want_f], 1e-14);
+    let want_gx: Vec<f64> = (0..4).map(|i| w[i] * logistic(z[i])).collect();
+    assert_rel("∇ₓ", &gx, &want_gx, 1e-14);
+    let want_gw: Vec<f64> = z.iter().map(|v| (1.0 + v.exp()).ln()).collect();
+    assert_rel("∇_w", &gw, &want_gw, 1e-14);
+    assert_rel("∂/∂bias", &[gb], &[-want_gx.iter().sum::<f64>()], 1e-13);
+
+    let point = cat(&[&x, &w, &[bias]]);
+    let f = |p: &[f64]| softplus_layer(&p[..4], &p[4..8], p[8]);
+    check_grad(
+        "softplus_layer",
+        &point,
+        &f,
+        &|p| {
+            let (v, (gx, gw, gb)) = softplus_layer_grad(&p[..4], &p[4..8], p[8]);
+            (v, cat(&[&gx, &gw, &[gb]]))
+        },
+        TOLS,
+    );
+    check_fwd_rev(&Case {
+        name: "softplus_layer",
+        x: &point,
+        primal: &|p| vec![f(p)],
+        jvp: &|p, v| {
+            let (y, t) = softplus_layer_fwd(&p[..4], &v[..4], &p[4..8], &v[4..8], p[8], v[8]);
+            (vec![y], vec![t])
+        },
+        vjp: &|p, w| {
+            let (mut gx, mut gw) = (zeros(4), zeros(4));
+            let (y, gb) = softplus_layer_rev(&p[..4], &mut gx, &p[4..8], &mut gw, p[8], w[0]);
+            (vec![y], cat(&[&gx, &gw, &[gb]]))
+        },
+        tols: TOLS,
+    });
+}
+
+#[test]
+fn spring_chain_uses_custom_slice_rule() {
+    let pos: [f64; 10] = [0.0, 0.0, 1.2, 0.1, 2.0, 0.9, 2.5, 2.1, 3.9, 2.0];
+    let (k, rest) = (3.0, 1.0);
+
+    let before = rule_calls();
+    let (e, (gpos, gk, grest)) = spring_chain_energy_grad(&pos, k, rest);
+    assert!(
+        rule_calls().1 >= before.1 + 4,
+        "norm2_rev was not called for each of the 4 segments"
+    );
+    let before_fwd = rule_calls().0;
+    spring_chain_energy_fwd(&pos, &[0.5; 10], k, 0.0, rest, 0.0);
+    assert!(
+        rule_calls().0 >= before_fwd + 4,
+        "norm2_fwd was not called for each of the 4 segments"
+    );
+
+    // hand gradient: segment s from p_s to p_{s+1} with length L pulls both ends
+    let mut want = zeros(10);
+    let (mut want_e, mut want_gk, mut want_grest) = (0.0, 0.0, 0.0);
+    for s in 0..4 {
+        let (dx, dy) = (pos[2 * s + 2] - pos[2 * s], pos[2 * s + 3] - pos[2 * s + 1]);
+        let len = dx.hypot(dy);
+        want_e += 0.5 * k * (len - rest).powi(2);
+        want_gk += 0.5 * (len - rest).powi(2);
+        want_grest += -k * (len - rest);
+        let c = k * (len - rest) / len;
+        want[2 * s] -= c * dx;
+        want[2 * s + 1] -= c * dy;
+        want[2 * s + 2] += c * dx;
+        want[2 * s + 3] += c * dy;
+    }
+    assert_rel("E", &[e], &[want_e], 1e-14);
+    assert_all_close("∇_pos", &gpos, &want, 1e-12, 1e-15);
+    assert_rel("∂E/∂k", &[gk], &[want_gk], 1e-13);
+    assert_rel("∂E/∂rest", &[grest], &[want_grest], 1e-13);
+
+    let point = cat(&[&pos, &[k, rest]]);
+    let f = |p: &[f64]| spring_chain_energy(&p[..10], p[10], p[11]);
+    check_grad(
+        "spring_chain_energy",
+        &point,
+        &f,
+        &|p| {
+            let (v, (g, gk, gr)) = spring_chain_energy_grad(&p[..10], p[10], p[11]);
+            (v, cat(&[&g, &[gk, gr]]))
+        },
+        TOLS,
+    );
+    check_fwd_rev(&Case {
+        name: "spring_chain_energy",
+        x: &point,
+        primal: &|p| vec![f(p)],
+        jvp: &|p, v| {
+            let (y, t) = spring_chain_energy_fwd(&p[..10], &v[..10], p[10], v[10], p[11], v[11]);
+            (vec![y], vec![t])
+        },
+        vjp: &|p, w| {
+            let mut g = zeros(10);
+            let (y, gk, gr) = spring_chain_energy_rev(&p[..10], &mut g, p[10], p[11], w[0]);
+            (vec![y], cat(&[&g, &[gk, gr]]))
+        },
+        tols: TOLS,
+    });
+}
