@@ -78,6 +78,18 @@ pub mod __private {
         abs_partial(x)
     }
 
+    /// Zero in the float type `T` (generated code writes constants through these).
+    #[inline]
+    pub fn zero<T: Float>() -> T {
+        T::zero()
+    }
+
+    /// One in the float type `T`.
+    #[inline]
+    pub fn one<T: Float>() -> T {
+        T::one()
+    }
+
     /// A zeroed buffer of `n` adjoints.
     #[inline]
     pub fn zeros<T: Float>(n: usize) -> Vec<T> {

@@ -93,9 +93,7 @@ impl Ctx<'_> {
     fn val(&self, v: Value) -> TokenStream {
         if let ValueDef::Result(i, 0) = self.f.value(v).def {
             match &self.f.inst(i).kind {
-                InstKind::FConst(c) if !matches!(self.float, FloatTy::Generic(_)) => {
-                    return self.float_literal(*c);
-                }
+                InstKind::FConst(c) => return self.float_constant(*c),
                 InstKind::IConst(c) => {
                     let lit = proc_macro2::Literal::i128_unsuffixed(*c);
                     return if *c < 0 { quote!((#lit)) } else { quote!(#lit) };
@@ -106,6 +104,22 @@ impl Ctx<'_> {
         }
         let id = self.value_ident(v);
         quote!(#id)
+    }
+
+    /// A float constant inline: a literal, or in generic code `zero::<T>()`, `one::<T>()`,
+    /// `cst::<T>(c)`.
+    fn float_constant(&self, c: f64) -> TokenStream {
+        let FloatTy::Generic(_) = self.float else { return self.float_literal(c) };
+        let rt = self.rt();
+        let ft = self.float.tokens();
+        if c == 0.0 && c.is_sign_positive() {
+            quote!(#rt::zero::<#ft>())
+        } else if c == 1.0 {
+            quote!(#rt::one::<#ft>())
+        } else {
+            let lit = self.float_literal(c);
+            quote!(#rt::cst::<#ft>(#lit))
+        }
     }
 
     fn float_literal(&self, c: f64) -> TokenStream {
@@ -194,9 +208,7 @@ impl Ctx<'_> {
     fn let_value(&self, i: Inst, expr: TokenStream) -> TokenStream {
         let r = self.f.inst(i).results[0];
         let id = self.value_ident(r);
-        if matches!(self.f.inst(i).kind, InstKind::FConst(_) | InstKind::IConst(_) | InstKind::BConst(_))
-            && !(matches!(self.float, FloatTy::Generic(_)) && matches!(self.f.inst(i).kind, InstKind::FConst(_)))
-        {
+        if matches!(self.f.inst(i).kind, InstKind::FConst(_) | InstKind::IConst(_) | InstKind::BConst(_)) {
             return quote!();
         }
         if !self.used.contains(&r) && !matches!(self.f.inst(i).kind, InstKind::Call { .. }) {
@@ -206,11 +218,7 @@ impl Ctx<'_> {
     }
 
     fn zero(&self) -> TokenStream {
-        let rt = self.rt();
-        match self.float {
-            FloatTy::Generic(_) => quote!(<_ as #rt::num_traits::Zero>::zero()),
-            _ => self.float_literal(0.0),
-        }
+        self.float_constant(0.0)
     }
 
     fn inst(&self, i: Inst) -> TokenStream {
@@ -220,16 +228,7 @@ impl Ctx<'_> {
         let rt = self.rt();
         let ft = self.float.tokens();
         match &data.kind {
-            FConst(c) => match self.float {
-                FloatTy::Generic(_) => {
-                    let lit = proc_macro2::Literal::f64_unsuffixed(*c);
-                    let lit = if c.is_finite() { quote!(#lit) } else if *c > 0.0 { quote!(f64::INFINITY) } else { quote!(f64::NEG_INFINITY) };
-                    let lit = if *c < 0.0 && c.is_finite() { quote!((#lit)) } else { lit };
-                    self.let_value(i, quote!(#rt::cst::<#ft>(#lit)))
-                }
-                _ => quote!(),
-            },
-            IConst(_) | BConst(_) | Param(_) => quote!(),
+            FConst(_) | IConst(_) | BConst(_) | Param(_) => quote!(),
             Opaque(t, _) => {
                 let t: TokenStream = t.parse().unwrap_or_default();
                 self.let_value(i, t)

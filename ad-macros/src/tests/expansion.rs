@@ -1,0 +1,127 @@
+//! Expansion snapshots: what `cargo expand` shows for small functions, pinned as
+//! prettyplease-formatted files under `src/tests/snapshots/`. Run with `PHIDIFF_BLESS=1`
+//! to rewrite them after an intended change, then review the diff.
+
+use quote::quote;
+use std::path::PathBuf;
+
+fn check(name: &str, args: proc_macro2::TokenStream, item: proc_macro2::TokenStream) {
+    let out = crate::expand::expand(args, item);
+    let file: syn::File = syn::parse2(out).expect("the expansion parses as Rust items");
+    let text = prettyplease::unparse(&file);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("src/tests/snapshots/{name}.expanded.rs"));
+    if std::env::var_os("PHIDIFF_BLESS").is_some() || !path.exists() {
+        std::fs::write(&path, &text).expect("write snapshot");
+        return;
+    }
+    let want = std::fs::read_to_string(&path).expect("read snapshot");
+    assert!(
+        want == text,
+        "expansion of `{name}` changed; rerun with PHIDIFF_BLESS=1 and review.\n--- got ---\n{text}"
+    );
+}
+
+#[test]
+fn straight_line_scalar() {
+    check(
+        "straight_line",
+        quote!(forward, reverse),
+        quote! {
+            pub fn f(a: f64, b: f64) -> f64 {
+                let t = a * b + a.sin();
+                t / b
+            }
+        },
+    );
+}
+
+#[test]
+fn rosenbrock_generic_loop() {
+    check(
+        "rosenbrock",
+        quote!(forward, reverse),
+        quote! {
+            pub fn rosenbrock<T: Float>(x: &[T]) -> T {
+                let mut s = T::zero();
+                for i in 0..x.len() - 1 {
+                    let a = x[i + 1] - x[i] * x[i];
+                    let b = T::one() - x[i];
+                    s += T::from(100.0).unwrap() * a * a + b * b;
+                }
+                s
+            }
+        },
+    );
+}
+
+#[test]
+fn branch_as_expression() {
+    check(
+        "branch",
+        quote!(reverse),
+        quote! {
+            fn relu_sum(x: &[f64], w: f64) -> f64 {
+                let mut s = 0.0;
+                for v in x.iter() {
+                    let y = if *v > 0.0 { w * *v } else { 0.01 * w * *v };
+                    s += y;
+                }
+                s
+            }
+        },
+    );
+}
+
+#[test]
+fn while_loop_with_tape() {
+    check(
+        "babylonian",
+        quote!(reverse(name = sqrt_adj)),
+        quote! {
+            fn babylonian(a: f64) -> f64 {
+                let mut x = a;
+                let mut k = 0;
+                while k < 20 && (x * x - a).abs() > 1e-14 * a {
+                    x = 0.5 * (x + a / x);
+                    k += 1;
+                }
+                x
+            }
+        },
+    );
+}
+
+#[test]
+fn output_slice_and_call() {
+    check(
+        "axpy_call",
+        quote!(forward, reverse, wrt(x)),
+        quote! {
+            fn scaled(x: &[f64], y: &mut [f64], a: f64) {
+                for i in 0..x.len() {
+                    y[i] += a * softplus(x[i]);
+                }
+            }
+        },
+    );
+}
+
+#[test]
+fn early_return_in_loop() {
+    check(
+        "early_return",
+        quote!(forward, reverse),
+        quote! {
+            fn first_big(x: &[f64], limit: f64) -> f64 {
+                let mut s = 0.0;
+                for i in 0..x.len() {
+                    s += x[i] * x[i];
+                    if s > limit {
+                        return s.sqrt();
+                    }
+                }
+                s
+            }
+        },
+    );
+}
