@@ -124,7 +124,10 @@ pub enum BinOp {
 
 impl BinOp {
     pub fn is_comparison(self) -> bool {
-        matches!(self, BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne)
+        matches!(
+            self,
+            BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne
+        )
     }
     pub fn symbol(self) -> &'static str {
         match self {
@@ -178,7 +181,10 @@ pub struct Callee {
 #[derive(Clone, Debug)]
 pub enum CallArg {
     Scalar(Value),
-    Buf { buf: Buf, mutable: bool },
+    Buf {
+        buf: Buf,
+        mutable: bool,
+    },
     /// Constant tokens passed through unchanged (e.g. `&comm`, a struct).
     Opaque(String),
 }
@@ -197,25 +203,46 @@ pub enum InstKind {
     /// A float method from the rule table (`derivative::rules`).
     Math(&'static str, Vec<Value>),
     /// `as` casts and `T::from`: `to` is the target; `rust_ty` the integer type if any.
-    Cast { value: Value, to: Ty, rust_ty: Option<String> },
+    Cast {
+        value: Value,
+        to: Ty,
+        rust_ty: Option<String>,
+    },
     Load(Buf, Vec<Value>),
     Store(Buf, Vec<Value>, Value),
     /// `a[i] += v`
     StoreAdd(Buf, Vec<Value>, Value),
     Len(Buf, Vec<Value>),
-    Alloc { buf: Buf, dims: Vec<Value>, init: AllocInit },
+    Alloc {
+        buf: Buf,
+        dims: Vec<Value>,
+        init: AllocInit,
+    },
     /// `dst.copy_from_slice(&src)`
-    CopyFrom { dst: Buf, src: Buf },
+    CopyFrom {
+        dst: Buf,
+        src: Buf,
+    },
     /// `std::mem::swap(&mut a, &mut b)`
     Swap(Buf, Buf),
     /// `dst[k] += src[k]` for all k (derivative programs).
-    AddBuf { dst: Buf, src: Buf },
+    AddBuf {
+        dst: Buf,
+        src: Buf,
+    },
     /// `dst[k] = 0` for all k (derivative programs).
     ZeroBuf(Buf),
     /// Sum of all elements (derivative programs: adjoint of `vec![v; n]`).
     SumBuf(Buf),
-    Assert { cond: Value, message: String },
-    If { cond: Value, then_blk: Block, else_blk: Block },
+    Assert {
+        cond: Value,
+        message: String,
+    },
+    If {
+        cond: Value,
+        then_blk: Block,
+        else_blk: Block,
+    },
     /// `params` are the header φs; `exit` lists boolean params that end the loop when true
     /// (lowered `break`/`return`). Results: one per param, then the trip count.
     For {
@@ -241,9 +268,17 @@ pub enum InstKind {
     /// Grow a tape to at least `len` slots.
     TapeEnsure(Buf, Value),
     /// Row `idx` of snapshot tape `tape` := contents of `src` (forward sweep, before a call).
-    SaveRow { tape: Buf, idx: Value, src: Buf },
+    SaveRow {
+        tape: Buf,
+        idx: Value,
+        src: Buf,
+    },
     /// A call to a user function or method (`_fwd`/`_rev` by convention in derivatives).
-    Call { callee: Callee, args: Vec<CallArg>, suffix: CallSuffix },
+    Call {
+        callee: Callee,
+        args: Vec<CallArg>,
+        suffix: CallSuffix,
+    },
 }
 
 /// Which variant of a user function a `Call` invokes.
@@ -251,16 +286,23 @@ pub enum InstKind {
 pub enum CallSuffix {
     Primal,
     /// `name_fwd(args with tangents)`; results: value, tangent.
-    Fwd { tangents: Vec<Option<CallArg>> },
+    Fwd {
+        tangents: Vec<Option<CallArg>>,
+    },
     /// `name_rev(args with shadows, seed)`; results: scalar adjoints (value dropped).
-    Rev { shadows: Vec<Option<CallArg>>, seed: Option<Value> },
+    Rev {
+        shadows: Vec<Option<CallArg>>,
+        seed: Option<Value>,
+    },
 }
 
 impl PartialEq for CallArg {
     fn eq(&self, other: &Self) -> bool {
         match (self, other) {
             (CallArg::Scalar(a), CallArg::Scalar(b)) => a == b,
-            (CallArg::Buf { buf: a, mutable: x }, CallArg::Buf { buf: b, mutable: y }) => a == b && x == y,
+            (CallArg::Buf { buf: a, mutable: x }, CallArg::Buf { buf: b, mutable: y }) => {
+                a == b && x == y
+            }
             (CallArg::Opaque(a), CallArg::Opaque(b)) => a == b,
             _ => false,
         }
@@ -279,7 +321,10 @@ pub struct InstData {
 #[derive(Clone, Debug)]
 pub enum ParamKind {
     Scalar(Ty),
-    Buffer { buf: Buf, mutable: bool },
+    Buffer {
+        buf: Buf,
+        mutable: bool,
+    },
     /// Constant of a type the compiler does not model (`&Comm`, a struct): passed through.
     Opaque,
 }
@@ -330,7 +375,10 @@ impl Function {
         Buf(self.bufs.len() as u32 - 1)
     }
     pub fn new_cell(&mut self, ty: Ty, name: impl Into<String>) -> Cell {
-        self.cells.push(CellData { ty, name: name.into() });
+        self.cells.push(CellData {
+            ty,
+            name: name.into(),
+        });
         Cell(self.cells.len() as u32 - 1)
     }
     pub fn value(&self, v: Value) -> &ValueData {
@@ -357,7 +405,9 @@ impl Function {
     /// The blocks an instruction owns, in execution order.
     pub fn child_blocks(&self, i: Inst) -> Vec<Block> {
         match &self.insts[i.index()].kind {
-            InstKind::If { then_blk, else_blk, .. } => vec![*then_blk, *else_blk],
+            InstKind::If {
+                then_blk, else_blk, ..
+            } => vec![*then_blk, *else_blk],
             InstKind::For { body, .. } => vec![*body],
             InstKind::While { cond, body, .. } => vec![*cond, *body],
             _ => Vec::new(),
@@ -410,7 +460,9 @@ impl Function {
                 args.iter().for_each(&mut push_arg);
                 match suffix {
                     CallSuffix::Primal => {}
-                    CallSuffix::Fwd { tangents } => tangents.iter().flatten().for_each(&mut push_arg),
+                    CallSuffix::Fwd { tangents } => {
+                        tangents.iter().flatten().for_each(&mut push_arg)
+                    }
                     CallSuffix::Rev { shadows, seed } => {
                         shadows.iter().flatten().for_each(&mut push_arg);
                         o.extend(seed.iter().copied());
@@ -424,7 +476,11 @@ impl Function {
     pub fn written_bufs(&self, i: Inst) -> Vec<Buf> {
         use InstKind::*;
         match &self.insts[i.index()].kind {
-            Store(b, ..) | StoreAdd(b, ..) | ZeroBuf(b) | TapeEnsure(b, _) | SaveRow { tape: b, .. } => vec![*b],
+            Store(b, ..)
+            | StoreAdd(b, ..)
+            | ZeroBuf(b)
+            | TapeEnsure(b, _)
+            | SaveRow { tape: b, .. } => vec![*b],
             Alloc { buf, .. } => vec![*buf],
             CopyFrom { dst, .. } | AddBuf { dst, .. } => vec![*dst],
             Swap(a, b) => vec![*a, *b],
@@ -438,7 +494,8 @@ impl Function {
                     .collect();
                 match suffix {
                     CallSuffix::Primal => {}
-                    CallSuffix::Fwd { tangents: extra } | CallSuffix::Rev { shadows: extra, .. } => {
+                    CallSuffix::Fwd { tangents: extra }
+                    | CallSuffix::Rev { shadows: extra, .. } => {
                         w.extend(extra.iter().flatten().filter_map(|a| match a {
                             CallArg::Buf { buf, mutable: true } => Some(*buf),
                             _ => None,
@@ -447,25 +504,6 @@ impl Function {
                 }
                 w
             }
-            _ => vec![],
-        }
-    }
-    /// Buffers an instruction reads (not counting its blocks' contents).
-    pub fn read_bufs(&self, i: Inst) -> Vec<Buf> {
-        use InstKind::*;
-        match &self.insts[i.index()].kind {
-            Load(b, _) | Len(b, _) | SumBuf(b) => vec![*b],
-            Alloc { init: AllocInit::Copy(src), .. } | SaveRow { src, .. } => vec![*src],
-            Alloc { init: AllocInit::Row { tape, .. }, .. } => vec![*tape],
-            CopyFrom { src, dst } | AddBuf { dst, src } => vec![*src, *dst],
-            Swap(a, b) => vec![*a, *b],
-            Call { args, .. } => args
-                .iter()
-                .filter_map(|a| match a {
-                    CallArg::Buf { buf, .. } => Some(*buf),
-                    _ => None,
-                })
-                .collect(),
             _ => vec![],
         }
     }

@@ -52,8 +52,15 @@ impl Lowerer<'_> {
     }
 
     fn try_swap(&mut self, c: &syn::ExprCall) -> LResult<Option<()>> {
-        let Expr::Path(p) = &*c.func else { return Ok(None) };
-        let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+        let Expr::Path(p) = &*c.func else {
+            return Ok(None);
+        };
+        let segs: Vec<String> = p
+            .path
+            .segments
+            .iter()
+            .map(|s| s.ident.to_string())
+            .collect();
         let is_swap = matches!(segs.as_slice(), [a, b, s] if (a == "std" || a == "core") && b == "mem" && s == "swap")
             || matches!(segs.as_slice(), [b, s] if b == "mem" && s == "swap");
         if !is_swap {
@@ -74,7 +81,11 @@ impl Lowerer<'_> {
                 self.b.stmt(InstKind::Swap(a, b));
                 Ok(Some(()))
             }
-            _ => Err(self.error(c, &text(c), "`std::mem::swap` of scalars is not supported; swap buffers, or use a temporary")),
+            _ => Err(self.error(
+                c,
+                &text(c),
+                "`std::mem::swap` of scalars is not supported; swap buffers, or use a temporary",
+            )),
         }
     }
 
@@ -99,7 +110,10 @@ impl Lowerer<'_> {
     fn is_user_method(&self, m: &syn::ExprMethodCall) -> bool {
         match &*m.receiver {
             Expr::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 => {
-                matches!(self.env.lookup(&p.path.segments[0].ident.to_string()), Some(Binding::Opaque))
+                matches!(
+                    self.env.lookup(&p.path.segments[0].ident.to_string()),
+                    Some(Binding::Opaque)
+                )
             }
             Expr::Reference(r) => matches!(&*r.expr, Expr::Path(p) if p.path.segments.len() == 1
                 && matches!(self.env.lookup(&p.path.segments[0].ident.to_string()), Some(Binding::Opaque))),
@@ -139,22 +153,50 @@ impl Lowerer<'_> {
         let recv = self.lower_expr(&m.receiver)?;
         if self.ty(recv) == Ty::Int && (name == "min" || name == "max") && m.args.len() == 1 {
             let other = self.lower_expr(&m.args[0])?;
-            self.expect_ty(other, Ty::Int, &m.args[0], "the argument of integer min/max")?;
-            return Ok(if name == "min" { self.min_int(recv, other) } else { self.min_int_rev(recv, other) });
+            self.expect_ty(
+                other,
+                Ty::Int,
+                &m.args[0],
+                "the argument of integer min/max",
+            )?;
+            return Ok(if name == "min" {
+                self.min_int(recv, other)
+            } else {
+                self.min_int_rev(recv, other)
+            });
         }
         if self.ty(recv) != Ty::Float {
-            return Err(self.error(m, &text(m), "methods on integers and bools are limited to `min`/`max`; use explicit arithmetic"));
+            return Err(self.error(
+                m,
+                &text(m),
+                "methods on integers and bools are limited to `min`/`max`; use explicit arithmetic",
+            ));
         }
         let Some(rule) = rules::find(&name) else {
-            return Err(self.error(&m.method, &name, &format!("no derivative rule for this method; {}", rules::supported_list())));
+            return Err(self.error(
+                &m.method,
+                &name,
+                &format!(
+                    "no derivative rule for this method; {}",
+                    rules::supported_list()
+                ),
+            ));
         };
         if m.args.len() + 1 != rule.arity {
-            return Err(self.error(m, &text(m), &format!("`{name}` takes {} argument(s)", rule.arity - 1)));
+            return Err(self.error(
+                m,
+                &text(m),
+                &format!("`{name}` takes {} argument(s)", rule.arity - 1),
+            ));
         }
         let mut args = vec![recv];
         for (k, a) in m.args.iter().enumerate() {
             let v = self.lower_expr(a)?;
-            let want = if rule.int_arg == Some(k + 1) { Ty::Int } else { Ty::Float };
+            let want = if rule.int_arg == Some(k + 1) {
+                Ty::Int
+            } else {
+                Ty::Float
+            };
             self.expect_ty(v, want, a, &format!("argument {} of `{name}`", k + 1))?;
             args.push(v);
         }
@@ -168,14 +210,29 @@ impl Lowerer<'_> {
         let e = self.b.func.new_block();
         self.b.set_yields(t, vec![a]);
         self.b.set_yields(e, vec![b]);
-        let i = self.b.push(InstKind::If { cond: c, then_blk: t, else_blk: e }, &[Ty::Int], None);
+        let i = self.b.push(
+            InstKind::If {
+                cond: c,
+                then_blk: t,
+                else_blk: e,
+            },
+            &[Ty::Int],
+            None,
+        );
         self.b.func.inst(i).results[0]
     }
 
     /// `T::from(e)` / `f64::from(e)` / `<T as NumCast>::from(e)`: a conversion to the float type.
     fn try_float_from(&mut self, c: &syn::ExprCall) -> LResult<Option<Value>> {
-        let Expr::Path(p) = &*c.func else { return Ok(None) };
-        let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+        let Expr::Path(p) = &*c.func else {
+            return Ok(None);
+        };
+        let segs: Vec<String> = p
+            .path
+            .segments
+            .iter()
+            .map(|s| s.ident.to_string())
+            .collect();
         let ok = match segs.as_slice() {
             [ty, f] => f == "from" && (self.is_float_type_name(ty) || ty == "NumCast"),
             [.., f] => f == "from" && p.qself.is_some(),
@@ -187,8 +244,21 @@ impl Lowerer<'_> {
         let v = self.lower_expr(&c.args[0])?;
         Ok(Some(match self.ty(v) {
             Ty::Float => v,
-            Ty::Int => self.b.value(InstKind::Cast { value: v, to: Ty::Float, rust_ty: None }, Ty::Float),
-            Ty::Bool => return Err(self.error(&c.args[0], &text(&c.args[0]), "conversion of a bool to a float")),
+            Ty::Int => self.b.value(
+                InstKind::Cast {
+                    value: v,
+                    to: Ty::Float,
+                    rust_ty: None,
+                },
+                Ty::Float,
+            ),
+            Ty::Bool => {
+                return Err(self.error(
+                    &c.args[0],
+                    &text(&c.args[0]),
+                    "conversion of a bool to a float",
+                ))
+            }
         }))
     }
 
@@ -198,17 +268,35 @@ impl Lowerer<'_> {
         }
         if let Some(v) = self.try_float_from(c)? {
             if let Expr::Path(p) = &*c.func {
-                let first = p.path.segments.first().map(|s| s.ident.to_string()).unwrap_or_default();
+                let first = p
+                    .path
+                    .segments
+                    .first()
+                    .map(|s| s.ident.to_string())
+                    .unwrap_or_default();
                 if first != "f64" && first != "f32" {
-                    return Err(self.error(c, &text(c), "`T::from(..)` returns an Option: write `T::from(..).unwrap()`"));
+                    return Err(self.error(
+                        c,
+                        &text(c),
+                        "`T::from(..)` returns an Option: write `T::from(..).unwrap()`",
+                    ));
                 }
             }
             return Ok(v);
         }
         let Expr::Path(p) = &*c.func else {
-            return Err(self.error(&c.func, &text(&c.func), "only calls of named functions are supported"));
+            return Err(self.error(
+                &c.func,
+                &text(&c.func),
+                "only calls of named functions are supported",
+            ));
         };
-        let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+        let segs: Vec<String> = p
+            .path
+            .segments
+            .iter()
+            .map(|s| s.ident.to_string())
+            .collect();
         if segs.len() >= 2 {
             let ty = &segs[segs.len() - 2];
             let f = segs[segs.len() - 1].as_str();
@@ -238,12 +326,20 @@ impl Lowerer<'_> {
                 // UFCS: `f64::sqrt(x)`, `T::max(a, b)`.
                 if let Some(rule) = rules::find(f) {
                     if c.args.len() != rule.arity {
-                        return Err(self.error(c, &text(c), &format!("`{f}` takes {} argument(s)", rule.arity)));
+                        return Err(self.error(
+                            c,
+                            &text(c),
+                            &format!("`{f}` takes {} argument(s)", rule.arity),
+                        ));
                     }
                     let mut args = Vec::new();
                     for (k, a) in c.args.iter().enumerate() {
                         let v = self.lower_expr(a)?;
-                        let want = if rule.int_arg == Some(k) { Ty::Int } else { Ty::Float };
+                        let want = if rule.int_arg == Some(k) {
+                            Ty::Int
+                        } else {
+                            Ty::Float
+                        };
                         self.expect_ty(v, want, a, &format!("argument {} of `{f}`", k + 1))?;
                         args.push(v);
                     }
@@ -256,7 +352,10 @@ impl Lowerer<'_> {
             .ok_or_else(|| syn::Error::new_spanned(c, "phidiff: this call has no value"))
     }
 
-    fn lower_call_args(&mut self, args: &syn::punctuated::Punctuated<Expr, syn::Token![,]>) -> LResult<Vec<CallArg>> {
+    fn lower_call_args(
+        &mut self,
+        args: &syn::punctuated::Punctuated<Expr, syn::Token![,]>,
+    ) -> LResult<Vec<CallArg>> {
         let mut out = Vec::new();
         for a in args {
             let mutable = matches!(a, Expr::Reference(r) if r.mutability.is_some());
@@ -265,10 +364,15 @@ impl Lowerer<'_> {
                 continue;
             }
             let opaque = match a {
-                Expr::Reference(r) => matches!(&*r.expr, Expr::Path(p) if p.path.segments.len() == 1
-                    && matches!(self.env.lookup(&p.path.segments[0].ident.to_string()), Some(Binding::Opaque))),
+                Expr::Reference(r) => {
+                    matches!(&*r.expr, Expr::Path(p) if p.path.segments.len() == 1
+                    && matches!(self.env.lookup(&p.path.segments[0].ident.to_string()), Some(Binding::Opaque)))
+                }
                 Expr::Path(p) if p.path.segments.len() == 1 => {
-                    matches!(self.env.lookup(&p.path.segments[0].ident.to_string()), Some(Binding::Opaque))
+                    matches!(
+                        self.env.lookup(&p.path.segments[0].ident.to_string()),
+                        Some(Binding::Opaque)
+                    )
                 }
                 _ => false,
             };
@@ -294,9 +398,18 @@ impl Lowerer<'_> {
         }
     }
 
-    fn lower_user_call(&mut self, c: &syn::ExprCall, receiver: Option<String>, want_value: bool) -> LResult<Option<Value>> {
+    fn lower_user_call(
+        &mut self,
+        c: &syn::ExprCall,
+        receiver: Option<String>,
+        want_value: bool,
+    ) -> LResult<Option<Value>> {
         let Expr::Path(p) = &*c.func else {
-            return Err(self.error(&c.func, &text(&c.func), "only calls of named functions are supported"));
+            return Err(self.error(
+                &c.func,
+                &text(&c.func),
+                "only calls of named functions are supported",
+            ));
         };
         if p.qself.is_some() {
             return Err(self.error(p, &text(p), "qualified-self calls are not supported"));
@@ -308,20 +421,49 @@ impl Lowerer<'_> {
             args => text(&args),
         };
         let args = self.lower_call_args(&c.args)?;
-        let callee = Callee { path: text(&path), receiver, generics };
+        let callee = Callee {
+            path: text(&path),
+            receiver,
+            generics,
+        };
         self.push_call(callee, args, want_value)
     }
 
-    fn lower_user_method(&mut self, m: &syn::ExprMethodCall, want_value: bool) -> LResult<Option<Value>> {
+    fn lower_user_method(
+        &mut self,
+        m: &syn::ExprMethodCall,
+        want_value: bool,
+    ) -> LResult<Option<Value>> {
         let args = self.lower_call_args(&m.args)?;
         let generics = m.turbofish.as_ref().map(text).unwrap_or_default();
-        let callee = Callee { path: m.method.to_string(), receiver: Some(text(&m.receiver)), generics };
+        let callee = Callee {
+            path: m.method.to_string(),
+            receiver: Some(text(&m.receiver)),
+            generics,
+        };
         self.push_call(callee, args, want_value)
     }
 
-    fn push_call(&mut self, callee: Callee, args: Vec<CallArg>, want_value: bool) -> LResult<Option<Value>> {
-        let tys = if want_value { vec![self.call_result_ty(&args)] } else { vec![] };
-        let i = self.b.push(InstKind::Call { callee, args, suffix: CallSuffix::Primal }, &tys, None);
+    fn push_call(
+        &mut self,
+        callee: Callee,
+        args: Vec<CallArg>,
+        want_value: bool,
+    ) -> LResult<Option<Value>> {
+        let tys = if want_value {
+            vec![self.call_result_ty(&args)]
+        } else {
+            vec![]
+        };
+        let i = self.b.push(
+            InstKind::Call {
+                callee,
+                args,
+                suffix: CallSuffix::Primal,
+            },
+            &tys,
+            None,
+        );
         Ok(self.b.func.inst(i).results.first().copied())
     }
 }

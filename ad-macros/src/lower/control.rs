@@ -17,7 +17,9 @@ pub(super) struct Scan {
 
 fn assigned_name(e: &Expr) -> Option<String> {
     match e {
-        Expr::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 => Some(p.path.segments[0].ident.to_string()),
+        Expr::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 => {
+            Some(p.path.segments[0].ident.to_string())
+        }
         Expr::Paren(p) => assigned_name(&p.expr),
         _ => None,
     }
@@ -84,7 +86,10 @@ pub(super) fn contains_return(stmts: &[Stmt]) -> bool {
 
 /// A statement that is itself a `return`, `break` or `continue`.
 pub(super) fn is_jump(stmt: &Stmt) -> bool {
-    matches!(stmt, Stmt::Expr(Expr::Return(_) | Expr::Break(_) | Expr::Continue(_), _))
+    matches!(
+        stmt,
+        Stmt::Expr(Expr::Return(_) | Expr::Break(_) | Expr::Continue(_), _)
+    )
 }
 
 impl Lowerer<'_> {
@@ -114,7 +119,9 @@ impl Lowerer<'_> {
 
     /// `rest` runs only if no jump was taken: `if !skip { rest }`.
     pub(super) fn guard_rest(&mut self, rest: &[Stmt]) -> LResult<Option<Value>> {
-        let Some(skip) = self.skip_flag() else { return self.lower_block_stmts(rest) };
+        let Some(skip) = self.skip_flag() else {
+            return self.lower_block_stmts(rest);
+        };
         let go = self.b.not(skip);
         self.branch(go, &mut |l| l.lower_block_stmts(rest), &mut |_| Ok(None))
     }
@@ -129,15 +136,23 @@ impl Lowerer<'_> {
                         v
                     }
                     (None, false) => self.b.fconst(0.0),
-                    (Some(x), false) => return Err(self.error(x, &text(x), "this function returns `()`")),
-                    (None, true) => return Err(self.error(r, "return", "a float must be returned")),
+                    (Some(x), false) => {
+                        return Err(self.error(x, &text(x), "this function returns `()`"))
+                    }
+                    (None, true) => {
+                        return Err(self.error(r, "return", "a float must be returned"))
+                    }
                 };
                 self.set_return(v);
                 Ok(())
             }
             Expr::Break(b) => {
                 if b.label.is_some() || b.expr.is_some() {
-                    return Err(self.error(b, &text(b), "labeled `break` and `break` with a value are not supported"));
+                    return Err(self.error(
+                        b,
+                        &text(b),
+                        "labeled `break` and `break` with a value are not supported",
+                    ));
                 }
                 let Some(name) = self.loops.last().and_then(|c| c.brk.clone()) else {
                     return Err(self.error(b, "break", "`break` outside a loop"));
@@ -202,7 +217,10 @@ impl Lowerer<'_> {
                 _ => {
                     return Err(syn::Error::new(
                         self.b.span,
-                        format!("phidiff: `{}` is rebound differently in the branches", before.name(loc)),
+                        format!(
+                            "phidiff: `{}` is rebound differently in the branches",
+                            before.name(loc)
+                        ),
                     ))
                 }
             }
@@ -210,7 +228,10 @@ impl Lowerer<'_> {
         let mut tys: Vec<Ty> = merged.iter().map(|(_, t)| *t).collect();
         let value_ty = match (tv, ev) {
             (Some(a), Some(b)) if self.ty(a) != self.ty(b) => {
-                return Err(syn::Error::new(self.b.span, "phidiff: the branches have values of different types"))
+                return Err(syn::Error::new(
+                    self.b.span,
+                    "phidiff: the branches have values of different types",
+                ))
             }
             (Some(a), _) => Some(self.ty(a)),
             (None, Some(b)) => Some(self.ty(b)),
@@ -231,7 +252,15 @@ impl Lowerer<'_> {
         }
         self.b.set_yields(then_blk, yields_t);
         self.b.set_yields(else_blk, yields_e);
-        let inst = self.b.push(InstKind::If { cond, then_blk, else_blk }, &tys, None);
+        let inst = self.b.push(
+            InstKind::If {
+                cond,
+                then_blk,
+                else_blk,
+            },
+            &tys,
+            None,
+        );
         let results = self.b.func.inst(inst).results.clone();
         for ((loc, _), r) in merged.iter().zip(&results) {
             let name = before.name(*loc).to_string();
@@ -273,7 +302,11 @@ impl Lowerer<'_> {
     pub(super) fn lower_match(&mut self, m: &syn::ExprMatch) -> LResult<Option<Value>> {
         let scrut = self.lower_expr(&m.expr)?;
         if self.ty(scrut) == Ty::Float {
-            return Err(self.error(&m.expr, &text(&m.expr), "`match` on a float is not supported; match on integers"));
+            return Err(self.error(
+                &m.expr,
+                &text(&m.expr),
+                "`match` on a float is not supported; match on integers",
+            ));
         }
         let span = span_of(m);
         self.with_span(span, |l| l.lower_arms(scrut, &m.arms))
@@ -332,7 +365,11 @@ impl Lowerer<'_> {
             Pat::Lit(l) => {
                 let v = self.lower_expr(&Expr::Lit(l.clone()))?;
                 if self.ty(v) != self.ty(scrut) {
-                    return Err(self.error(l, &text(l), "pattern type differs from the matched value"));
+                    return Err(self.error(
+                        l,
+                        &text(l),
+                        "pattern type differs from the matched value",
+                    ));
                 }
                 Ok(Some(self.b.binary(BinOp::Eq, scrut, v)))
             }
@@ -341,10 +378,12 @@ impl Lowerer<'_> {
                 for case in &o.cases {
                     match self.pattern_test(scrut, case)? {
                         None => return Ok(None),
-                        Some(t) => acc = Some(match acc {
-                            None => t,
-                            Some(a) => self.b.binary(BinOp::Or, a, t),
-                        }),
+                        Some(t) => {
+                            acc = Some(match acc {
+                                None => t,
+                                Some(a) => self.b.binary(BinOp::Or, a, t),
+                            })
+                        }
                     }
                 }
                 Ok(acc)
@@ -423,7 +462,9 @@ impl Lowerer<'_> {
         let mut params = Vec::new();
         let mut inits = Vec::new();
         for (k, &loc) in locs.iter().enumerate() {
-            let Binding::Scalar(init) = self.env.get(loc) else { unreachable!() };
+            let Binding::Scalar(init) = self.env.get(loc) else {
+                unreachable!()
+            };
             let name = self.env.name(loc).to_string();
             let p = self.b.func.new_value(
                 self.ty(init),
@@ -444,7 +485,11 @@ impl Lowerer<'_> {
             .map(|(_, p)| *p)
             .collect();
         let index = match &head {
-            LoopHead::Range(_) => Some(self.b.func.new_value(Ty::Int, ValueDef::LoopIndex(inst), None)),
+            LoopHead::Range(_) => Some(self.b.func.new_value(
+                Ty::Int,
+                ValueDef::LoopIndex(inst),
+                None,
+            )),
             _ => None,
         };
         let depth = self.env.depth();
@@ -465,7 +510,10 @@ impl Lowerer<'_> {
         let body_blk = self.b.func.new_block();
         self.b.block = body_blk;
         self.env.push_scope();
-        self.loops.push(LoopCtx { brk: brk.clone(), cont: cont.clone() });
+        self.loops.push(LoopCtx {
+            brk: brk.clone(),
+            cont: cont.clone(),
+        });
         let saved_tail = std::mem::replace(&mut self.tail_wanted, false);
         let r = (|| {
             if let Some(name) = &cont {
@@ -497,16 +545,28 @@ impl Lowerer<'_> {
                 body: body_blk,
                 exit,
             },
-            LoopHead::While(_) | LoopHead::Infinite => {
-                InstKind::While { cond: cond_blk, params: params.clone(), inits, body: body_blk, exit }
-            }
+            LoopHead::While(_) | LoopHead::Infinite => InstKind::While {
+                cond: cond_blk,
+                params: params.clone(),
+                inits,
+                body: body_blk,
+                exit,
+            },
         };
         let mut results = Vec::new();
         for (k, p) in params.iter().enumerate() {
             let name = self.b.func.value(*p).name.clone();
-            results.push(self.b.func.new_value(self.ty(*p), ValueDef::Result(inst, k as u32), name));
+            results.push(self.b.func.new_value(
+                self.ty(*p),
+                ValueDef::Result(inst, k as u32),
+                name,
+            ));
         }
-        results.push(self.b.func.new_value(Ty::Int, ValueDef::Result(inst, params.len() as u32), None));
+        results.push(self.b.func.new_value(
+            Ty::Int,
+            ValueDef::Result(inst, params.len() as u32),
+            None,
+        ));
         self.b.finish(inst, kind, results.clone());
         for (loc, r) in locs.iter().zip(results) {
             self.env.set(*loc, Binding::Scalar(r));
@@ -530,7 +590,13 @@ impl Lowerer<'_> {
     pub(super) fn lower_loop(&mut self, lp: &syn::ExprLoop) -> LResult<()> {
         let span = span_of(lp);
         self.with_span(span, |l| {
-            l.lower_loop_body(lp.label.as_ref(), &lp.body, None, &mut |_| Ok(LoopHead::Infinite), &mut |_, _| Ok(()))
+            l.lower_loop_body(
+                lp.label.as_ref(),
+                &lp.body,
+                None,
+                &mut |_| Ok(LoopHead::Infinite),
+                &mut |_, _| Ok(()),
+            )
         })
     }
 }

@@ -24,14 +24,14 @@ impl Env {
     pub fn push_scope(&mut self) {
         self.scopes.push(Vec::new());
     }
-    pub fn pop_scope(&mut self) {
-        self.scopes.pop();
-    }
     pub fn depth(&self) -> usize {
         self.scopes.len()
     }
     pub fn bind(&mut self, name: &str, b: Binding) {
-        self.scopes.last_mut().expect("no scope").push((name.to_string(), b));
+        self.scopes
+            .last_mut()
+            .expect("no scope")
+            .push((name.to_string(), b));
     }
     pub fn locate(&self, name: &str) -> Option<Loc> {
         for (s, scope) in self.scopes.iter().enumerate().rev() {

@@ -82,7 +82,11 @@ impl Lowerer<'_> {
             Expr::If(i) => self.lower_if(i),
             Expr::Match(m) => self.lower_match(m),
             Expr::Block(b) if b.label.is_none() => self.lower_scoped_block(&b.block),
-            Expr::Assign(_) | Expr::ForLoop(_) | Expr::While(_) | Expr::Loop(_) | Expr::Macro(_) => {
+            Expr::Assign(_)
+            | Expr::ForLoop(_)
+            | Expr::While(_)
+            | Expr::Loop(_)
+            | Expr::Macro(_) => {
                 self.lower_effect(e)?;
                 Ok(None)
             }
@@ -109,7 +113,9 @@ impl Lowerer<'_> {
 
     fn lower_let(&mut self, local: &syn::Local) -> LResult<()> {
         let (name, declared) = match &local.pat {
-            syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => (pi.ident.to_string(), None),
+            syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                (pi.ident.to_string(), None)
+            }
             syn::Pat::Type(pt) => match &*pt.pat {
                 syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
                     (pi.ident.to_string(), Some(&*pt.ty))
@@ -152,7 +158,11 @@ impl Lowerer<'_> {
                 if want != self.ty(v) {
                     return Err(syn::Error::new_spanned(
                         e,
-                        format!("phidiff: this initializer is {}, but the `let` declares {}", ty_word(self.ty(v)), text(ty)),
+                        format!(
+                            "phidiff: this initializer is {}, but the `let` declares {}",
+                            ty_word(self.ty(v)),
+                            text(ty)
+                        ),
                     ));
                 }
             }
@@ -167,9 +177,8 @@ impl Lowerer<'_> {
         match s {
             "f64" | "f32" => Some(Ty::Float),
             "bool" => Some(Ty::Bool),
-            "usize" | "isize" | "u8" | "u16" | "u32" | "u64" | "u128" | "i8" | "i16" | "i32" | "i64" | "i128" => {
-                Some(Ty::Int)
-            }
+            "usize" | "isize" | "u8" | "u16" | "u32" | "u64" | "u128" | "i8" | "i16" | "i32"
+            | "i64" | "i128" => Some(Ty::Int),
             _ if self.float_generic.as_deref() == Some(s) => Some(Ty::Float),
             _ => None,
         }
@@ -258,7 +267,11 @@ impl Lowerer<'_> {
                 Ok(self.b.iconst(i.base10_parse::<i128>()?))
             }
             Lit::Bool(b) => Ok(self.b.bconst(b.value)),
-            other => Err(self.error(other, &text(other), "only numeric and bool literals are supported")),
+            other => Err(self.error(
+                other,
+                &text(other),
+                "only numeric and bool literals are supported",
+            )),
         }
     }
 
@@ -272,7 +285,11 @@ impl Lowerer<'_> {
                     return Err(self.error(p, &name, "a buffer is used where a scalar is expected"))
                 }
                 Some(Binding::Opaque) => {
-                    return Err(self.error(p, &name, "this parameter's type is not a float, integer or bool"))
+                    return Err(self.error(
+                        p,
+                        &name,
+                        "this parameter's type is not a float, integer or bool",
+                    ))
                 }
                 None => {}
             }
@@ -290,7 +307,11 @@ impl Lowerer<'_> {
     /// `f64::consts::PI`, `std::f64::consts::E`, `f64::EPSILON`, `usize::MAX`, ...
     fn path_constant(&mut self, path: &syn::Path) -> Option<Value> {
         let segs: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
-        let segs: Vec<&str> = segs.iter().map(String::as_str).skip_while(|s| *s == "std" || *s == "core").collect();
+        let segs: Vec<&str> = segs
+            .iter()
+            .map(String::as_str)
+            .skip_while(|s| *s == "std" || *s == "core")
+            .collect();
         let (ty, name) = match segs.as_slice() {
             [ty, "consts", name] => (*ty, *name),
             [ty, name] => (*ty, *name),
@@ -344,7 +365,11 @@ impl Lowerer<'_> {
     fn lower_binary(&mut self, bin: &syn::ExprBinary) -> LResult<Value> {
         use syn::BinOp as B;
         if compound_op(&bin.op).is_some() {
-            return Err(self.error(bin, &text(bin), "compound assignment is a statement, not a value"));
+            return Err(self.error(
+                bin,
+                &text(bin),
+                "compound assignment is a statement, not a value",
+            ));
         }
         let op = match bin.op {
             B::Add(_) => BinOp::Add,
@@ -359,7 +384,13 @@ impl Lowerer<'_> {
             B::Eq(_) => BinOp::Eq,
             B::Ne(_) => BinOp::Ne,
             B::And(_) | B::Or(_) => return self.lower_short_circuit(bin),
-            _ => return Err(self.error(bin.op, &text(&bin.op), "bitwise and shift operators are not supported")),
+            _ => {
+                return Err(self.error(
+                    bin.op,
+                    &text(&bin.op),
+                    "bitwise and shift operators are not supported",
+                ))
+            }
         };
         let a = self.lower_expr(&bin.left)?;
         let b = self.lower_expr(&bin.right)?;
@@ -395,7 +426,14 @@ impl Lowerer<'_> {
         self.b.block = saved;
         let r = r?;
         self.expect_ty(r, Ty::Bool, &bin.right, "an operand of `&&`/`||`")?;
-        if self.b.func.block(rhs_block).insts.iter().all(|&i| pure_cheap(&self.b.func.inst(i).kind)) {
+        if self
+            .b
+            .func
+            .block(rhs_block)
+            .insts
+            .iter()
+            .all(|&i| pure_cheap(&self.b.func.inst(i).kind))
+        {
             // Nothing on the right can fail: evaluate it eagerly.
             let insts = std::mem::take(&mut self.b.func.blocks[rhs_block.index()].insts);
             self.b.func.blocks[self.b.block.index()].insts.extend(insts);
@@ -406,25 +444,52 @@ impl Lowerer<'_> {
         let short = self.b.in_block(short_block, |b| b.bconst(!and));
         self.b.set_yields(rhs_block, vec![r]);
         self.b.set_yields(short_block, vec![short]);
-        let (then_blk, else_blk) = if and { (rhs_block, short_block) } else { (short_block, rhs_block) };
-        let i = self.b.push(InstKind::If { cond: a, then_blk, else_blk }, &[Ty::Bool], None);
+        let (then_blk, else_blk) = if and {
+            (rhs_block, short_block)
+        } else {
+            (short_block, rhs_block)
+        };
+        let i = self.b.push(
+            InstKind::If {
+                cond: a,
+                then_blk,
+                else_blk,
+            },
+            &[Ty::Bool],
+            None,
+        );
         Ok(self.b.func.inst(i).results[0])
     }
 
     fn lower_cast(&mut self, c: &syn::ExprCast) -> LResult<Value> {
         let v = self.lower_expr(&c.expr)?;
         let to = self.declared_ty(&c.ty).ok_or_else(|| {
-            self.error(&c.ty, &text(&c.ty), "casts are supported to integer and float primitive types")
+            self.error(
+                &c.ty,
+                &text(&c.ty),
+                "casts are supported to integer and float primitive types",
+            )
         })?;
         if self.ty(v) == Ty::Float && to == Ty::Float {
             return Ok(v);
         }
         let rust_ty = (to == Ty::Int).then(|| text(&c.ty));
-        Ok(self.b.value(InstKind::Cast { value: v, to, rust_ty }, to))
+        Ok(self.b.value(
+            InstKind::Cast {
+                value: v,
+                to,
+                rust_ty,
+            },
+            to,
+        ))
     }
 
     /// `a[i]` or `a[i][j]` as a place: the buffer and the index values.
-    pub(super) fn lower_place(&mut self, whole: &Expr, ix: &syn::ExprIndex) -> LResult<(Buf, Vec<Value>)> {
+    pub(super) fn lower_place(
+        &mut self,
+        whole: &Expr,
+        ix: &syn::ExprIndex,
+    ) -> LResult<(Buf, Vec<Value>)> {
         let mut indices = vec![&*ix.index];
         let mut base = &*ix.expr;
         while let Expr::Index(inner) = base {
@@ -438,13 +503,21 @@ impl Lowerer<'_> {
             return Err(self.error(
                 whole,
                 &text(whole),
-                &format!("`{}` has {rank} dimension(s) but is indexed with {}", text(base), indices.len()),
+                &format!(
+                    "`{}` has {rank} dimension(s) but is indexed with {}",
+                    text(base),
+                    indices.len()
+                ),
             ));
         }
         let mut idx = Vec::new();
         for i in indices {
             if let Expr::Range(_) = i {
-                return Err(self.error(i, &text(i), "slicing with a range is not supported; index elements"));
+                return Err(self.error(
+                    i,
+                    &text(i),
+                    "slicing with a range is not supported; index elements",
+                ));
             }
             let v = self.lower_expr(i)?;
             self.expect_ty(v, Ty::Int, i, "an index")?;
@@ -474,7 +547,13 @@ impl Lowerer<'_> {
         }
     }
 
-    fn lower_assign(&mut self, lhs: &Expr, rhs: &Expr, op: Option<BinOp>, whole: &Expr) -> LResult<()> {
+    fn lower_assign(
+        &mut self,
+        lhs: &Expr,
+        rhs: &Expr,
+        op: Option<BinOp>,
+        whole: &Expr,
+    ) -> LResult<()> {
         match lhs {
             Expr::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 => {
                 let name = p.path.segments[0].ident.to_string();
@@ -498,20 +577,37 @@ impl Lowerer<'_> {
                     _ => Err(self.error(lhs, &name, "assignment to an unknown variable")),
                 }
             }
-            Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => self.lower_assign(&u.expr, rhs, op, whole),
+            Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => {
+                self.lower_assign(&u.expr, rhs, op, whole)
+            }
             Expr::Index(ix) => {
                 let (buf, idx) = self.lower_place(lhs, ix)?;
                 self.lower_store(buf, idx, rhs, op, whole)
             }
-            _ => Err(self.error(lhs, &text(lhs), "assignments go to variables or indexed elements")),
+            _ => Err(self.error(
+                lhs,
+                &text(lhs),
+                "assignments go to variables or indexed elements",
+            )),
         }
     }
 
-    fn lower_store(&mut self, buf: Buf, idx: Vec<Value>, rhs: &Expr, op: Option<BinOp>, whole: &Expr) -> LResult<()> {
+    fn lower_store(
+        &mut self,
+        buf: Buf,
+        idx: Vec<Value>,
+        rhs: &Expr,
+        op: Option<BinOp>,
+        whole: &Expr,
+    ) -> LResult<()> {
         let r = self.lower_expr(rhs)?;
         let elem = self.b.func.buf(buf).elem;
         if self.ty(r) != elem {
-            return Err(self.error(whole, &text(whole), "the stored value's type differs from the buffer's elements"));
+            return Err(self.error(
+                whole,
+                &text(whole),
+                "the stored value's type differs from the buffer's elements",
+            ));
         }
         match op {
             None => self.b.store(buf, idx, r),
@@ -535,37 +631,64 @@ impl Lowerer<'_> {
         if self.ty(a) != self.ty(b) {
             return Err(syn::Error::new_spanned(
                 at,
-                format!("phidiff: `{}=` mixes {} and {}", op.symbol(), ty_word(self.ty(a)), ty_word(self.ty(b))),
+                format!(
+                    "phidiff: `{}=` mixes {} and {}",
+                    op.symbol(),
+                    ty_word(self.ty(a)),
+                    ty_word(self.ty(b))
+                ),
             ));
         }
         Ok(self.b.binary(op, a, b))
     }
 
     fn lower_macro_stmt(&mut self, mac: &syn::Macro) -> LResult<()> {
-        let name = mac.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
+        let name = mac
+            .path
+            .segments
+            .last()
+            .map(|s| s.ident.to_string())
+            .unwrap_or_default();
         match name.as_str() {
             "assert" | "debug_assert" => {
-                let args = mac.parse_body_with(syn::punctuated::Punctuated::<Expr, syn::Token![,]>::parse_terminated)?;
+                let args = mac.parse_body_with(
+                    syn::punctuated::Punctuated::<Expr, syn::Token![,]>::parse_terminated,
+                )?;
                 let mut it = args.iter();
-                let cond_expr = it.next().ok_or_else(|| syn::Error::new_spanned(mac, "assert! needs a condition"))?;
+                let cond_expr = it
+                    .next()
+                    .ok_or_else(|| syn::Error::new_spanned(mac, "assert! needs a condition"))?;
                 let cond = self.lower_expr(cond_expr)?;
                 self.expect_ty(cond, Ty::Bool, cond_expr, "an assert! condition")?;
                 let message = if args.len() > 1 {
-                    args.iter().skip(1).map(|a| a.to_token_stream().to_string()).collect::<Vec<_>>().join(", ")
+                    args.iter()
+                        .skip(1)
+                        .map(|a| a.to_token_stream().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 } else {
-                    format!("\"assertion failed: {}\"", cond_expr.to_token_stream().to_string().replace('"', "\\\""))
+                    format!(
+                        "\"assertion failed: {}\"",
+                        cond_expr.to_token_stream().to_string().replace('"', "\\\"")
+                    )
                 };
                 self.b.stmt(InstKind::Assert { cond, message });
                 Ok(())
             }
             "assert_eq" | "assert_ne" | "debug_assert_eq" | "debug_assert_ne" => {
-                let args = mac.parse_body_with(syn::punctuated::Punctuated::<Expr, syn::Token![,]>::parse_terminated)?;
+                let args = mac.parse_body_with(
+                    syn::punctuated::Punctuated::<Expr, syn::Token![,]>::parse_terminated,
+                )?;
                 if args.len() < 2 {
                     return Err(syn::Error::new_spanned(mac, "assert_eq! needs two values"));
                 }
                 let a = self.lower_expr(&args[0])?;
                 let b = self.lower_expr(&args[1])?;
-                let op = if name.ends_with("_eq") { BinOp::Eq } else { BinOp::Ne };
+                let op = if name.ends_with("_eq") {
+                    BinOp::Eq
+                } else {
+                    BinOp::Ne
+                };
                 let cond = self.checked_binary(op, a, b, &args[0])?;
                 let message = format!("\"{} failed\"", name);
                 self.b.stmt(InstKind::Assert { cond, message });
@@ -600,14 +723,30 @@ impl Lowerer<'_> {
                 if self.ty(v) == Ty::Bool {
                     return Err(self.error(m, "vec![bool]", "buffers hold floats or integers"));
                 }
-                self.b.stmt(InstKind::Alloc { buf, dims: dv, init: AllocInit::Fill(v) });
+                self.b.stmt(InstKind::Alloc {
+                    buf,
+                    dims: dv,
+                    init: AllocInit::Fill(v),
+                });
                 Ok(Some(buf))
             }
-            Expr::MethodCall(mc) if (mc.method == "to_vec" || mc.method == "clone") && mc.args.is_empty() => {
-                let Ok(src) = self.lower_buf_ref(&mc.receiver) else { return Ok(None) };
+            Expr::MethodCall(mc)
+                if (mc.method == "to_vec" || mc.method == "clone") && mc.args.is_empty() =>
+            {
+                let Ok(src) = self.lower_buf_ref(&mc.receiver) else {
+                    return Ok(None);
+                };
                 let data = self.b.func.buf(src).clone();
-                let buf = self.b.func.new_buf(BufData { name: "copy".into(), kind: BufKind::Local, ..data });
-                self.b.stmt(InstKind::Alloc { buf, dims: vec![], init: AllocInit::Copy(src) });
+                let buf = self.b.func.new_buf(BufData {
+                    name: "copy".into(),
+                    kind: BufKind::Local,
+                    ..data
+                });
+                self.b.stmt(InstKind::Alloc {
+                    buf,
+                    dims: vec![],
+                    init: AllocInit::Copy(src),
+                });
                 Ok(Some(buf))
             }
             Expr::Paren(p) => self.try_lower_new_buffer(&p.expr),
@@ -618,7 +757,11 @@ impl Lowerer<'_> {
     /// `vec![vec![v; m]; n]` → (v, [n, m]).
     fn parse_vec_macro(&self, mac: &syn::Macro) -> LResult<(Expr, Vec<Expr>)> {
         let parsed: VecMacro = mac.parse_body().map_err(|_| {
-            self.error(mac, "vec![..]", "only the `vec![value; length]` form is supported")
+            self.error(
+                mac,
+                "vec![..]",
+                "only the `vec![value; length]` form is supported",
+            )
         })?;
         match &parsed.fill {
             Expr::Macro(inner) if inner.mac.path.is_ident("vec") => {
@@ -669,7 +812,18 @@ pub(super) fn pure_cheap(k: &InstKind) -> bool {
             | InstKind::BConst(_)
             | InstKind::Param(_)
             | InstKind::Unary(..)
-            | InstKind::Binary(BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne | BinOp::And | BinOp::Or, _, _)
+            | InstKind::Binary(
+                BinOp::Lt
+                    | BinOp::Le
+                    | BinOp::Gt
+                    | BinOp::Ge
+                    | BinOp::Eq
+                    | BinOp::Ne
+                    | BinOp::And
+                    | BinOp::Or,
+                _,
+                _
+            )
             | InstKind::Len(..)
     )
 }

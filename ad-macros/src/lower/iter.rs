@@ -7,7 +7,11 @@ use syn::Expr;
 
 /// What a `for` loop walks.
 enum Source {
-    Range { start: Expr, end: Expr, inclusive: bool },
+    Range {
+        start: Expr,
+        end: Expr,
+        inclusive: bool,
+    },
     /// `x.iter()` / `x.iter_mut()` (`mutable`), possibly zipped with more buffers.
     Bufs { bufs: Vec<(Buf, bool)> },
 }
@@ -101,13 +105,21 @@ impl Lowerer<'_> {
                     )),
                 }
             }
-            _ => Err(self.error(e, &text(e), "supported `for` iterators: ranges, `x.iter()`, `.enumerate()`, `.zip(..)`")),
+            _ => Err(self.error(
+                e,
+                &text(e),
+                "supported `for` iterators: ranges, `x.iter()`, `.enumerate()`, `.zip(..)`",
+            )),
         }
     }
 
     fn range_of(&mut self, chain: &Chain) -> LResult<RangeSpec> {
         let (start, end) = match &chain.source {
-            Source::Range { start, end, inclusive } => {
+            Source::Range {
+                start,
+                end,
+                inclusive,
+            } => {
                 let s = self.lower_expr(start)?;
                 self.expect_ty(s, Ty::Int, start, "a range bound")?;
                 let mut e = self.lower_expr(end)?;
@@ -136,7 +148,12 @@ impl Lowerer<'_> {
                 Some(v)
             }
         };
-        Ok(RangeSpec { start, end, step, rev: chain.rev })
+        Ok(RangeSpec {
+            start,
+            end,
+            step,
+            rev: chain.rev,
+        })
     }
 
     /// `a.min(b)` on integers.
@@ -146,7 +163,15 @@ impl Lowerer<'_> {
         let e = self.b.func.new_block();
         self.b.set_yields(t, vec![a]);
         self.b.set_yields(e, vec![b]);
-        let i = self.b.push(InstKind::If { cond: c, then_blk: t, else_blk: e }, &[Ty::Int], None);
+        let i = self.b.push(
+            InstKind::If {
+                cond: c,
+                then_blk: t,
+                else_blk: e,
+            },
+            &[Ty::Int],
+            None,
+        );
         self.b.func.inst(i).results[0]
     }
 
@@ -173,12 +198,14 @@ impl Lowerer<'_> {
         let (index_pat, elem_pat) = match (&chain.source, chain.enumerate) {
             (Source::Range { .. }, false) => (Some(pat), None),
             (Source::Range { .. }, true) => {
-                let (a, b) = tuple2(pat).ok_or_else(|| self.error(pat, &text(pat), "expected `(i, x)`"))?;
+                let (a, b) =
+                    tuple2(pat).ok_or_else(|| self.error(pat, &text(pat), "expected `(i, x)`"))?;
                 (Some(a), Some(b))
             }
             (Source::Bufs { .. }, false) => (None, Some(pat)),
             (Source::Bufs { .. }, true) => {
-                let (a, b) = tuple2(pat).ok_or_else(|| self.error(pat, &text(pat), "expected `(i, x)`"))?;
+                let (a, b) =
+                    tuple2(pat).ok_or_else(|| self.error(pat, &text(pat), "expected `(i, x)`"))?;
                 (Some(a), Some(b))
             }
         };
@@ -192,9 +219,15 @@ impl Lowerer<'_> {
                     let pats: Vec<&syn::Pat> = if bufs.len() == 1 {
                         vec![p]
                     } else {
-                        let t = tuple_n(p).ok_or_else(|| self.error(p, &text(p), "expected a tuple pattern for `.zip`"))?;
+                        let t = tuple_n(p).ok_or_else(|| {
+                            self.error(p, &text(p), "expected a tuple pattern for `.zip`")
+                        })?;
                         if t.len() != bufs.len() {
-                            return Err(self.error(p, &text(p), "the tuple pattern does not match the zipped iterators"));
+                            return Err(self.error(
+                                p,
+                                &text(p),
+                                "the tuple pattern does not match the zipped iterators",
+                            ));
                         }
                         t
                     };
@@ -237,25 +270,39 @@ impl Lowerer<'_> {
     /// `x.iter().zip(y.iter()).map(|(a, b)| e).sum()`: a loop with one carried accumulator.
     pub(super) fn lower_sum(&mut self, m: &syn::ExprMethodCall) -> LResult<Value> {
         let (chain_expr, closure) = match &*m.receiver {
-            Expr::MethodCall(inner) if inner.method == "map" && inner.args.len() == 1 => match &inner.args[0] {
-                Expr::Closure(c) => (&*inner.receiver, Some(c)),
-                other => return Err(self.error(other, &text(other), "`.map` takes a closure here")),
-            },
+            Expr::MethodCall(inner) if inner.method == "map" && inner.args.len() == 1 => {
+                match &inner.args[0] {
+                    Expr::Closure(c) => (&*inner.receiver, Some(c)),
+                    other => {
+                        return Err(self.error(other, &text(other), "`.map` takes a closure here"))
+                    }
+                }
+            }
             other => (other, None),
         };
         let chain = self.parse_chain(chain_expr)?;
         if closure.is_none() {
             if let Source::Bufs { bufs } = &chain.source {
                 if self.b.func.buf(bufs[0].0).elem != Ty::Float || bufs.len() > 1 {
-                    return Err(self.error(m, &text(m), "`.sum()` without `.map` sums one float buffer"));
+                    return Err(self.error(
+                        m,
+                        &text(m),
+                        "`.sum()` without `.map` sums one float buffer",
+                    ));
                 }
             }
         }
         let range = self.range_of(&chain)?;
         let zero = self.b.fconst(0.0);
         let inst = self.b.reserve();
-        let acc = self.b.func.new_value(Ty::Float, ValueDef::LoopParam(inst, 0), Some("sum".into()));
-        let index = self.b.func.new_value(Ty::Int, ValueDef::LoopIndex(inst), None);
+        let acc =
+            self.b
+                .func
+                .new_value(Ty::Float, ValueDef::LoopParam(inst, 0), Some("sum".into()));
+        let index = self
+            .b
+            .func
+            .new_value(Ty::Int, ValueDef::LoopIndex(inst), None);
         let body = self.b.func.new_block();
         let saved = self.b.block;
         self.b.block = body;
@@ -266,12 +313,20 @@ impl Lowerer<'_> {
                 None => match &chain.source {
                     Source::Bufs { bufs } => self.b.load(bufs[0].0, vec![index]),
                     Source::Range { .. } => {
-                        return Err(self.error(m, &text(m), "summing a range of integers has no derivative"))
+                        return Err(self.error(
+                            m,
+                            &text(m),
+                            "summing a range of integers has no derivative",
+                        ))
                     }
                 },
                 Some(c) => {
                     if c.inputs.len() != 1 {
-                        return Err(self.error(c, "closure", "the `.map` closure takes one argument"));
+                        return Err(self.error(
+                            c,
+                            "closure",
+                            "the `.map` closure takes one argument",
+                        ));
                     }
                     self.bind_for_pattern(&c.inputs[0], &chain, index)?;
                     let v = self.lower_expr(&c.body)?;
@@ -285,11 +340,24 @@ impl Lowerer<'_> {
         self.b.block = saved;
         let next = r?;
         self.b.set_yields(body, vec![next]);
-        let result = self.b.func.new_value(Ty::Float, ValueDef::Result(inst, 0), Some("sum".into()));
-        let trip = self.b.func.new_value(Ty::Int, ValueDef::Result(inst, 1), None);
+        let result =
+            self.b
+                .func
+                .new_value(Ty::Float, ValueDef::Result(inst, 0), Some("sum".into()));
+        let trip = self
+            .b
+            .func
+            .new_value(Ty::Int, ValueDef::Result(inst, 1), None);
         self.b.finish(
             inst,
-            InstKind::For { range, index, params: vec![acc], inits: vec![zero], body, exit: vec![] },
+            InstKind::For {
+                range,
+                index,
+                params: vec![acc],
+                inits: vec![zero],
+                body,
+                exit: vec![],
+            },
             vec![result, trip],
         );
         Ok(result)

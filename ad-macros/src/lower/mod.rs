@@ -33,7 +33,6 @@ struct LoopCtx {
 
 pub struct Lowerer<'a> {
     b: Builder<'a>,
-    diag: &'a Diagnostics,
     env: Env,
     loops: Vec<LoopCtx>,
     /// Whether the function body contains an early `return`.
@@ -73,11 +72,18 @@ pub fn lower_function(item: &syn::ItemFn, sig: &Signature, diag: &Diagnostics) -
                 let buf = func.new_buf(BufData {
                     name: name.clone(),
                     rank: *rank,
-                    elem: if *elem == ElemKind::Float { Ty::Float } else { Ty::Int },
+                    elem: if *elem == ElemKind::Float {
+                        Ty::Float
+                    } else {
+                        Ty::Int
+                    },
                     kind: BufKind::Param(n),
                 });
                 env.bind(&name, Binding::Buf(buf));
-                ParamKind::Buffer { buf, mutable: *form == crate::parse::signature::BufForm::MutRef || p.pat_mut }
+                ParamKind::Buffer {
+                    buf,
+                    mutable: *form == crate::parse::signature::BufForm::MutRef || p.pat_mut,
+                }
             }
         };
         if let ParamKind::Scalar(ty) = kind {
@@ -95,7 +101,6 @@ pub fn lower_function(item: &syn::ItemFn, sig: &Signature, diag: &Diagnostics) -
     };
     let mut l = Lowerer {
         b: Builder::new(&mut func, body),
-        diag,
         env,
         loops: Vec::new(),
         has_return: control::contains_return(&item.block.stmts),
@@ -130,7 +135,15 @@ pub fn lower_function(item: &syn::ItemFn, sig: &Signature, diag: &Diagnostics) -
                     let else_blk = l.b.func.new_block();
                     l.b.set_yields(then_blk, vec![rv]);
                     l.b.set_yields(else_blk, vec![t]);
-                    let i = l.b.push(InstKind::If { cond: ret, then_blk, else_blk }, &[Ty::Float], None);
+                    let i = l.b.push(
+                        InstKind::If {
+                            cond: ret,
+                            then_blk,
+                            else_blk,
+                        },
+                        &[Ty::Float],
+                        None,
+                    );
                     Some(l.b.func.inst(i).results[0])
                 }
                 (true, None, rv) => rv,

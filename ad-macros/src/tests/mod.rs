@@ -1,0 +1,4 @@
+//! Crate-level tests that run the whole pipeline without rustc.
+
+mod expansion;
+mod ir_snapshots;
