@@ -35,7 +35,11 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
 }
 
 /// Limited-memory BFGS with a backtracking (Armijo) line search.
-fn lbfgs(mut x: Vec<f64>, f: impl Fn(&[f64]) -> (f64, Vec<f64>), iters: usize) -> (Vec<f64>, f64, usize) {
+fn lbfgs(
+    mut x: Vec<f64>,
+    f: impl Fn(&[f64]) -> (f64, Vec<f64>),
+    iters: usize,
+) -> (Vec<f64>, f64, usize) {
     let m = 6;
     let (mut fx, mut g) = f(&x);
     let mut s_hist: Vec<Vec<f64>> = Vec::new();
@@ -54,7 +58,9 @@ fn lbfgs(mut x: Vec<f64>, f: impl Fn(&[f64]) -> (f64, Vec<f64>), iters: usize) -
         for k in (0..s_hist.len()).rev() {
             let rho = 1.0 / dot(&y_hist[k], &s_hist[k]);
             alpha[k] = rho * dot(&s_hist[k], &q);
-            q.iter_mut().zip(&y_hist[k]).for_each(|(qi, yi)| *qi -= alpha[k] * yi);
+            q.iter_mut()
+                .zip(&y_hist[k])
+                .for_each(|(qi, yi)| *qi -= alpha[k] * yi);
         }
         if let (Some(s), Some(y)) = (s_hist.last(), y_hist.last()) {
             let gamma = dot(s, y) / dot(y, y);
@@ -63,7 +69,9 @@ fn lbfgs(mut x: Vec<f64>, f: impl Fn(&[f64]) -> (f64, Vec<f64>), iters: usize) -
         for k in 0..s_hist.len() {
             let rho = 1.0 / dot(&y_hist[k], &s_hist[k]);
             let beta = rho * dot(&y_hist[k], &q);
-            q.iter_mut().zip(&s_hist[k]).for_each(|(qi, si)| *qi += (alpha[k] - beta) * si);
+            q.iter_mut()
+                .zip(&s_hist[k])
+                .for_each(|(qi, si)| *qi += (alpha[k] - beta) * si);
         }
         let mut d: Vec<f64> = q.iter().map(|v| -v).collect();
         if dot(&d, &g) >= 0.0 {
@@ -102,20 +110,44 @@ fn main() {
     let mut noise = Noise(0x9E37_79B9_7F4A_7C15);
     let y: Vec<f64> = t
         .iter()
-        .map(|&tk| truth[0] * (-truth[1] * tk).exp() * (truth[2] * tk + truth[3]).cos() + 0.02 * noise.next())
+        .map(|&tk| {
+            truth[0] * (-truth[1] * tk).exp() * (truth[2] * tk + truth[3]).cos()
+                + 0.02 * noise.next()
+        })
         .collect();
 
     let start = vec![1.0, 0.1, 2.9, 0.0];
     // Check the generated gradient once against central finite differences.
     let (_, g0) = misfit_grad(&start, &t, &y);
-    let report = check::gradient(|p| misfit(p, &t, &y), &start, &g0, check::Tolerance::default())
-        .expect("the generated gradient agrees with finite differences");
-    println!("gradient check at the start: max relative error {:.2e}", report.max_rel_error);
+    let report = check::gradient(
+        |p| misfit(p, &t, &y),
+        &start,
+        &g0,
+        check::Tolerance::default(),
+    )
+    .expect("the generated gradient agrees with finite differences");
+    println!(
+        "gradient check at the start: max relative error {:.2e}",
+        report.max_rel_error
+    );
 
     let (p, f, iters) = lbfgs(start, |p| misfit_grad(p, &t, &y), 200);
     println!("converged after {iters} iterations: misfit {f:.6e}");
-    println!("recovered (a, λ, ω, φ) = ({:.4}, {:.4}, {:.4}, {:.4})", p[0], p[1], p[2], p[3]);
-    println!("true      (a, λ, ω, φ) = ({:.4}, {:.4}, {:.4}, {:.4})", truth[0], truth[1], truth[2], truth[3]);
-    let err = p.iter().zip(&truth).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
-    assert!(err < 0.05, "the fit should recover the parameters (max error {err})");
+    println!(
+        "recovered (a, λ, ω, φ) = ({:.4}, {:.4}, {:.4}, {:.4})",
+        p[0], p[1], p[2], p[3]
+    );
+    println!(
+        "true      (a, λ, ω, φ) = ({:.4}, {:.4}, {:.4}, {:.4})",
+        truth[0], truth[1], truth[2], truth[3]
+    );
+    let err = p
+        .iter()
+        .zip(&truth)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f64::max);
+    assert!(
+        err < 0.05,
+        "the fit should recover the parameters (max error {err})"
+    );
 }

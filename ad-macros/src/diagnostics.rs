@@ -10,7 +10,9 @@ pub struct Diagnostics {
 
 impl Default for Diagnostics {
     fn default() -> Self {
-        Diagnostics { errors: RefCell::new(Some(Vec::new())) }
+        Diagnostics {
+            errors: RefCell::new(Some(Vec::new())),
+        }
     }
 }
 
@@ -21,12 +23,20 @@ impl Diagnostics {
     }
 
     pub fn push(&self, err: syn::Error) {
-        self.errors.borrow_mut().as_mut().expect("diagnostics used after check").push(err);
+        self.errors
+            .borrow_mut()
+            .as_mut()
+            .expect("diagnostics used after check")
+            .push(err);
     }
 
     /// Consumes the context: all recorded errors combined into one, if any.
     pub fn check(self) -> Result<(), syn::Error> {
-        let errors = self.errors.borrow_mut().take().expect("diagnostics checked twice");
+        let errors = self
+            .errors
+            .borrow_mut()
+            .take()
+            .expect("diagnostics checked twice");
         let mut iter = errors.into_iter();
         match iter.next() {
             None => Ok(()),

@@ -15,7 +15,8 @@ pub fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     let item_fn: syn::ItemFn = match syn::parse2(item.clone()) {
         Ok(f) => f,
         Err(_) => {
-            let err = syn::Error::new_spanned(&item, "#[differentiate] applies to a function").to_compile_error();
+            let err = syn::Error::new_spanned(&item, "#[differentiate] applies to a function")
+                .to_compile_error();
             return quote!(#item #err);
         }
     };
@@ -43,7 +44,10 @@ pub struct Compiled {
 fn internal(what: &str, e: String, f: &ir::Function) -> syn::Error {
     syn::Error::new(
         proc_macro2::Span::call_site(),
-        format!("phidiff internal error in {what}: {e}\n{}", ir::printer::print(f)),
+        format!(
+            "phidiff internal error in {what}: {e}\n{}",
+            ir::printer::print(f)
+        ),
     )
 }
 
@@ -52,7 +56,10 @@ fn compile(opts: &Options, item: &syn::ItemFn) -> syn::Result<(signature::Signat
     let sig = signature::read(&item.sig, opts.wrt.as_deref(), &diag);
     let Some(sig) = sig else {
         diag.check()?;
-        return Err(syn::Error::new_spanned(&item.sig, "phidiff: unsupported signature"));
+        return Err(syn::Error::new_spanned(
+            &item.sig,
+            "phidiff: unsupported signature",
+        ));
     };
     let primal = crate::lower::lower_function(item, &sig, &diag);
     diag.check()?;
@@ -66,14 +73,30 @@ fn compile(opts: &Options, item: &syn::ItemFn) -> syn::Result<(signature::Signat
         .map_err(|e| syn::Error::new_spanned(&item.sig.ident, e))?;
     verify(&rev).map_err(|e| internal("reverse mode", e, &rev))?;
     if std::env::var_os("PHIDIFF_DUMP_IR").is_some() {
-        eprintln!("{}\n{}\n{}", ir::printer::print(&primal), ir::printer::print(&fwd), ir::printer::print(&rev));
+        eprintln!(
+            "{}\n{}\n{}",
+            ir::printer::print(&primal),
+            ir::printer::print(&fwd),
+            ir::printer::print(&rev)
+        );
     }
-    Ok((sig, Compiled { primal, forward: fwd, reverse: rev }))
+    Ok((
+        sig,
+        Compiled {
+            primal,
+            forward: fwd,
+            reverse: rev,
+        },
+    ))
 }
 
 fn derive_all(opts: &Options, item: &syn::ItemFn) -> syn::Result<TokenStream> {
     let (sig, compiled) = compile(opts, item)?;
-    let header = Header { item, sig: &sig, krate: &opts.krate };
+    let header = Header {
+        item,
+        sig: &sig,
+        krate: &opts.krate,
+    };
     let bindings = codegen::param_bindings(&sig);
     let mut out = quote!();
     if let Some(name) = &opts.forward {
@@ -110,5 +133,7 @@ fn derive_all(opts: &Options, item: &syn::ItemFn) -> syn::Result<TokenStream> {
 #[cfg(test)]
 pub fn compile_for_tests(item: &syn::ItemFn) -> Result<Compiled, String> {
     let opts: Options = syn::parse_quote!(forward, reverse);
-    compile(&opts, item).map(|(_, c)| c).map_err(|e| e.to_string())
+    compile(&opts, item)
+        .map(|(_, c)| c)
+        .map_err(|e| e.to_string())
 }

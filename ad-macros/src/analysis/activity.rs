@@ -23,13 +23,17 @@ impl Activity {
 pub fn analyze(f: &Function, active_params: &[bool]) -> Activity {
     let varied = solve(f, active_params, Direction::Varied);
     let useful = solve(f, active_params, Direction::Useful);
-    let mut values: Vec<bool> = (0..f.values.len()).map(|k| varied.values[k] && useful.values[k]).collect();
+    let mut values: Vec<bool> = (0..f.values.len())
+        .map(|k| varied.values[k] && useful.values[k])
+        .collect();
     for (k, v) in f.values.iter().enumerate() {
         if v.ty != Ty::Float {
             values[k] = false;
         }
     }
-    let mut bufs: Vec<bool> = (0..f.bufs.len()).map(|k| varied.bufs[k] && useful.bufs[k]).collect();
+    let mut bufs: Vec<bool> = (0..f.bufs.len())
+        .map(|k| varied.bufs[k] && useful.bufs[k])
+        .collect();
     for (k, b) in f.bufs.iter().enumerate() {
         if b.elem != Ty::Float {
             bufs[k] = false;
@@ -91,7 +95,11 @@ impl Facts {
 }
 
 fn solve(f: &Function, active_params: &[bool], dir: Direction) -> Facts {
-    let mut facts = Facts { values: vec![false; f.values.len()], bufs: vec![false; f.bufs.len()], changed: true };
+    let mut facts = Facts {
+        values: vec![false; f.values.len()],
+        bufs: vec![false; f.bufs.len()],
+        changed: true,
+    };
     // Seeds.
     for (k, b) in f.bufs.iter().enumerate() {
         if let BufKind::Param(n) = b.kind {
@@ -108,7 +116,9 @@ fn solve(f: &Function, active_params: &[bool], dir: Direction) -> Facts {
     }
     while facts.changed {
         facts.changed = false;
-        f.walk(f.body, &mut |i| transfer(f, i, active_params, dir, &mut facts));
+        f.walk(f.body, &mut |i| {
+            transfer(f, i, active_params, dir, &mut facts)
+        });
     }
     facts
 }
@@ -182,14 +192,27 @@ fn transfer(f: &Function, i: Inst, active_params: &[bool], dir: Direction, facts
             flow_buf!(*a, *b);
             flow_buf!(*b, *a);
         }
-        If { then_blk, else_blk, .. } => {
+        If {
+            then_blk, else_blk, ..
+        } => {
             for blk in [then_blk, else_blk] {
                 for (y, r) in f.block(*blk).yields.iter().zip(res) {
                     flow!(*y, *r);
                 }
             }
         }
-        For { params, inits, body, .. } | While { params, inits, body, .. } => {
+        For {
+            params,
+            inits,
+            body,
+            ..
+        }
+        | While {
+            params,
+            inits,
+            body,
+            ..
+        } => {
             let nexts = &f.block(*body).yields;
             for k in 0..params.len() {
                 flow!(inits[k], params[k]);
@@ -206,7 +229,9 @@ fn transfer(f: &Function, i: Inst, active_params: &[bool], dir: Direction, facts
                 CallArg::Opaque(_) => false,
             });
             let any_out = res.first().is_some_and(|r| facts.v(*r))
-                || ins.iter().any(|a| matches!(a, CallArg::Buf { buf, mutable: true } if facts.b(*buf)));
+                || ins
+                    .iter()
+                    .any(|a| matches!(a, CallArg::Buf { buf, mutable: true } if facts.b(*buf)));
             if varied && any_in {
                 res.iter().for_each(|r| facts.mark(*r));
                 for a in &ins {

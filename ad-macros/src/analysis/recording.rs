@@ -29,7 +29,10 @@ pub struct Structure {
 
 impl Structure {
     pub fn new(f: &Function) -> Self {
-        let mut s = Structure { inst_block: vec![None; f.insts.len()], block_owner: vec![None; f.blocks.len()] };
+        let mut s = Structure {
+            inst_block: vec![None; f.insts.len()],
+            block_owner: vec![None; f.blocks.len()],
+        };
         fn go(f: &Function, b: Block, s: &mut Structure) {
             for &i in &f.block(b).insts {
                 s.inst_block[i.index()] = Some(b);
@@ -57,7 +60,10 @@ impl Structure {
     /// The innermost loop whose body (or condition) contains block `b`.
     pub fn enclosing_loop(&self, f: &Function, mut b: Block) -> Option<Inst> {
         while let Some(owner) = self.block_owner[b.index()] {
-            if matches!(f.inst(owner).kind, InstKind::For { .. } | InstKind::While { .. }) {
+            if matches!(
+                f.inst(owner).kind,
+                InstKind::For { .. } | InstKind::While { .. }
+            ) {
                 return Some(owner);
             }
             b = self.inst_block[owner.index()].expect("placed instruction");
@@ -157,7 +163,10 @@ impl<'a> Planner<'a> {
         if block == f.body {
             return Storage::Direct;
         }
-        if self.recompute_cost(v).is_some_and(|c| c <= RECOMPUTE_BUDGET) {
+        if self
+            .recompute_cost(v)
+            .is_some_and(|c| c <= RECOMPUTE_BUDGET)
+        {
             return Storage::Recompute;
         }
         match self.structure.enclosing_loop(f, block) {
@@ -211,6 +220,13 @@ impl<'a> Planner<'a> {
     }
 
     pub fn finish(self) -> (Recording, Structure) {
-        (Recording { storage: self.storage, saved: self.saved, snapshots: self.snapshots }, self.structure)
+        (
+            Recording {
+                storage: self.storage,
+                saved: self.saved,
+                snapshots: self.snapshots,
+            },
+            self.structure,
+        )
     }
 }

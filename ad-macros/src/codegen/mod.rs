@@ -31,7 +31,12 @@ pub struct Ctx<'a> {
 }
 
 /// The body of a derivative function from its IR.
-pub fn body(f: &Function, float: &FloatTy, krate: &syn::Path, param_binding: Vec<Binding>) -> TokenStream {
+pub fn body(
+    f: &Function,
+    float: &FloatTy,
+    krate: &syn::Path,
+    param_binding: Vec<Binding>,
+) -> TokenStream {
     let mut used = HashSet::new();
     f.walk(f.body, &mut |i| used.extend(f.operands(i)));
     for b in &f.blocks {
@@ -45,7 +50,14 @@ pub fn body(f: &Function, float: &FloatTy, krate: &syn::Path, param_binding: Vec
             }
         }
     });
-    let cx = Ctx { f, float, krate, param_binding, used, trip_used };
+    let cx = Ctx {
+        f,
+        float,
+        krate,
+        param_binding,
+        used,
+        trip_used,
+    };
     let tapes: Vec<TokenStream> = f
         .bufs
         .iter()
@@ -84,7 +96,9 @@ impl Ctx<'_> {
             }
         }
         match &data.name {
-            Some(n) if n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => format_ident!("_{}_{}", n.trim_start_matches('_'), v.0),
+            Some(n) if n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => {
+                format_ident!("_{}_{}", n.trim_start_matches('_'), v.0)
+            }
             _ => format_ident!("_v{}", v.0),
         }
     }
@@ -109,7 +123,9 @@ impl Ctx<'_> {
     /// A float constant inline: a literal, or in generic code `zero::<T>()`, `one::<T>()`,
     /// `cst::<T>(c)`.
     fn float_constant(&self, c: f64) -> TokenStream {
-        let FloatTy::Generic(_) = self.float else { return self.float_literal(c) };
+        let FloatTy::Generic(_) = self.float else {
+            return self.float_literal(c);
+        };
         let rt = self.rt();
         let ft = self.float.tokens();
         if c == 0.0 && c.is_sign_positive() {
@@ -129,7 +145,11 @@ impl Ctx<'_> {
         };
         if c.is_infinite() {
             let t = format_ident!("{}", ty);
-            return if c > 0.0 { quote!(#t::INFINITY) } else { quote!(#t::NEG_INFINITY) };
+            return if c > 0.0 {
+                quote!(#t::INFINITY)
+            } else {
+                quote!(#t::NEG_INFINITY)
+            };
         }
         let lit: TokenStream = format!("{c:?}{ty}").parse().expect("float literal");
         if c < 0.0 {
@@ -194,7 +214,13 @@ impl Ctx<'_> {
     }
 
     fn block(&self, b: Block) -> TokenStream {
-        let stmts: Vec<TokenStream> = self.f.block(b).insts.iter().map(|i| self.inst(*i)).collect();
+        let stmts: Vec<TokenStream> = self
+            .f
+            .block(b)
+            .insts
+            .iter()
+            .map(|i| self.inst(*i))
+            .collect();
         quote!(#(#stmts)*)
     }
 
@@ -208,7 +234,10 @@ impl Ctx<'_> {
     fn let_value(&self, i: Inst, expr: TokenStream) -> TokenStream {
         let r = self.f.inst(i).results[0];
         let id = self.value_ident(r);
-        if matches!(self.f.inst(i).kind, InstKind::FConst(_) | InstKind::IConst(_) | InstKind::BConst(_)) {
+        if matches!(
+            self.f.inst(i).kind,
+            InstKind::FConst(_) | InstKind::IConst(_) | InstKind::BConst(_)
+        ) {
             return quote!();
         }
         if !self.used.contains(&r) && !matches!(self.f.inst(i).kind, InstKind::Call { .. }) {
@@ -261,17 +290,28 @@ impl Ctx<'_> {
                         _ => quote!((#v as #ft)),
                     },
                     (Ty::Float, Ty::Int) => {
-                        let t: TokenStream = rust_ty.clone().unwrap_or_else(|| "usize".into()).parse().expect("type");
+                        let t: TokenStream = rust_ty
+                            .clone()
+                            .unwrap_or_else(|| "usize".into())
+                            .parse()
+                            .expect("type");
                         match self.float {
                             FloatTy::Generic(_) => {
-                                let m = format_ident!("to_{}", rust_ty.clone().unwrap_or_else(|| "usize".into()));
+                                let m = format_ident!(
+                                    "to_{}",
+                                    rust_ty.clone().unwrap_or_else(|| "usize".into())
+                                );
                                 quote!(#rt::num_traits::ToPrimitive::#m(&#v).expect("phidiff: float to integer conversion out of range"))
                             }
                             _ => quote!((#v as #t)),
                         }
                     }
                     _ => {
-                        let t: TokenStream = rust_ty.clone().unwrap_or_else(|| "usize".into()).parse().expect("type");
+                        let t: TokenStream = rust_ty
+                            .clone()
+                            .unwrap_or_else(|| "usize".into())
+                            .parse()
+                            .expect("type");
                         quote!((#v as #t))
                     }
                 };
@@ -360,10 +400,16 @@ impl Ctx<'_> {
             }
             Assert { cond, message } => {
                 let c = self.val(*cond);
-                let msg: TokenStream = message.parse().unwrap_or_else(|_| quote!("assertion failed"));
+                let msg: TokenStream = message
+                    .parse()
+                    .unwrap_or_else(|_| quote!("assertion failed"));
                 quote!(assert!(#c, #msg);)
             }
-            If { cond, then_blk, else_blk } => {
+            If {
+                cond,
+                then_blk,
+                else_blk,
+            } => {
                 let c = self.val(*cond);
                 let t = self.block_expr(*then_blk);
                 let e = self.block_expr(*else_blk);
@@ -378,7 +424,14 @@ impl Ctx<'_> {
                     quote!(let #p = if #c #t else #e;)
                 }
             }
-            For { range, index, params, inits, body, exit } => {
+            For {
+                range,
+                index,
+                params,
+                inits,
+                body,
+                exit,
+            } => {
                 let (s, e) = (self.val(range.start), self.val(range.end));
                 let mut it = quote!(#s..#e);
                 if range.rev {
@@ -396,11 +449,21 @@ impl Ctx<'_> {
                     #post
                 }
             }
-            While { cond, params, inits, body, exit } => {
+            While {
+                cond,
+                params,
+                inits,
+                body,
+                exit,
+            } => {
                 let (pre, inner, post) = self.loop_parts(i, params, inits, *body, exit);
                 let cstmts = self.block(*cond);
                 let c = self.val(f.block(*cond).yields[0]);
-                let test = if matches!(f.inst(f.def_inst(f.block(*cond).yields[0])).kind, BConst(true)) && f.block(*cond).insts.len() == 1 {
+                let test = if matches!(
+                    f.inst(f.def_inst(f.block(*cond).yields[0])).kind,
+                    BConst(true)
+                ) && f.block(*cond).insts.len() == 1
+                {
                     quote!()
                 } else {
                     quote!(#cstmts if !#c { break; })
@@ -444,7 +507,11 @@ impl Ctx<'_> {
                 let l = self.val(*len);
                 quote!(#n.ensure(#l);)
             }
-            Call { callee, args, suffix } => self.call(i, callee, args, suffix),
+            Call {
+                callee,
+                args,
+                suffix,
+            } => self.call(i, callee, args, suffix),
         }
     }
 
@@ -453,7 +520,14 @@ impl Ctx<'_> {
     }
 
     /// (declarations before the loop, the body inside it, bindings after it)
-    fn loop_parts(&self, i: Inst, params: &[Value], inits: &[Value], body: Block, exit: &[Value]) -> (TokenStream, TokenStream, TokenStream) {
+    fn loop_parts(
+        &self,
+        i: Inst,
+        params: &[Value],
+        inits: &[Value],
+        body: Block,
+        exit: &[Value],
+    ) -> (TokenStream, TokenStream, TokenStream) {
         let f = self.f;
         let results = &f.inst(i).results;
         let names: Vec<Ident> = params.iter().map(|p| self.value_ident(*p)).collect();
@@ -470,7 +544,11 @@ impl Ctx<'_> {
             let flags = exit.iter().map(|e| self.val(*e));
             quote!(if #(#flags)||* { break; })
         };
-        let count = if counted { quote!(#trip += 1;) } else { quote!() };
+        let count = if counted {
+            quote!(#trip += 1;)
+        } else {
+            quote!()
+        };
         let stmts = self.block(body);
         let ys: Vec<TokenStream> = f.block(body).yields.iter().map(|y| self.val(*y)).collect();
         let back = match names.len() {
@@ -502,31 +580,32 @@ impl Ctx<'_> {
                 CallArg::Opaque(t) => t.parse().unwrap_or_default(),
             }
         };
-        let (suffix_name, all_args, extra): (&str, Vec<TokenStream>, Option<TokenStream>) = match suffix {
-            CallSuffix::Primal => ("", args.iter().map(arg).collect(), None),
-            CallSuffix::Fwd { tangents } => {
-                let mut v = Vec::new();
-                for (a, t) in args.iter().zip(tangents) {
-                    v.push(arg(a));
-                    if let Some(t) = t {
-                        v.push(arg(t));
-                    }
-                }
-                ("_fwd", v, None)
-            }
-            CallSuffix::Rev { shadows, seed } => {
-                let mut v = Vec::new();
-                for (a, s) in args.iter().zip(shadows) {
-                    v.push(arg(a));
-                    if let Some(s) = s {
-                        if let CallArg::Buf { .. } = s {
-                            v.push(arg(s));
+        let (suffix_name, all_args, extra): (&str, Vec<TokenStream>, Option<TokenStream>) =
+            match suffix {
+                CallSuffix::Primal => ("", args.iter().map(arg).collect(), None),
+                CallSuffix::Fwd { tangents } => {
+                    let mut v = Vec::new();
+                    for (a, t) in args.iter().zip(tangents) {
+                        v.push(arg(a));
+                        if let Some(t) = t {
+                            v.push(arg(t));
                         }
                     }
+                    ("_fwd", v, None)
                 }
-                ("_rev", v, seed.map(|s| self.val(s)))
-            }
-        };
+                CallSuffix::Rev { shadows, seed } => {
+                    let mut v = Vec::new();
+                    for (a, s) in args.iter().zip(shadows) {
+                        v.push(arg(a));
+                        if let Some(s) = s {
+                            if let CallArg::Buf { .. } = s {
+                                v.push(arg(s));
+                            }
+                        }
+                    }
+                    ("_rev", v, seed.map(|s| self.val(s)))
+                }
+            };
         let all_args: Vec<TokenStream> = all_args.into_iter().chain(extra).collect();
         let generics: TokenStream = callee.generics.parse().unwrap_or_default();
         let call = match &callee.receiver {
@@ -581,7 +660,10 @@ pub fn param_bindings(sig: &Signature) -> Vec<Binding> {
     sig.params
         .iter()
         .map(|p| match &p.class {
-            ParamClass::Buffer { form: BufForm::Owned, .. } => Binding::Owned,
+            ParamClass::Buffer {
+                form: BufForm::Owned,
+                ..
+            } => Binding::Owned,
             _ => Binding::Reference,
         })
         .collect()

@@ -22,13 +22,22 @@ pub fn forward(f: &Function, act: &Activity, active_params: &[bool], name: &str)
         let kind = match &p.kind {
             ParamKind::Buffer { buf, mutable } => {
                 let data = f.buf(*buf).clone();
-                let nb = out.new_buf(BufData { kind: BufKind::Param(out.params.len()), ..data });
+                let nb = out.new_buf(BufData {
+                    kind: BufKind::Param(out.params.len()),
+                    ..data
+                });
                 m.bufs[buf.index()] = Some(nb);
-                ParamKind::Buffer { buf: nb, mutable: *mutable }
+                ParamKind::Buffer {
+                    buf: nb,
+                    mutable: *mutable,
+                }
             }
             k => k.clone(),
         };
-        out.params.push(ParamInfo { name: p.name.clone(), kind: kind.clone() });
+        out.params.push(ParamInfo {
+            name: p.name.clone(),
+            kind: kind.clone(),
+        });
         if active_params[n] {
             tangent_index[n] = Some(out.params.len());
             let tkind = match &p.kind {
@@ -40,15 +49,29 @@ pub fn forward(f: &Function, act: &Activity, active_params: &[bool], name: &str)
                         ..data
                     });
                     tbuf[buf.index()] = Some(tb);
-                    ParamKind::Buffer { buf: tb, mutable: *mutable }
+                    ParamKind::Buffer {
+                        buf: tb,
+                        mutable: *mutable,
+                    }
                 }
                 k => k.clone(),
             };
-            out.params.push(ParamInfo { name: super::shadow_name(&p.name, f.params.iter().map(|q| q.name.as_str())), kind: tkind });
+            out.params.push(ParamInfo {
+                name: super::shadow_name(&p.name, f.params.iter().map(|q| q.name.as_str())),
+                kind: tkind,
+            });
         }
     }
     let body = out.body;
-    let mut fw = Fwd { f, act, m, tan, tbuf, param_index, tangent_index };
+    let mut fw = Fwd {
+        f,
+        act,
+        m,
+        tan,
+        tbuf,
+        param_index,
+        tangent_index,
+    };
     let mut b = Builder::new(&mut out, body);
     fw.block(&mut b, f.body, body);
     if let Some(&r) = f.block(f.body).yields.first() {
@@ -105,7 +128,11 @@ impl Fwd<'_> {
                     self.tan[data.results[0].index()] = Some(dv);
                 }
             }
-            If { cond, then_blk, else_blk } => self.if_inst(b, i, *cond, *then_blk, *else_blk),
+            If {
+                cond,
+                then_blk,
+                else_blk,
+            } => self.if_inst(b, i, *cond, *then_blk, *else_blk),
             For { .. } | While { .. } => self.loop_inst(b, i),
             Call { .. } => self.call(b, i),
             _ => {
@@ -121,7 +148,13 @@ impl Fwd<'_> {
     }
 
     /// The tangent of an arithmetic or load result `r` (new value `nr`).
-    fn tangent_of_simple(&mut self, b: &mut Builder, i: Inst, _r: Value, nr: Option<Value>) -> Option<Value> {
+    fn tangent_of_simple(
+        &mut self,
+        b: &mut Builder,
+        i: Inst,
+        _r: Value,
+        nr: Option<Value>,
+    ) -> Option<Value> {
         use InstKind::*;
         let f = self.f;
         let nr = nr.expect("active instructions have a result");
@@ -132,7 +165,9 @@ impl Fwd<'_> {
                 let (nx, ny) = (self.m.v(*x), self.m.v(*y));
                 match op {
                     BinOp::Add => combine(b, dx, dy, |b, a, c| b.add(a, c), |_, a| a, |_, c| c),
-                    BinOp::Sub => combine(b, dx, dy, |b, a, c| b.sub(a, c), |_, a| a, |b, c| b.neg(c)),
+                    BinOp::Sub => {
+                        combine(b, dx, dy, |b, a, c| b.sub(a, c), |_, a| a, |b, c| b.neg(c))
+                    }
                     BinOp::Mul => {
                         let t1 = dx.map(|dx| b.mul(dx, ny));
                         let t2 = dy.map(|dy| b.mul(nx, dy));
@@ -141,7 +176,8 @@ impl Fwd<'_> {
                     BinOp::Div => {
                         // d(x/y) = (dx - r dy) / y
                         let t2 = dy.map(|dy| b.mul(nr, dy));
-                        let num = combine(b, dx, t2, |b, a, c| b.sub(a, c), |_, a| a, |b, c| b.neg(c));
+                        let num =
+                            combine(b, dx, t2, |b, a, c| b.sub(a, c), |_, a| a, |b, c| b.neg(c));
                         num.map(|n| b.div(n, ny))
                     }
                     _ => None,
@@ -177,7 +213,9 @@ impl Fwd<'_> {
         let f = self.f;
         match &f.inst(i).kind {
             Store(buf, idx, v) | StoreAdd(buf, idx, v) => {
-                let Some(tb) = self.tbuf[buf.index()] else { return };
+                let Some(tb) = self.tbuf[buf.index()] else {
+                    return;
+                };
                 let idx: Vec<Value> = idx.iter().map(|x| self.m.v(*x)).collect();
                 let is_add = matches!(f.inst(i).kind, StoreAdd(..));
                 match (self.t(*v), is_add) {
@@ -197,28 +235,48 @@ impl Fwd<'_> {
                     return;
                 }
                 let data = b.func.buf(self.m.b(*buf)).clone();
-                let tb = b.func.new_buf(BufData { name: format!("d{}", data.name), kind: BufKind::Shadow, ..data });
+                let tb = b.func.new_buf(BufData {
+                    name: format!("d{}", data.name),
+                    kind: BufKind::Shadow,
+                    ..data
+                });
                 self.tbuf[buf.index()] = Some(tb);
                 let dims: Vec<Value> = dims.iter().map(|d| self.m.v(*d)).collect();
                 match init {
                     AllocInit::Fill(v) => {
                         let dv = self.tangent_or_zero(b, *v);
-                        b.stmt(Alloc { buf: tb, dims, init: AllocInit::Fill(dv) });
+                        b.stmt(Alloc {
+                            buf: tb,
+                            dims,
+                            init: AllocInit::Fill(dv),
+                        });
                     }
                     AllocInit::Copy(src) => match self.tbuf[src.index()] {
                         Some(ts) => {
-                            b.stmt(Alloc { buf: tb, dims, init: AllocInit::Copy(ts) });
+                            b.stmt(Alloc {
+                                buf: tb,
+                                dims,
+                                init: AllocInit::Copy(ts),
+                            });
                         }
                         None => {
-                            b.stmt(Alloc { buf: tb, dims, init: AllocInit::Copy(self.m.b(*src)) });
+                            b.stmt(Alloc {
+                                buf: tb,
+                                dims,
+                                init: AllocInit::Copy(self.m.b(*src)),
+                            });
                             b.stmt(ZeroBuf(tb));
                         }
                     },
-                    AllocInit::Row { .. } => unreachable!("snapshot rows exist only in reverse programs"),
+                    AllocInit::Row { .. } => {
+                        unreachable!("snapshot rows exist only in reverse programs")
+                    }
                 }
             }
             CopyFrom { dst, src } => {
-                let Some(td) = self.tbuf[dst.index()] else { return };
+                let Some(td) = self.tbuf[dst.index()] else {
+                    return;
+                };
                 match self.tbuf[src.index()] {
                     Some(ts) => b.stmt(CopyFrom { dst: td, src: ts }),
                     None => b.stmt(ZeroBuf(td)),
@@ -236,7 +294,11 @@ impl Fwd<'_> {
     fn if_inst(&mut self, b: &mut Builder, i: Inst, cond: Value, then_blk: Block, else_blk: Block) {
         let f = self.f;
         let results = f.inst(i).results.clone();
-        let active_results: Vec<Value> = results.iter().copied().filter(|r| self.act.value(*r)).collect();
+        let active_results: Vec<Value> = results
+            .iter()
+            .copied()
+            .filter(|r| self.act.value(*r))
+            .collect();
         let nt = b.func.new_block();
         let ne = b.func.new_block();
         for (src, dst) in [(then_blk, nt), (else_blk, ne)] {
@@ -255,7 +317,15 @@ impl Fwd<'_> {
         let mut tys: Vec<Ty> = results.iter().map(|r| f.ty(*r)).collect();
         tys.extend(active_results.iter().map(|_| Ty::Float));
         let c = self.m.v(cond);
-        let ni = b.push(InstKind::If { cond: c, then_blk: nt, else_blk: ne }, &tys, None);
+        let ni = b.push(
+            InstKind::If {
+                cond: c,
+                then_blk: nt,
+                else_blk: ne,
+            },
+            &tys,
+            None,
+        );
         let new_results = b.func.inst(ni).results.clone();
         for (k, r) in results.iter().enumerate() {
             self.m.set(*r, new_results[k]);
@@ -270,25 +340,49 @@ impl Fwd<'_> {
         let f = self.f;
         let data = f.inst(i);
         let (params, inits, body, exit) = match &data.kind {
-            InstKind::For { params, inits, body, exit, .. } | InstKind::While { params, inits, body, exit, .. } => {
-                (params.clone(), inits.clone(), *body, exit.clone())
+            InstKind::For {
+                params,
+                inits,
+                body,
+                exit,
+                ..
             }
+            | InstKind::While {
+                params,
+                inits,
+                body,
+                exit,
+                ..
+            } => (params.clone(), inits.clone(), *body, exit.clone()),
             _ => unreachable!(),
         };
-        let active_params: Vec<usize> = (0..params.len()).filter(|k| self.act.value(params[*k])).collect();
+        let active_params: Vec<usize> = (0..params.len())
+            .filter(|k| self.act.value(params[*k]))
+            .collect();
         // Tangents of the initial values are defined before the loop.
-        let tangent_inits: Vec<Value> = active_params.iter().map(|&k| self.tangent_or_zero(b, inits[k])).collect();
+        let tangent_inits: Vec<Value> = active_params
+            .iter()
+            .map(|&k| self.tangent_or_zero(b, inits[k]))
+            .collect();
         let ni = b.reserve();
         let mut new_params = Vec::new();
         let mut new_inits = Vec::new();
         for (k, p) in params.iter().enumerate() {
-            let np = b.func.new_value(f.ty(*p), ValueDef::LoopParam(ni, k as u32), f.value(*p).name.clone());
+            let np = b.func.new_value(
+                f.ty(*p),
+                ValueDef::LoopParam(ni, k as u32),
+                f.value(*p).name.clone(),
+            );
             self.m.set(*p, np);
             new_params.push(np);
             new_inits.push(self.m.v(inits[k]));
         }
         for (j, &k) in active_params.iter().enumerate() {
-            let tp = b.func.new_value(Ty::Float, ValueDef::LoopParam(ni, (params.len() + j) as u32), None);
+            let tp = b.func.new_value(
+                Ty::Float,
+                ValueDef::LoopParam(ni, (params.len() + j) as u32),
+                None,
+            );
             self.tan[params[k].index()] = Some(tp);
             new_params.push(tp);
             new_inits.push(tangent_inits[j]);
@@ -296,7 +390,11 @@ impl Fwd<'_> {
         let new_exit: Vec<Value> = exit.iter().map(|e| self.m.v(*e)).collect();
         let kind = match &data.kind {
             InstKind::For { range, index, .. } => {
-                let nidx = b.func.new_value(Ty::Int, ValueDef::LoopIndex(ni), f.value(*index).name.clone());
+                let nidx = b.func.new_value(
+                    Ty::Int,
+                    ValueDef::LoopIndex(ni),
+                    f.value(*index).name.clone(),
+                );
                 self.m.set(*index, nidx);
                 let range = RangeSpec {
                     start: self.m.v(range.start),
@@ -306,7 +404,14 @@ impl Fwd<'_> {
                 };
                 let nb = b.func.new_block();
                 self.loop_body(b, body, nb, &params, &active_params);
-                InstKind::For { range, index: nidx, params: new_params.clone(), inits: new_inits, body: nb, exit: new_exit }
+                InstKind::For {
+                    range,
+                    index: nidx,
+                    params: new_params.clone(),
+                    inits: new_inits,
+                    body: nb,
+                    exit: new_exit,
+                }
             }
             InstKind::While { cond, .. } => {
                 let nc = b.func.new_block();
@@ -315,7 +420,13 @@ impl Fwd<'_> {
                 b.set_yields(nc, vec![cy]);
                 let nb = b.func.new_block();
                 self.loop_body(b, body, nb, &params, &active_params);
-                InstKind::While { cond: nc, params: new_params.clone(), inits: new_inits, body: nb, exit: new_exit }
+                InstKind::While {
+                    cond: nc,
+                    params: new_params.clone(),
+                    inits: new_inits,
+                    body: nb,
+                    exit: new_exit,
+                }
             }
             _ => unreachable!(),
         };
@@ -325,7 +436,11 @@ impl Fwd<'_> {
             let name = b.func.value(*p).name.clone();
             results.push(b.func.new_value(ty, ValueDef::Result(ni, k as u32), name));
         }
-        results.push(b.func.new_value(Ty::Int, ValueDef::Result(ni, new_params.len() as u32), None));
+        results.push(b.func.new_value(
+            Ty::Int,
+            ValueDef::Result(ni, new_params.len() as u32),
+            None,
+        ));
         b.finish(ni, kind, results.clone());
         for (k, r) in data.results.iter().enumerate() {
             if k < params.len() {
@@ -339,7 +454,14 @@ impl Fwd<'_> {
         }
     }
 
-    fn loop_body(&mut self, b: &mut Builder, src: Block, dst: Block, params: &[Value], active_params: &[usize]) {
+    fn loop_body(
+        &mut self,
+        b: &mut Builder,
+        src: Block,
+        dst: Block,
+        params: &[Value],
+        active_params: &[usize],
+    ) {
         self.block(b, src, dst);
         let ys = self.f.block(src).yields.clone();
         let mut new_ys: Vec<Value> = ys.iter().map(|y| self.m.v(*y)).collect();
@@ -356,7 +478,9 @@ impl Fwd<'_> {
     fn call(&mut self, b: &mut Builder, i: Inst) {
         let f = self.f;
         let data = f.inst(i);
-        let InstKind::Call { callee, args, .. } = &data.kind else { unreachable!() };
+        let InstKind::Call { callee, args, .. } = &data.kind else {
+            unreachable!()
+        };
         let any_active = data.results.iter().any(|r| self.act.value(*r))
             || args.iter().any(|a| match a {
                 CallArg::Scalar(v) => self.act.value(*v),
@@ -366,7 +490,15 @@ impl Fwd<'_> {
         let new_args: Vec<CallArg> = args.iter().map(|a| self.m.arg(a)).collect();
         if !any_active {
             let tys: Vec<Ty> = data.results.iter().map(|r| f.ty(*r)).collect();
-            let ni = b.push(InstKind::Call { callee: callee.clone(), args: new_args, suffix: CallSuffix::Primal }, &tys, None);
+            let ni = b.push(
+                InstKind::Call {
+                    callee: callee.clone(),
+                    args: new_args,
+                    suffix: CallSuffix::Primal,
+                },
+                &tys,
+                None,
+            );
             for (r, nr) in data.results.iter().zip(b.func.inst(ni).results.clone()) {
                 self.m.set(*r, nr);
             }
@@ -375,19 +507,36 @@ impl Fwd<'_> {
         let mut tangents = Vec::new();
         for a in args {
             tangents.push(match a {
-                CallArg::Scalar(v) if f.ty(*v) == Ty::Float => Some(CallArg::Scalar(self.tangent_or_zero(b, *v))),
+                CallArg::Scalar(v) if f.ty(*v) == Ty::Float => {
+                    Some(CallArg::Scalar(self.tangent_or_zero(b, *v)))
+                }
                 CallArg::Buf { buf, mutable } if f.buf(*buf).elem == Ty::Float => {
                     let tb = match self.tbuf[buf.index()] {
                         Some(tb) => tb,
                         None => zero_like(b, self.m.b(*buf)),
                     };
-                    Some(CallArg::Buf { buf: tb, mutable: *mutable })
+                    Some(CallArg::Buf {
+                        buf: tb,
+                        mutable: *mutable,
+                    })
                 }
                 _ => None,
             });
         }
-        let tys: Vec<Ty> = if data.results.is_empty() { vec![] } else { vec![Ty::Float, Ty::Float] };
-        let ni = b.push(InstKind::Call { callee: callee.clone(), args: new_args, suffix: CallSuffix::Fwd { tangents } }, &tys, None);
+        let tys: Vec<Ty> = if data.results.is_empty() {
+            vec![]
+        } else {
+            vec![Ty::Float, Ty::Float]
+        };
+        let ni = b.push(
+            InstKind::Call {
+                callee: callee.clone(),
+                args: new_args,
+                suffix: CallSuffix::Fwd { tangents },
+            },
+            &tys,
+            None,
+        );
         if let Some(r) = data.results.first() {
             let nr = b.func.inst(ni).results.clone();
             self.m.set(*r, nr[0]);
@@ -399,8 +548,16 @@ impl Fwd<'_> {
 /// A zero buffer shaped like `src` (tangent or shadow of an inactive buffer argument).
 pub fn zero_like(b: &mut Builder, src: Buf) -> Buf {
     let data = b.func.buf(src).clone();
-    let z = b.func.new_buf(BufData { name: format!("zero_{}", data.name), kind: BufKind::Shadow, ..data });
-    b.stmt(InstKind::Alloc { buf: z, dims: vec![], init: AllocInit::Copy(src) });
+    let z = b.func.new_buf(BufData {
+        name: format!("zero_{}", data.name),
+        kind: BufKind::Shadow,
+        ..data
+    });
+    b.stmt(InstKind::Alloc {
+        buf: z,
+        dims: vec![],
+        init: AllocInit::Copy(src),
+    });
     b.stmt(InstKind::ZeroBuf(z));
     z
 }

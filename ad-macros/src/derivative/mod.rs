@@ -27,21 +27,29 @@ pub struct Remap {
 
 impl Remap {
     pub fn new(f: &Function) -> Self {
-        Remap { values: vec![None; f.values.len()], bufs: vec![None; f.bufs.len()] }
+        Remap {
+            values: vec![None; f.values.len()],
+            bufs: vec![None; f.bufs.len()],
+        }
     }
     pub fn v(&self, v: Value) -> Value {
-        self.values[v.index()].unwrap_or_else(|| panic!("phidiff internal error: {v} used before it was copied"))
+        self.values[v.index()]
+            .unwrap_or_else(|| panic!("phidiff internal error: {v} used before it was copied"))
     }
     pub fn set(&mut self, old: Value, new: Value) {
         self.values[old.index()] = Some(new);
     }
     pub fn b(&self, b: Buf) -> Buf {
-        self.bufs[b.index()].unwrap_or_else(|| panic!("phidiff internal error: {b} used before it was copied"))
+        self.bufs[b.index()]
+            .unwrap_or_else(|| panic!("phidiff internal error: {b} used before it was copied"))
     }
     pub fn arg(&self, a: &CallArg) -> CallArg {
         match a {
             CallArg::Scalar(v) => CallArg::Scalar(self.v(*v)),
-            CallArg::Buf { buf, mutable } => CallArg::Buf { buf: self.b(*buf), mutable: *mutable },
+            CallArg::Buf { buf, mutable } => CallArg::Buf {
+                buf: self.b(*buf),
+                mutable: *mutable,
+            },
             CallArg::Opaque(t) => CallArg::Opaque(t.clone()),
         }
     }
@@ -63,7 +71,11 @@ impl Remap {
             Unary(op, a) => Unary(*op, self.v(*a)),
             Binary(op, a, c) => Binary(*op, self.v(*a), self.v(*c)),
             Math(n, args) => Math(n, self.vs(args)),
-            Cast { value, to, rust_ty } => Cast { value: self.v(*value), to: *to, rust_ty: rust_ty.clone() },
+            Cast { value, to, rust_ty } => Cast {
+                value: self.v(*value),
+                to: *to,
+                rust_ty: rust_ty.clone(),
+            },
             Load(buf, idx) => Load(self.b(*buf), self.vs(idx)),
             Store(buf, idx, v) => Store(self.b(*buf), self.vs(idx), self.v(*v)),
             StoreAdd(buf, idx, v) => StoreAdd(self.b(*buf), self.vs(idx), self.v(*v)),
@@ -75,16 +87,32 @@ impl Remap {
                 let init = match init {
                     AllocInit::Fill(v) => AllocInit::Fill(self.v(*v)),
                     AllocInit::Copy(src) => AllocInit::Copy(self.b(*src)),
-                    AllocInit::Row { tape, idx } => AllocInit::Row { tape: self.b(*tape), idx: self.v(*idx) },
+                    AllocInit::Row { tape, idx } => AllocInit::Row {
+                        tape: self.b(*tape),
+                        idx: self.v(*idx),
+                    },
                 };
-                Alloc { buf: nb, dims, init }
+                Alloc {
+                    buf: nb,
+                    dims,
+                    init,
+                }
             }
-            CopyFrom { dst, src } => CopyFrom { dst: self.b(*dst), src: self.b(*src) },
+            CopyFrom { dst, src } => CopyFrom {
+                dst: self.b(*dst),
+                src: self.b(*src),
+            },
             Swap(a, c) => Swap(self.b(*a), self.b(*c)),
-            AddBuf { dst, src } => AddBuf { dst: self.b(*dst), src: self.b(*src) },
+            AddBuf { dst, src } => AddBuf {
+                dst: self.b(*dst),
+                src: self.b(*src),
+            },
             ZeroBuf(x) => ZeroBuf(self.b(*x)),
             SumBuf(x) => SumBuf(self.b(*x)),
-            Assert { cond, message } => Assert { cond: self.v(*cond), message: message.clone() },
+            Assert { cond, message } => Assert {
+                cond: self.v(*cond),
+                message: message.clone(),
+            },
             other => unreachable!("copy_simple on {other:?}"),
         };
         let tys: Vec<Ty> = data.results.iter().map(|r| f.ty(*r)).collect();

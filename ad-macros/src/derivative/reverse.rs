@@ -14,7 +14,12 @@ use crate::ir::builder::Builder;
 use crate::ir::*;
 use std::collections::HashMap;
 
-pub fn reverse(f: &Function, act: &Activity, active_params: &[bool], name: &str) -> Result<Function, String> {
+pub fn reverse(
+    f: &Function,
+    act: &Activity,
+    active_params: &[bool],
+    name: &str,
+) -> Result<Function, String> {
     let mut out = Function::new(name);
     let mut m = Remap::new(f);
     let mut shadow: Vec<Option<Buf>> = vec![None; f.bufs.len()];
@@ -24,23 +29,45 @@ pub fn reverse(f: &Function, act: &Activity, active_params: &[bool], name: &str)
         let kind = match &p.kind {
             ParamKind::Buffer { buf, mutable } => {
                 let data = f.buf(*buf).clone();
-                let nb = out.new_buf(BufData { kind: BufKind::Param(out.params.len()), ..data });
+                let nb = out.new_buf(BufData {
+                    kind: BufKind::Param(out.params.len()),
+                    ..data
+                });
                 m.bufs[buf.index()] = Some(nb);
-                ParamKind::Buffer { buf: nb, mutable: *mutable }
+                ParamKind::Buffer {
+                    buf: nb,
+                    mutable: *mutable,
+                }
             }
             k => k.clone(),
         };
-        out.params.push(ParamInfo { name: p.name.clone(), kind });
+        out.params.push(ParamInfo {
+            name: p.name.clone(),
+            kind,
+        });
         if let (true, ParamKind::Buffer { buf, .. }) = (active_params[n], &p.kind) {
             let data = f.buf(*buf).clone();
-            let sb = out.new_buf(BufData { name: super::shadow_name(&p.name, f.params.iter().map(|q| q.name.as_str())), kind: BufKind::Param(out.params.len()), ..data });
+            let sb = out.new_buf(BufData {
+                name: super::shadow_name(&p.name, f.params.iter().map(|q| q.name.as_str())),
+                kind: BufKind::Param(out.params.len()),
+                ..data
+            });
             shadow[buf.index()] = Some(sb);
-            out.params.push(ParamInfo { name: super::shadow_name(&p.name, f.params.iter().map(|q| q.name.as_str())), kind: ParamKind::Buffer { buf: sb, mutable: true } });
+            out.params.push(ParamInfo {
+                name: super::shadow_name(&p.name, f.params.iter().map(|q| q.name.as_str())),
+                kind: ParamKind::Buffer {
+                    buf: sb,
+                    mutable: true,
+                },
+            });
         }
     }
     let ret = f.block(f.body).yields.first().copied();
     let seed_index = ret.map(|_| {
-        out.params.push(ParamInfo { name: "seed".into(), kind: ParamKind::Scalar(Ty::Float) });
+        out.params.push(ParamInfo {
+            name: "seed".into(),
+            kind: ParamKind::Scalar(Ty::Float),
+        });
         out.params.len() - 1
     });
 
@@ -105,7 +132,13 @@ struct Rev<'a> {
 }
 
 impl<'a> Rev<'a> {
-    fn new(f: &'a Function, act: &'a Activity, m: Remap, shadow: Vec<Option<Buf>>, param_index: Vec<usize>) -> Result<Self, String> {
+    fn new(
+        f: &'a Function,
+        act: &'a Activity,
+        m: Remap,
+        shadow: Vec<Option<Buf>>,
+        param_index: Vec<usize>,
+    ) -> Result<Self, String> {
         let mut planner = Planner::new(f, act);
         let mut rv_work = HashMap::new();
         plan_block(f, act, &shadow, f.body, &mut planner, &mut rv_work);
@@ -138,8 +171,20 @@ impl<'a> Rev<'a> {
             let ty = self.f.ty(v);
             match self.rec.storage[&v] {
                 Storage::Tape(l) => {
-                    let name = format!("tape_{}", self.f.value(v).name.clone().unwrap_or_else(|| v.to_string()));
-                    let t = b.func.new_buf(BufData { name, rank: 1, elem: ty, kind: BufKind::Tape });
+                    let name = format!(
+                        "tape_{}",
+                        self.f
+                            .value(v)
+                            .name
+                            .clone()
+                            .unwrap_or_else(|| v.to_string())
+                    );
+                    let t = b.func.new_buf(BufData {
+                        name,
+                        rank: 1,
+                        elem: ty,
+                        kind: BufKind::Tape,
+                    });
                     self.tape.insert(v, t);
                     if !self.counter.contains_key(&l) {
                         let z = b.iconst(0);
@@ -157,10 +202,19 @@ impl<'a> Rev<'a> {
         }
         let snaps: Vec<(Inst, usize)> = self.rec.snapshots.iter().copied().collect();
         for (i, k) in snaps {
-            let InstKind::Call { args, .. } = &self.f.inst(i).kind else { unreachable!() };
-            let CallArg::Buf { buf, .. } = &args[k] else { unreachable!() };
+            let InstKind::Call { args, .. } = &self.f.inst(i).kind else {
+                unreachable!()
+            };
+            let CallArg::Buf { buf, .. } = &args[k] else {
+                unreachable!()
+            };
             let data = self.f.buf(*buf);
-            let t = b.func.new_buf(BufData { name: format!("snap_{}", data.name), rank: 2, elem: data.elem, kind: BufKind::Tape });
+            let t = b.func.new_buf(BufData {
+                name: format!("snap_{}", data.name),
+                rank: 2,
+                elem: data.elem,
+                kind: BufKind::Tape,
+            });
             self.snap.insert((i, k), t);
             if let Some(l) = self.loop_of(i) {
                 if !self.counter.contains_key(&l) {
@@ -220,7 +274,11 @@ impl<'a> Rev<'a> {
                 self.m.set(data.results[0], v);
                 self.param_values[*n] = Some(data.results[0]);
             }
-            If { cond, then_blk, else_blk } => {
+            If {
+                cond,
+                then_blk,
+                else_blk,
+            } => {
                 let mut blocks = Vec::new();
                 for src in [*then_blk, *else_blk] {
                     let nb = b.func.new_block();
@@ -230,20 +288,42 @@ impl<'a> Rev<'a> {
                     blocks.push(nb);
                 }
                 let tys: Vec<Ty> = data.results.iter().map(|r| f.ty(*r)).collect();
-                let ni = b.push(If { cond: self.m.v(*cond), then_blk: blocks[0], else_blk: blocks[1] }, &tys, None);
+                let ni = b.push(
+                    If {
+                        cond: self.m.v(*cond),
+                        then_blk: blocks[0],
+                        else_blk: blocks[1],
+                    },
+                    &tys,
+                    None,
+                );
                 self.bind_results(b, i, ni);
             }
             For { .. } | While { .. } => self.sweep_loop(b, i),
             Call { callee, args, .. } => {
                 for k in 0..args.len() {
-                    if let (Some(t), CallArg::Buf { buf, .. }) = (self.snap.get(&(i, k)).copied(), &args[k]) {
+                    if let (Some(t), CallArg::Buf { buf, .. }) =
+                        (self.snap.get(&(i, k)).copied(), &args[k])
+                    {
                         let idx = self.snapshot_row(b, i);
-                        b.stmt(SaveRow { tape: t, idx, src: self.m.b(*buf) });
+                        b.stmt(SaveRow {
+                            tape: t,
+                            idx,
+                            src: self.m.b(*buf),
+                        });
                     }
                 }
                 let new_args = args.iter().map(|a| self.m.arg(a)).collect();
                 let tys: Vec<Ty> = data.results.iter().map(|r| f.ty(*r)).collect();
-                let ni = b.push(Call { callee: callee.clone(), args: new_args, suffix: CallSuffix::Primal }, &tys, None);
+                let ni = b.push(
+                    Call {
+                        callee: callee.clone(),
+                        args: new_args,
+                        suffix: CallSuffix::Primal,
+                    },
+                    &tys,
+                    None,
+                );
                 self.bind_results(b, i, ni);
             }
             _ => {
@@ -290,7 +370,11 @@ impl<'a> Rev<'a> {
         let ni = b.reserve();
         let mut new_params = Vec::new();
         for (k, p) in params.iter().enumerate() {
-            let np = b.func.new_value(f.ty(*p), ValueDef::LoopParam(ni, k as u32), f.value(*p).name.clone());
+            let np = b.func.new_value(
+                f.ty(*p),
+                ValueDef::LoopParam(ni, k as u32),
+                f.value(*p).name.clone(),
+            );
             self.m.set(*p, np);
             new_params.push(np);
         }
@@ -299,7 +383,11 @@ impl<'a> Rev<'a> {
         let nb = b.func.new_block();
         let mut new_index = None;
         if let InstKind::For { index, .. } = &data.kind {
-            let nidx = b.func.new_value(Ty::Int, ValueDef::LoopIndex(ni), f.value(*index).name.clone());
+            let nidx = b.func.new_value(
+                Ty::Int,
+                ValueDef::LoopIndex(ni),
+                f.value(*index).name.clone(),
+            );
             self.m.set(*index, nidx);
             new_index = Some(nidx);
         }
@@ -347,11 +435,21 @@ impl<'a> Rev<'a> {
                 body: nb,
                 exit: new_exit,
             },
-            _ => InstKind::While { cond: cond_blk.expect("while cond"), params: new_params.clone(), inits: new_inits, body: nb, exit: new_exit },
+            _ => InstKind::While {
+                cond: cond_blk.expect("while cond"),
+                params: new_params.clone(),
+                inits: new_inits,
+                body: nb,
+                exit: new_exit,
+            },
         };
         let mut results = Vec::new();
         for (k, r) in data.results.iter().enumerate() {
-            results.push(b.func.new_value(f.ty(*r), ValueDef::Result(ni, k as u32), f.value(*r).name.clone()));
+            results.push(b.func.new_value(
+                f.ty(*r),
+                ValueDef::Result(ni, k as u32),
+                f.value(*r).name.clone(),
+            ));
         }
         b.finish(ni, kind, results.clone());
         for (r, nr) in data.results.clone().iter().zip(results) {
@@ -378,27 +476,42 @@ impl<'a> Rev<'a> {
                 return Ok(*x);
             }
         }
-        let storage = *self.rec.storage.get(&v).ok_or_else(|| format!("phidiff internal error: the reverse sweep reads {v}, which was not planned"))?;
+        let storage = *self.rec.storage.get(&v).ok_or_else(|| {
+            format!("phidiff internal error: the reverse sweep reads {v}, which was not planned")
+        })?;
         let x = match storage {
             Storage::Direct => return Ok(self.m.v(v)),
-            Storage::Index(l) => return self.index.get(&l).copied().ok_or_else(|| format!("phidiff internal error: index of {l} read outside its loop")),
+            Storage::Index(l) => {
+                return self.index.get(&l).copied().ok_or_else(|| {
+                    format!("phidiff internal error: index of {l} read outside its loop")
+                })
+            }
             Storage::Tape(l) => {
-                let idx = *self.iteration.get(&l).ok_or_else(|| format!("phidiff internal error: tape of {l} read outside its loop"))?;
+                let idx = *self.iteration.get(&l).ok_or_else(|| {
+                    format!("phidiff internal error: tape of {l} read outside its loop")
+                })?;
                 b.load(self.tape[&v], vec![idx])
             }
             Storage::Slot => b.get(self.slot[&v]),
             Storage::Recompute => {
                 let i = self.f.def_inst(v);
                 let ops = self.f.operands(i);
-                let mut tmp = Remap { values: vec![None; self.f.values.len()], bufs: self.m.bufs.clone() };
+                let mut tmp = Remap {
+                    values: vec![None; self.f.values.len()],
+                    bufs: self.m.bufs.clone(),
+                };
                 for o in ops {
                     let ov = self.fetch(b, o)?;
                     tmp.set(o, ov);
                 }
-                tmp.copy_simple(b, self.f, i).expect("recomputed instructions have a result")
+                tmp.copy_simple(b, self.f, i)
+                    .expect("recomputed instructions have a result")
             }
         };
-        self.memo.last_mut().expect("an open reverse block").insert(v, x);
+        self.memo
+            .last_mut()
+            .expect("an open reverse block")
+            .insert(v, x);
         Ok(x)
     }
 
@@ -421,7 +534,14 @@ impl<'a> Rev<'a> {
 
     fn declare_adjoint(&mut self, b: &mut Builder, v: Value) {
         let z = b.fconst(0.0);
-        let name = format!("adj_{}", self.f.value(v).name.clone().unwrap_or_else(|| v.to_string()));
+        let name = format!(
+            "adj_{}",
+            self.f
+                .value(v)
+                .name
+                .clone()
+                .unwrap_or_else(|| v.to_string())
+        );
         let c = b.cell(Ty::Float, &name, z);
         self.adj.insert(v, c);
     }
@@ -456,7 +576,9 @@ impl<'a> Rev<'a> {
                 }
             }
             Binary(op, x, y) => {
-                let Some(g) = self.adjoint_of(b, i) else { return Ok(()) };
+                let Some(g) = self.adjoint_of(b, i) else {
+                    return Ok(());
+                };
                 match op {
                     BinOp::Add => {
                         self.accumulate(b, *x, g);
@@ -499,7 +621,9 @@ impl<'a> Rev<'a> {
                 }
             }
             Math(name, args) => {
-                let Some(g) = self.adjoint_of(b, i) else { return Ok(()) };
+                let Some(g) = self.adjoint_of(b, i) else {
+                    return Ok(());
+                };
                 let rule = rules::find(name).expect("lowered methods have rules");
                 let mut nargs = Vec::new();
                 for a in args {
@@ -516,12 +640,16 @@ impl<'a> Rev<'a> {
                 }
             }
             Load(buf, idx) => {
-                let (Some(g), Some(sb)) = (self.adjoint_of(b, i), self.shadow[buf.index()]) else { return Ok(()) };
+                let (Some(g), Some(sb)) = (self.adjoint_of(b, i), self.shadow[buf.index()]) else {
+                    return Ok(());
+                };
                 let idx = self.fetch_all(b, idx)?;
                 b.stmt(StoreAdd(sb, idx, g));
             }
             Store(buf, idx, v) => {
-                let Some(sb) = self.shadow[buf.index()] else { return Ok(()) };
+                let Some(sb) = self.shadow[buf.index()] else {
+                    return Ok(());
+                };
                 let idx = self.fetch_all(b, idx)?;
                 if act(v) {
                     let t = b.load(sb, idx.clone());
@@ -531,7 +659,9 @@ impl<'a> Rev<'a> {
                 b.store(sb, idx, z);
             }
             StoreAdd(buf, idx, v) => {
-                let Some(sb) = self.shadow[buf.index()] else { return Ok(()) };
+                let Some(sb) = self.shadow[buf.index()] else {
+                    return Ok(());
+                };
                 if act(v) {
                     let idx = self.fetch_all(b, idx)?;
                     let t = b.load(sb, idx);
@@ -539,7 +669,9 @@ impl<'a> Rev<'a> {
                 }
             }
             Alloc { buf, init, .. } => {
-                let Some(sb) = self.shadow[buf.index()] else { return Ok(()) };
+                let Some(sb) = self.shadow[buf.index()] else {
+                    return Ok(());
+                };
                 match init {
                     AllocInit::Fill(v) if act(v) => {
                         let s = b.value(SumBuf(sb), Ty::Float);
@@ -554,7 +686,9 @@ impl<'a> Rev<'a> {
                 }
             }
             CopyFrom { dst, src } => {
-                let Some(sd) = self.shadow[dst.index()] else { return Ok(()) };
+                let Some(sd) = self.shadow[dst.index()] else {
+                    return Ok(());
+                };
                 if let Some(ss) = self.shadow[src.index()] {
                     b.stmt(AddBuf { dst: ss, src: sd });
                 }
@@ -565,7 +699,11 @@ impl<'a> Rev<'a> {
                     b.stmt(Swap(sx, sy));
                 }
             }
-            If { cond, then_blk, else_blk } => {
+            If {
+                cond,
+                then_blk,
+                else_blk,
+            } => {
                 let c = self.fetch(b, *cond)?;
                 let results = data.results.clone();
                 let mut blocks = Vec::new();
@@ -589,7 +727,11 @@ impl<'a> Rev<'a> {
                     r?;
                     blocks.push(nb);
                 }
-                b.stmt(If { cond: c, then_blk: blocks[0], else_blk: blocks[1] });
+                b.stmt(If {
+                    cond: c,
+                    then_blk: blocks[0],
+                    else_blk: blocks[1],
+                });
             }
             For { .. } | While { .. } => self.reverse_loop(b, i)?,
             Call { .. } => self.reverse_call(b, i)?,
@@ -611,21 +753,35 @@ impl<'a> Rev<'a> {
                     continue;
                 }
                 let data = self.f.buf(*buf).clone();
-                let sb = b.func.new_buf(BufData { name: format!("d{}", data.name), kind: BufKind::Shadow, ..data });
+                let sb = b.func.new_buf(BufData {
+                    name: format!("d{}", data.name),
+                    kind: BufKind::Shadow,
+                    ..data
+                });
                 match init {
                     AllocInit::Fill(_) => {
                         let dims = self.fetch_all(b, dims)?;
                         let z = b.fconst(0.0);
-                        b.stmt(InstKind::Alloc { buf: sb, dims, init: AllocInit::Fill(z) });
+                        b.stmt(InstKind::Alloc {
+                            buf: sb,
+                            dims,
+                            init: AllocInit::Fill(z),
+                        });
                     }
                     AllocInit::Copy(src) => {
                         let like = self.shadow[src.index()].ok_or_else(|| {
                             "phidiff: a buffer copied from an inactive buffer inside a loop or branch needs an explicit `vec![0.0; n]`".to_string()
                         })?;
-                        b.stmt(InstKind::Alloc { buf: sb, dims: vec![], init: AllocInit::Copy(like) });
+                        b.stmt(InstKind::Alloc {
+                            buf: sb,
+                            dims: vec![],
+                            init: AllocInit::Copy(like),
+                        });
                         b.stmt(InstKind::ZeroBuf(sb));
                     }
-                    AllocInit::Row { .. } => unreachable!("snapshot rows exist only in reverse programs"),
+                    AllocInit::Row { .. } => {
+                        unreachable!("snapshot rows exist only in reverse programs")
+                    }
                 }
                 self.shadow[buf.index()] = Some(sb);
             }
@@ -659,7 +815,9 @@ impl<'a> Rev<'a> {
         };
         let zero = b.iconst(0);
         let ni = b.reserve();
-        let t = b.func.new_value(Ty::Int, ValueDef::LoopIndex(ni), Some("rev_t".into()));
+        let t = b
+            .func
+            .new_value(Ty::Int, ValueDef::LoopIndex(ni), Some("rev_t".into()));
         let nb = b.func.new_block();
         let r: Result<(), String> = b.in_block(nb, |b| {
             self.memo.push(HashMap::new());
@@ -711,7 +869,12 @@ impl<'a> Rev<'a> {
         b.finish(
             ni,
             InstKind::For {
-                range: RangeSpec { start: zero, end: trip, step: None, rev: true },
+                range: RangeSpec {
+                    start: zero,
+                    end: trip,
+                    step: None,
+                    rev: true,
+                },
                 index: t,
                 params: vec![],
                 inits: vec![],
@@ -733,7 +896,9 @@ impl<'a> Rev<'a> {
     fn reverse_call(&mut self, b: &mut Builder, i: Inst) -> Result<(), String> {
         let f = self.f;
         let data = f.inst(i);
-        let InstKind::Call { callee, args, .. } = &data.kind else { unreachable!() };
+        let InstKind::Call { callee, args, .. } = &data.kind else {
+            unreachable!()
+        };
         let mut new_args = Vec::new();
         let mut shadows = Vec::new();
         let mut scalar_args = Vec::new();
@@ -759,18 +924,36 @@ impl<'a> Rev<'a> {
                             }
                             let idx = self.snapshot_row(b, i);
                             let data = b.func.buf(t).clone();
-                            let tmp = b.func.new_buf(BufData { name: "at_call".into(), rank: 1, kind: BufKind::Local, ..data });
-                            b.stmt(InstKind::Alloc { buf: tmp, dims: vec![], init: AllocInit::Row { tape: t, idx } });
-                            new_args.push(CallArg::Buf { buf: tmp, mutable: *mutable });
+                            let tmp = b.func.new_buf(BufData {
+                                name: "at_call".into(),
+                                rank: 1,
+                                kind: BufKind::Local,
+                                ..data
+                            });
+                            b.stmt(InstKind::Alloc {
+                                buf: tmp,
+                                dims: vec![],
+                                init: AllocInit::Row { tape: t, idx },
+                            });
+                            new_args.push(CallArg::Buf {
+                                buf: tmp,
+                                mutable: *mutable,
+                            });
                         }
-                        None => new_args.push(CallArg::Buf { buf: self.m.b(*buf), mutable: false }),
+                        None => new_args.push(CallArg::Buf {
+                            buf: self.m.b(*buf),
+                            mutable: false,
+                        }),
                     }
                     if f.buf(*buf).elem == Ty::Float {
                         let sb = match self.shadow[buf.index()] {
                             Some(sb) => sb,
                             None => zero_like(b, self.m.b(*buf)),
                         };
-                        shadows.push(Some(CallArg::Buf { buf: sb, mutable: true }));
+                        shadows.push(Some(CallArg::Buf {
+                            buf: sb,
+                            mutable: true,
+                        }));
                     } else {
                         shadows.push(None);
                     }
@@ -789,14 +972,21 @@ impl<'a> Rev<'a> {
             }),
         };
         let tys = vec![Ty::Float; scalar_args.len()];
-        let ni = b.push(InstKind::Call { callee: callee.clone(), args: new_args, suffix: CallSuffix::Rev { shadows, seed } }, &tys, None);
+        let ni = b.push(
+            InstKind::Call {
+                callee: callee.clone(),
+                args: new_args,
+                suffix: CallSuffix::Rev { shadows, seed },
+            },
+            &tys,
+            None,
+        );
         let adjs = b.func.inst(ni).results.clone();
         for (v, g) in scalar_args.iter().zip(adjs) {
             self.accumulate(b, *v, g);
         }
         Ok(())
     }
-
 }
 
 /// `end − start` when positive, else 0 (an upper bound of a range's trip count).
@@ -808,22 +998,48 @@ fn range_len(b: &mut Builder, s: Value, e: Value) -> Value {
     let z = b.in_block(el, |b| b.iconst(0));
     b.set_yields(t, vec![d]);
     b.set_yields(el, vec![z]);
-    let i = b.push(InstKind::If { cond: c, then_blk: t, else_blk: el }, &[Ty::Int], None);
+    let i = b.push(
+        InstKind::If {
+            cond: c,
+            then_blk: t,
+            else_blk: el,
+        },
+        &[Ty::Int],
+        None,
+    );
     b.func.inst(i).results[0]
 }
 
 fn loop_parts(f: &Function, i: Inst) -> (Vec<Value>, Vec<Value>, Block, Vec<Value>) {
     match &f.inst(i).kind {
-        InstKind::For { params, inits, body, exit, .. } | InstKind::While { params, inits, body, exit, .. } => {
-            (params.clone(), inits.clone(), *body, exit.clone())
+        InstKind::For {
+            params,
+            inits,
+            body,
+            exit,
+            ..
         }
+        | InstKind::While {
+            params,
+            inits,
+            body,
+            exit,
+            ..
+        } => (params.clone(), inits.clone(), *body, exit.clone()),
         _ => unreachable!("loop_parts on a non-loop"),
     }
 }
 
 /// Marks which instructions have reverse work and tells the planner what the reverse sweep
 /// will read. Mirrors `Rev::reverse_inst`.
-fn plan_block(f: &Function, act: &Activity, shadow: &[Option<Buf>], blk: Block, p: &mut Planner, work: &mut HashMap<Inst, bool>) -> bool {
+fn plan_block(
+    f: &Function,
+    act: &Activity,
+    shadow: &[Option<Buf>],
+    blk: Block,
+    p: &mut Planner,
+    work: &mut HashMap<Inst, bool>,
+) -> bool {
     let mut any = false;
     for &i in &f.block(blk).insts {
         let w = plan_inst(f, act, shadow, i, p, work);
@@ -833,7 +1049,14 @@ fn plan_block(f: &Function, act: &Activity, shadow: &[Option<Buf>], blk: Block, 
     any
 }
 
-fn plan_inst(f: &Function, act: &Activity, shadow: &[Option<Buf>], i: Inst, p: &mut Planner, work: &mut HashMap<Inst, bool>) -> bool {
+fn plan_inst(
+    f: &Function,
+    act: &Activity,
+    shadow: &[Option<Buf>],
+    i: Inst,
+    p: &mut Planner,
+    work: &mut HashMap<Inst, bool>,
+) -> bool {
     use InstKind::*;
     let data = f.inst(i);
     let res_active = data.results.first().is_some_and(|r| act.value(*r));
@@ -893,7 +1116,11 @@ fn plan_inst(f: &Function, act: &Activity, shadow: &[Option<Buf>], i: Inst, p: &
         }
         CopyFrom { dst, .. } => has_shadow(dst),
         Swap(x, _) => has_shadow(x),
-        If { cond, then_blk, else_blk } => {
+        If {
+            cond,
+            then_blk,
+            else_blk,
+        } => {
             let a = plan_block(f, act, shadow, *then_blk, p, work);
             let b = plan_block(f, act, shadow, *else_blk, p, work);
             let w = a || b || data.results.iter().any(|r| act.value(*r));
@@ -902,8 +1129,14 @@ fn plan_inst(f: &Function, act: &Activity, shadow: &[Option<Buf>], i: Inst, p: &
             }
             w
         }
-        For { range, body, params, .. } => {
-            let w = plan_block(f, act, shadow, *body, p, work) || params.iter().any(|v| act.value(*v));
+        For {
+            range,
+            body,
+            params,
+            ..
+        } => {
+            let w =
+                plan_block(f, act, shadow, *body, p, work) || params.iter().any(|v| act.value(*v));
             if w {
                 p.need(*data.results.last().expect("trip"));
                 p.need(range.start);
@@ -914,9 +1147,12 @@ fn plan_inst(f: &Function, act: &Activity, shadow: &[Option<Buf>], i: Inst, p: &
             }
             w
         }
-        While { body, params, cond, .. } => {
+        While {
+            body, params, cond, ..
+        } => {
             plan_block(f, act, shadow, *cond, p, work);
-            let w = plan_block(f, act, shadow, *body, p, work) || params.iter().any(|v| act.value(*v));
+            let w =
+                plan_block(f, act, shadow, *body, p, work) || params.iter().any(|v| act.value(*v));
             if w {
                 p.need(*data.results.last().expect("trip"));
             }

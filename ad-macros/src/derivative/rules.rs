@@ -18,7 +18,12 @@ pub struct Rule {
 }
 
 const fn r(name: &'static str, arity: usize, partials: &'static [&'static str]) -> Rule {
-    Rule { name, arity, int_arg: None, partials }
+    Rule {
+        name,
+        arity,
+        int_arg: None,
+        partials,
+    }
 }
 
 pub static RULES: &[Rule] = &[
@@ -45,18 +50,48 @@ pub static RULES: &[Rule] = &[
     r("sqrt", 1, &["0.5 / r"]),
     r("cbrt", 1, &["r / (3.0 * a)"]),
     r("recip", 1, &["-(r * r)"]),
-    r("abs", 1, &["if a > 0.0 { 1.0 } else if a < 0.0 { -1.0 } else { 0.0 }"]),
+    r(
+        "abs",
+        1,
+        &["if a > 0.0 { 1.0 } else if a < 0.0 { -1.0 } else { 0.0 }"],
+    ),
     r("signum", 1, &["0.0"]),
     r("floor", 1, &["0.0"]),
     r("ceil", 1, &["0.0"]),
     r("round", 1, &["0.0"]),
     r("trunc", 1, &["0.0"]),
-    Rule { name: "powi", arity: 2, int_arg: Some(1), partials: &["float(b) * a.powi(b - 1)"] },
-    r("powf", 2, &["b * a.powf(b - 1.0)", "if a == 0.0 { 0.0 } else { r * a.ln() }"]),
+    Rule {
+        name: "powi",
+        arity: 2,
+        int_arg: Some(1),
+        partials: &["float(b) * a.powi(b - 1)"],
+    },
+    r(
+        "powf",
+        2,
+        &[
+            "b * a.powf(b - 1.0)",
+            "if a == 0.0 { 0.0 } else { r * a.ln() }",
+        ],
+    ),
     r("atan2", 2, &["b / (a * a + b * b)", "-a / (a * a + b * b)"]),
     r("hypot", 2, &["a / r", "b / r"]),
-    r("max", 2, &["if a >= b { 1.0 } else { 0.0 }", "if a >= b { 0.0 } else { 1.0 }"]),
-    r("min", 2, &["if a <= b { 1.0 } else { 0.0 }", "if a <= b { 0.0 } else { 1.0 }"]),
+    r(
+        "max",
+        2,
+        &[
+            "if a >= b { 1.0 } else { 0.0 }",
+            "if a >= b { 0.0 } else { 1.0 }",
+        ],
+    ),
+    r(
+        "min",
+        2,
+        &[
+            "if a <= b { 1.0 } else { 0.0 }",
+            "if a <= b { 0.0 } else { 1.0 }",
+        ],
+    ),
     r("mul_add", 3, &["b", "a", "1.0"]),
 ];
 
@@ -135,26 +170,45 @@ impl Template<'_> {
             Expr::MethodCall(m) => {
                 let mut args = vec![self.emit(b, &m.receiver)];
                 args.extend(m.args.iter().map(|a| self.emit(b, a)));
-                let name = find(&m.method.to_string()).expect("rule template method").name;
+                let name = find(&m.method.to_string())
+                    .expect("rule template method")
+                    .name;
                 b.math(name, args)
             }
             Expr::Call(c) => {
                 // `float(n)`: an integer argument as a float.
                 let v = self.emit(b, &c.args[0]);
-                b.value(InstKind::Cast { value: v, to: Ty::Float, rust_ty: None }, Ty::Float)
+                b.value(
+                    InstKind::Cast {
+                        value: v,
+                        to: Ty::Float,
+                        rust_ty: None,
+                    },
+                    Ty::Float,
+                )
             }
             Expr::If(i) => {
                 let cond = self.emit(b, &i.cond);
                 let then_blk = b.func.new_block();
                 let else_blk = b.func.new_block();
                 let tv = b.in_block(then_blk, |b| self.emit_block(b, &i.then_branch));
-                let ev = b.in_block(else_blk, |b| match &i.else_branch.as_ref().expect("else").1.as_ref() {
-                    Expr::Block(blk) => self.emit_block(b, &blk.block),
-                    other => self.emit(b, other),
+                let ev = b.in_block(else_blk, |b| {
+                    match &i.else_branch.as_ref().expect("else").1.as_ref() {
+                        Expr::Block(blk) => self.emit_block(b, &blk.block),
+                        other => self.emit(b, other),
+                    }
                 });
                 b.set_yields(then_blk, vec![tv]);
                 b.set_yields(else_blk, vec![ev]);
-                let inst = b.push(InstKind::If { cond, then_blk, else_blk }, &[Ty::Float], None);
+                let inst = b.push(
+                    InstKind::If {
+                        cond,
+                        then_blk,
+                        else_blk,
+                    },
+                    &[Ty::Float],
+                    None,
+                );
                 b.func.inst(inst).results[0]
             }
             other => unreachable!("rule template form {}", quote::quote!(#other)),
@@ -183,7 +237,13 @@ mod tests {
                 let body = f.body;
                 let mut b = Builder::new(&mut f, body);
                 let args: Vec<Value> = (0..rule.arity)
-                    .map(|k| if rule.int_arg == Some(k) { b.iconst(2) } else { b.fconst(0.5) })
+                    .map(|k| {
+                        if rule.int_arg == Some(k) {
+                            b.iconst(2)
+                        } else {
+                            b.fconst(0.5)
+                        }
+                    })
                     .collect();
                 let res = b.fconst(0.25);
                 let v = emit_partial(&mut b, t, &args, res);

@@ -11,17 +11,31 @@ pub struct Builder<'f> {
 
 impl<'f> Builder<'f> {
     pub fn new(func: &'f mut Function, block: Block) -> Self {
-        Builder { func, block, span: Span::call_site() }
+        Builder {
+            func,
+            block,
+            span: Span::call_site(),
+        }
     }
 
     /// Appends an instruction with results of the given types to the current block.
     pub fn push(&mut self, kind: InstKind, result_tys: &[Ty], name: Option<&str>) -> Inst {
         let inst = Inst(self.func.insts.len() as u32);
-        self.func.insts.push(InstData { kind, results: Vec::new(), span: self.span });
+        self.func.insts.push(InstData {
+            kind,
+            results: Vec::new(),
+            span: self.span,
+        });
         let results = result_tys
             .iter()
             .enumerate()
-            .map(|(n, ty)| self.func.new_value(*ty, ValueDef::Result(inst, n as u32), name.map(str::to_string)))
+            .map(|(n, ty)| {
+                self.func.new_value(
+                    *ty,
+                    ValueDef::Result(inst, n as u32),
+                    name.map(str::to_string),
+                )
+            })
             .collect();
         self.func.insts[inst.index()].results = results;
         self.func.blocks[self.block.index()].insts.push(inst);

@@ -12,7 +12,10 @@ fn ty_name(t: Ty) -> &'static str {
 }
 
 fn list(vs: &[Value]) -> String {
-    vs.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", ")
+    vs.iter()
+        .map(|v| v.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn idx(vs: &[Value]) -> String {
@@ -114,24 +117,44 @@ fn print_inst(f: &Function, i: Inst, depth: usize, out: &mut String) {
         CellSet(c, v) => format!("set {c} = {v}"),
         CellAdd(c, v) => format!("set {c} += {v}"),
         TapeEnsure(b, v) => format!("ensure {b} len {v}"),
-        Call { callee, args, suffix } => {
+        Call {
+            callee,
+            args,
+            suffix,
+        } => {
             let args: Vec<String> = args.iter().map(arg).collect();
             let suffix = match suffix {
                 CallSuffix::Primal => String::new(),
                 CallSuffix::Fwd { tangents } => format!(
                     " fwd[{}]",
-                    tangents.iter().map(|t| t.as_ref().map(arg).unwrap_or_default()).collect::<Vec<_>>().join(", ")
+                    tangents
+                        .iter()
+                        .map(|t| t.as_ref().map(arg).unwrap_or_default())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
                 CallSuffix::Rev { shadows, seed } => format!(
                     " rev[{}] seed {}",
-                    shadows.iter().map(|t| t.as_ref().map(arg).unwrap_or_default()).collect::<Vec<_>>().join(", "),
+                    shadows
+                        .iter()
+                        .map(|t| t.as_ref().map(arg).unwrap_or_default())
+                        .collect::<Vec<_>>()
+                        .join(", "),
                     seed.map(|s| s.to_string()).unwrap_or_default()
                 ),
             };
-            let recv = callee.receiver.as_ref().map(|r| format!("`{r}`.")).unwrap_or_default();
+            let recv = callee
+                .receiver
+                .as_ref()
+                .map(|r| format!("`{r}`."))
+                .unwrap_or_default();
             format!("call {recv}{}({}){suffix}", callee.path, args.join(", "))
         }
-        If { cond, then_blk, else_blk } => {
+        If {
+            cond,
+            then_blk,
+            else_blk,
+        } => {
             let mut s = format!("if {cond} {{\n");
             print_block(f, *then_blk, depth + 1, &mut s);
             let _ = writeln!(s, "{pad}}} else {{");
@@ -139,7 +162,14 @@ fn print_inst(f: &Function, i: Inst, depth: usize, out: &mut String) {
             let _ = write!(s, "{pad}}}");
             s
         }
-        For { range, index, params, inits, body, exit } => {
+        For {
+            range,
+            index,
+            params,
+            inits,
+            body,
+            exit,
+        } => {
             let step = range.step.map(|s| format!(" step {s}")).unwrap_or_default();
             let rev = if range.rev { " rev" } else { "" };
             let mut s = format!(
@@ -153,7 +183,13 @@ fn print_inst(f: &Function, i: Inst, depth: usize, out: &mut String) {
             let _ = write!(s, "{pad}}}");
             s
         }
-        While { cond, params, inits, body, exit } => {
+        While {
+            cond,
+            params,
+            inits,
+            body,
+            exit,
+        } => {
             let mut s = format!("while{}{} {{\n", carried(params, inits), exits(exit));
             print_block(f, *cond, depth + 1, &mut s);
             let _ = writeln!(s, "{pad}}} do {{");
@@ -169,7 +205,11 @@ fn carried(params: &[Value], inits: &[Value]) -> String {
     if params.is_empty() {
         return String::new();
     }
-    let pairs: Vec<String> = params.iter().zip(inits).map(|(p, i)| format!("{p} = {i}")).collect();
+    let pairs: Vec<String> = params
+        .iter()
+        .zip(inits)
+        .map(|(p, i)| format!("{p} = {i}"))
+        .collect();
     format!(" carry({})", pairs.join(", "))
 }
 

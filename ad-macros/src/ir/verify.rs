@@ -14,7 +14,11 @@ use super::*;
 use std::collections::HashSet;
 
 pub fn verify(f: &Function) -> Result<(), String> {
-    let mut v = Verifier { f, defined: HashSet::new(), seen: HashSet::new() };
+    let mut v = Verifier {
+        f,
+        defined: HashSet::new(),
+        seen: HashSet::new(),
+    };
     v.block(f.body)?;
     Ok(())
 }
@@ -60,7 +64,10 @@ impl Verifier<'_> {
 
     fn expect(&self, v: Value, ty: Ty, what: &str) -> Result<(), String> {
         if self.f.ty(v) != ty {
-            return Err(format!("{what}: {v} has type {:?}, expected {ty:?}", self.f.ty(v)));
+            return Err(format!(
+                "{what}: {v} has type {:?}, expected {ty:?}",
+                self.f.ty(v)
+            ));
         }
         Ok(())
     }
@@ -68,9 +75,13 @@ impl Verifier<'_> {
     fn indices(&self, buf: Buf, idx: &[Value], i: Inst, exact: bool) -> Result<(), String> {
         let rank = self.f.buf(buf).rank as usize;
         if (exact && idx.len() != rank) || idx.len() > rank {
-            return Err(format!("{i}: {} indices into {buf} of rank {rank}", idx.len()));
+            return Err(format!(
+                "{i}: {} indices into {buf} of rank {rank}",
+                idx.len()
+            ));
         }
-        idx.iter().try_for_each(|&x| self.expect(x, Ty::Int, &format!("{i} index")))
+        idx.iter()
+            .try_for_each(|&x| self.expect(x, Ty::Int, &format!("{i} index")))
     }
 
     fn inst(&mut self, i: Inst) -> Result<(), String> {
@@ -83,34 +94,60 @@ impl Verifier<'_> {
         match &f.inst(i).kind {
             Binary(op, a, b) => {
                 if f.ty(*a) != f.ty(*b) {
-                    return Err(format!("{i}: operands {a} and {b} of `{}` differ in type", op.symbol()));
+                    return Err(format!(
+                        "{i}: operands {a} and {b} of `{}` differ in type",
+                        op.symbol()
+                    ));
                 }
                 if matches!(op, BinOp::And | BinOp::Or) {
                     self.expect(*a, Ty::Bool, &what)?;
                 }
             }
-            Load(b, idx) | Store(b, idx, _) | StoreAdd(b, idx, _) => self.indices(*b, idx, i, true)?,
+            Load(b, idx) | Store(b, idx, _) | StoreAdd(b, idx, _) => {
+                self.indices(*b, idx, i, true)?
+            }
             Len(b, idx) => self.indices(*b, idx, i, false)?,
             Assert { cond, .. } => self.expect(*cond, Ty::Bool, &what)?,
-            If { cond, then_blk, else_blk } => {
+            If {
+                cond,
+                then_blk,
+                else_blk,
+            } => {
                 self.expect(*cond, Ty::Bool, &what)?;
                 let results = f.inst(i).results.clone();
                 for blk in [*then_blk, *else_blk] {
                     let ys = self.block(blk)?;
                     if ys.len() != results.len() {
-                        return Err(format!("{i}: branch {blk} yields {} values for {} results", ys.len(), results.len()));
+                        return Err(format!(
+                            "{i}: branch {blk} yields {} values for {} results",
+                            ys.len(),
+                            results.len()
+                        ));
                     }
                     for (y, r) in ys.iter().zip(&results) {
                         self.expect(*y, f.ty(*r), &format!("{i} yield"))?;
                     }
                 }
             }
-            For { index, params, inits, body, exit, range } => {
+            For {
+                index,
+                params,
+                inits,
+                body,
+                exit,
+                range,
+            } => {
                 self.expect(range.start, Ty::Int, &what)?;
                 self.expect(range.end, Ty::Int, &what)?;
                 self.loop_parts(i, params, inits, exit, Some(*index), None, *body)?;
             }
-            While { cond, params, inits, body, exit } => {
+            While {
+                cond,
+                params,
+                inits,
+                body,
+                exit,
+            } => {
                 self.loop_parts(i, params, inits, exit, None, Some(*cond), *body)?;
             }
             _ => {}
@@ -131,10 +168,16 @@ impl Verifier<'_> {
     ) -> Result<(), String> {
         let f = self.f;
         if params.len() != inits.len() {
-            return Err(format!("{i}: {} params, {} inits", params.len(), inits.len()));
+            return Err(format!(
+                "{i}: {} params, {} inits",
+                params.len(),
+                inits.len()
+            ));
         }
         if f.inst(i).results.len() != params.len() + 1 {
-            return Err(format!("{i}: a loop has one result per param plus the trip count"));
+            return Err(format!(
+                "{i}: a loop has one result per param plus the trip count"
+            ));
         }
         for (p, v) in params.iter().zip(inits) {
             self.expect(*v, f.ty(*p), &format!("{i} init"))?;
@@ -157,7 +200,11 @@ impl Verifier<'_> {
         }
         let ys = self.block(body)?;
         if ys.len() != params.len() {
-            return Err(format!("{i}: body yields {} values for {} params", ys.len(), params.len()));
+            return Err(format!(
+                "{i}: body yields {} values for {} params",
+                ys.len(),
+                params.len()
+            ));
         }
         for (y, p) in ys.iter().zip(params) {
             self.expect(*y, f.ty(*p), &format!("{i} back edge"))?;

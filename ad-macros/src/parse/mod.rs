@@ -90,16 +90,21 @@ impl Parse for Options {
                     opts.coarsen = match v.to_string().as_str() {
                         "on" | "true" => true,
                         "off" | "false" => false,
-                        _ => return Err(syn::Error::new(v.span(), "expected `coarsen = on` or `coarsen = off`")),
+                        _ => {
+                            return Err(syn::Error::new(
+                                v.span(),
+                                "expected `coarsen = on` or `coarsen = off`",
+                            ))
+                        }
                     };
                 }
                 other => {
                     return Err(syn::Error::new(
                         key.span(),
                         format!(
-                            "unknown differentiate option `{other}`; expected `forward`, `reverse`, \
+                        "unknown differentiate option `{other}`; expected `forward`, `reverse`, \
                              `wrt(..)`, `crate = path` or `coarsen = on|off`"
-                        ),
+                    ),
                     ))
                 }
             }

@@ -45,7 +45,11 @@ pub enum ParamClass {
     Float,
     Int,
     Bool,
-    Buffer { elem: ElemKind, rank: u8, form: BufForm },
+    Buffer {
+        elem: ElemKind,
+        rank: u8,
+        form: BufForm,
+    },
     Opaque,
 }
 
@@ -78,7 +82,18 @@ pub struct Signature {
 fn is_int(name: &str) -> bool {
     matches!(
         name,
-        "usize" | "isize" | "u8" | "u16" | "u32" | "u64" | "u128" | "i8" | "i16" | "i32" | "i64" | "i128"
+        "usize"
+            | "isize"
+            | "u8"
+            | "u16"
+            | "u32"
+            | "u64"
+            | "u128"
+            | "i8"
+            | "i16"
+            | "i32"
+            | "i64"
+            | "i128"
     )
 }
 
@@ -96,12 +111,15 @@ fn single_ident(ty: &Type) -> Option<&Ident> {
 /// Candidate float types declared by the generics: parameters bounded by `...Float`.
 fn generic_floats(generics: &syn::Generics) -> Vec<Ident> {
     let mut out = Vec::new();
-    let bounded_by_float = |bounds: &syn::punctuated::Punctuated<syn::TypeParamBound, syn::Token![+]>| {
-        bounds.iter().any(|b| match b {
-            syn::TypeParamBound::Trait(t) => t.path.segments.last().is_some_and(|s| s.ident == "Float"),
-            _ => false,
-        })
-    };
+    let bounded_by_float =
+        |bounds: &syn::punctuated::Punctuated<syn::TypeParamBound, syn::Token![+]>| {
+            bounds.iter().any(|b| match b {
+                syn::TypeParamBound::Trait(t) => {
+                    t.path.segments.last().is_some_and(|s| s.ident == "Float")
+                }
+                _ => false,
+            })
+        };
     for p in &generics.params {
         if let GenericParam::Type(t) = p {
             if bounded_by_float(&t.bounds) {
@@ -153,10 +171,12 @@ impl Classifier<'_> {
                     return None;
                 }
                 match &seg.arguments {
-                    syn::PathArguments::AngleBracketed(a) if a.args.len() == 1 => match &a.args[0] {
-                        syn::GenericArgument::Type(t) => t,
-                        _ => return None,
-                    },
+                    syn::PathArguments::AngleBracketed(a) if a.args.len() == 1 => {
+                        match &a.args[0] {
+                            syn::GenericArgument::Type(t) => t,
+                            _ => return None,
+                        }
+                    }
                     _ => return None,
                 }
             }
@@ -201,7 +221,14 @@ impl Classifier<'_> {
             }
         }
         let (inner, form) = match ty {
-            Type::Reference(r) => (&*r.elem, if r.mutability.is_some() { BufForm::MutRef } else { BufForm::Ref }),
+            Type::Reference(r) => (
+                &*r.elem,
+                if r.mutability.is_some() {
+                    BufForm::MutRef
+                } else {
+                    BufForm::Ref
+                },
+            ),
             other => (other, BufForm::Owned),
         };
         if let Some((elem, rank)) = self.elem(inner, diag) {
@@ -225,12 +252,18 @@ impl Classifier<'_> {
 /// Reads the parameters, their activities, the float type and the return kind.
 pub fn read(sig: &syn::Signature, wrt: Option<&[Ident]>, diag: &Diagnostics) -> Option<Signature> {
     let floats = generic_floats(&sig.generics);
-    let mut c = Classifier { generic_floats: &floats, float: None };
+    let mut c = Classifier {
+        generic_floats: &floats,
+        float: None,
+    };
     let mut params = Vec::new();
     for arg in &sig.inputs {
         match arg {
             FnArg::Receiver(r) => {
-                diag.error_spanned(r, unsupported("self", "methods are not supported; write a free function"));
+                diag.error_spanned(
+                    r,
+                    unsupported("self", "methods are not supported; write a free function"),
+                );
             }
             FnArg::Typed(pt) => {
                 let (name, pat_mut) = match &*pt.pat {
@@ -238,24 +271,44 @@ pub fn read(sig: &syn::Signature, wrt: Option<&[Ident]>, diag: &Diagnostics) -> 
                         (pi.ident.clone(), pi.mutability.is_some())
                     }
                     other => {
-                        diag.error_spanned(other, unsupported("pattern", "parameters must be plain names"));
+                        diag.error_spanned(
+                            other,
+                            unsupported("pattern", "parameters must be plain names"),
+                        );
                         continue;
                     }
                 };
                 let class = c.classify(&pt.ty, diag);
-                let differentiable = matches!(class, ParamClass::Float | ParamClass::Buffer { elem: ElemKind::Float, .. });
+                let differentiable = matches!(
+                    class,
+                    ParamClass::Float
+                        | ParamClass::Buffer {
+                            elem: ElemKind::Float,
+                            ..
+                        }
+                );
                 let active = differentiable && wrt.is_none_or(|w| w.iter().any(|n| *n == name));
-                params.push(ParamSpec { name, ty: (*pt.ty).clone(), class, active, pat_mut });
+                params.push(ParamSpec {
+                    name,
+                    ty: (*pt.ty).clone(),
+                    class,
+                    active,
+                    pat_mut,
+                });
             }
         }
     }
     if let Some(w) = wrt {
         for n in w {
             match params.iter().find(|p| p.name == *n) {
-                None => diag.error_spanned(n, format!("`wrt` names `{n}`, which is not a parameter")),
+                None => {
+                    diag.error_spanned(n, format!("`wrt` names `{n}`, which is not a parameter"))
+                }
                 Some(p) if !p.active => diag.error_spanned(
                     n,
-                    format!("`wrt` names `{n}`, which is not a float, slice, array or Vec of floats"),
+                    format!(
+                        "`wrt` names `{n}`, which is not a float, slice, array or Vec of floats"
+                    ),
                 ),
                 _ => {}
             }
@@ -283,13 +336,22 @@ pub fn read(sig: &syn::Signature, wrt: Option<&[Ident]>, diag: &Diagnostics) -> 
         },
     };
     if let Some(a) = &sig.asyncness {
-        diag.error_spanned(a, unsupported("async fn", "only plain functions are differentiated"));
+        diag.error_spanned(
+            a,
+            unsupported("async fn", "only plain functions are differentiated"),
+        );
     }
     if let Some(u) = &sig.unsafety {
-        diag.error_spanned(u, unsupported("unsafe fn", "only safe functions are differentiated"));
+        diag.error_spanned(
+            u,
+            unsupported("unsafe fn", "only safe functions are differentiated"),
+        );
     }
     if let Some(v) = &sig.variadic {
-        diag.error_spanned(v, unsupported("...", "variadic functions are not supported"));
+        diag.error_spanned(
+            v,
+            unsupported("...", "variadic functions are not supported"),
+        );
     }
     let float = match c.float {
         Some(f) => f,
@@ -303,8 +365,15 @@ pub fn read(sig: &syn::Signature, wrt: Option<&[Ident]>, diag: &Diagnostics) -> 
         }
     };
     if !params.iter().any(|p| p.active) {
-        diag.error_spanned(&sig.ident, "phidiff: no parameter is active (check `wrt(..)`)");
+        diag.error_spanned(
+            &sig.ident,
+            "phidiff: no parameter is active (check `wrt(..)`)",
+        );
         return None;
     }
-    Some(Signature { params, float, returns_float })
+    Some(Signature {
+        params,
+        float,
+        returns_float,
+    })
 }
