@@ -66,3 +66,8 @@ pub fn unsupported(what: &str, why: &str) -> String {
          match on integers, for/while/loop, float methods, calls)"
     )
 }
+
+/// The message for a signature phidiff cannot differentiate.
+pub fn unsupported_signature(what: &str, why: &str) -> String {
+    format!("phidiff cannot differentiate a function with `{what}`: {why}")
+}

@@ -54,13 +54,14 @@ fn internal(what: &str, e: String, f: &ir::Function) -> syn::Error {
 fn compile(opts: &Options, item: &syn::ItemFn) -> syn::Result<(signature::Signature, Compiled)> {
     let diag = Diagnostics::default();
     let sig = signature::read(&item.sig, opts.wrt.as_deref(), &diag);
+    diag.check()?;
     let Some(sig) = sig else {
-        diag.check()?;
         return Err(syn::Error::new_spanned(
             &item.sig,
             "phidiff: unsupported signature",
         ));
     };
+    let diag = Diagnostics::default();
     let primal = crate::lower::lower_function(item, &sig, &diag);
     diag.check()?;
     verify(&primal).map_err(|e| internal("lowering", e, &primal))?;

@@ -611,13 +611,13 @@ impl Ctx<'_> {
         let call = match &callee.receiver {
             Some(r) => {
                 let r: TokenStream = r.parse().unwrap_or_default();
-                let m = format_ident!("{}{}", callee.path, suffix_name);
+                let m = Ident::new(&format!("{}{}", callee.path, suffix_name), data.span);
                 quote!(#r.#m #generics (#(#all_args),*))
             }
             None => {
                 let mut path: syn::Path = syn::parse_str(&callee.path).expect("callee path");
                 let last = path.segments.last_mut().expect("path");
-                last.ident = format_ident!("{}{}", last.ident, suffix_name);
+                last.ident = Ident::new(&format!("{}{}", last.ident, suffix_name), data.span);
                 quote!(#path #generics (#(#all_args),*))
             }
         };

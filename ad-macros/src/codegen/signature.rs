@@ -154,7 +154,12 @@ impl Header<'_> {
         }
         let ft = self.ft();
         if self.sig.returns_float {
-            params.push(quote!(seed: #ft));
+            let names: Vec<String> = self.sig.params.iter().map(|q| q.name.to_string()).collect();
+            let seed = format_ident!(
+                "{}",
+                crate::derivative::seed_name(names.iter().map(String::as_str))
+            );
+            params.push(quote!(#seed: #ft));
         }
         let outs = self.reverse_outputs();
         let ret = match outs.len() {

@@ -18,6 +18,16 @@ pub fn shadow_name<'a>(name: &str, params: impl Iterator<Item = &'a str> + Clone
     out
 }
 
+/// The name of `_rev`'s seed parameter: `seed`, or `seed_` (and so on) if a parameter
+/// already has that name.
+pub fn seed_name<'a>(params: impl Iterator<Item = &'a str> + Clone) -> String {
+    let mut out = "seed".to_string();
+    while params.clone().any(|q| q == out) {
+        out.push('_');
+    }
+    out
+}
+
 /// Primal → derivative-program mapping of values and buffers, and the copying of
 /// instructions without control flow.
 pub struct Remap {

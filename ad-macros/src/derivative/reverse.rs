@@ -65,7 +65,7 @@ pub fn reverse(
     let ret = f.block(f.body).yields.first().copied();
     let seed_index = ret.map(|_| {
         out.params.push(ParamInfo {
-            name: "seed".into(),
+            name: super::seed_name(f.params.iter().map(|q| q.name.as_str())),
             kind: ParamKind::Scalar(Ty::Float),
         });
         out.params.len() - 1

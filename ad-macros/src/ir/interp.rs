@@ -134,6 +134,14 @@ impl Storage {
     }
 }
 
+/// What one instruction produced; a single result needs no allocation.
+#[derive(Debug)]
+enum Out {
+    Zero,
+    One(RtVal),
+    Many(Vec<RtVal>),
+}
+
 /// The state of one run: a slot per value, buffer and cell.
 struct Machine<'f> {
     f: &'f Function,
@@ -271,7 +279,7 @@ impl<'f> Machine<'f> {
     }
 
     fn name(&self, b: Buf) -> String {
-        format!("{b} ({})", self.f.buf(b).name)
+        buf_name(self.f, b)
     }
 
     fn get(&self, v: Value) -> Result<RtVal, String> {
@@ -321,50 +329,53 @@ impl<'f> Machine<'f> {
 
     /// The storage of `b` for writing: parameter buffers are writable only when `&mut`.
     fn storage_mut(&mut self, b: Buf) -> Result<&mut Storage, String> {
-        if let BufKind::Param(n) = self.f.buf(b).kind {
-            if !matches!(
-                self.f.params[n].kind,
-                ParamKind::Buffer { mutable: true, .. }
-            ) {
+        let f = self.f;
+        if let BufKind::Param(n) = f.buf(b).kind {
+            if !matches!(f.params[n].kind, ParamKind::Buffer { mutable: true, .. }) {
                 return Err(format!(
                     "{} is a read-only parameter and cannot be written",
-                    self.name(b)
+                    buf_name(f, b)
                 ));
             }
         }
-        let name = self.name(b);
         self.bufs[b.index()]
             .as_mut()
-            .ok_or_else(|| format!("{name} is used before it is allocated"))
+            .ok_or_else(|| format!("{} is used before it is allocated", buf_name(f, b)))
     }
 
-    fn index(&self, b: Buf, idx: &[Value], exact: bool) -> Result<Vec<usize>, String> {
+    /// The indices `idx` as `usize`s (the first `len` of the array; ranks are at most 2).
+    fn index(&self, b: Buf, idx: &[Value], exact: bool) -> Result<([usize; 2], usize), String> {
         let rank = self.f.buf(b).rank as usize;
-        if idx.len() > rank || (exact && idx.len() != rank) {
+        if idx.len() > rank.min(2) || (exact && idx.len() != rank) {
             return Err(format!(
                 "{} indices into {} of rank {rank}",
                 idx.len(),
                 self.name(b)
             ));
         }
-        idx.iter()
-            .map(|&v| {
-                let i = self.int(v)?;
-                usize::try_from(i).map_err(|_| format!("negative index {i} into {}", self.name(b)))
-            })
-            .collect()
+        let mut out = [0; 2];
+        for (slot, &v) in out.iter_mut().zip(idx) {
+            let i = self.int(v)?;
+            *slot = usize::try_from(i)
+                .map_err(|_| format!("negative index {i} into {}", self.name(b)))?;
+        }
+        Ok((out, idx.len()))
     }
 
     fn element(&mut self, b: Buf, idx: &[usize], write: bool) -> Result<&mut RtVal, String> {
-        let name = self.name(b);
-        let oob =
-            |i: usize, len: usize| format!("index {i} out of bounds for {name} of length {len}");
+        let f = self.f;
+        let oob = |i: usize, len: usize| {
+            format!(
+                "index {i} out of bounds for {} of length {len}",
+                buf_name(f, b)
+            )
+        };
         let storage = if write {
             self.storage_mut(b)?
         } else {
             self.bufs[b.index()]
                 .as_mut()
-                .ok_or_else(|| format!("{name} is used before it is allocated"))?
+                .ok_or_else(|| format!("{} is used before it is allocated", buf_name(f, b)))?
         };
         match (storage, idx) {
             (Storage::R1(v), [i]) => {
@@ -376,10 +387,13 @@ impl<'f> Machine<'f> {
                 let row = v.get_mut(*i).ok_or_else(|| oob(*i, len))?;
                 let row_len = row.len();
                 row.get_mut(*j).ok_or_else(|| {
-                    format!("index [{i}][{j}] out of bounds for {name}: row of length {row_len}")
+                    format!(
+                        "index [{i}][{j}] out of bounds for {}: row of length {row_len}",
+                        buf_name(f, b)
+                    )
                 })
             }
-            _ => Err(format!("{} indices into {name}", idx.len())),
+            _ => Err(format!("{} indices into {}", idx.len(), buf_name(f, b))),
         }
     }
 
@@ -425,55 +439,56 @@ impl<'f> Machine<'f> {
         use InstKind::*;
         let f = self.f;
         let data = f.inst(i);
-        let out: Vec<RtVal> = match &data.kind {
-            FConst(c) => vec![RtVal::F(*c)],
-            IConst(c) => {
-                vec![RtVal::I(i64::try_from(*c).map_err(|_| {
-                    format!("integer constant {c} does not fit i64")
-                })?)]
-            }
-            BConst(c) => vec![RtVal::B(*c)],
-            Param(n) => vec![self
-                .scalar_args
-                .get(*n)
-                .copied()
-                .flatten()
-                .ok_or_else(|| format!("parameter {n} is not a scalar"))?],
+        let out = match &data.kind {
+            FConst(c) => Out::One(RtVal::F(*c)),
+            IConst(c) => Out::One(RtVal::I(
+                i64::try_from(*c).map_err(|_| format!("integer constant {c} does not fit i64"))?,
+            )),
+            BConst(c) => Out::One(RtVal::B(*c)),
+            Param(n) => Out::One(
+                self.scalar_args
+                    .get(*n)
+                    .copied()
+                    .flatten()
+                    .ok_or_else(|| format!("parameter {n} is not a scalar"))?,
+            ),
             Opaque(t, _) => {
                 return Err(format!("the interpreter does not run opaque tokens `{t}`"))
             }
             SaveRow { .. } => return Err("the interpreter does not run call snapshots".into()),
-            Unary(op, a) => vec![unary(*op, self.get(*a)?)?],
-            Binary(op, a, b) => vec![binary(*op, self.get(*a)?, self.get(*b)?)?],
+            Unary(op, a) => Out::One(unary(*op, self.get(*a)?)?),
+            Binary(op, a, b) => Out::One(binary(*op, self.get(*a)?, self.get(*b)?)?),
             Math(name, args) => {
                 let xs = args
                     .iter()
                     .map(|&a| self.get(a))
                     .collect::<Result<Vec<_>, _>>()?;
-                vec![math(name, &xs)?]
+                Out::One(math(name, &xs)?)
             }
-            Cast { value, to, rust_ty } => vec![cast(self.get(*value)?, *to, rust_ty.as_deref())?],
+            Cast { value, to, rust_ty } => {
+                Out::One(cast(self.get(*value)?, *to, rust_ty.as_deref())?)
+            }
             Load(b, idx) => {
-                let ix = self.index(*b, idx, true)?;
-                vec![*self.element(*b, &ix, false)?]
+                let (ix, len) = self.index(*b, idx, true)?;
+                Out::One(*self.element(*b, &ix[..len], false)?)
             }
             Store(b, idx, v) => {
                 let x = self.get(*v)?;
                 self.check_elem(*b, x)?;
-                let ix = self.index(*b, idx, true)?;
-                *self.element(*b, &ix, true)? = x;
-                vec![]
+                let (ix, len) = self.index(*b, idx, true)?;
+                *self.element(*b, &ix[..len], true)? = x;
+                Out::Zero
             }
             StoreAdd(b, idx, v) => {
                 let x = self.get(*v)?;
-                let ix = self.index(*b, idx, true)?;
-                let slot = self.element(*b, &ix, true)?;
+                let (ix, len) = self.index(*b, idx, true)?;
+                let slot = self.element(*b, &ix[..len], true)?;
                 *slot = binary(BinOp::Add, *slot, x)?;
-                vec![]
+                Out::Zero
             }
             Len(b, idx) => {
-                let ix = self.index(*b, idx, false)?;
-                let len = match (self.storage(*b)?, ix.as_slice()) {
+                let (ix, n_ix) = self.index(*b, idx, false)?;
+                let len = match (self.storage(*b)?, &ix[..n_ix]) {
                     (s, []) => s.len(),
                     (Storage::R2(rows), [r]) => rows
                         .get(*r)
@@ -487,11 +502,11 @@ impl<'f> Machine<'f> {
                         .len(),
                     _ => return Err(format!("bad len of {}", self.name(*b))),
                 };
-                vec![RtVal::I(len as i64)]
+                Out::One(RtVal::I(len as i64))
             }
             Alloc { buf, dims, init } => {
                 self.alloc(*buf, dims, init)?;
-                vec![]
+                Out::Zero
             }
             CopyFrom { dst, src } => {
                 let from = self.storage(*src)?.clone();
@@ -507,11 +522,11 @@ impl<'f> Machine<'f> {
                     ));
                 }
                 *to = from;
-                vec![]
+                Out::Zero
             }
             Swap(a, b) => {
                 self.swap(*a, *b)?;
-                vec![]
+                Out::Zero
             }
             AddBuf { dst, src } => {
                 let from = self.storage(*src)?.clone();
@@ -529,12 +544,12 @@ impl<'f> Machine<'f> {
                 for (d, s) in to.elements_mut().zip(from.elements()) {
                     *d = binary(BinOp::Add, *d, *s)?;
                 }
-                vec![]
+                Out::Zero
             }
             ZeroBuf(b) => {
                 let zero = RtVal::zero(f.buf(*b).elem);
                 self.storage_mut(*b)?.elements_mut().for_each(|x| *x = zero);
-                vec![]
+                Out::Zero
             }
             SumBuf(b) => {
                 let mut sum = 0.0;
@@ -543,13 +558,13 @@ impl<'f> Machine<'f> {
                         .as_float()
                         .ok_or_else(|| format!("sum of {} holding {x:?}", self.name(*b)))?;
                 }
-                vec![RtVal::F(sum)]
+                Out::One(RtVal::F(sum))
             }
             Assert { cond, message } => {
                 if !self.bool(*cond)? {
                     return Err(format!("assertion failed: {message}"));
                 }
-                vec![]
+                Out::Zero
             }
             If {
                 cond,
@@ -561,7 +576,7 @@ impl<'f> Machine<'f> {
                 } else {
                     *else_blk
                 };
-                self.block(blk)?
+                Out::Many(self.block(blk)?)
             }
             For {
                 range,
@@ -570,14 +585,14 @@ impl<'f> Machine<'f> {
                 inits,
                 body,
                 exit,
-            } => self.for_loop(range, *index, params, inits, *body, exit)?,
+            } => Out::Many(self.for_loop(range, *index, params, inits, *body, exit)?),
             While {
                 cond,
                 params,
                 inits,
                 body,
                 exit,
-            } => self.while_loop(*cond, params, inits, *body, exit)?,
+            } => Out::Many(self.while_loop(*cond, params, inits, *body, exit)?),
             CellDecl(c, v) | CellSet(c, v) => {
                 let x = self.get(*v)?;
                 let ty = f.cells[c.index()].ty;
@@ -588,16 +603,18 @@ impl<'f> Machine<'f> {
                     return Err(format!("cell {c} is set before it is declared"));
                 }
                 self.cells[c.index()] = Some(x);
-                vec![]
+                Out::Zero
             }
-            CellGet(c) => vec![self.cells[c.index()]
-                .ok_or_else(|| format!("cell {c} is read before it is declared"))?],
+            CellGet(c) => Out::One(
+                self.cells[c.index()]
+                    .ok_or_else(|| format!("cell {c} is read before it is declared"))?,
+            ),
             CellAdd(c, v) => {
                 let x = self.get(*v)?;
                 let old = self.cells[c.index()]
                     .ok_or_else(|| format!("cell {c} is added to before it is declared"))?;
                 self.cells[c.index()] = Some(binary(BinOp::Add, old, x)?);
-                vec![]
+                Out::Zero
             }
             TapeEnsure(b, len) => {
                 let len = self.int(*len)?;
@@ -616,7 +633,7 @@ impl<'f> Machine<'f> {
                     }
                     Storage::R2(_) => return Err(format!("{name}: only rank-1 tapes grow")),
                 }
-                vec![]
+                Out::Zero
             }
             Call { callee, .. } => {
                 return Err(format!(
@@ -625,17 +642,14 @@ impl<'f> Machine<'f> {
                 ))
             }
         };
-        if out.len() != data.results.len() {
-            return Err(format!(
-                "produced {} values for {} results",
-                out.len(),
-                data.results.len()
-            ));
+        match (out, data.results.as_slice()) {
+            (Out::Zero, []) => Ok(()),
+            (Out::One(x), [r]) => self.define(*r, x),
+            (Out::Many(xs), rs) if xs.len() == rs.len() => {
+                rs.iter().zip(xs).try_for_each(|(&r, x)| self.define(r, x))
+            }
+            (out, rs) => Err(format!("produced {out:?} for {} results", rs.len())),
         }
-        for (&r, x) in data.results.iter().zip(out) {
-            self.define(r, x)?;
-        }
-        Ok(())
     }
 
     fn alloc(&mut self, buf: Buf, dims: &[Value], init: &AllocInit) -> Result<(), String> {
@@ -823,6 +837,11 @@ impl<'f> Machine<'f> {
         state.push(RtVal::I(trips));
         Ok(state)
     }
+}
+
+/// `buf2 (w)`: how errors name a buffer.
+fn buf_name(f: &Function, b: Buf) -> String {
+    format!("{b} ({})", f.buf(b).name)
 }
 
 /// Whether an error already names its instruction (`i12: ...`), as errors from nested

@@ -25,7 +25,7 @@ impl Lowerer<'_> {
             }
             Expr::MethodCall(m) => {
                 let name = m.method.to_string();
-                if name == "copy_from_slice" {
+                if name == "copy_from_slice" && m.args.len() == 1 {
                     let dst = self.lower_buf_ref(&m.receiver)?;
                     let src = self.lower_buf_ref(&m.args[0])?;
                     self.b.stmt(InstKind::CopyFrom { dst, src });
@@ -297,6 +297,13 @@ impl Lowerer<'_> {
             .iter()
             .map(|s| s.ident.to_string())
             .collect();
+        if segs.iter().any(|s| s == "Vec") {
+            return Err(self.error(
+                c,
+                &text(c),
+                "growable Vecs are not supported; use `vec![value; length]`",
+            ));
+        }
         if segs.len() >= 2 {
             let ty = &segs[segs.len() - 2];
             let f = segs[segs.len() - 1].as_str();

@@ -9,6 +9,8 @@ use syn::{Expr, Stmt};
 #[derive(Default)]
 pub(super) struct Scan {
     pub assigned: Vec<String>,
+    /// Names bound by `let` inside the scanned code.
+    pub declared: Vec<String>,
     pub ret: bool,
     pub brk: bool,
     pub cont: bool,
@@ -67,6 +69,16 @@ impl<'ast> Visit<'ast> for Scan {
         syn::visit::visit_expr_loop(self, e);
         self.depth -= 1;
     }
+    fn visit_local(&mut self, l: &'ast syn::Local) {
+        let mut pat = &l.pat;
+        if let syn::Pat::Type(t) = pat {
+            pat = &t.pat;
+        }
+        if let syn::Pat::Ident(pi) = pat {
+            self.declared.push(pi.ident.to_string());
+        }
+        syn::visit::visit_local(self, l);
+    }
     fn visit_expr_closure(&mut self, _: &'ast syn::ExprClosure) {}
     fn visit_item(&mut self, _: &'ast syn::Item) {}
     fn visit_macro(&mut self, _: &'ast syn::Macro) {}
@@ -77,6 +89,12 @@ pub(super) fn scan_stmts(stmts: &[Stmt]) -> Scan {
     for st in stmts {
         s.visit_stmt(st);
     }
+    s
+}
+
+pub(super) fn scan_expr(e: &Expr) -> Scan {
+    let mut s = Scan::default();
+    s.visit_expr(e);
     s
 }
 
@@ -129,6 +147,13 @@ impl Lowerer<'_> {
     pub(super) fn lower_jump(&mut self, e: &Expr) -> LResult<()> {
         match e {
             Expr::Return(r) => {
+                if !self.has_return {
+                    return Err(self.error(
+                        r,
+                        "return",
+                        "`return` inside a closure is not supported",
+                    ));
+                }
                 let v = match (&r.expr, self.returns_float) {
                     (Some(x), true) => {
                         let v = self.lower_expr(x)?;
@@ -361,6 +386,11 @@ impl Lowerer<'_> {
         use syn::Pat;
         match pat {
             Pat::Wild(_) => Ok(None),
+            Pat::Ident(pi) if pi.ident.to_string().starts_with(|c: char| c.is_ascii_uppercase()) => Err(self.error(
+                pi,
+                &pi.ident.to_string(),
+                "constants in match patterns are not supported; use a guard (`k if k == LIMIT => ..`)",
+            )),
             Pat::Ident(pi) if pi.subpat.is_none() => Ok(None),
             Pat::Lit(l) => {
                 let v = self.lower_expr(&Expr::Lit(l.clone()))?;

@@ -231,6 +231,10 @@ impl Lowerer<'_> {
                 .ok_or_else(|| syn::Error::new_spanned(e, "phidiff: this block has no value")),
             Expr::MethodCall(m) => self.lower_method_value(m),
             Expr::Call(c) => self.lower_call_value(c),
+            Expr::Reference(r) if matches!(&*r.expr, Expr::Index(ix) if matches!(&*ix.index, Expr::Range(_))) => Err(
+                self.error(r, &text(r), "slicing with a range is not supported; index elements or pass the whole buffer"),
+            ),
+            Expr::Loop(l) => Err(self.error(l, "loop", "`loop` as a value (`break` with a value) is not supported")),
             Expr::Reference(r) => Err(self.error(
                 r,
                 &text(r),
@@ -245,8 +249,8 @@ impl Lowerer<'_> {
             Expr::Array(a) => Err(self.error(a, &text(a), "array literals are not supported; use `vec![v; n]`")),
             Expr::Let(l) => Err(self.error(l, &text(l), "`if let`/`while let` are not supported")),
             Expr::Range(r) => Err(self.error(r, &text(r), "ranges are supported only as `for` loop iterators")),
-            Expr::Macro(m) => Err(self.error(&m.mac, &text(&m.mac.path), "this macro is not supported as a value (supported: `vec!` in `let`, `assert!`)")),
-            Expr::Assign(_) | Expr::ForLoop(_) | Expr::While(_) | Expr::Loop(_) => {
+            Expr::Macro(m) => Err(self.error(&m.mac, &format!("{}!", text(&m.mac.path)), "this macro is not supported as a value (supported: `vec!` in `let`, `assert!`)")),
+            Expr::Assign(_) | Expr::ForLoop(_) | Expr::While(_) => {
                 Err(self.error(e, &text(e), "this expression has no value"))
             }
             Expr::Break(_) | Expr::Continue(_) | Expr::Return(_) => {

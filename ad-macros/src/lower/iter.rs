@@ -321,6 +321,15 @@ impl Lowerer<'_> {
                     }
                 },
                 Some(c) => {
+                    let scan = super::control::scan_expr(&c.body);
+                    let outer_assignment = scan.assigned.iter().any(|n| !scan.declared.contains(n));
+                    if outer_assignment || scan.ret || scan.brk || scan.cont {
+                        return Err(self.error(
+                            &c.body,
+                            "closure",
+                            "a `.map` closure computes one term: assignments and jumps inside it are not supported",
+                        ));
+                    }
                     if c.inputs.len() != 1 {
                         return Err(self.error(
                             c,

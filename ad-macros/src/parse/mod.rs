@@ -113,7 +113,10 @@ impl Parse for Options {
             }
         }
         if !opts.forward_requested && !opts.reverse_requested {
-            return Err(input.error("#[differentiate] needs `forward`, `reverse` or both"));
+            return Err(syn::Error::new(
+                proc_macro2::Span::call_site(),
+                "#[differentiate] needs `forward`, `reverse` or both",
+            ));
         }
         Ok(opts)
     }

@@ -2,7 +2,7 @@
 //! arrays and Vecs of floats (and arrays of arrays) are active unless `wrt(..)` excludes
 //! them; integers, bool and every other type are constant.
 
-use crate::diagnostics::{unsupported, Diagnostics};
+use crate::diagnostics::{unsupported_signature as unsupported, Diagnostics};
 use syn::{FnArg, GenericParam, Ident, Pat, ReturnType, Type};
 
 /// The float type of the function: a generic parameter bounded by `Float`, or f64/f32.
@@ -364,7 +364,8 @@ pub fn read(sig: &syn::Signature, wrt: Option<&[Ident]>, diag: &Diagnostics) -> 
             return None;
         }
     };
-    if !params.iter().any(|p| p.active) {
+    let wrt_ok = wrt.is_none_or(|w| w.iter().all(|n| params.iter().any(|p| p.name == *n)));
+    if !params.iter().any(|p| p.active) && wrt_ok {
         diag.error_spanned(
             &sig.ident,
             "phidiff: no parameter is active (check `wrt(..)`)",

@@ -1041,3 +1041,39 @@ fn hand_written_tangent_and_taped_adjoint_agree() {
         "{lhs} vs {rhs}"
     );
 }
+
+#[test]
+fn zz_speed() {
+    let f = function(
+        |f| {
+            buffer_param(f, "x", 1, Ty::Float, false);
+            scalar_param(f, "n", Ty::Int);
+        },
+        |b| {
+            let (zero, one, n) = (b.iconst(0), b.fconst(1.0), param(b, 1));
+            let s0 = b.fconst(0.0);
+            for_loop(b, (zero, n, None, false), vec![s0, one], |b, i, p| {
+                let xi = b.load(Buf(0), vec![i]);
+                let sq = b.mul(xi, xi);
+                let s = b.add(p[0], sq);
+                let one = b.fconst(1.0);
+                let f1 = b.add(one, xi);
+                let f2 = b.math("sin", vec![f1]);
+                let prod = b.mul(p[1], f2);
+                Body {
+                    yields: vec![s, prod],
+                    exit: vec![],
+                }
+            })
+        },
+    );
+    let n = 200_000;
+    let t = std::time::Instant::now();
+    checked_run(
+        &f,
+        &mut [RtArg::Buf(vec![0.5; n]), RtArg::Scalar(RtVal::I(n as i64))],
+    )
+    .unwrap();
+    let dt = t.elapsed();
+    eprintln!("{} ns per inst", dt.as_nanos() as f64 / (n as f64 * 10.0));
+}

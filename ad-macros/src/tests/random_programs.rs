@@ -1,0 +1,773 @@
+//! Property test: 10 000 random programs (`program_gen`) go through the whole pipeline
+//! (`expand::compile_for_tests`), and the IR interpreter runs the primal, tangent and adjoint
+//! programs at random points. They must agree with each other (the dot-product identity
+//! `ȳ·(J ẋ) = (Jᵀ ȳ)·ẋ` to 1e-10 relative) and with central finite differences.
+//!
+//! A failure prints the program, the numbers and the IR. To rerun one program alone:
+//! `PHIDIFF_PROGRAM=<number> cargo test -p ad-macros random_programs -- --nocapture`.
+
+use super::program_gen::{nth_program, Program, Rng, Shape, UserParam, KINDS};
+use crate::ir::interp::{run, RtArg, RtVal};
+use crate::ir::{printer, verify, Function, ParamKind, Ty};
+use std::collections::{BTreeMap, BTreeSet};
+
+const PROGRAMS: usize = 10_000;
+/// The programs are split over this many tests, which the test harness runs in parallel.
+const SHARDS: usize = 4;
+/// Every this many programs, each gradient component is checked against finite
+/// differences; the others check the gradient along one random direction.
+const FULL_GRADIENT_EVERY: usize = 8;
+/// Points drawn per program before giving up on finding one away from kinks.
+const ATTEMPTS: usize = 6;
+/// Relative tolerance of the dot-product identity and of value agreement.
+const DOT_TOL: f64 = 1e-10;
+/// Central-difference step; directions have components in [-1, 1].
+const FD_STEP: f64 = 1e-5;
+/// At most this many failures are printed in full (source, numbers, IR).
+const PRINTED_FAILURES: usize = 3;
+
+#[test]
+fn random_programs_shard_0() {
+    run_shard(0)
+}
+
+#[test]
+fn random_programs_shard_1() {
+    run_shard(1)
+}
+
+#[test]
+fn random_programs_shard_2() {
+    run_shard(2)
+}
+
+#[test]
+fn random_programs_shard_3() {
+    run_shard(3)
+}
+
+fn run_shard(shard: usize) {
+    let only: Option<usize> = std::env::var("PHIDIFF_PROGRAM")
+        .ok()
+        .and_then(|s| s.parse().ok());
+    let mut report = Report::default();
+    for number in (shard..PROGRAMS).step_by(SHARDS) {
+        if only.is_some_and(|o| o != number) {
+            continue;
+        }
+        let (program, mut rng) = nth_program(number);
+        report.count(&program);
+        match compile_and_check(&program, &mut rng, number % FULL_GRADIENT_EVERY == 0) {
+            Ok(outcome) => *report.outcomes.entry(outcome).or_default() += 1,
+            Err(failure) => report.fail(number, &program, failure),
+        }
+    }
+    report.finish(shard, only.is_some());
+}
+
+/// How a program's check ended when it did not fail.
+#[derive(Copy, Clone, PartialEq, Eq, PartialOrd, Ord, Debug)]
+enum Outcome {
+    /// Dot product and finite differences checked.
+    Checked,
+    /// Dot product checked; every point drawn was near a kink, so no finite differences.
+    Kinky,
+    /// Values too large at every point drawn (the program's magnitudes are not tame).
+    Large,
+}
+
+struct Failure {
+    class: &'static str,
+    detail: String,
+    /// The printed IR of the compiled functions, when there are any.
+    ir: String,
+}
+
+impl Failure {
+    fn new(class: &'static str, detail: impl Into<String>) -> Self {
+        Failure {
+            class,
+            detail: detail.into(),
+            ir: String::new(),
+        }
+    }
+}
+
+fn compile_and_check(
+    program: &Program,
+    rng: &mut Rng,
+    full_gradient: bool,
+) -> Result<Outcome, Failure> {
+    let item: syn::ItemFn = syn::parse_str(&program.src)
+        .map_err(|e| Failure::new("generator: source does not parse", e.to_string()))?;
+    let compiled =
+        crate::expand::compile_for_tests(&item).map_err(|e| Failure::new("compile error", e))?;
+    let fns = Fns {
+        primal: &compiled.primal,
+        forward: &compiled.forward,
+        reverse: &compiled.reverse,
+    };
+    check_program(program, &fns, rng, full_gradient).map_err(|mut f| {
+        f.ir = [fns.primal, fns.forward, fns.reverse]
+            .map(printer::print)
+            .join("\n");
+        f
+    })
+}
+
+/// The three compiled functions of one program.
+struct Fns<'a> {
+    primal: &'a Function,
+    forward: &'a Function,
+    reverse: &'a Function,
+}
+
+/// Checks one compiled program: verifier, calling convention, then dot product and finite
+/// differences at up to `ATTEMPTS` random points (a new point when the last was at a kink).
+fn check_program(
+    program: &Program,
+    fns: &Fns,
+    rng: &mut Rng,
+    full_gradient: bool,
+) -> Result<Outcome, Failure> {
+    for (what, f) in [
+        ("primal", fns.primal),
+        ("forward", fns.forward),
+        ("reverse", fns.reverse),
+    ] {
+        verify::verify(f).map_err(|e| Failure::new("verifier", format!("{what}: {e}")))?;
+    }
+    check_convention(&program.params, fns)?;
+    let mut outcome = Outcome::Large;
+    for _ in 0..ATTEMPTS {
+        let point = Point::draw(&program.params, rng);
+        match check_at(&program.params, fns, &point, rng, full_gradient)? {
+            Outcome::Checked => return Ok(Outcome::Checked),
+            Outcome::Kinky => outcome = Outcome::Kinky,
+            Outcome::Large => {}
+        }
+    }
+    Ok(outcome)
+}
+
+/// An input: `n` and every active value (slices' elements and scalars) flattened in
+/// parameter order.
+#[derive(Clone, Debug)]
+struct Point {
+    n: usize,
+    active: Vec<f64>,
+}
+
+impl Point {
+    fn draw(params: &[UserParam], rng: &mut Rng) -> Point {
+        let n = 2 + rng.below(4);
+        let len = active_len(params, n);
+        Point {
+            n,
+            active: (0..len).map(|_| rng.symmetric(1.5)).collect(),
+        }
+    }
+    fn shifted(&self, direction: &[f64], t: f64) -> Point {
+        let active = self
+            .active
+            .iter()
+            .zip(direction)
+            .map(|(v, d)| v + t * d)
+            .collect();
+        Point { n: self.n, active }
+    }
+}
+
+fn active_len(params: &[UserParam], n: usize) -> usize {
+    params
+        .iter()
+        .map(|p| match p.shape {
+            Shape::Slice => n,
+            Shape::Scalar => 1,
+            Shape::Len => 0,
+        })
+        .sum()
+}
+
+/// The arguments of the primal (`extra` = None), the forward function (tangents from
+/// `extra`) or the reverse function (shadows from `extra`, then `seed`), by the calling
+/// convention of DESIGN.md.
+fn arguments(params: &[UserParam], point: &Point, mode: Mode, extra: &[f64]) -> Vec<RtArg> {
+    let mut args = Vec::new();
+    let mut at = 0;
+    for p in params {
+        match p.shape {
+            Shape::Slice => {
+                let range = at..at + point.n;
+                args.push(RtArg::Buf(point.active[range.clone()].to_vec()));
+                if mode != Mode::Primal {
+                    args.push(RtArg::Buf(extra[range].to_vec()));
+                }
+                at += point.n;
+            }
+            Shape::Scalar => {
+                args.push(RtArg::Scalar(RtVal::F(point.active[at])));
+                if mode == Mode::Forward {
+                    args.push(RtArg::Scalar(RtVal::F(extra[at])));
+                }
+                at += 1;
+            }
+            Shape::Len => args.push(RtArg::Scalar(RtVal::I(point.n as i64))),
+        }
+    }
+    if let Mode::Reverse { seed } = mode {
+        args.push(RtArg::Scalar(RtVal::F(seed)));
+    }
+    args
+}
+
+#[derive(Copy, Clone, PartialEq, Debug)]
+enum Mode {
+    Primal,
+    Forward,
+    Reverse { seed: f64 },
+}
+
+/// Runs `f` and returns its float results.
+fn run_floats(f: &Function, args: &mut [RtArg], what: &'static str) -> Result<Vec<f64>, Failure> {
+    let results = run(f, args).map_err(|e| Failure::new(what, e))?;
+    results
+        .iter()
+        .map(|v| {
+            v.as_float()
+                .ok_or_else(|| Failure::new(what, format!("returned {results:?}, expected floats")))
+        })
+        .collect()
+}
+
+fn primal_value(params: &[UserParam], fns: &Fns, point: &Point) -> Result<f64, Failure> {
+    let mut args = arguments(params, point, Mode::Primal, &[]);
+    match run_floats(fns.primal, &mut args, "primal run")?.as_slice() {
+        [y] => Ok(*y),
+        other => Err(Failure::new(
+            "primal run",
+            format!("returned {other:?}, expected one value"),
+        )),
+    }
+}
+
+/// The parameter list each function must have, in the words of DESIGN.md's contract.
+fn check_convention(params: &[UserParam], fns: &Fns) -> Result<(), Failure> {
+    let (slice, slice_mut, float, int) = ("&[f64]", "&mut [f64]", "f64", "integer");
+    let mut want: [Vec<&str>; 3] = Default::default();
+    for p in params {
+        match p.shape {
+            Shape::Slice => {
+                want[0].push(slice);
+                want[1].extend([slice, slice]);
+                want[2].extend([slice, slice_mut]);
+            }
+            Shape::Scalar => {
+                want[0].push(float);
+                want[1].extend([float, float]);
+                want[2].push(float);
+            }
+            Shape::Len => want.iter_mut().for_each(|w| w.push(int)),
+        }
+    }
+    want[2].push(float);
+    for ((what, f), want) in [
+        ("primal", fns.primal),
+        ("forward", fns.forward),
+        ("reverse", fns.reverse),
+    ]
+    .into_iter()
+    .zip(want)
+    {
+        let got: Vec<&str> = f
+            .params
+            .iter()
+            .map(|p| match &p.kind {
+                ParamKind::Scalar(Ty::Float) => float,
+                ParamKind::Scalar(Ty::Int) => int,
+                ParamKind::Buffer { buf, mutable }
+                    if f.buf(*buf).rank == 1 && f.buf(*buf).elem == Ty::Float =>
+                {
+                    if *mutable {
+                        slice_mut
+                    } else {
+                        slice
+                    }
+                }
+                _ => "something else",
+            })
+            .collect();
+        if got != want {
+            return Err(Failure::new(
+                "calling convention",
+                format!(
+                    "{what} takes ({}), expected ({})",
+                    got.join(", "),
+                    want.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `|a - b| <= tol * scale`, for values that should agree.
+fn close(a: f64, b: f64, tol: f64, scale: f64) -> bool {
+    (a - b).abs() <= tol * scale || a == b
+}
+
+/// Checks at one point: value agreement, the dot product, the tangent against finite
+/// differences and the gradient against finite differences.
+fn check_at(
+    params: &[UserParam],
+    fns: &Fns,
+    point: &Point,
+    rng: &mut Rng,
+    full_gradient: bool,
+) -> Result<Outcome, Failure> {
+    let y = primal_value(params, fns, point)?;
+    if !y.is_finite() || y.abs() > 1e6 {
+        return Ok(Outcome::Large);
+    }
+    let len = point.active.len();
+    let direction: Vec<f64> = (0..len).map(|_| rng.symmetric(1.0)).collect();
+    let seed = (0.5 + rng.unit()) * if rng.chance(0.5) { 1.0 } else { -1.0 };
+    let shadow_in: Vec<f64> = (0..len).map(|_| rng.symmetric(1.0)).collect();
+    let numbers = || {
+        format!("n = {}\npoint = {:?}\ndirection ẋ = {direction:?}\nseed ȳ = {seed}\nshadows on entry = {shadow_in:?}", point.n, point.active)
+    };
+
+    let mut args = arguments(params, point, Mode::Forward, &direction);
+    let (y_fwd, tangent) = match run_floats(fns.forward, &mut args, "forward run")?.as_slice() {
+        [v, t] => (*v, *t),
+        other => {
+            return Err(Failure::new(
+                "forward run",
+                format!("returned {other:?}, expected (value, tangent)"),
+            ))
+        }
+    };
+
+    let mut args = arguments(params, point, Mode::Reverse { seed }, &shadow_in);
+    let results = run_floats(fns.reverse, &mut args, "reverse run")?;
+    let (adjoint, shadow_out) = collect_adjoint(params, point, &args, &results, &shadow_in)
+        .map_err(|e| Failure::new("reverse run", format!("{e}\n{}", numbers())))?;
+    let y_rev = results[0];
+
+    for (what, v) in [("forward value", y_fwd), ("reverse value", y_rev)] {
+        if !close(v, y, DOT_TOL, y.abs()) {
+            return Err(Failure::new(
+                "value",
+                format!("{what} {v} differs from the primal's {y}\n{}", numbers()),
+            ));
+        }
+    }
+    // ȳ·(J ẋ) = (Jᵀ ȳ)·ẋ; the scale covers cancellation between terms and the rounding of
+    // the adjoint added into non-zero shadows.
+    let lhs = seed * tangent;
+    let rhs: f64 = adjoint.iter().zip(&direction).map(|(g, d)| g * d).sum();
+    let rounding: f64 = shadow_out
+        .iter()
+        .zip(&direction)
+        .map(|(s, d)| 4.0 * f64::EPSILON * (s * d).abs())
+        .sum();
+    let scale = lhs.abs()
+        + adjoint
+            .iter()
+            .zip(&direction)
+            .map(|(g, d)| (g * d).abs())
+            .sum::<f64>();
+    if (lhs - rhs).abs() > DOT_TOL * scale + rounding {
+        return Err(Failure::new(
+            "dot product",
+            format!(
+                "ȳ·(J ẋ) = {lhs:e} but (Jᵀ ȳ)·ẋ = {rhs:e} (difference {:e})\ntangent = {tangent}\nadjoint (Jᵀ ȳ) = {adjoint:?}\n{}",
+                lhs - rhs,
+                numbers()
+            ),
+        ));
+    }
+
+    let fd = match finite_difference(params, fns, point, &direction)? {
+        Fd::Smooth(fd) => fd,
+        Fd::Kink => return Ok(Outcome::Kinky),
+    };
+    if !close(fd.value, tangent, 1.0, fd.tol + 1e-6 * tangent.abs()) {
+        return Err(Failure::new(
+            "tangent vs finite differences",
+            format!(
+                "tangent {tangent} but finite differences give {} (± {:e})\n{}",
+                fd.value,
+                fd.tol,
+                numbers()
+            ),
+        ));
+    }
+
+    let gradient: Vec<f64> = adjoint.iter().map(|g| g / seed).collect();
+    let probes: Vec<Vec<f64>> = if full_gradient {
+        (0..len)
+            .map(|k| (0..len).map(|j| if j == k { 1.0 } else { 0.0 }).collect())
+            .collect()
+    } else {
+        vec![(0..len).map(|_| rng.symmetric(1.0)).collect()]
+    };
+    for probe in probes {
+        let fd = match finite_difference(params, fns, point, &probe)? {
+            Fd::Smooth(fd) => fd,
+            Fd::Kink => return Ok(Outcome::Kinky),
+        };
+        let g: f64 = gradient.iter().zip(&probe).map(|(g, p)| g * p).sum();
+        if !close(fd.value, g, 1.0, fd.tol + 1e-6 * g.abs()) {
+            return Err(Failure::new(
+                "gradient vs finite differences",
+                format!(
+                    "gradient·probe = {g} but finite differences give {} (± {:e})\nprobe = {probe:?}\ngradient = {gradient:?}\n{}",
+                    fd.value,
+                    fd.tol,
+                    numbers()
+                ),
+            ));
+        }
+    }
+    Ok(Outcome::Checked)
+}
+
+/// The adjoint `Jᵀ ȳ` in the layout of `Point::active` (what the reverse function added
+/// into each shadow, then the returned scalar adjoints), and the shadows on exit.
+fn collect_adjoint(
+    params: &[UserParam],
+    point: &Point,
+    args: &[RtArg],
+    results: &[f64],
+    shadow_in: &[f64],
+) -> Result<(Vec<f64>, Vec<f64>), String> {
+    let scalars = params.iter().filter(|p| p.shape == Shape::Scalar).count();
+    if results.len() != 1 + scalars {
+        return Err(format!(
+            "returned {results:?}, expected the value and {scalars} scalar adjoints"
+        ));
+    }
+    let (mut adjoint, mut shadow_out) = (Vec::new(), Vec::new());
+    let (mut arg, mut at, mut scalar) = (0, 0, 1);
+    for p in params {
+        match p.shape {
+            Shape::Slice => {
+                let RtArg::Buf(shadow) = &args[arg + 1] else {
+                    return Err(format!("shadow of {} is {:?}", p.name, args[arg + 1]));
+                };
+                if shadow.len() != point.n {
+                    return Err(format!(
+                        "the shadow of {} changed length to {}",
+                        p.name,
+                        shadow.len()
+                    ));
+                }
+                adjoint.extend(
+                    shadow
+                        .iter()
+                        .zip(&shadow_in[at..at + point.n])
+                        .map(|(s, s0)| s - s0),
+                );
+                shadow_out.extend(shadow);
+                arg += 2;
+                at += point.n;
+            }
+            Shape::Scalar => {
+                adjoint.push(results[scalar]);
+                shadow_out.push(0.0);
+                scalar += 1;
+                arg += 1;
+                at += 1;
+            }
+            Shape::Len => arg += 1,
+        }
+    }
+    Ok((adjoint, shadow_out))
+}
+
+struct FdValue {
+    value: f64,
+    tol: f64,
+}
+
+enum Fd {
+    Smooth(FdValue),
+    /// The steps `h` and `h/2` disagree: a branch or trip count changes nearby.
+    Kink,
+}
+
+/// The directional derivative along `direction` by central differences with steps `h` and
+/// `h/2`, Richardson-extrapolated, with a tolerance for truncation and rounding.
+fn finite_difference(
+    params: &[UserParam],
+    fns: &Fns,
+    point: &Point,
+    direction: &[f64],
+) -> Result<Fd, Failure> {
+    let h = FD_STEP;
+    let f = |t: f64| primal_value(params, fns, &point.shifted(direction, t));
+    let (fp, fm, fp2, fm2) = (f(h)?, f(-h)?, f(h / 2.0)?, f(-h / 2.0)?);
+    let magnitude = [fp, fm, fp2, fm2]
+        .iter()
+        .fold(0.0_f64, |m, v| m.max(v.abs()));
+    if !magnitude.is_finite() {
+        return Ok(Fd::Kink);
+    }
+    let coarse = (fp - fm) / (2.0 * h);
+    let fine = (fp2 - fm2) / h;
+    let value = (4.0 * fine - coarse) / 3.0;
+    // Truncation: h² f'''/6 ≈ (coarse - fine) is caught by the kink test; rounding: a few
+    // hundred operations' worth of ulps of the function values, divided by h.
+    let tol = 1e-6 * (1.0 + value.abs()) + 1e-13 * (1.0 + magnitude) / h;
+    if (coarse - fine).abs() > tol {
+        return Ok(Fd::Kink);
+    }
+    Ok(Fd::Smooth(FdValue { value, tol }))
+}
+
+#[derive(Default)]
+struct Report {
+    programs: usize,
+    by_kind: BTreeMap<&'static str, usize>,
+    by_feature: BTreeMap<&'static str, usize>,
+    outcomes: BTreeMap<Outcome, usize>,
+    failures_by_class: BTreeMap<&'static str, usize>,
+    failures: Vec<String>,
+}
+
+impl Report {
+    fn count(&mut self, program: &Program) {
+        self.programs += 1;
+        *self.by_kind.entry(program.kind).or_default() += 1;
+        for f in &program.features {
+            *self.by_feature.entry(f).or_default() += 1;
+        }
+    }
+
+    fn fail(&mut self, number: usize, program: &Program, failure: Failure) {
+        *self.failures_by_class.entry(failure.class).or_default() += 1;
+        let n = self.failures.len();
+        let text = if n < PRINTED_FAILURES {
+            format!(
+                "program {number} ({}): {}\n{}\n--- source ---\n{}--- IR ---\n{}",
+                program.kind, failure.class, failure.detail, program.src, failure.ir
+            )
+        } else {
+            let first = failure.detail.lines().next().unwrap_or_default();
+            format!(
+                "program {number} ({}): {}: {first}",
+                program.kind, failure.class
+            )
+        };
+        self.failures.push(text);
+    }
+
+    fn finish(&self, shard: usize, single: bool) {
+        let summary = format!(
+            "random programs, shard {shard}: {} programs\n  by kind: {:?}\n  by feature: {:?}\n  outcomes: {:?}\n  failures: {:?}",
+            self.programs, self.by_kind, self.by_feature, self.outcomes, self.failures_by_class
+        );
+        eprintln!("{summary}");
+        if !self.failures.is_empty() {
+            let shown: Vec<&str> = self.failures.iter().take(40).map(String::as_str).collect();
+            panic!(
+                "{} of {} programs failed\n\n{}\n\n{summary}",
+                self.failures.len(),
+                self.programs,
+                shown.join("\n\n")
+            );
+        }
+        if single {
+            return;
+        }
+        let expected = (shard..PROGRAMS).step_by(SHARDS).count();
+        assert_eq!(self.programs, expected, "every program of the shard ran");
+        for kind in KINDS {
+            let want = (shard..PROGRAMS)
+                .step_by(SHARDS)
+                .filter(|p| KINDS[p % KINDS.len()] == kind)
+                .count();
+            assert_eq!(
+                self.by_kind.get(kind),
+                Some(&want),
+                "programs of kind {kind}"
+            );
+        }
+        let features: BTreeSet<&str> = self.by_feature.keys().copied().collect();
+        for feature in [
+            "for",
+            "while",
+            "short_circuit",
+            "else_if",
+            "int_cond",
+            "float_cond",
+            "shadowing",
+            "carried",
+        ] {
+            assert!(features.contains(feature), "no program used {feature}");
+        }
+        let checked = self.outcomes.get(&Outcome::Checked).copied().unwrap_or(0);
+        assert!(
+            checked * 100 >= self.programs * 95,
+            "finite differences checked only {checked} of {} programs",
+            self.programs
+        );
+    }
+}
+
+/// The harness itself: hand-written derivatives of
+/// `f(x, a, n) = sin(a·x[0]) + x[1]·a` pass, and each kind of wrong derivative is caught
+/// by the check meant for it.
+#[test]
+fn harness_catches_wrong_derivatives() {
+    let src = "fn f(x: &[f64], a: f64, n: usize) -> f64 { (a * x[0]).sin() + x[1] * a }";
+    let params = vec![
+        UserParam {
+            name: "x".into(),
+            shape: Shape::Slice,
+        },
+        UserParam {
+            name: "a".into(),
+            shape: Shape::Scalar,
+        },
+        UserParam {
+            name: "n".into(),
+            shape: Shape::Len,
+        },
+    ];
+    let program = Program {
+        src: src.into(),
+        params,
+        kind: "straight_line",
+        features: BTreeSet::new(),
+    };
+    let check = |forward_bug: bool, reverse_bug: bool, full: bool| {
+        let (primal, forward, reverse) = hand_written::derivatives(forward_bug, reverse_bug);
+        let fns = Fns {
+            primal: &primal,
+            forward: &forward,
+            reverse: &reverse,
+        };
+        check_program(&program, &fns, &mut Rng::new(7), full).map_err(|f| f.class)
+    };
+    assert_eq!(check(false, false, false).ok(), Some(Outcome::Checked));
+    assert_eq!(check(false, false, true).ok(), Some(Outcome::Checked));
+    assert_eq!(check(false, true, false).err(), Some("dot product"));
+    assert_eq!(check(true, false, false).err(), Some("dot product"));
+    // The same wrong derivative in both modes passes the dot product; finite differences catch it.
+    assert_eq!(
+        check(true, true, false).err(),
+        Some("tangent vs finite differences")
+    );
+}
+
+mod hand_written {
+    use crate::ir::builder::Builder;
+    use crate::ir::*;
+
+    fn param_buf(f: &mut Function, name: &str, mutable: bool) -> Buf {
+        let n = f.params.len();
+        let buf = f.new_buf(BufData {
+            name: name.into(),
+            rank: 1,
+            elem: Ty::Float,
+            kind: BufKind::Param(n),
+        });
+        f.params.push(ParamInfo {
+            name: name.into(),
+            kind: ParamKind::Buffer { buf, mutable },
+        });
+        buf
+    }
+
+    fn param_scalar(f: &mut Function, name: &str, ty: Ty) -> usize {
+        f.params.push(ParamInfo {
+            name: name.into(),
+            kind: ParamKind::Scalar(ty),
+        });
+        f.params.len() - 1
+    }
+
+    /// Primal, forward and reverse of `sin(a·x[0]) + x[1]·a`; a bug drops the `x[1]·da`
+    /// term (forward) or the `ȳ·x[1]` term of `ā` (reverse).
+    pub(super) fn derivatives(
+        forward_bug: bool,
+        reverse_bug: bool,
+    ) -> (Function, Function, Function) {
+        let mut primal = Function::new("f");
+        let x = param_buf(&mut primal, "x", false);
+        let a = param_scalar(&mut primal, "a", Ty::Float);
+        param_scalar(&mut primal, "n", Ty::Int);
+        let body = primal.body;
+        let mut b = Builder::new(&mut primal, body);
+        let (_, _, _, y) = value(&mut b, x, a);
+        b.set_yields(body, vec![y]);
+
+        let mut forward = Function::new("f_fwd");
+        let x = param_buf(&mut forward, "x", false);
+        let dx = param_buf(&mut forward, "dx", false);
+        let a = param_scalar(&mut forward, "a", Ty::Float);
+        let da = param_scalar(&mut forward, "da", Ty::Float);
+        param_scalar(&mut forward, "n", Ty::Int);
+        let body = forward.body;
+        let mut b = Builder::new(&mut forward, body);
+        let (x0, x1, av, y) = value(&mut b, x, a);
+        let (i0, i1) = (b.iconst(0), b.iconst(1));
+        let (dx0, dx1, dav) = (
+            b.load(dx, vec![i0]),
+            b.load(dx, vec![i1]),
+            b.value(InstKind::Param(da), Ty::Float),
+        );
+        let u = b.mul(av, x0);
+        let cu = b.math("cos", vec![u]);
+        let du1 = b.mul(dav, x0);
+        let du2 = b.mul(av, dx0);
+        let du = b.add(du1, du2);
+        let dsin = b.mul(cu, du);
+        let dt1 = b.mul(dx1, av);
+        let dt2 = b.mul(x1, dav);
+        let dt = if forward_bug { dt1 } else { b.add(dt1, dt2) };
+        let dy = b.add(dsin, dt);
+        b.set_yields(body, vec![y, dy]);
+
+        let mut reverse = Function::new("f_rev");
+        let x = param_buf(&mut reverse, "x", false);
+        let xbar = param_buf(&mut reverse, "dx", true);
+        let a = param_scalar(&mut reverse, "a", Ty::Float);
+        param_scalar(&mut reverse, "n", Ty::Int);
+        let seed = param_scalar(&mut reverse, "seed", Ty::Float);
+        let body = reverse.body;
+        let mut b = Builder::new(&mut reverse, body);
+        let (x0, x1, av, y) = value(&mut b, x, a);
+        let seed = b.value(InstKind::Param(seed), Ty::Float);
+        let (i0, i1) = (b.iconst(0), b.iconst(1));
+        let u = b.mul(av, x0);
+        let cu = b.math("cos", vec![u]);
+        let ubar = b.mul(seed, cu);
+        let x0bar = b.mul(ubar, av);
+        b.stmt(InstKind::StoreAdd(xbar, vec![i0], x0bar));
+        let x1bar = b.mul(seed, av);
+        b.stmt(InstKind::StoreAdd(xbar, vec![i1], x1bar));
+        let abar1 = b.mul(ubar, x0);
+        let abar2 = b.mul(seed, x1);
+        let abar = if reverse_bug {
+            abar1
+        } else {
+            b.add(abar1, abar2)
+        };
+        b.set_yields(body, vec![y, abar]);
+        (primal, forward, reverse)
+    }
+
+    /// Emits `sin(a·x[0]) + x[1]·a`; returns x[0], x[1], a and the value.
+    fn value(b: &mut Builder, x: Buf, a: usize) -> (Value, Value, Value, Value) {
+        let (i0, i1) = (b.iconst(0), b.iconst(1));
+        let (x0, x1) = (b.load(x, vec![i0]), b.load(x, vec![i1]));
+        let av = b.value(InstKind::Param(a), Ty::Float);
+        let u = b.mul(av, x0);
+        let s = b.math("sin", vec![u]);
+        let t = b.mul(x1, av);
+        (x0, x1, av, b.add(s, t))
+    }
+}

@@ -1,0 +1,8 @@
+use phidiff::differentiate;
+
+#[differentiate(forward, reverse)]
+fn f(x: &[f64], a: f64) -> f64 {
+    (a % 2.0) * x[0]
+}
+
+fn main() {}
