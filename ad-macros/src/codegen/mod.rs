@@ -258,10 +258,6 @@ impl Ctx<'_> {
         let ft = self.float.tokens();
         match &data.kind {
             FConst(_) | IConst(_) | BConst(_) | Param(_) => quote!(),
-            Opaque(t, _) => {
-                let t: TokenStream = t.parse().unwrap_or_default();
-                self.let_value(i, t)
-            }
             Unary(UnOp::Neg, a) => {
                 let a = self.val(*a);
                 self.let_value(i, quote!(-#a))

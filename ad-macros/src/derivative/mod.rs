@@ -76,7 +76,6 @@ impl Remap {
             FConst(c) => FConst(*c),
             IConst(c) => IConst(*c),
             BConst(c) => BConst(*c),
-            Opaque(t, ty) => Opaque(t.clone(), *ty),
             Param(n) => Param(*n),
             Unary(op, a) => Unary(*op, self.v(*a)),
             Binary(op, a, c) => Binary(*op, self.v(*a), self.v(*c)),

@@ -196,8 +196,6 @@ pub enum InstKind {
     BConst(bool),
     /// The value of scalar parameter `n`.
     Param(usize),
-    /// Constant tokens of an opaque parameter or expression (printed verbatim).
-    Opaque(String, Ty),
     Unary(UnOp, Value),
     Binary(BinOp, Value, Value),
     /// A float method from the rule table (`derivative::rules`).
@@ -417,7 +415,7 @@ impl Function {
     pub fn operands(&self, i: Inst) -> Vec<Value> {
         use InstKind::*;
         match &self.insts[i.index()].kind {
-            FConst(_) | IConst(_) | BConst(_) | Param(_) | Opaque(..) => vec![],
+            FConst(_) | IConst(_) | BConst(_) | Param(_) => vec![],
             Unary(_, a) => vec![*a],
             Binary(_, a, b) => vec![*a, *b],
             Math(_, args) => args.clone(),

@@ -90,7 +90,6 @@ fn print_inst(f: &Function, i: Inst, depth: usize, out: &mut String) {
         IConst(c) => format!("iconst {c}"),
         BConst(c) => format!("bconst {c}"),
         Param(n) => format!("param {n}"),
-        Opaque(t, _) => format!("opaque `{t}`"),
         Unary(UnOp::Neg, a) => format!("neg {a}"),
         Unary(UnOp::Not, a) => format!("not {a}"),
         Binary(op, a, b) => format!("{a} {} {b}", op.symbol()),

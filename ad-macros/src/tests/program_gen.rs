@@ -109,10 +109,7 @@ pub(super) fn generate(rng: &mut Rng, kind: &'static str) -> Program {
     };
     for p in &params {
         match p.shape {
-            Shape::Slice => g.bufs.push(BufVar {
-                name: p.name.clone(),
-                bound: 1.5,
-            }),
+            Shape::Slice => g.bufs.push(BufVar { name: p.name.clone(), bound: 1.5 }),
             Shape::Scalar => g.scalars.push(p.name.clone()),
             Shape::Len => {}
         }
@@ -136,40 +133,20 @@ pub(super) fn generate(rng: &mut Rng, kind: &'static str) -> Program {
         .collect();
     let src = format!("fn f({}) -> f64 {{\n{}}}\n", args.join(", "), g.out);
     let features = g.features;
-    Program {
-        src,
-        params,
-        kind,
-        features,
-    }
+    Program { src, params, kind, features }
 }
 
 /// One or two slices, one or two scalars and `n`, in a random order.
 fn signature(rng: &mut Rng) -> Vec<UserParam> {
-    let mut params = vec![UserParam {
-        name: "x".into(),
-        shape: Shape::Slice,
-    }];
+    let mut params = vec![UserParam { name: "x".into(), shape: Shape::Slice }];
     if rng.chance(0.3) {
-        params.push(UserParam {
-            name: "y".into(),
-            shape: Shape::Slice,
-        });
+        params.push(UserParam { name: "y".into(), shape: Shape::Slice });
     }
-    params.push(UserParam {
-        name: "a".into(),
-        shape: Shape::Scalar,
-    });
+    params.push(UserParam { name: "a".into(), shape: Shape::Scalar });
     if rng.chance(0.4) {
-        params.push(UserParam {
-            name: "b".into(),
-            shape: Shape::Scalar,
-        });
+        params.push(UserParam { name: "b".into(), shape: Shape::Scalar });
     }
-    params.push(UserParam {
-        name: "n".into(),
-        shape: Shape::Len,
-    });
+    params.push(UserParam { name: "n".into(), shape: Shape::Len });
     if rng.chance(0.3) {
         for k in (1..params.len()).rev() {
             params.swap(k, rng.below(k + 1));
@@ -308,35 +285,21 @@ impl Gen<'_> {
     }
 
     fn declare(&mut self, ctx: &Ctx, name: String, mutable: bool, bound: f64) {
-        let var = Var {
-            name,
-            mutable,
-            bound,
-            loop_depth: ctx.loop_depth,
-            trips: ctx.trips,
-        };
+        let var = Var { name, mutable, bound, loop_depth: ctx.loop_depth, trips: ctx.trips };
         self.scopes.last_mut().expect("a scope").push(var);
     }
 
     fn squash(&mut self, e: E) -> E {
         if !e.typed {
             // Literals alone take no method calls; a small literal is squashed already.
-            return E {
-                s: "0.5".into(),
-                bound: 0.5,
-                typed: false,
-            };
+            return E { s: "0.5".into(), bound: 0.5, typed: false };
         }
         let s = match self.rng.below(3) {
             0 => format!("({}).sin()", e.s),
             1 => format!("({}).tanh()", e.s),
             _ => format!("({}).cos()", e.s),
         };
-        E {
-            s,
-            bound: 1.0,
-            typed: true,
-        }
+        E { s, bound: 1.0, typed: true }
     }
 
     fn tame(&mut self, e: E, limit: f64) -> E {
@@ -353,11 +316,7 @@ impl Gen<'_> {
             return e;
         }
         let a = self.typed_leaf(ctx, false);
-        E {
-            s: format!("({} + {})", e.s, a.s),
-            bound: e.bound + a.bound,
-            typed: true,
-        }
+        E { s: format!("({} + {})", e.s, a.s), bound: e.bound + a.bound, typed: true }
     }
 
     fn typed_leaf(&mut self, ctx: &Ctx, loads: bool) -> E {
@@ -365,22 +324,14 @@ impl Gen<'_> {
             return self.load(ctx);
         }
         let name = self.rng.pick(&self.scalars).clone();
-        E {
-            s: name,
-            bound: 1.5,
-            typed: true,
-        }
+        E { s: name, bound: 1.5, typed: true }
     }
 
     fn load(&mut self, ctx: &Ctx) -> E {
         let b = self.rng.below(self.bufs.len());
         let index = self.rng.pick(&ctx.indices).clone();
         let (name, bound) = (self.bufs[b].name.clone(), self.bufs[b].bound);
-        E {
-            s: format!("{name}[{index}]"),
-            bound,
-            typed: true,
-        }
+        E { s: format!("{name}[{index}]"), bound, typed: true }
     }
 
     fn leaf(&mut self, ctx: &Ctx, loads: bool) -> E {
@@ -391,17 +342,9 @@ impl Gen<'_> {
                 let id = vars[self.rng.below(vars.len())];
                 let (name, bound, carried) = {
                     let v = self.var(id);
-                    (
-                        v.name.clone(),
-                        v.bound,
-                        v.mutable && v.loop_depth < ctx.loop_depth,
-                    )
+                    (v.name.clone(), v.bound, v.mutable && v.loop_depth < ctx.loop_depth)
                 };
-                let e = E {
-                    s: name,
-                    bound,
-                    typed: true,
-                };
+                let e = E { s: name, bound, typed: true };
                 // A carried variable read raw could grow geometrically over the iterations.
                 if carried {
                     self.squash(e)
@@ -411,11 +354,7 @@ impl Gen<'_> {
             }
             6 => {
                 let c = *self.rng.pick(&LITERALS);
-                E {
-                    s: c.into(),
-                    bound: c.parse().expect("a literal"),
-                    typed: false,
-                }
+                E { s: c.into(), bound: c.parse().expect("a literal"), typed: false }
             }
             _ => self.typed_leaf(ctx, loads),
         }
@@ -431,22 +370,14 @@ impl Gen<'_> {
             0..=2 => {
                 let (a, b) = (self.expr(ctx, d, loads), self.expr(ctx, d, loads));
                 let op = if self.rng.chance(0.5) { "+" } else { "-" };
-                E {
-                    s: format!("({} {op} {})", a.s, b.s),
-                    bound: a.bound + b.bound,
-                    typed: a.typed || b.typed,
-                }
+                E { s: format!("({} {op} {})", a.s, b.s), bound: a.bound + b.bound, typed: a.typed || b.typed }
             }
             3 | 4 => {
                 let a = self.expr(ctx, d, loads);
                 let a = self.tame(a, 4.0);
                 let b = self.expr(ctx, d, loads);
                 let b = self.tame(b, 4.0);
-                E {
-                    s: format!("({} * {})", a.s, b.s),
-                    bound: a.bound * b.bound,
-                    typed: a.typed || b.typed,
-                }
+                E { s: format!("({} * {})", a.s, b.s), bound: a.bound * b.bound, typed: a.typed || b.typed }
             }
             5 => {
                 self.features.insert("div");
@@ -469,23 +400,11 @@ impl Gen<'_> {
                 let a = self.expr(ctx, d, loads);
                 let a = self.typed(ctx, a);
                 match self.rng.below(3) {
-                    0 => E {
-                        s: format!("({}).sin().exp()", a.s),
-                        bound: 2.72,
-                        typed: true,
-                    },
-                    1 => E {
-                        s: format!("(0.5 * ({}).tanh()).exp()", a.s),
-                        bound: 1.65,
-                        typed: true,
-                    },
+                    0 => E { s: format!("({}).sin().exp()", a.s), bound: 2.72, typed: true },
+                    1 => E { s: format!("(0.5 * ({}).tanh()).exp()", a.s), bound: 1.65, typed: true },
                     _ => {
                         let a = self.tame(a, 4.0);
-                        E {
-                            s: format!("(-({}) * ({})).exp()", a.s, a.s),
-                            bound: 1.0,
-                            typed: true,
-                        }
+                        E { s: format!("(-({}) * ({})).exp()", a.s, a.s), bound: 1.0, typed: true }
                     }
                 }
             }
@@ -496,17 +415,9 @@ impl Gen<'_> {
                 let a = self.tame(a, 50.0);
                 let bound = (1.0 + a.bound * a.bound).sqrt();
                 if self.rng.chance(0.5) {
-                    E {
-                        s: format!("(1.0 + {} * {}).sqrt()", a.s, a.s),
-                        bound,
-                        typed: true,
-                    }
+                    E { s: format!("(1.0 + {} * {}).sqrt()", a.s, a.s), bound, typed: true }
                 } else {
-                    E {
-                        s: format!("({} * {} + 0.25).sqrt()", a.s, a.s),
-                        bound,
-                        typed: true,
-                    }
+                    E { s: format!("({} * {} + 0.25).sqrt()", a.s, a.s), bound, typed: true }
                 }
             }
             9 => {
@@ -515,40 +426,20 @@ impl Gen<'_> {
                 let a = self.typed(ctx, a);
                 let a = self.tame(a, 2.0);
                 match self.rng.below(3) {
-                    0 => E {
-                        s: format!("({}).powi(2)", a.s),
-                        bound: a.bound.powi(2),
-                        typed: true,
-                    },
-                    1 => E {
-                        s: format!("({}).powi(3)", a.s),
-                        bound: a.bound.powi(3),
-                        typed: true,
-                    },
-                    _ => E {
-                        s: format!("(1.0 + {} * {}).powi(-2)", a.s, a.s),
-                        bound: 1.0,
-                        typed: true,
-                    },
+                    0 => E { s: format!("({}).powi(2)", a.s), bound: a.bound.powi(2), typed: true },
+                    1 => E { s: format!("({}).powi(3)", a.s), bound: a.bound.powi(3), typed: true },
+                    _ => E { s: format!("(1.0 + {} * {}).powi(-2)", a.s, a.s), bound: 1.0, typed: true },
                 }
             }
             10 => {
                 let a = self.expr(ctx, d, loads);
-                E {
-                    s: format!("(-{})", a.s),
-                    bound: a.bound,
-                    typed: a.typed,
-                }
+                E { s: format!("(-{})", a.s), bound: a.bound, typed: a.typed }
             }
             _ => {
                 let c = *self.rng.pick(&LITERALS);
                 let a = self.expr(ctx, d, loads);
                 let bound = c.parse::<f64>().expect("a literal") * a.bound;
-                E {
-                    s: format!("({c} * {})", a.s),
-                    bound,
-                    typed: a.typed,
-                }
+                E { s: format!("({c} * {})", a.s), bound, typed: a.typed }
             }
         };
         self.tame(e, 50.0)
@@ -596,11 +487,8 @@ impl Gen<'_> {
         let e = self.expr(ctx, 3, true);
         // Shadow only immutable variables: a shadowed accumulator could not be updated.
         let shadow = !mutable && self.rng.chance(0.1);
-        let lets: Vec<usize> = self
-            .visible()
-            .into_iter()
-            .filter(|&id| !self.scopes[id / 1000][id % 1000].mutable)
-            .collect();
+        let lets: Vec<usize> =
+            self.visible().into_iter().filter(|&id| !self.scopes[id / 1000][id % 1000].mutable).collect();
         let name = if shadow && !lets.is_empty() {
             self.features.insert("shadowing");
             self.var(lets[0]).name.clone()
@@ -616,11 +504,8 @@ impl Gen<'_> {
 
     /// A mutable variable in scope, declaring one if there is none.
     fn mutable_var(&mut self, ctx: &Ctx) -> usize {
-        let muts: Vec<usize> = self
-            .visible()
-            .into_iter()
-            .filter(|&id| self.scopes[id / 1000][id % 1000].mutable)
-            .collect();
+        let muts: Vec<usize> =
+            self.visible().into_iter().filter(|&id| self.scopes[id / 1000][id % 1000].mutable).collect();
         if muts.is_empty() {
             self.let_stmt(ctx, true);
             return self.visible()[0];
@@ -635,12 +520,7 @@ impl Gen<'_> {
         self.take(1);
         let (name, bound, carried, iterations) = {
             let v = self.var(id);
-            (
-                v.name.clone(),
-                v.bound,
-                v.loop_depth < ctx.loop_depth,
-                ctx.trips / v.trips,
-            )
+            (v.name.clone(), v.bound, v.loop_depth < ctx.loop_depth, ctx.trips / v.trips)
         };
         let e = self.expr(ctx, 3, true);
         let fallback = e.clone();
@@ -649,17 +529,11 @@ impl Gen<'_> {
             match self.rng.below(5) {
                 0 | 1 => (format!("{name} += {};", e.s), bound + iterations * e.bound),
                 2 => (format!("{name} -= {};", e.s), bound + iterations * e.bound),
-                3 => (
-                    format!("{name} = 0.5 * {name} + {};", e.s),
-                    bound.max(2.0 * e.bound),
-                ),
+                3 => (format!("{name} = 0.5 * {name} + {};", e.s), bound.max(2.0 * e.bound)),
                 _ => {
                     let e = self.typed(ctx, e);
                     if self.rng.chance(0.5) {
-                        (
-                            format!("{name} *= 1.0 + 0.1 * ({}).sin();", e.s),
-                            bound * 1.1_f64.powf(iterations),
-                        )
+                        (format!("{name} *= 1.0 + 0.1 * ({}).sin();", e.s), bound * 1.1_f64.powf(iterations))
                     } else {
                         (format!("{name} *= ({}).cos();", e.s), bound)
                     }
@@ -672,14 +546,7 @@ impl Gen<'_> {
                 2 => (format!("{name} -= {};", e.s), bound + e.bound),
                 _ => {
                     let e = self.tame(e, 4.0);
-                    let v = self.tame(
-                        E {
-                            s: name.clone(),
-                            bound,
-                            typed: true,
-                        },
-                        4.0,
-                    );
+                    let v = self.tame(E { s: name.clone(), bound, typed: true }, 4.0);
                     (format!("{name} = {} * {};", v.s, e.s), v.bound * e.bound)
                 }
             }
@@ -740,11 +607,7 @@ impl Gen<'_> {
             3 => self.if_stmt(ctx),
             4 => self.if_expr(ctx),
             5 => {
-                let range = if self.rng.chance(0.8) {
-                    0
-                } else {
-                    1 + self.rng.below(6)
-                };
+                let range = if self.rng.chance(0.8) { 0 } else { 1 + self.rng.below(6) };
                 self.for_loop(ctx, range, None)
             }
             6 => {
@@ -758,11 +621,7 @@ impl Gen<'_> {
             8 => self.exit_stmt(ctx, "continue;", "continue"),
             _ => {
                 let e = self.expr(ctx, 2, true);
-                let label = if ctx.loop_depth > 0 {
-                    "return_in_loop"
-                } else {
-                    "return_top"
-                };
+                let label = if ctx.loop_depth > 0 { "return_in_loop" } else { "return_top" };
                 self.exit_stmt(ctx, &format!("return {};", e.s), label)
             }
         }
@@ -793,10 +652,7 @@ impl Gen<'_> {
         self.features.insert("if_stmt");
         let target = self.mutable_var(ctx);
         let c = self.cond(ctx, true);
-        let inner = Ctx {
-            if_depth: ctx.if_depth + 1,
-            ..ctx.clone()
-        };
+        let inner = Ctx { if_depth: ctx.if_depth + 1, ..ctx.clone() };
         self.open(&format!("if {c} {{"));
         self.assign_to(&inner, target);
         let n = self.rng.below(3);
@@ -821,12 +677,7 @@ impl Gen<'_> {
         let e = self.expr(ctx, 2, true);
         let (name, bound, carried, iterations) = {
             let v = self.var(id);
-            (
-                v.name.clone(),
-                v.bound,
-                v.loop_depth < ctx.loop_depth,
-                ctx.trips / v.trips,
-            )
+            (v.name.clone(), v.bound, v.loop_depth < ctx.loop_depth, ctx.trips / v.trips)
         };
         if !carried {
             self.line(&format!("{name} = {};", e.s));
@@ -862,10 +713,7 @@ impl Gen<'_> {
                 }
                 self.reopen("} else {");
             }
-            let inner = Ctx {
-                if_depth: ctx.if_depth + 1,
-                ..ctx.clone()
-            };
+            let inner = Ctx { if_depth: ctx.if_depth + 1, ..ctx.clone() };
             if with_let {
                 self.let_stmt(&inner, false);
             }
@@ -883,11 +731,7 @@ impl Gen<'_> {
         self.take(1);
         self.features.insert("for");
         let acc = self.accumulator(ctx);
-        let i = if ctx.for_vars.contains(&"i") {
-            "j"
-        } else {
-            "i"
-        };
+        let i = if ctx.for_vars.contains(&"i") { "j" } else { "i" };
         let (head, extra): (String, Vec<String>) = match range {
             0 => (format!("{i} in 0..n"), vec![]),
             1 => (format!("{i} in (0..n).rev()"), vec![]),
@@ -906,12 +750,7 @@ impl Gen<'_> {
         inner.can_continue = true;
         inner.can_break = true;
         inner.for_vars.push(i);
-        inner.indices.extend([
-            i.to_string(),
-            format!("({i} + 1) % n"),
-            format!("n - 1 - {i}"),
-            format!("{i} / 2"),
-        ]);
+        inner.indices.extend([i.to_string(), format!("({i} + 1) % n"), format!("n - 1 - {i}"), format!("{i} / 2")]);
         inner.indices.extend(extra);
         inner.int_conds.extend([
             format!("{i} % 2 == 0"),
@@ -922,9 +761,7 @@ impl Gen<'_> {
         if i == "j" {
             self.features.insert("for_nested");
             inner.indices.push("(i + j) % n".into());
-            inner
-                .int_conds
-                .extend(["(i + j) % 3 == 1".to_string(), "j < i".to_string()]);
+            inner.int_conds.extend(["(i + j) % 3 == 1".to_string(), "j < i".to_string()]);
         }
         self.open(&format!("for {head} {{"));
         let n = 1 + self.rng.below(4);
@@ -987,22 +824,13 @@ impl Gen<'_> {
         let mut inner = ctx.clone();
         inner.loop_depth += 1;
         inner.trips *= 5.0;
-        inner.indices.extend([
-            "i".to_string(),
-            "(i + 1) % n".to_string(),
-            "n - 1 - i".to_string(),
-        ]);
-        inner
-            .int_conds
-            .extend(["i % 2 == 0".to_string(), "i < n / 2".to_string()]);
+        inner.indices.extend(["i".to_string(), "(i + 1) % n".to_string(), "n - 1 - i".to_string()]);
+        inner.int_conds.extend(["i % 2 == 0".to_string(), "i < n / 2".to_string()]);
         self.open("for i in 0..n {");
         // A typed value fixes the element type of `vec![0.0; n]` to f64.
         let e = self.expr(&inner, 3, true);
         let e = self.typed(&inner, e);
-        let target = self
-            .rng
-            .pick(&["i", "(i + 1) % n", "n - 1 - i"])
-            .to_string();
+        let target = self.rng.pick(&["i", "(i + 1) % n", "n - 1 - i"]).to_string();
         let op = if self.rng.chance(0.7) { "=" } else { "+=" };
         self.line(&format!("{w}[{target}] {op} {};", e.s));
         let mut bound = e.bound;
@@ -1012,33 +840,16 @@ impl Gen<'_> {
             bound += e2.bound;
         }
         self.close("}");
-        self.bufs.push(BufVar {
-            name: w.clone(),
-            bound,
-        });
+        self.bufs.push(BufVar { name: w.clone(), bound });
         let acc = self.accumulator(ctx);
         self.open("for i in 0..n {");
-        let index = self
-            .rng
-            .pick(&["i", "(i + 1) % n", "n - 1 - i"])
-            .to_string();
+        let index = self.rng.pick(&["i", "(i + 1) % n", "n - 1 - i"]).to_string();
         let f = self.expr(&inner, 2, true);
         let f = self.tame(f, 4.0);
-        let read = self.tame(
-            E {
-                s: format!("{w}[{index}]"),
-                bound,
-                typed: true,
-            },
-            4.0,
-        );
+        let read = self.tame(E { s: format!("{w}[{index}]"), bound, typed: true }, 4.0);
         self.line(&format!("{acc} += {} * {};", read.s, f.s));
         self.close("}");
-        if let Some(id) = self
-            .visible()
-            .into_iter()
-            .find(|&id| self.scopes[id / 1000][id % 1000].name == acc)
-        {
+        if let Some(id) = self.visible().into_iter().find(|&id| self.scopes[id / 1000][id % 1000].name == acc) {
             self.var(id).bound = 1.5 + 5.0 * read.bound * f.bound;
         }
     }
@@ -1052,22 +863,13 @@ impl Gen<'_> {
         self.line(&format!("let mut {k} = 0;"));
         let limit = *self.rng.pick(&["0.8", "1.5", "3.0", "4.0"]);
         let (head, indices) = match self.rng.below(4) {
-            0 | 1 => (
-                format!("while {k} < n && {acc} < {limit} {{"),
-                vec![k.clone(), format!("({k} + 1) % n")],
-            ),
-            2 => (
-                format!("while {acc} < {limit} && {k} < 8 {{"),
-                vec![format!("{k} % n")],
-            ),
+            0 | 1 => (format!("while {k} < n && {acc} < {limit} {{"), vec![k.clone(), format!("({k} + 1) % n")]),
+            2 => (format!("while {acc} < {limit} && {k} < 8 {{"), vec![format!("{k} % n")]),
             _ => {
                 // Short-circuit: `x[k]` is read only while `k < n`.
                 self.features.insert("short_circuit");
                 let x = self.bufs[0].name.clone();
-                (
-                    format!("while {k} < n && {x}[{k}] < {limit} {{"),
-                    vec![k.clone(), format!("({k} + 1) % n")],
-                )
+                (format!("while {k} < n && {x}[{k}] < {limit} {{"), vec![k.clone(), format!("({k} + 1) % n")])
             }
         };
         let mut inner = ctx.clone();
@@ -1076,9 +878,7 @@ impl Gen<'_> {
         inner.can_continue = false;
         inner.can_break = true;
         inner.indices.extend(indices);
-        inner
-            .int_conds
-            .extend([format!("{k} % 2 == 0"), format!("{k} > 1")]);
+        inner.int_conds.extend([format!("{k} % 2 == 0"), format!("{k} > 1")]);
         self.open(&head);
         self.accumulate(&inner, &acc);
         let n = self.rng.below(3);
@@ -1100,9 +900,7 @@ impl Gen<'_> {
         inner.can_continue = false;
         inner.can_break = true;
         inner.indices.extend([k.clone(), format!("({k} + 1) % n")]);
-        inner
-            .int_conds
-            .extend([format!("{k} % 2 == 1"), format!("{k} + 2 < n")]);
+        inner.int_conds.extend([format!("{k} % 2 == 1"), format!("{k} + 2 < n")]);
         self.open("loop {");
         if self.rng.chance(0.3) {
             let limit = *self.rng.pick(&["0.8", "1.5", "3.0"]);
@@ -1163,26 +961,14 @@ impl Gen<'_> {
     fn tail(&mut self, ctx: &Ctx, kind: &str) {
         let vars = self.visible();
         let mut terms: Vec<E> = Vec::new();
-        let muts: Vec<usize> = vars
-            .iter()
-            .copied()
-            .filter(|&id| self.scopes[id / 1000][id % 1000].mutable)
-            .collect();
+        let muts: Vec<usize> = vars.iter().copied().filter(|&id| self.scopes[id / 1000][id % 1000].mutable).collect();
         for id in muts.iter().take(2).chain(vars.iter().take(1)) {
             let v = &self.scopes[id / 1000][id % 1000];
-            let e = E {
-                s: v.name.clone(),
-                bound: v.bound,
-                typed: true,
-            };
+            let e = E { s: v.name.clone(), bound: v.bound, typed: true };
             terms.push(self.tame(e, 1000.0));
         }
         terms.push(self.typed_leaf(ctx, true));
-        let mut s = terms
-            .iter()
-            .map(|t| t.s.clone())
-            .collect::<Vec<_>>()
-            .join(" + ");
+        let mut s = terms.iter().map(|t| t.s.clone()).collect::<Vec<_>>().join(" + ");
         if kind != "straight_line" && self.rng.chance(0.1) {
             self.features.insert("if_expr");
             let c = self.cond(ctx, true);
