@@ -1,5 +1,6 @@
-//! Analyses over the IR, as side tables keyed by ids: activity (varied ∧ useful) and
-//! to-be-recorded values (store vs recompute, with loop structure).
+//! Analyses over the IR, as side tables keyed by ids: activity (varied ∧ useful), loop trip
+//! counts, and to-be-recorded values (store vs recompute, with loop structure).
 
 pub mod activity;
+pub mod loops;
 pub mod recording;

@@ -9,6 +9,7 @@ use super::forward::zero_like;
 use super::rules;
 use super::Remap;
 use crate::analysis::activity::Activity;
+use crate::analysis::loops;
 use crate::analysis::recording::{Planner, Recording, Storage, Structure};
 use crate::ir::builder::Builder;
 use crate::ir::*;
@@ -803,7 +804,24 @@ impl<'a> Rev<'a> {
             };
             carry.insert(k, b.cell(Ty::Float, "carry", g));
         }
-        let trip = self.fetch(b, data.results[n])?;
+        let trip = match loops::static_trip(f, i) {
+            // ⌈(end − start) / step⌉ from the range itself.
+            Some(range) => {
+                let (st, en) = (self.fetch(b, range.start)?, self.fetch(b, range.end)?);
+                let len = range_len(b, st, en);
+                match range.step {
+                    None => len,
+                    Some(step) => {
+                        let step = self.fetch(b, step)?;
+                        let one = b.iconst(1);
+                        let t = b.add(len, step);
+                        let t = b.sub(t, one);
+                        b.div(t, step)
+                    }
+                }
+            }
+            None => self.fetch(b, data.results[n])?,
+        };
         let range_vals = match &data.kind {
             InstKind::For { range, .. } => {
                 let s = self.fetch(b, range.start)?;
@@ -1138,7 +1156,9 @@ fn plan_inst(
             let w =
                 plan_block(f, act, shadow, *body, p, work) || params.iter().any(|v| act.value(*v));
             if w {
-                p.need(*data.results.last().expect("trip"));
+                if loops::static_trip(f, i).is_none() {
+                    p.need(*data.results.last().expect("trip"));
+                }
                 p.need(range.start);
                 p.need(range.end);
                 if let Some(s) = range.step {

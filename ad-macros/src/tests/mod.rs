@@ -1,2 +1,6 @@
+//! Crate-level tests that run the whole pipeline without rustc.
+
+mod expansion;
+mod ir_snapshots;
 mod program_gen;
 mod random_programs;
