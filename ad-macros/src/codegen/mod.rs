@@ -130,6 +130,8 @@ impl Ctx<'_> {
         let ft = self.float.tokens();
         if c == 0.0 && c.is_sign_positive() {
             quote!(#rt::zero::<#ft>())
+        } else if c == 0.0 {
+            quote!((-#rt::zero::<#ft>()))
         } else if c == 1.0 {
             quote!(#rt::one::<#ft>())
         } else {
@@ -152,7 +154,7 @@ impl Ctx<'_> {
             };
         }
         let lit: TokenStream = format!("{c:?}{ty}").parse().expect("float literal");
-        if c < 0.0 {
+        if c.is_sign_negative() {
             quote!((#lit))
         } else {
             lit

@@ -204,7 +204,10 @@ impl Header<'_> {
                     }
                     _ => quote!(for __v in #d.iter_mut() { *__v = #zero; }),
                 };
-                setup.extend(quote!(let mut #d: Vec<#e> = #n.to_vec(); #zero_loop));
+                setup.extend(match p.class {
+                    ParamClass::Buffer { rank: 1, .. } => quote!(let mut #d: Vec<#e> = vec![#zero; #n.len()];),
+                    _ => quote!(let mut #d: Vec<#e> = #n.to_vec(); #zero_loop),
+                });
                 args.push(quote!(&mut #d));
                 grads.push(quote!(#d));
                 grad_tys.push(quote!(Vec<#e>));

@@ -534,7 +534,9 @@ impl<'a> Rev<'a> {
     }
 
     fn declare_adjoint(&mut self, b: &mut Builder, v: Value) {
-        let z = b.fconst(0.0);
+        // −0 is the exact additive identity (−0 + v = v for every v, +0 + −0 = +0 does not
+        // fold), so LLVM can drop the first addition into a fresh adjoint.
+        let z = b.fconst(-0.0);
         let name = format!(
             "adj_{}",
             self.f

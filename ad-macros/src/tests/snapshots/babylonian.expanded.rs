@@ -54,8 +54,8 @@ fn sqrt_adj(a: f64, seed: f64) -> (f64, f64) {
         (_x_3, _k_4) = (_v21, _v23);
     }
     let _x_24 = _x_3;
-    let mut _adj_a_1 = 0.0f64;
-    let mut _adj_x_2 = 0.0f64;
+    let mut _adj_a_1 = (-0.0f64);
+    let mut _adj_x_2 = (-0.0f64);
     _adj_x_2 += seed;
     let _v30 = _adj_x_2;
     let mut _carry_3 = _v30;
@@ -63,10 +63,10 @@ fn sqrt_adj(a: f64, seed: f64) -> (f64, f64) {
         let _v33 = _iter_0;
         let _v35 = _v33 - 1;
         _iter_0 = _v35;
-        let mut _adj_x_4 = 0.0f64;
-        let mut _adj_v15_5 = 0.0f64;
-        let mut _adj_v16_6 = 0.0f64;
-        let mut _adj_v17_7 = 0.0f64;
+        let mut _adj_x_4 = (-0.0f64);
+        let mut _adj_v15_5 = (-0.0f64);
+        let mut _adj_v16_6 = (-0.0f64);
+        let mut _adj_v17_7 = (-0.0f64);
         let _v40 = _carry_3;
         _adj_v17_7 += _v40;
         let _v41 = _adj_v17_7;

@@ -35,8 +35,8 @@ fn relu_sum_rev(x: &[f64], dx: &mut [f64], w: f64, seed: f64) -> (f64, f64) {
         _s_4 = _v14;
     }
     let _s_15 = _s_4;
-    let mut _adj_w_0 = 0.0f64;
-    let mut _adj_s_1 = 0.0f64;
+    let mut _adj_w_0 = (-0.0f64);
+    let mut _adj_s_1 = (-0.0f64);
     _adj_s_1 += seed;
     let _v20 = _adj_s_1;
     let mut _carry_2 = _v20;
@@ -49,10 +49,10 @@ fn relu_sum_rev(x: &[f64], dx: &mut [f64], w: f64, seed: f64) -> (f64, f64) {
     };
     for _rev_t_26 in (0.._v24).rev() {
         let _v27 = 0 + _rev_t_26;
-        let mut _adj_s_3 = 0.0f64;
-        let mut _adj_v_4 = 0.0f64;
-        let mut _adj_y_5 = 0.0f64;
-        let mut _adj_v14_6 = 0.0f64;
+        let mut _adj_s_3 = (-0.0f64);
+        let mut _adj_v_4 = (-0.0f64);
+        let mut _adj_y_5 = (-0.0f64);
+        let mut _adj_v14_6 = (-0.0f64);
         let _v32 = _carry_2;
         _adj_v14_6 += _v32;
         let _v33 = _adj_v14_6;
@@ -61,7 +61,7 @@ fn relu_sum_rev(x: &[f64], dx: &mut [f64], w: f64, seed: f64) -> (f64, f64) {
         let _v_34 = x[_v27];
         let _v36 = _v_34 > 0.0f64;
         if _v36 {
-            let mut _adj_v9_7 = 0.0f64;
+            let mut _adj_v9_7 = (-0.0f64);
             let _v38 = _adj_y_5;
             _adj_v9_7 += _v38;
             let _v39 = _adj_v9_7;
@@ -70,8 +70,8 @@ fn relu_sum_rev(x: &[f64], dx: &mut [f64], w: f64, seed: f64) -> (f64, f64) {
             let _v41 = _v39 * w;
             _adj_v_4 += _v41;
         } else {
-            let mut _adj_v11_8 = 0.0f64;
-            let mut _adj_v12_9 = 0.0f64;
+            let mut _adj_v11_8 = (-0.0f64);
+            let mut _adj_v12_9 = (-0.0f64);
             let _v44 = _adj_y_5;
             _adj_v12_9 += _v44;
             let _v45 = _adj_v12_9;
@@ -103,10 +103,7 @@ fn relu_sum_rev(x: &[f64], dx: &mut [f64], w: f64, seed: f64) -> (f64, f64) {
     clippy::all
 )]
 fn relu_sum_grad(x: &[f64], w: f64) -> (f64, (Vec<f64>, f64)) {
-    let mut dx: Vec<f64> = x.to_vec();
-    for __v in dx.iter_mut() {
-        *__v = (0.0 as f64);
-    }
+    let mut dx: Vec<f64> = vec![(0.0 as f64); x.len()];
     let (__value, dw) = relu_sum_rev(x, &mut dx, w, (1.0 as f64));
     (__value, (dx, dw))
 }

@@ -124,10 +124,10 @@ fn first_big_rev(x: &[f64], dx: &mut [f64], limit: f64, seed: f64) -> (f64, f64)
     let _v33 = !_v30;
     let _v35 = if _v33 { _s_29 } else { 0.0f64 };
     let _v36 = if _v30 { _v31 } else { _v35 };
-    let mut _adj_s_1 = 0.0f64;
-    let mut _adj_v21_2 = 0.0f64;
-    let mut _adj_v25_3 = 0.0f64;
-    let mut _adj_v26_4 = 0.0f64;
+    let mut _adj_s_1 = (-0.0f64);
+    let mut _adj_v21_2 = (-0.0f64);
+    let mut _adj_v25_3 = (-0.0f64);
+    let mut _adj_v26_4 = (-0.0f64);
     _adj_v26_4 += seed;
     if _v30 {
         let _v42 = _adj_v26_4;
@@ -149,20 +149,20 @@ fn first_big_rev(x: &[f64], dx: &mut [f64], limit: f64, seed: f64) -> (f64, f64)
         let _v51 = _v49 - 1;
         _iter_0 = _v51;
         let _v52 = 0 + _rev_t_48;
-        let mut _adj_s_7 = 0.0f64;
-        let mut _adj_v8_8 = 0.0f64;
-        let mut _adj_v10_9 = 0.0f64;
-        let mut _adj_v11_10 = 0.0f64;
-        let mut _adj_v12_11 = 0.0f64;
-        let mut _adj_v13_12 = 0.0f64;
-        let mut _adj_v18_13 = 0.0f64;
+        let mut _adj_s_7 = (-0.0f64);
+        let mut _adj_v8_8 = (-0.0f64);
+        let mut _adj_v10_9 = (-0.0f64);
+        let mut _adj_v11_10 = (-0.0f64);
+        let mut _adj_v12_11 = (-0.0f64);
+        let mut _adj_v13_12 = (-0.0f64);
+        let mut _adj_v18_13 = (-0.0f64);
         let _v60 = _carry_5;
         _adj_v13_12 += _v60;
         let _v61 = _carry_6;
         _adj_v18_13 += _v61;
         let _v62 = _tape_v14_3[_v51];
         if _v62 {
-            let mut _adj_v15_14 = 0.0f64;
+            let mut _adj_v15_14 = (-0.0f64);
             let _v64 = _adj_v18_13;
             _adj_v15_14 += _v64;
             let _v65 = _adj_v15_14;
@@ -206,10 +206,7 @@ fn first_big_rev(x: &[f64], dx: &mut [f64], limit: f64, seed: f64) -> (f64, f64)
     clippy::all
 )]
 fn first_big_grad(x: &[f64], limit: f64) -> (f64, (Vec<f64>, f64)) {
-    let mut dx: Vec<f64> = x.to_vec();
-    for __v in dx.iter_mut() {
-        *__v = (0.0 as f64);
-    }
+    let mut dx: Vec<f64> = vec![(0.0 as f64); x.len()];
     let (__value, dlimit) = first_big_rev(x, &mut dx, limit, (1.0 as f64));
     (__value, (dx, dlimit))
 }

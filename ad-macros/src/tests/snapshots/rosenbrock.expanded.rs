@@ -93,7 +93,7 @@ pub fn rosenbrock_rev<T: Float>(x: &[T], dx: &mut [T], seed: T) -> T {
         _s_5 = _v22;
     }
     let _s_23 = _s_5;
-    let mut _adj_s_0 = ::phidiff::__private::zero::<T>();
+    let mut _adj_s_0 = (-::phidiff::__private::zero::<T>());
     _adj_s_0 += seed;
     let _v27 = _adj_s_0;
     let mut _carry_1 = _v27;
@@ -106,19 +106,19 @@ pub fn rosenbrock_rev<T: Float>(x: &[T], dx: &mut [T], seed: T) -> T {
     };
     for _rev_t_33 in (0.._v31).rev() {
         let _v34 = 0 + _rev_t_33;
-        let mut _adj_s_2 = ::phidiff::__private::zero::<T>();
-        let mut _adj_v9_3 = ::phidiff::__private::zero::<T>();
-        let mut _adj_v10_4 = ::phidiff::__private::zero::<T>();
-        let mut _adj_v11_5 = ::phidiff::__private::zero::<T>();
-        let mut _adj_v12_6 = ::phidiff::__private::zero::<T>();
-        let mut _adj_a_7 = ::phidiff::__private::zero::<T>();
-        let mut _adj_v15_8 = ::phidiff::__private::zero::<T>();
-        let mut _adj_b_9 = ::phidiff::__private::zero::<T>();
-        let mut _adj_v18_10 = ::phidiff::__private::zero::<T>();
-        let mut _adj_v19_11 = ::phidiff::__private::zero::<T>();
-        let mut _adj_v20_12 = ::phidiff::__private::zero::<T>();
-        let mut _adj_v21_13 = ::phidiff::__private::zero::<T>();
-        let mut _adj_v22_14 = ::phidiff::__private::zero::<T>();
+        let mut _adj_s_2 = (-::phidiff::__private::zero::<T>());
+        let mut _adj_v9_3 = (-::phidiff::__private::zero::<T>());
+        let mut _adj_v10_4 = (-::phidiff::__private::zero::<T>());
+        let mut _adj_v11_5 = (-::phidiff::__private::zero::<T>());
+        let mut _adj_v12_6 = (-::phidiff::__private::zero::<T>());
+        let mut _adj_a_7 = (-::phidiff::__private::zero::<T>());
+        let mut _adj_v15_8 = (-::phidiff::__private::zero::<T>());
+        let mut _adj_b_9 = (-::phidiff::__private::zero::<T>());
+        let mut _adj_v18_10 = (-::phidiff::__private::zero::<T>());
+        let mut _adj_v19_11 = (-::phidiff::__private::zero::<T>());
+        let mut _adj_v20_12 = (-::phidiff::__private::zero::<T>());
+        let mut _adj_v21_13 = (-::phidiff::__private::zero::<T>());
+        let mut _adj_v22_14 = (-::phidiff::__private::zero::<T>());
         let _v48 = _carry_1;
         _adj_v22_14 += _v48;
         let _v49 = _adj_v22_14;
@@ -185,10 +185,9 @@ pub fn rosenbrock_rev<T: Float>(x: &[T], dx: &mut [T], seed: T) -> T {
     clippy::all
 )]
 pub fn rosenbrock_grad<T: Float>(x: &[T]) -> (T, Vec<T>) {
-    let mut dx: Vec<T> = x.to_vec();
-    for __v in dx.iter_mut() {
-        *__v = <T as ::phidiff::__private::num_traits::Zero>::zero();
-    }
+    let mut dx: Vec<T> = vec![
+        < T as ::phidiff::__private::num_traits::Zero > ::zero(); x.len()
+    ];
     let __value = rosenbrock_rev::<
         T,
     >(x, &mut dx, <T as ::phidiff::__private::num_traits::One>::one());

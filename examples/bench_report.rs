@@ -1,0 +1,314 @@
+//! Ratio report for `benches/rosenbrock_lorenz.rs`: in ONE process, interleaved
+//! repetitions (each repetition times every variant of every function once, as a batch of
+//! calls sized to ~20 ms), median of 15 repetitions per variant, then the table of
+//! gradient/primal, generated/hand-written and forward/primal ratios.
+//!
+//! ```text
+//! cargo run --release --example bench_report
+//! ```
+//!
+//! `_rev` and the hand adjoint add into a preallocated shadow that is not re-zeroed
+//! between calls (zeroing is reported on its own line); FD is ONE directional derivative
+//! (2 primal evaluations); a full FD gradient costs 2n primals.
+
+#[path = "../benches/support/functions.rs"]
+mod functions;
+use functions::*;
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+const REPS: usize = 15;
+const BATCH_TARGET: Duration = Duration::from_millis(20);
+
+/// One timed variant: a closure run `batch` times per repetition.
+struct Variant<'a> {
+    name: &'static str,
+    run: Box<dyn FnMut() + 'a>,
+    batch: usize,
+    samples: Vec<f64>,
+}
+
+impl<'a> Variant<'a> {
+    fn new(name: &'static str, run: impl FnMut() + 'a) -> Self {
+        Variant {
+            name,
+            run: Box::new(run),
+            batch: 1,
+            samples: Vec::new(),
+        }
+    }
+
+    fn calibrate(&mut self) {
+        (self.run)();
+        let t = Instant::now();
+        (self.run)();
+        let one = t.elapsed().max(Duration::from_nanos(1));
+        self.batch =
+            ((BATCH_TARGET.as_secs_f64() / one.as_secs_f64()) as usize).clamp(1, 1_000_000);
+    }
+
+    fn sample(&mut self) {
+        let t = Instant::now();
+        for _ in 0..self.batch {
+            (self.run)();
+        }
+        self.samples
+            .push(t.elapsed().as_secs_f64() / self.batch as f64);
+    }
+
+    fn median(&self) -> f64 {
+        let mut s = self.samples.clone();
+        s.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        s[s.len() / 2]
+    }
+
+    /// (max − min) / median over the repetitions: the noise of this variant.
+    fn spread(&self) -> f64 {
+        let lo = self.samples.iter().cloned().fold(f64::INFINITY, f64::min);
+        let hi = self.samples.iter().cloned().fold(0.0, f64::max);
+        (hi - lo) / self.median()
+    }
+}
+
+struct Bench<'a> {
+    function: &'static str,
+    variants: Vec<Variant<'a>>,
+}
+
+fn fmt_time(s: f64) -> String {
+    if s >= 1e-3 {
+        format!("{:.3} ms", s * 1e3)
+    } else {
+        format!("{:.1} µs", s * 1e6)
+    }
+}
+
+fn main() {
+    let x = rosen_input();
+    let vx = direction(x.len());
+    let x0 = lorenz_input();
+    let v3 = direction(3);
+    let u0 = heat_input();
+    let vu = direction(u0.len());
+    let (r, hsteps, lsteps) = (HEAT_R, HEAT_STEPS, LORENZ_STEPS);
+
+    eprintln!("verifying generated gradients against the hand-written adjoints (1e-10 rel)...");
+    verify_rosenbrock(&x);
+    verify_lorenz(&x0, lsteps);
+    verify_heat(&u0, r, hsteps);
+
+    let mut rs = vec![0.0; x.len()];
+    let mut rs2 = vec![0.0; x.len()];
+    let mut rs3 = vec![0.0; x.len()];
+    let mut rz = vec![0.0; x.len()];
+    let (mut xp, mut xm) = (vec![0.0; x.len()], vec![0.0; x.len()]);
+    let (mut ls, mut ls2) = (vec![0.0; 3], vec![0.0; 3]);
+    let (mut hs, mut hs2) = (vec![0.0; u0.len()], vec![0.0; u0.len()]);
+    let (mut up, mut um) = (vec![0.0; u0.len()], vec![0.0; u0.len()]);
+
+    let mut benches = vec![
+        Bench {
+            function: "rosenbrock n=1e6",
+            variants: vec![
+                Variant::new("primal", || {
+                    black_box(rosenbrock(black_box(&x)));
+                }),
+                Variant::new("fwd", || {
+                    black_box(rosenbrock_fwd(black_box(&x), black_box(&vx)));
+                }),
+                Variant::new("rev", || {
+                    black_box(rosenbrock_rev(black_box(&x), black_box(&mut rs), 1.0));
+                }),
+                Variant::new("hand", || {
+                    black_box(rosenbrock_hand(black_box(&x), black_box(&mut rs2), 1.0));
+                }),
+                Variant::new("hand_naive", || {
+                    black_box(rosenbrock_hand_naive(
+                        black_box(&x),
+                        black_box(&mut rs3),
+                        1.0,
+                    ));
+                }),
+                Variant::new("fd", || {
+                    black_box(rosenbrock_fd(
+                        black_box(&x),
+                        black_box(&vx),
+                        &mut xp,
+                        &mut xm,
+                    ));
+                }),
+                Variant::new("grad", || {
+                    black_box(rosenbrock_grad(black_box(&x)));
+                }),
+                Variant::new("zero", || {
+                    black_box(&mut rz).fill(0.0);
+                }),
+            ],
+        },
+        Bench {
+            function: "lorenz rk4 10k",
+            variants: vec![
+                Variant::new("primal", || {
+                    black_box(lorenz(black_box(&x0), black_box(lsteps)));
+                }),
+                Variant::new("fwd", || {
+                    black_box(lorenz_fwd(
+                        black_box(&x0),
+                        black_box(&v3),
+                        black_box(lsteps),
+                    ));
+                }),
+                Variant::new("rev", || {
+                    black_box(lorenz_rev(
+                        black_box(&x0),
+                        black_box(&mut ls),
+                        black_box(lsteps),
+                        1.0,
+                    ));
+                }),
+                Variant::new("hand", || {
+                    black_box(lorenz_hand(
+                        black_box(&x0),
+                        black_box(&mut ls2),
+                        black_box(lsteps),
+                        1.0,
+                    ));
+                }),
+                Variant::new("fd", || {
+                    black_box(lorenz_fd(black_box(&x0), black_box(&v3), black_box(lsteps)));
+                }),
+            ],
+        },
+        Bench {
+            function: "heat n=1000 x1000",
+            variants: vec![
+                Variant::new("primal", || {
+                    black_box(heat(black_box(&u0), black_box(r), black_box(hsteps)));
+                }),
+                Variant::new("fwd", || {
+                    black_box(heat_fwd(
+                        black_box(&u0),
+                        black_box(&vu),
+                        black_box(r),
+                        0.3,
+                        black_box(hsteps),
+                    ));
+                }),
+                Variant::new("rev", || {
+                    black_box(heat_rev(
+                        black_box(&u0),
+                        black_box(&mut hs),
+                        black_box(r),
+                        black_box(hsteps),
+                        1.0,
+                    ));
+                }),
+                Variant::new("hand", || {
+                    black_box(heat_hand(
+                        black_box(&u0),
+                        black_box(&mut hs2),
+                        black_box(r),
+                        black_box(hsteps),
+                        1.0,
+                    ));
+                }),
+                Variant::new("fd", || {
+                    black_box(heat_fd(
+                        black_box(&u0),
+                        black_box(&vu),
+                        black_box(r),
+                        0.3,
+                        black_box(hsteps),
+                        &mut up,
+                        &mut um,
+                    ));
+                }),
+            ],
+        },
+    ];
+
+    for b in &mut benches {
+        for v in &mut b.variants {
+            v.calibrate();
+        }
+    }
+    eprintln!(
+        "timing: {REPS} interleaved repetitions, batches of ~{} ms...",
+        BATCH_TARGET.as_millis()
+    );
+    for _ in 0..REPS {
+        for b in &mut benches {
+            for v in &mut b.variants {
+                v.sample();
+            }
+        }
+    }
+
+    println!();
+    println!(
+        "| function | primal | fwd | rev | hand adjoint | FD (1 dir) | rev/primal | rev/hand | hand/primal | fwd/primal |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for b in &benches {
+        let m = |name: &str| {
+            b.variants
+                .iter()
+                .find(|v| v.name == name)
+                .map(|v| v.median())
+                .unwrap()
+        };
+        let (p, f, rv, h, fd) = (m("primal"), m("fwd"), m("rev"), m("hand"), m("fd"));
+        println!(
+            "| {} | {} | {} | {} | {} | {} | {:.2}× | {:.2}× | {:.2}× | {:.2}× |",
+            b.function,
+            fmt_time(p),
+            fmt_time(f),
+            fmt_time(rv),
+            fmt_time(h),
+            fmt_time(fd),
+            rv / p,
+            rv / h,
+            h / p,
+            f / p
+        );
+    }
+    println!();
+    for b in &benches {
+        let m = |name: &str| {
+            b.variants
+                .iter()
+                .find(|v| v.name == name)
+                .map(|v| v.median())
+        };
+        let (p, rv) = (m("primal").unwrap(), m("rev").unwrap());
+        if let Some(naive) = m("hand_naive") {
+            println!(
+                "{}: naive fused hand adjoint (g[i] += …; g[i+1] += …) {} ({:.2}× primal; rev/naive {:.2}×)",
+                b.function,
+                fmt_time(naive),
+                naive / p,
+                rv / naive
+            );
+        }
+        if let (Some(z), Some(g)) = (m("zero"), m("grad")) {
+            println!(
+                "{}: zeroing the shadow {} ({:.2}× primal); _grad (allocates its zeroed buffer) {} ({:.2}× primal)",
+                b.function,
+                fmt_time(z),
+                z / p,
+                fmt_time(g),
+                g / p
+            );
+        }
+    }
+    println!("noise, (max−min)/median over the {REPS} repetitions:");
+    for b in &benches {
+        let parts: Vec<String> = b
+            .variants
+            .iter()
+            .map(|v| format!("{} {:.0}%", v.name, 100.0 * v.spread()))
+            .collect();
+        println!("  {}: {}", b.function, parts.join(", "));
+    }
+}
