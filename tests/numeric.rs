@@ -21,6 +21,9 @@ mod numeric {
     mod classic;
     /// Branches, data-dependent loops, `match`, `loop`/`break`/`continue`, early `return`.
     mod control_flow;
+    /// Derivative paths the others do not reach (filled buffers, per-step scratch buffers,
+    /// `iter_mut`, methods on opaque receivers, branches in `while`, triangular loops).
+    mod coverage;
     /// Hessian-vector products by forward-over-reverse with `Dual<f64>`.
     mod hessian;
     /// Lorenz-63 with RK4, an explicit heat equation, Lennard-Jones pairs.

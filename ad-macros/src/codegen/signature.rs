@@ -205,7 +205,9 @@ impl Header<'_> {
                     _ => quote!(for __v in #d.iter_mut() { *__v = #zero; }),
                 };
                 setup.extend(match p.class {
-                    ParamClass::Buffer { rank: 1, .. } => quote!(let mut #d: Vec<#e> = vec![#zero; #n.len()];),
+                    ParamClass::Buffer { rank: 1, .. } => {
+                        quote!(let mut #d: Vec<#e> = vec![#zero; #n.len()];)
+                    }
                     _ => quote!(let mut #d: Vec<#e> = #n.to_vec(); #zero_loop),
                 });
                 args.push(quote!(&mut #d));

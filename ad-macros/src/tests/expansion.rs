@@ -9,7 +9,8 @@ fn check(name: &str, args: proc_macro2::TokenStream, item: proc_macro2::TokenStr
     let out = crate::expand::expand(args, item);
     let file: syn::File = syn::parse2(out).expect("the expansion parses as Rust items");
     let text = prettyplease::unparse(&file);
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("src/tests/snapshots/{name}.expanded.rs"));
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("src/tests/snapshots/{name}.expanded.rs"));
     if std::env::var_os("PHIDIFF_BLESS").is_some() || !path.exists() {
         std::fs::write(&path, &text).expect("write snapshot");
         return;

@@ -32,18 +32,25 @@ fn snapshot(name: &str, src: &str) {
         print(&fwd),
         print(&rev)
     );
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("src/tests/snapshots/{name}.ir"));
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("src/tests/snapshots/{name}.ir"));
     if std::env::var_os("PHIDIFF_BLESS").is_some() || !path.exists() {
         std::fs::write(&path, &text).expect("write snapshot");
         return;
     }
     let want = std::fs::read_to_string(&path).expect("read snapshot");
-    assert!(want == text, "IR of `{name}` changed; rerun with PHIDIFF_BLESS=1 and review.\n{text}");
+    assert!(
+        want == text,
+        "IR of `{name}` changed; rerun with PHIDIFF_BLESS=1 and review.\n{text}"
+    );
 }
 
 #[test]
 fn straight_line() {
-    snapshot("straight_line", "fn f(a: f64, b: f64) -> f64 { let t = a * b; t.sin() / b }");
+    snapshot(
+        "straight_line",
+        "fn f(a: f64, b: f64) -> f64 { let t = a * b; t.sin() / b }",
+    );
 }
 
 #[test]
@@ -56,7 +63,10 @@ fn branch_phi() {
 
 #[test]
 fn loop_with_tape() {
-    snapshot("loop_tape", "fn f(x: &[f64]) -> f64 { let mut p = 1.0; for i in 0..x.len() { p = p * x[i].sin(); } p }");
+    snapshot(
+        "loop_tape",
+        "fn f(x: &[f64]) -> f64 { let mut p = 1.0; for i in 0..x.len() { p = p * x[i].sin(); } p }",
+    );
 }
 
 #[test]
@@ -70,5 +80,8 @@ fn while_break_continue() {
 #[test]
 fn inactive_values_get_no_derivative() {
     // `c` depends on no active input; `d` influences nothing returned.
-    snapshot("activity", "fn f(x: f64, n: usize) -> f64 { let c = (n as f64).sqrt(); let d = x.exp(); x * c }");
+    snapshot(
+        "activity",
+        "fn f(x: f64, n: usize) -> f64 { let c = (n as f64).sqrt(); let d = x.exp(); x * c }",
+    );
 }
