@@ -1,0 +1,337 @@
+//! The reverse sweep of straight-line code and branches: fetching primal values (direct,
+//! recomputed, from tapes), adjoint cells, and the adjoint rule of each instruction.
+
+use super::*;
+use crate::derivative::rules;
+
+impl Rev<'_> {
+    /// The primal value `v` in the reverse sweep.
+    pub(super) fn fetch(&mut self, b: &mut Builder, v: Value) -> Result<Value, String> {
+        for scope in self.memo.iter().rev() {
+            if let Some(x) = scope.get(&v) {
+                return Ok(*x);
+            }
+        }
+        let storage = *self.rec.storage.get(&v).ok_or_else(|| {
+            format!("phidiff internal error: the reverse sweep reads {v}, which was not planned")
+        })?;
+        let x = match storage {
+            Storage::Direct => return Ok(self.m.v(v)),
+            Storage::Index(l) => {
+                return self.index.get(&l).copied().ok_or_else(|| {
+                    format!("phidiff internal error: index of {l} read outside its loop")
+                })
+            }
+            Storage::Tape(l) => {
+                let idx = *self.iteration.get(&l).ok_or_else(|| {
+                    format!("phidiff internal error: tape of {l} read outside its loop")
+                })?;
+                b.load(self.tape[&v], vec![idx])
+            }
+            Storage::Slot => b.get(self.slot[&v]),
+            Storage::Recompute => {
+                let i = self.f.def_inst(v);
+                let ops = self.f.operands(i);
+                let mut tmp = Remap {
+                    values: vec![None; self.f.values.len()],
+                    bufs: self.m.bufs.clone(),
+                };
+                for o in ops {
+                    let ov = self.fetch(b, o)?;
+                    tmp.set(o, ov);
+                }
+                tmp.copy_simple(b, self.f, i)
+                    .expect("recomputed instructions have a result")
+            }
+        };
+        self.memo
+            .last_mut()
+            .expect("an open reverse block")
+            .insert(v, x);
+        Ok(x)
+    }
+
+    pub(super) fn accumulate(&mut self, b: &mut Builder, v: Value, g: Value) {
+        if let Some(c) = self.adj.get(&v) {
+            b.accumulate(*c, g);
+        }
+    }
+
+    /// Zeroed adjoint cells for the active values defined directly in `blk`.
+    pub(super) fn declare_adjoints(&mut self, b: &mut Builder, blk: Block) {
+        for &i in &self.f.block(blk).insts {
+            for &r in &self.f.inst(i).results {
+                if self.act.value(r) {
+                    self.declare_adjoint(b, r);
+                }
+            }
+        }
+    }
+
+    pub(super) fn declare_adjoint(&mut self, b: &mut Builder, v: Value) {
+        // −0 is the exact additive identity (−0 + v = v for every v, +0 + −0 = +0 does not
+        // fold), so LLVM can drop the first addition into a fresh adjoint.
+        let z = b.fconst(-0.0);
+        let name = format!(
+            "adj_{}",
+            self.f
+                .value(v)
+                .name
+                .clone()
+                .unwrap_or_else(|| v.to_string())
+        );
+        let c = b.cell(Ty::Float, &name, z);
+        self.adj.insert(v, c);
+    }
+
+    pub(super) fn reverse_block(&mut self, b: &mut Builder, blk: Block) -> Result<(), String> {
+        let insts = self.f.block(blk).insts.clone();
+        for &i in insts.iter().rev() {
+            if self.work.get(&i).copied().unwrap_or(false) {
+                b.span = self.f.inst(i).span;
+                self.reverse_inst(b, i)?;
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn adjoint_of(&mut self, b: &mut Builder, i: Inst) -> Option<Value> {
+        let r = *self.f.inst(i).results.first()?;
+        let c = *self.adj.get(&r)?;
+        Some(b.get(c))
+    }
+
+    pub(super) fn reverse_inst(&mut self, b: &mut Builder, i: Inst) -> Result<(), String> {
+        use InstKind::*;
+        let f = self.f;
+        let data = f.inst(i);
+        let act = |v: &Value| self.act.value(*v);
+        match &data.kind {
+            Unary(UnOp::Neg, a) => {
+                if let Some(g) = self.adjoint_of(b, i) {
+                    let n = b.neg(g);
+                    self.accumulate(b, *a, n);
+                }
+            }
+            Binary(op, x, y) => {
+                let Some(g) = self.adjoint_of(b, i) else {
+                    return Ok(());
+                };
+                match op {
+                    BinOp::Add => {
+                        self.accumulate(b, *x, g);
+                        self.accumulate(b, *y, g);
+                    }
+                    BinOp::Sub => {
+                        self.accumulate(b, *x, g);
+                        if act(y) {
+                            let n = b.neg(g);
+                            self.accumulate(b, *y, n);
+                        }
+                    }
+                    BinOp::Mul => {
+                        if act(x) {
+                            let yv = self.fetch(b, *y)?;
+                            let t = b.mul(g, yv);
+                            self.accumulate(b, *x, t);
+                        }
+                        if act(y) {
+                            let xv = self.fetch(b, *x)?;
+                            let t = b.mul(g, xv);
+                            self.accumulate(b, *y, t);
+                        }
+                    }
+                    BinOp::Div => {
+                        let yv = self.fetch(b, *y)?;
+                        if act(x) {
+                            let t = b.div(g, yv);
+                            self.accumulate(b, *x, t);
+                        }
+                        if act(y) {
+                            let rv = self.fetch(b, data.results[0])?;
+                            let t = b.mul(g, rv);
+                            let t = b.div(t, yv);
+                            let t = b.neg(t);
+                            self.accumulate(b, *y, t);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            Math(name, args) => {
+                let Some(g) = self.adjoint_of(b, i) else {
+                    return Ok(());
+                };
+                let rule = rules::find(name).expect("lowered methods have rules");
+                let mut nargs = Vec::new();
+                for a in args {
+                    nargs.push(self.fetch(b, *a)?);
+                }
+                let rv = self.fetch(b, data.results[0])?;
+                for (k, template) in rules::partials_of(rule, args) {
+                    if !act(&args[k]) {
+                        continue;
+                    }
+                    let p = rules::emit_partial(b, template, &nargs, rv);
+                    let t = b.mul(g, p);
+                    self.accumulate(b, args[k], t);
+                }
+            }
+            Load(buf, idx) => {
+                let (Some(g), Some(sb)) = (self.adjoint_of(b, i), self.shadow[buf.index()]) else {
+                    return Ok(());
+                };
+                let idx = self.fetch_all(b, idx)?;
+                b.stmt(StoreAdd(sb, idx, g));
+            }
+            Store(buf, idx, v) => {
+                let Some(sb) = self.shadow[buf.index()] else {
+                    return Ok(());
+                };
+                let idx = self.fetch_all(b, idx)?;
+                if act(v) {
+                    let t = b.load(sb, idx.clone());
+                    self.accumulate(b, *v, t);
+                }
+                let z = b.fconst(0.0);
+                b.store(sb, idx, z);
+            }
+            StoreAdd(buf, idx, v) => {
+                let Some(sb) = self.shadow[buf.index()] else {
+                    return Ok(());
+                };
+                if act(v) {
+                    let idx = self.fetch_all(b, idx)?;
+                    let t = b.load(sb, idx);
+                    self.accumulate(b, *v, t);
+                }
+            }
+            Alloc { buf, init, .. } => {
+                let Some(sb) = self.shadow[buf.index()] else {
+                    return Ok(());
+                };
+                match init {
+                    AllocInit::Fill(v) if act(v) => {
+                        let s = b.value(SumBuf(sb), Ty::Float);
+                        self.accumulate(b, *v, s);
+                    }
+                    AllocInit::Copy(src) => {
+                        if let Some(ss) = self.shadow[src.index()] {
+                            b.stmt(AddBuf { dst: ss, src: sb });
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            CopyFrom { dst, src } => {
+                let Some(sd) = self.shadow[dst.index()] else {
+                    return Ok(());
+                };
+                if let Some(ss) = self.shadow[src.index()] {
+                    b.stmt(AddBuf { dst: ss, src: sd });
+                }
+                b.stmt(ZeroBuf(sd));
+            }
+            Swap(x, y) => {
+                if let (Some(sx), Some(sy)) = (self.shadow[x.index()], self.shadow[y.index()]) {
+                    b.stmt(Swap(sx, sy));
+                }
+            }
+            If {
+                cond,
+                then_blk,
+                else_blk,
+            } => {
+                let c = self.fetch(b, *cond)?;
+                let results = data.results.clone();
+                let mut blocks = Vec::new();
+                for src in [*then_blk, *else_blk] {
+                    let nb = b.func.new_block();
+                    let r: Result<(), String> = b.in_block(nb, |b| {
+                        self.memo.push(HashMap::new());
+                        self.declare_local_shadows(b, src)?;
+                        self.declare_adjoints(b, src);
+                        let ys = self.f.block(src).yields.clone();
+                        for (y, r) in ys.iter().zip(&results) {
+                            if act(r) && act(y) {
+                                let g = b.get(self.adj[r]);
+                                self.accumulate(b, *y, g);
+                            }
+                        }
+                        let r = self.reverse_block(b, src);
+                        self.memo.pop();
+                        r
+                    });
+                    r?;
+                    blocks.push(nb);
+                }
+                b.stmt(If {
+                    cond: c,
+                    then_blk: blocks[0],
+                    else_blk: blocks[1],
+                });
+            }
+            For { .. } | While { .. } => self.reverse_loop(b, i)?,
+            Call { .. } => self.reverse_call(b, i)?,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    pub(super) fn fetch_all(
+        &mut self,
+        b: &mut Builder,
+        vs: &[Value],
+    ) -> Result<Vec<Value>, String> {
+        vs.iter().map(|v| self.fetch(b, *v)).collect()
+    }
+
+    /// Shadows of buffers allocated inside a nested block: zero buffers of the same shape,
+    /// created where that block's reverse begins.
+    pub(super) fn declare_local_shadows(
+        &mut self,
+        b: &mut Builder,
+        blk: Block,
+    ) -> Result<(), String> {
+        for &i in &self.f.block(blk).insts.clone() {
+            if let InstKind::Alloc { buf, dims, init } = &self.f.inst(i).kind {
+                if !self.act.buf(*buf) {
+                    continue;
+                }
+                let data = self.f.buf(*buf).clone();
+                let sb = b.func.new_buf(BufData {
+                    name: format!("d{}", data.name),
+                    kind: BufKind::Shadow,
+                    ..data
+                });
+                match init {
+                    AllocInit::Fill(_) => {
+                        let dims = self.fetch_all(b, dims)?;
+                        let z = b.fconst(0.0);
+                        b.stmt(InstKind::Alloc {
+                            buf: sb,
+                            dims,
+                            init: AllocInit::Fill(z),
+                        });
+                    }
+                    AllocInit::Copy(src) => {
+                        let like = self.shadow[src.index()].ok_or_else(|| {
+                            "phidiff: a buffer copied from an inactive buffer inside a loop or branch needs an explicit `vec![0.0; n]`".to_string()
+                        })?;
+                        b.stmt(InstKind::Alloc {
+                            buf: sb,
+                            dims: vec![],
+                            init: AllocInit::Copy(like),
+                        });
+                        b.stmt(InstKind::ZeroBuf(sb));
+                    }
+                    AllocInit::Row { .. } => {
+                        unreachable!("snapshot rows exist only in reverse programs")
+                    }
+                }
+                self.shadow[buf.index()] = Some(sb);
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,223 @@
+//! The reverse sweep of loops (the recorded or recomputed trip count run backwards, carried
+//! adjoints in cells) and of calls (`g_rev` by convention, on snapshots of written buffers).
+
+use super::*;
+use crate::analysis::loops;
+
+impl Rev<'_> {
+    pub(super) fn reverse_loop(&mut self, b: &mut Builder, i: Inst) -> Result<(), String> {
+        let f = self.f;
+        let data = f.inst(i);
+        let (params, inits, body, _) = loop_parts(f, i);
+        let n = params.len();
+        let active: Vec<usize> = (0..n).filter(|k| self.act.value(params[*k])).collect();
+        let mut carry = HashMap::new();
+        for &k in &active {
+            let g = match self.adj.get(&data.results[k]) {
+                Some(c) => b.get(*c),
+                None => b.fconst(0.0),
+            };
+            carry.insert(k, b.cell(Ty::Float, "carry", g));
+        }
+        let trip = match loops::static_trip(f, i) {
+            // ⌈(end − start) / step⌉ from the range itself.
+            Some(range) => {
+                let (st, en) = (self.fetch(b, range.start)?, self.fetch(b, range.end)?);
+                let len = range_len(b, st, en);
+                match range.step {
+                    None => len,
+                    Some(step) => {
+                        let step = self.fetch(b, step)?;
+                        let one = b.iconst(1);
+                        let t = b.add(len, step);
+                        let t = b.sub(t, one);
+                        b.div(t, step)
+                    }
+                }
+            }
+            None => self.fetch(b, data.results[n])?,
+        };
+        let range_vals = match &data.kind {
+            InstKind::For { range, .. } => {
+                let s = self.fetch(b, range.start)?;
+                let e = self.fetch(b, range.end)?;
+                let st = range.step.map(|x| self.fetch(b, x)).transpose()?;
+                Some((s, e, st, range.rev))
+            }
+            _ => None,
+        };
+        let zero = b.iconst(0);
+        let ni = b.reserve();
+        let t = b
+            .func
+            .new_value(Ty::Int, ValueDef::LoopIndex(ni), Some("rev_t".into()));
+        let nb = b.func.new_block();
+        let r: Result<(), String> = b.in_block(nb, |b| {
+            self.memo.push(HashMap::new());
+            if let Some(c) = self.counter.get(&i).copied() {
+                let k = b.get(c);
+                let one = b.iconst(1);
+                let idx = b.sub(k, one);
+                b.set(c, idx);
+                self.iteration.insert(i, idx);
+            }
+            if let Some((s, e, st, rev)) = range_vals {
+                // The index of reversed iteration t: start + t·step, or (end − 1) − t·step.
+                let off = match st {
+                    Some(st) => b.mul(t, st),
+                    None => t,
+                };
+                let idx = if rev {
+                    let one = b.iconst(1);
+                    let last = b.sub(e, one);
+                    b.sub(last, off)
+                } else {
+                    b.add(s, off)
+                };
+                self.index.insert(i, idx);
+            }
+            self.declare_local_shadows(b, body)?;
+            for &k in &active {
+                self.declare_adjoint(b, params[k]);
+            }
+            self.declare_adjoints(b, body);
+            let ys = f.block(body).yields.clone();
+            for &k in &active {
+                if self.act.value(ys[k]) {
+                    let g = b.get(carry[&k]);
+                    self.accumulate(b, ys[k], g);
+                }
+            }
+            self.reverse_block(b, body)?;
+            for &k in &active {
+                let g = b.get(self.adj[&params[k]]);
+                b.set(carry[&k], g);
+            }
+            self.memo.pop();
+            Ok(())
+        });
+        r?;
+        b.set_yields(nb, vec![]);
+        let tr = b.func.new_value(Ty::Int, ValueDef::Result(ni, 0), None);
+        b.finish(
+            ni,
+            InstKind::For {
+                range: RangeSpec {
+                    start: zero,
+                    end: trip,
+                    step: None,
+                    rev: true,
+                },
+                index: t,
+                params: vec![],
+                inits: vec![],
+                body: nb,
+                exit: vec![],
+            },
+            vec![tr],
+        );
+        for &k in &active {
+            if self.act.value(inits[k]) {
+                let g = b.get(carry[&k]);
+                self.accumulate(b, inits[k], g);
+            }
+        }
+        Ok(())
+    }
+
+    /// `g_rev(args, shadows, seed)` adds into buffer shadows and returns scalar adjoints.
+    pub(super) fn reverse_call(&mut self, b: &mut Builder, i: Inst) -> Result<(), String> {
+        let f = self.f;
+        let data = f.inst(i);
+        let InstKind::Call { callee, args, .. } = &data.kind else {
+            unreachable!()
+        };
+        let mut new_args = Vec::new();
+        let mut shadows = Vec::new();
+        let mut scalar_args = Vec::new();
+        for a in args {
+            match a {
+                CallArg::Scalar(v) => {
+                    new_args.push(CallArg::Scalar(self.fetch(b, *v)?));
+                    if f.ty(*v) == Ty::Float {
+                        scalar_args.push(*v);
+                    }
+                    shadows.push(None);
+                }
+                CallArg::Buf { buf, mutable } => {
+                    let k = new_args.len();
+                    match self.snap.get(&(i, k)).copied() {
+                        Some(t) => {
+                            if f.buf(*buf).rank != 1 {
+                                return Err(format!(
+                                    "phidiff: the reverse of `{}` needs the 2-D buffer `{}` as it was at the call; pass 2-D buffers to calls only when the function never writes them",
+                                    callee.path,
+                                    f.buf(*buf).name
+                                ));
+                            }
+                            let idx = self.snapshot_row(b, i);
+                            let data = b.func.buf(t).clone();
+                            let tmp = b.func.new_buf(BufData {
+                                name: "at_call".into(),
+                                rank: 1,
+                                kind: BufKind::Local,
+                                ..data
+                            });
+                            b.stmt(InstKind::Alloc {
+                                buf: tmp,
+                                dims: vec![],
+                                init: AllocInit::Row { tape: t, idx },
+                            });
+                            new_args.push(CallArg::Buf {
+                                buf: tmp,
+                                mutable: *mutable,
+                            });
+                        }
+                        None => new_args.push(CallArg::Buf {
+                            buf: self.m.b(*buf),
+                            mutable: false,
+                        }),
+                    }
+                    if f.buf(*buf).elem == Ty::Float {
+                        let sb = match self.shadow[buf.index()] {
+                            Some(sb) => sb,
+                            None => zero_like(b, self.m.b(*buf)),
+                        };
+                        shadows.push(Some(CallArg::Buf {
+                            buf: sb,
+                            mutable: true,
+                        }));
+                    } else {
+                        shadows.push(None);
+                    }
+                }
+                CallArg::Opaque(t) => {
+                    new_args.push(CallArg::Opaque(t.clone()));
+                    shadows.push(None);
+                }
+            }
+        }
+        let seed = match data.results.first() {
+            None => None,
+            Some(r) => Some(match self.adj.get(r) {
+                Some(c) => b.get(*c),
+                None => b.fconst(0.0),
+            }),
+        };
+        let tys = vec![Ty::Float; scalar_args.len()];
+        let ni = b.push(
+            InstKind::Call {
+                callee: callee.clone(),
+                args: new_args,
+                suffix: CallSuffix::Rev { shadows, seed },
+            },
+            &tys,
+            None,
+        );
+        let adjs = b.func.inst(ni).results.clone();
+        for (v, g) in scalar_args.iter().zip(adjs) {
+            self.accumulate(b, *v, g);
+        }
+        Ok(())
+    }
+}

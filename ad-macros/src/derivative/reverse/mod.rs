@@ -1,0 +1,286 @@
+//! Reverse (adjoint) mode: one IR function holding the forward sweep (the primal plus the
+//! saves the recording analysis asked for) followed by the reverse sweep. Adjoints are
+//! accumulator cells; an `if` is reversed by branching on its (saved or recomputed)
+//! condition; a loop by running its recorded trip count backwards, with loop-carried
+//! adjoints in carry cells and saved values read from direct-indexed tapes at the
+//! iteration's slot.
+
+mod adjoint;
+mod control;
+mod plan;
+mod sweep;
+
+use super::forward::zero_like;
+use super::Remap;
+use crate::analysis::activity::Activity;
+use crate::analysis::recording::{Planner, Recording, Storage, Structure};
+use crate::ir::builder::Builder;
+use crate::ir::*;
+use std::collections::HashMap;
+
+pub fn reverse(
+    f: &Function,
+    act: &Activity,
+    active_params: &[bool],
+    name: &str,
+) -> Result<Function, String> {
+    let mut out = Function::new(name);
+    let mut m = Remap::new(f);
+    let mut shadow: Vec<Option<Buf>> = vec![None; f.bufs.len()];
+    let mut param_index = vec![0usize; f.params.len()];
+    for (n, p) in f.params.iter().enumerate() {
+        param_index[n] = out.params.len();
+        let kind = match &p.kind {
+            ParamKind::Buffer { buf, mutable } => {
+                let data = f.buf(*buf).clone();
+                let nb = out.new_buf(BufData {
+                    kind: BufKind::Param(out.params.len()),
+                    ..data
+                });
+                m.bufs[buf.index()] = Some(nb);
+                ParamKind::Buffer {
+                    buf: nb,
+                    mutable: *mutable,
+                }
+            }
+            k => k.clone(),
+        };
+        out.params.push(ParamInfo {
+            name: p.name.clone(),
+            kind,
+        });
+        if let (true, ParamKind::Buffer { buf, .. }) = (active_params[n], &p.kind) {
+            let data = f.buf(*buf).clone();
+            let sb = out.new_buf(BufData {
+                name: super::shadow_name(&p.name, f.params.iter().map(|q| q.name.as_str())),
+                kind: BufKind::Param(out.params.len()),
+                ..data
+            });
+            shadow[buf.index()] = Some(sb);
+            out.params.push(ParamInfo {
+                name: super::shadow_name(&p.name, f.params.iter().map(|q| q.name.as_str())),
+                kind: ParamKind::Buffer {
+                    buf: sb,
+                    mutable: true,
+                },
+            });
+        }
+    }
+    let ret = f.block(f.body).yields.first().copied();
+    let seed_index = ret.map(|_| {
+        out.params.push(ParamInfo {
+            name: super::seed_name(f.params.iter().map(|q| q.name.as_str())),
+            kind: ParamKind::Scalar(Ty::Float),
+        });
+        out.params.len() - 1
+    });
+
+    let mut rv = Rev::new(f, act, m, shadow, param_index)?;
+    let body = out.body;
+    let mut b = Builder::new(&mut out, body);
+    rv.declare_saves(&mut b);
+    rv.sweep_block(&mut b, f.body);
+    // Reverse sweep.
+    rv.memo.push(HashMap::new());
+    rv.declare_adjoints(&mut b, f.body);
+    if let (Some(r), Some(si)) = (ret, seed_index) {
+        if act.value(r) {
+            let seed = b.value(InstKind::Param(si), Ty::Float);
+            rv.accumulate(&mut b, r, seed);
+        }
+    }
+    rv.reverse_block(&mut b, f.body)?;
+    let mut yields = Vec::new();
+    if let Some(r) = ret {
+        yields.push(rv.m.v(r));
+    }
+    for (n, p) in f.params.iter().enumerate() {
+        if active_params[n] && matches!(p.kind, ParamKind::Scalar(Ty::Float)) {
+            let pv = rv.param_values[n].expect("scalar params are defined");
+            let g = match rv.adj.get(&pv) {
+                Some(c) => b.get(*c),
+                None => b.fconst(0.0),
+            };
+            yields.push(g);
+        }
+    }
+    b.set_yields(body, yields);
+    Ok(out)
+}
+
+struct Rev<'a> {
+    f: &'a Function,
+    act: &'a Activity,
+    m: Remap,
+    shadow: Vec<Option<Buf>>,
+    param_index: Vec<usize>,
+    param_values: Vec<Option<Value>>,
+    rec: Recording,
+    structure: Structure,
+    /// Tape of each saved value (in loops) and slot cell (outside loops).
+    tape: HashMap<Value, Buf>,
+    slot: HashMap<Value, Cell>,
+    /// Iteration counter of each loop that has tapes.
+    counter: HashMap<Inst, Cell>,
+    /// The current iteration's slot index of each loop being swept (forward or reverse).
+    iteration: HashMap<Inst, Value>,
+    /// The current reversed index value of each loop being reversed.
+    index: HashMap<Inst, Value>,
+    /// Adjoint accumulator of each active value.
+    adj: HashMap<Value, Cell>,
+    /// Values fetched in the reverse sweep, per open block.
+    memo: Vec<HashMap<Value, Value>>,
+    work: HashMap<Inst, bool>,
+    /// Snapshot tape of each copied call argument.
+    snap: HashMap<(Inst, usize), Buf>,
+}
+
+impl<'a> Rev<'a> {
+    pub(super) fn new(
+        f: &'a Function,
+        act: &'a Activity,
+        m: Remap,
+        shadow: Vec<Option<Buf>>,
+        param_index: Vec<usize>,
+    ) -> Result<Self, String> {
+        let mut planner = Planner::new(f, act);
+        let mut rv_work = HashMap::new();
+        plan::plan_block(f, act, &shadow, f.body, &mut planner, &mut rv_work);
+        let (rec, structure) = planner.finish();
+        Ok(Rev {
+            f,
+            act,
+            m,
+            shadow,
+            param_index,
+            param_values: vec![None; f.params.len()],
+            rec,
+            structure,
+            tape: HashMap::new(),
+            slot: HashMap::new(),
+            counter: HashMap::new(),
+            iteration: HashMap::new(),
+            index: HashMap::new(),
+            adj: HashMap::new(),
+            memo: Vec::new(),
+            work: rv_work,
+            snap: HashMap::new(),
+        })
+    }
+
+    /// Tapes and slots for the saved values, counters for loops with tapes.
+    pub(super) fn declare_saves(&mut self, b: &mut Builder) {
+        let saved: Vec<Value> = self.rec.saved.iter().copied().collect();
+        for v in saved {
+            let ty = self.f.ty(v);
+            match self.rec.storage[&v] {
+                Storage::Tape(l) => {
+                    let name = format!(
+                        "tape_{}",
+                        self.f
+                            .value(v)
+                            .name
+                            .clone()
+                            .unwrap_or_else(|| v.to_string())
+                    );
+                    let t = b.func.new_buf(BufData {
+                        name,
+                        rank: 1,
+                        elem: ty,
+                        kind: BufKind::Tape,
+                    });
+                    self.tape.insert(v, t);
+                    if !self.counter.contains_key(&l) {
+                        let z = b.iconst(0);
+                        let c = b.cell(Ty::Int, "iter", z);
+                        self.counter.insert(l, c);
+                    }
+                }
+                Storage::Slot => {
+                    let z = b.zero(ty);
+                    let c = b.cell(ty, "slot", z);
+                    self.slot.insert(v, c);
+                }
+                _ => unreachable!("only tape and slot values are saved"),
+            }
+        }
+        let snaps: Vec<(Inst, usize)> = self.rec.snapshots.iter().copied().collect();
+        for (i, k) in snaps {
+            let InstKind::Call { args, .. } = &self.f.inst(i).kind else {
+                unreachable!()
+            };
+            let CallArg::Buf { buf, .. } = &args[k] else {
+                unreachable!()
+            };
+            let data = self.f.buf(*buf);
+            let t = b.func.new_buf(BufData {
+                name: format!("snap_{}", data.name),
+                rank: 2,
+                elem: data.elem,
+                kind: BufKind::Tape,
+            });
+            self.snap.insert((i, k), t);
+            if let Some(l) = self.loop_of(i) {
+                if !self.counter.contains_key(&l) {
+                    let z = b.iconst(0);
+                    let c = b.cell(Ty::Int, "iter", z);
+                    self.counter.insert(l, c);
+                }
+            }
+        }
+    }
+
+    pub(super) fn loop_of(&self, i: Inst) -> Option<Inst> {
+        let blk = self.structure.inst_block[i.index()].expect("placed instruction");
+        self.structure.enclosing_loop(self.f, blk)
+    }
+
+    /// The snapshot row of call `i` in the current (forward or reverse) iteration.
+    pub(super) fn snapshot_row(&mut self, b: &mut Builder, i: Inst) -> Value {
+        match self.loop_of(i) {
+            Some(l) => self.iteration[&l],
+            None => b.iconst(0),
+        }
+    }
+}
+
+/// `end − start` when positive, else 0 (an upper bound of a range's trip count).
+pub(super) fn range_len(b: &mut Builder, s: Value, e: Value) -> Value {
+    let c = b.binary(BinOp::Gt, e, s);
+    let t = b.func.new_block();
+    let el = b.func.new_block();
+    let d = b.in_block(t, |b| b.sub(e, s));
+    let z = b.in_block(el, |b| b.iconst(0));
+    b.set_yields(t, vec![d]);
+    b.set_yields(el, vec![z]);
+    let i = b.push(
+        InstKind::If {
+            cond: c,
+            then_blk: t,
+            else_blk: el,
+        },
+        &[Ty::Int],
+        None,
+    );
+    b.func.inst(i).results[0]
+}
+
+pub(super) fn loop_parts(f: &Function, i: Inst) -> (Vec<Value>, Vec<Value>, Block, Vec<Value>) {
+    match &f.inst(i).kind {
+        InstKind::For {
+            params,
+            inits,
+            body,
+            exit,
+            ..
+        }
+        | InstKind::While {
+            params,
+            inits,
+            body,
+            exit,
+            ..
+        } => (params.clone(), inits.clone(), *body, exit.clone()),
+        _ => unreachable!("loop_parts on a non-loop"),
+    }
+}

@@ -1,0 +1,157 @@
+//! Planning: which instructions have reverse work and which primal values the reverse
+//! sweep reads (mirrors the adjoint rules in `adjoint.rs` and `control.rs`).
+
+use super::*;
+use crate::analysis::loops;
+
+/// Marks which instructions have reverse work and tells the planner what the reverse sweep
+/// will read. Mirrors `Rev::reverse_inst`.
+pub(super) fn plan_block(
+    f: &Function,
+    act: &Activity,
+    shadow: &[Option<Buf>],
+    blk: Block,
+    p: &mut Planner,
+    work: &mut HashMap<Inst, bool>,
+) -> bool {
+    let mut any = false;
+    for &i in &f.block(blk).insts {
+        let w = plan_inst(f, act, shadow, i, p, work);
+        work.insert(i, w);
+        any |= w;
+    }
+    any
+}
+
+fn plan_inst(
+    f: &Function,
+    act: &Activity,
+    shadow: &[Option<Buf>],
+    i: Inst,
+    p: &mut Planner,
+    work: &mut HashMap<Inst, bool>,
+) -> bool {
+    use InstKind::*;
+    let data = f.inst(i);
+    let res_active = data.results.first().is_some_and(|r| act.value(*r));
+    let has_shadow = |b: &Buf| act.buf(*b) || shadow[b.index()].is_some();
+    match &data.kind {
+        Unary(..) | Cast { .. } => res_active,
+        Binary(op, x, y) => {
+            if !res_active {
+                return false;
+            }
+            match op {
+                BinOp::Mul => {
+                    if act.value(*x) {
+                        p.need(*y);
+                    }
+                    if act.value(*y) {
+                        p.need(*x);
+                    }
+                }
+                BinOp::Div => {
+                    p.need(*y);
+                    if act.value(*y) {
+                        p.need(data.results[0]);
+                    }
+                }
+                _ => {}
+            }
+            true
+        }
+        Math(_, args) => {
+            if res_active {
+                args.iter().for_each(|a| p.need(*a));
+                p.need(data.results[0]);
+            }
+            res_active
+        }
+        Load(buf, idx) => {
+            let w = res_active && has_shadow(buf);
+            if w {
+                idx.iter().for_each(|x| p.need(*x));
+            }
+            w
+        }
+        Store(buf, idx, _) | StoreAdd(buf, idx, _) => {
+            let w = has_shadow(buf);
+            if w {
+                idx.iter().for_each(|x| p.need(*x));
+            }
+            w
+        }
+        Alloc { buf, dims, .. } => {
+            let w = act.buf(*buf);
+            if w && p.structure.inst_block[i.index()] != Some(f.body) {
+                dims.iter().for_each(|x| p.need(*x));
+            }
+            w
+        }
+        CopyFrom { dst, .. } => has_shadow(dst),
+        Swap(x, _) => has_shadow(x),
+        If {
+            cond,
+            then_blk,
+            else_blk,
+        } => {
+            let a = plan_block(f, act, shadow, *then_blk, p, work);
+            let b = plan_block(f, act, shadow, *else_blk, p, work);
+            let w = a || b || data.results.iter().any(|r| act.value(*r));
+            if w {
+                p.need(*cond);
+            }
+            w
+        }
+        For {
+            range,
+            body,
+            params,
+            ..
+        } => {
+            let w =
+                plan_block(f, act, shadow, *body, p, work) || params.iter().any(|v| act.value(*v));
+            if w {
+                if loops::static_trip(f, i).is_none() {
+                    p.need(*data.results.last().expect("trip"));
+                }
+                p.need(range.start);
+                p.need(range.end);
+                if let Some(s) = range.step {
+                    p.need(s);
+                }
+            }
+            w
+        }
+        While {
+            body, params, cond, ..
+        } => {
+            plan_block(f, act, shadow, *cond, p, work);
+            let w =
+                plan_block(f, act, shadow, *body, p, work) || params.iter().any(|v| act.value(*v));
+            if w {
+                p.need(*data.results.last().expect("trip"));
+            }
+            w
+        }
+        Call { args, .. } => {
+            let w = res_active
+                || args.iter().any(|a| match a {
+                    CallArg::Scalar(v) => act.value(*v),
+                    CallArg::Buf { buf, .. } => has_shadow(buf),
+                    CallArg::Opaque(_) => false,
+                });
+            if w {
+                for (k, a) in args.iter().enumerate() {
+                    match a {
+                        CallArg::Scalar(v) => p.need(*v),
+                        CallArg::Buf { buf, .. } if !p.is_read_only(*buf) => p.snapshot(i, k),
+                        _ => {}
+                    }
+                }
+            }
+            w
+        }
+        _ => false,
+    }
+}

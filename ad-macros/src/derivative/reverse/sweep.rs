@@ -1,0 +1,232 @@
+//! The forward sweep: the primal, plus the saves (tapes, slots, call snapshots) and the
+//! iteration counters the reverse sweep reads.
+
+use super::*;
+
+impl Rev<'_> {
+    pub(super) fn sweep_block(&mut self, b: &mut Builder, src: Block) {
+        for &i in &self.f.block(src).insts {
+            b.span = self.f.inst(i).span;
+            self.sweep_inst(b, i);
+        }
+    }
+
+    pub(super) fn save(&mut self, b: &mut Builder, v: Value) {
+        if !self.rec.saved.contains(&v) {
+            return;
+        }
+        let nv = self.m.v(v);
+        match self.rec.storage[&v] {
+            Storage::Tape(l) => {
+                let idx = self.iteration[&l];
+                b.store(self.tape[&v], vec![idx], nv);
+            }
+            Storage::Slot => b.set(self.slot[&v], nv),
+            _ => {}
+        }
+    }
+
+    pub(super) fn sweep_inst(&mut self, b: &mut Builder, i: Inst) {
+        use InstKind::*;
+        let f = self.f;
+        let data = f.inst(i);
+        match &data.kind {
+            Param(n) => {
+                let v = b.value(Param(self.param_index[*n]), f.ty(data.results[0]));
+                b.func.values[v.index()].name = f.value(data.results[0]).name.clone();
+                self.m.set(data.results[0], v);
+                self.param_values[*n] = Some(data.results[0]);
+            }
+            If {
+                cond,
+                then_blk,
+                else_blk,
+            } => {
+                let mut blocks = Vec::new();
+                for src in [*then_blk, *else_blk] {
+                    let nb = b.func.new_block();
+                    b.in_block(nb, |b| self.sweep_block(b, src));
+                    let ys = f.block(src).yields.iter().map(|y| self.m.v(*y)).collect();
+                    b.set_yields(nb, ys);
+                    blocks.push(nb);
+                }
+                let tys: Vec<Ty> = data.results.iter().map(|r| f.ty(*r)).collect();
+                let ni = b.push(
+                    If {
+                        cond: self.m.v(*cond),
+                        then_blk: blocks[0],
+                        else_blk: blocks[1],
+                    },
+                    &tys,
+                    None,
+                );
+                self.bind_results(b, i, ni);
+            }
+            For { .. } | While { .. } => self.sweep_loop(b, i),
+            Call { callee, args, .. } => {
+                for k in 0..args.len() {
+                    if let (Some(t), CallArg::Buf { buf, .. }) =
+                        (self.snap.get(&(i, k)).copied(), &args[k])
+                    {
+                        let idx = self.snapshot_row(b, i);
+                        b.stmt(SaveRow {
+                            tape: t,
+                            idx,
+                            src: self.m.b(*buf),
+                        });
+                    }
+                }
+                let new_args = args.iter().map(|a| self.m.arg(a)).collect();
+                let tys: Vec<Ty> = data.results.iter().map(|r| f.ty(*r)).collect();
+                let ni = b.push(
+                    Call {
+                        callee: callee.clone(),
+                        args: new_args,
+                        suffix: CallSuffix::Primal,
+                    },
+                    &tys,
+                    None,
+                );
+                self.bind_results(b, i, ni);
+            }
+            _ => {
+                self.m.copy_simple(b, f, i);
+                if let Alloc { buf, .. } = &data.kind {
+                    if self.act.buf(*buf) && self.structure.inst_block[i.index()] == Some(f.body) {
+                        // Top-level buffers get their shadow here, in scope for the reverse sweep.
+                        let sb = zero_like(b, self.m.b(*buf));
+                        self.shadow[buf.index()] = Some(sb);
+                    }
+                }
+                for r in data.results.clone() {
+                    self.save(b, r);
+                }
+            }
+        }
+    }
+
+    pub(super) fn bind_results(&mut self, b: &mut Builder, old: Inst, new: Inst) {
+        let results = b.func.inst(new).results.clone();
+        for (r, nr) in self.f.inst(old).results.clone().iter().zip(results) {
+            b.func.values[nr.index()].name = self.f.value(*r).name.clone();
+            self.m.set(*r, nr);
+            self.save(b, *r);
+        }
+    }
+
+    pub(super) fn sweep_loop(&mut self, b: &mut Builder, i: Inst) {
+        let f = self.f;
+        let data = f.inst(i);
+        let (params, inits, body, exit) = loop_parts(f, i);
+        let counter = self.counter.get(&i).copied();
+        // Size the tapes once at loop entry when the trip count is bounded by the range.
+        if let (Some(c), InstKind::For { range, .. }) = (counter, &data.kind) {
+            let tapes: Vec<Buf> = self.tapes_of(i);
+            let (s, e) = (self.m.v(range.start), self.m.v(range.end));
+            let k = b.get(c);
+            let len = range_len(b, s, e);
+            let total = b.add(k, len);
+            for t in tapes {
+                b.stmt(InstKind::TapeEnsure(t, total));
+            }
+        }
+        let ni = b.reserve();
+        let mut new_params = Vec::new();
+        for (k, p) in params.iter().enumerate() {
+            let np = b.func.new_value(
+                f.ty(*p),
+                ValueDef::LoopParam(ni, k as u32),
+                f.value(*p).name.clone(),
+            );
+            self.m.set(*p, np);
+            new_params.push(np);
+        }
+        let new_inits: Vec<Value> = inits.iter().map(|v| self.m.v(*v)).collect();
+        let new_exit: Vec<Value> = exit.iter().map(|v| self.m.v(*v)).collect();
+        let nb = b.func.new_block();
+        let mut new_index = None;
+        if let InstKind::For { index, .. } = &data.kind {
+            let nidx = b.func.new_value(
+                Ty::Int,
+                ValueDef::LoopIndex(ni),
+                f.value(*index).name.clone(),
+            );
+            self.m.set(*index, nidx);
+            new_index = Some(nidx);
+        }
+        let cond_blk = match &data.kind {
+            InstKind::While { cond, .. } => {
+                let nc = b.func.new_block();
+                b.in_block(nc, |b| self.sweep_block(b, *cond));
+                let cy = self.m.v(f.block(*cond).yields[0]);
+                b.set_yields(nc, vec![cy]);
+                Some(nc)
+            }
+            _ => None,
+        };
+        b.in_block(nb, |b| {
+            if let Some(c) = counter {
+                let k = b.get(c);
+                let one = b.iconst(1);
+                let next = b.add(k, one);
+                b.set(c, next);
+                if matches!(data.kind, InstKind::While { .. }) {
+                    for t in self.tapes_of(i) {
+                        b.stmt(InstKind::TapeEnsure(t, next));
+                    }
+                }
+                self.iteration.insert(i, k);
+            }
+            for p in &params {
+                self.save(b, *p);
+            }
+            self.sweep_block(b, body);
+        });
+        let ys = f.block(body).yields.iter().map(|y| self.m.v(*y)).collect();
+        b.set_yields(nb, ys);
+        let kind = match &data.kind {
+            InstKind::For { range, .. } => InstKind::For {
+                range: RangeSpec {
+                    start: self.m.v(range.start),
+                    end: self.m.v(range.end),
+                    step: range.step.map(|s| self.m.v(s)),
+                    rev: range.rev,
+                },
+                index: new_index.expect("for index"),
+                params: new_params.clone(),
+                inits: new_inits,
+                body: nb,
+                exit: new_exit,
+            },
+            _ => InstKind::While {
+                cond: cond_blk.expect("while cond"),
+                params: new_params.clone(),
+                inits: new_inits,
+                body: nb,
+                exit: new_exit,
+            },
+        };
+        let mut results = Vec::new();
+        for (k, r) in data.results.iter().enumerate() {
+            results.push(b.func.new_value(
+                f.ty(*r),
+                ValueDef::Result(ni, k as u32),
+                f.value(*r).name.clone(),
+            ));
+        }
+        b.finish(ni, kind, results.clone());
+        for (r, nr) in data.results.clone().iter().zip(results) {
+            self.m.set(*r, nr);
+            self.save(b, *r);
+        }
+    }
+
+    pub(super) fn tapes_of(&self, l: Inst) -> Vec<Buf> {
+        self.rec
+            .saved
+            .iter()
+            .filter(|v| self.rec.storage[v] == Storage::Tape(l))
+            .map(|v| self.tape[v])
+            .collect()
+    }
+}
