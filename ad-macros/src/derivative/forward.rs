@@ -11,57 +11,18 @@ use crate::ir::*;
 /// `tangent_param_of[n]`: whether primal parameter `n` gets a tangent parameter after it.
 pub fn forward(f: &Function, act: &Activity, active_params: &[bool], name: &str) -> Function {
     let mut out = Function::new(name);
-    let mut m = Remap::new(f);
     let tan: Vec<Option<Value>> = vec![None; f.values.len()];
-    let mut tbuf: Vec<Option<Buf>> = vec![None; f.bufs.len()];
-    // Parameters: each active one followed by its tangent.
-    let mut param_index = vec![0usize; f.params.len()];
-    let mut tangent_index = vec![None; f.params.len()];
-    for (n, p) in f.params.iter().enumerate() {
-        param_index[n] = out.params.len();
-        let kind = match &p.kind {
-            ParamKind::Buffer { buf, mutable } => {
-                let data = f.buf(*buf).clone();
-                let nb = out.new_buf(BufData {
-                    kind: BufKind::Param(out.params.len()),
-                    ..data
-                });
-                m.bufs[buf.index()] = Some(nb);
-                ParamKind::Buffer {
-                    buf: nb,
-                    mutable: *mutable,
-                }
-            }
-            k => k.clone(),
-        };
-        out.params.push(ParamInfo {
-            name: p.name.clone(),
-            kind: kind.clone(),
-        });
-        if active_params[n] {
-            tangent_index[n] = Some(out.params.len());
-            let tkind = match &p.kind {
-                ParamKind::Buffer { buf, mutable } => {
-                    let data = f.buf(*buf).clone();
-                    let tb = out.new_buf(BufData {
-                        name: super::shadow_name(&p.name, f.params.iter().map(|q| q.name.as_str())),
-                        kind: BufKind::Param(out.params.len()),
-                        ..data
-                    });
-                    tbuf[buf.index()] = Some(tb);
-                    ParamKind::Buffer {
-                        buf: tb,
-                        mutable: *mutable,
-                    }
-                }
-                k => k.clone(),
-            };
-            out.params.push(ParamInfo {
-                name: super::shadow_name(&p.name, f.params.iter().map(|q| q.name.as_str())),
-                kind: tkind,
-            });
-        }
-    }
+    // Parameters: each active one followed by its tangent, of the same kind.
+    let params = super::copy_params(f, &mut out, &|n| {
+        active_params[n]
+            .then(|| matches!(f.params[n].kind, ParamKind::Buffer { mutable: true, .. }))
+    });
+    let (m, tbuf, param_index, tangent_index) = (
+        params.remap,
+        params.derivative_buf,
+        params.index,
+        params.derivative_index,
+    );
     let body = out.body;
     let mut fw = Fwd {
         f,

@@ -28,6 +28,72 @@ pub fn seed_name<'a>(params: impl Iterator<Item = &'a str> + Clone) -> String {
     out
 }
 
+/// The parameters of a derivative function: each primal parameter, followed by its
+/// derivative parameter (tangent or shadow) where one is wanted.
+pub struct CopiedParams {
+    pub remap: Remap,
+    /// Index of primal parameter `n` in the derivative function.
+    pub index: Vec<usize>,
+    /// Index of the derivative parameter of primal parameter `n`.
+    pub derivative_index: Vec<Option<usize>>,
+    /// The derivative buffer of each primal buffer that has one.
+    pub derivative_buf: Vec<Option<Buf>>,
+}
+
+/// Copies `f`'s parameters into `out`; `wants(n)` gives `Some(mutable)` for each parameter
+/// that gets a derivative parameter after it (`mutable` matters for buffers only).
+pub fn copy_params(
+    f: &Function,
+    out: &mut Function,
+    wants: &dyn Fn(usize) -> Option<bool>,
+) -> CopiedParams {
+    let mut c = CopiedParams {
+        remap: Remap::new(f),
+        index: vec![0; f.params.len()],
+        derivative_index: vec![None; f.params.len()],
+        derivative_buf: vec![None; f.bufs.len()],
+    };
+    let names = || f.params.iter().map(|q| q.name.as_str());
+    for (n, p) in f.params.iter().enumerate() {
+        c.index[n] = out.params.len();
+        let kind = match &p.kind {
+            ParamKind::Buffer { buf, mutable } => {
+                let nb = out.new_buf(BufData {
+                    kind: BufKind::Param(out.params.len()),
+                    ..f.buf(*buf).clone()
+                });
+                c.remap.bufs[buf.index()] = Some(nb);
+                ParamKind::Buffer {
+                    buf: nb,
+                    mutable: *mutable,
+                }
+            }
+            k => k.clone(),
+        };
+        out.params.push(ParamInfo {
+            name: p.name.clone(),
+            kind,
+        });
+        let Some(mutable) = wants(n) else { continue };
+        c.derivative_index[n] = Some(out.params.len());
+        let name = shadow_name(&p.name, names());
+        let kind = match &p.kind {
+            ParamKind::Buffer { buf, .. } => {
+                let db = out.new_buf(BufData {
+                    name: name.clone(),
+                    kind: BufKind::Param(out.params.len()),
+                    ..f.buf(*buf).clone()
+                });
+                c.derivative_buf[buf.index()] = Some(db);
+                ParamKind::Buffer { buf: db, mutable }
+            }
+            k => k.clone(),
+        };
+        out.params.push(ParamInfo { name, kind });
+    }
+    c
+}
+
 /// Primal → derivative-program mapping of values and buffers, and the copying of
 /// instructions without control flow.
 pub struct Remap {

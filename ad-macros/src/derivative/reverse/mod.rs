@@ -25,47 +25,11 @@ pub fn reverse(
     name: &str,
 ) -> Result<Function, String> {
     let mut out = Function::new(name);
-    let mut m = Remap::new(f);
-    let mut shadow: Vec<Option<Buf>> = vec![None; f.bufs.len()];
-    let mut param_index = vec![0usize; f.params.len()];
-    for (n, p) in f.params.iter().enumerate() {
-        param_index[n] = out.params.len();
-        let kind = match &p.kind {
-            ParamKind::Buffer { buf, mutable } => {
-                let data = f.buf(*buf).clone();
-                let nb = out.new_buf(BufData {
-                    kind: BufKind::Param(out.params.len()),
-                    ..data
-                });
-                m.bufs[buf.index()] = Some(nb);
-                ParamKind::Buffer {
-                    buf: nb,
-                    mutable: *mutable,
-                }
-            }
-            k => k.clone(),
-        };
-        out.params.push(ParamInfo {
-            name: p.name.clone(),
-            kind,
-        });
-        if let (true, ParamKind::Buffer { buf, .. }) = (active_params[n], &p.kind) {
-            let data = f.buf(*buf).clone();
-            let sb = out.new_buf(BufData {
-                name: super::shadow_name(&p.name, f.params.iter().map(|q| q.name.as_str())),
-                kind: BufKind::Param(out.params.len()),
-                ..data
-            });
-            shadow[buf.index()] = Some(sb);
-            out.params.push(ParamInfo {
-                name: super::shadow_name(&p.name, f.params.iter().map(|q| q.name.as_str())),
-                kind: ParamKind::Buffer {
-                    buf: sb,
-                    mutable: true,
-                },
-            });
-        }
-    }
+    // Parameters: each active buffer followed by its `&mut` shadow.
+    let params = super::copy_params(f, &mut out, &|n| {
+        (active_params[n] && matches!(f.params[n].kind, ParamKind::Buffer { .. })).then_some(true)
+    });
+    let (m, shadow, param_index) = (params.remap, params.derivative_buf, params.index);
     let ret = f.block(f.body).yields.first().copied();
     let seed_index = ret.map(|_| {
         out.params.push(ParamInfo {
