@@ -1,7 +1,7 @@
 //! Derivative paths the other modules do not reach: a buffer filled with an active value
 //! (`vec![a; n]`), a buffer allocated inside a loop body, `iter_mut`, a method call on an
 //! opaque receiver with a hand-written `_fwd`/`_rev` pair, a branch inside a `while` loop,
-//! and nested loops with a triangular trip count.
+//! nested loops with a triangular trip count, and 2-D local buffers (copied and filled).
 
 use crate::common::*;
 use phidiff::differentiate;
@@ -240,5 +240,51 @@ fn triangular_nested_loops() {
         &|p| triangle_grad(p),
         &|p, d| triangle_fwd(p, d),
         &|p, g, seed| triangle_rev(p, g, seed),
+    );
+}
+
+/// 2-D local buffers: a copy of a 2-D parameter (adjoint added back row by row) and a
+/// 2-D buffer filled with an active value (adjoint summed over all elements).
+#[differentiate(forward, reverse)]
+pub fn grid(a: &[Vec<f64>], s: f64) -> f64 {
+    let mut b = a.to_vec();
+    let mut c = vec![vec![s; 3]; 2];
+    for i in 0..2 {
+        for j in 0..3 {
+            b[i][j] = b[i][j] * c[i][j] + s;
+            c[i][j] = c[i][j].sin() * b[i][j];
+        }
+    }
+    let mut t = 0.0;
+    for i in 0..2 {
+        for j in 0..3 {
+            t += b[i][j] * c[i][j];
+        }
+    }
+    t
+}
+
+#[test]
+fn two_dimensional_local_buffers() {
+    let x = [0.3, -0.5, 0.9, 1.2, -0.1, 0.4, 0.7];
+    let rows = |p: &[f64]| vec![p[0..3].to_vec(), p[3..6].to_vec()];
+    scalar_case(
+        "grid",
+        &x,
+        &|p| grid(&rows(p), p[6]),
+        &|p| {
+            let (v, (ga, gs)) = grid_grad(&rows(p), p[6]);
+            (v, cat(&[&ga[0], &ga[1], &[gs]]))
+        },
+        &|p, d| grid_fwd(&rows(p), &rows(d), p[6], d[6]),
+        &|p, g, seed| {
+            let mut ga = vec![vec![0.0; 3]; 2];
+            let (v, gs) = grid_rev(&rows(p), &mut ga, p[6], seed);
+            for (k, gk) in ga.concat().iter().enumerate() {
+                g[k] += gk;
+            }
+            g[6] += gs;
+            v
+        },
     );
 }

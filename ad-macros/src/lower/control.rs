@@ -317,11 +317,9 @@ impl Lowerer<'_> {
         })
     }
 
+    /// An expression in tail position (a match arm, an `else` that is not a block).
     pub(super) fn lower_value_or_unit_pub(&mut self, e: &Expr) -> LResult<Option<Value>> {
-        let mut stmts = vec![Stmt::Expr(e.clone(), None)];
-        let r = self.lower_block_stmts(&stmts);
-        stmts.clear();
-        r
+        self.lower_block_stmts(&[Stmt::Expr(e.clone(), None)])
     }
 
     pub(super) fn lower_match(&mut self, m: &syn::ExprMatch) -> LResult<Option<Value>> {
