@@ -5,4 +5,5 @@ pub use ad_macros::differentiate;
 #[doc(hidden)]
 pub mod __private {
     pub use ad_core::__private::*;
+    pub use ad_macros::differentiate_coarsen_off;
 }

@@ -38,7 +38,7 @@ mod tape;
 
 pub use dual::Dual;
 pub use float::Float;
-pub use tape::Tape;
+pub use tape::{Tape, TapeMeter};
 
 /// What generated code uses; not a stable API.
 #[doc(hidden)]

@@ -2,6 +2,49 @@
 //! sweep, addressed by loop iteration.
 
 use core::ops::{Index, IndexMut};
+use std::cell::Cell;
+
+thread_local! {
+    /// Bytes of tape capacity allocated on this thread, ever (see [`TapeMeter`]).
+    static TAPE_BYTES_ALLOCATED: Cell<usize> = const { Cell::new(0) };
+}
+
+fn record_growth(bytes: usize) {
+    TAPE_BYTES_ALLOCATED.with(|c| c.set(c.get().wrapping_add(bytes)));
+}
+
+/// Counts the bytes of [`Tape`] memory allocated on the current thread while it lives:
+/// how benchmarks report the tape size of a generated `_rev` call.
+///
+/// ```
+/// use ad_core::{Tape, TapeMeter};
+///
+/// let meter = TapeMeter::start();
+/// let mut tape = Tape::<f64>::new();
+/// tape.ensure(1000);
+/// assert!(meter.bytes() >= 8000);
+/// ```
+#[derive(Debug)]
+pub struct TapeMeter {
+    start: usize,
+}
+
+impl TapeMeter {
+    /// Starts counting from now.
+    pub fn start() -> Self {
+        TapeMeter {
+            start: TAPE_BYTES_ALLOCATED.with(Cell::get),
+        }
+    }
+
+    /// Bytes of tape allocated on this thread since [`start`](Self::start) (growth of
+    /// capacity; memory freed meanwhile is not subtracted).
+    pub fn bytes(&self) -> usize {
+        TAPE_BYTES_ALLOCATED
+            .with(Cell::get)
+            .wrapping_sub(self.start)
+    }
+}
 
 /// A direct-indexed tape of saved values.
 ///
@@ -53,9 +96,9 @@ impl<T: Copy + Default> Tape<T> {
     /// assert!(tape.bytes() >= 800);
     /// ```
     pub fn with_capacity(capacity: usize) -> Self {
-        Tape {
-            data: Vec::with_capacity(capacity),
-        }
+        let data = Vec::with_capacity(capacity);
+        record_growth(data.capacity() * core::mem::size_of::<T>());
+        Tape { data }
     }
 
     /// Makes slots `0..len` addressable, filling new ones with
@@ -72,7 +115,9 @@ impl<T: Copy + Default> Tape<T> {
     #[inline]
     pub fn ensure(&mut self, len: usize) {
         if len > self.data.len() {
+            let before = self.data.capacity();
             self.data.resize(len, T::default());
+            record_growth((self.data.capacity() - before) * core::mem::size_of::<T>());
         }
     }
 

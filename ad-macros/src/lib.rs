@@ -21,3 +21,16 @@ use proc_macro::TokenStream;
 pub fn differentiate(args: TokenStream, item: TokenStream) -> TokenStream {
     expand::expand(args.into(), item.into()).into()
 }
+
+/// `#[differentiate(..)]` with `coarsen = off` forced: lets the test suite compile the same
+/// sources in both modes and compare them. Not part of the user contract.
+#[doc(hidden)]
+#[proc_macro_attribute]
+pub fn differentiate_coarsen_off(args: TokenStream, item: TokenStream) -> TokenStream {
+    let mut args: proc_macro2::TokenStream = args.into();
+    if !args.is_empty() {
+        args.extend(quote::quote!(,));
+    }
+    args.extend(quote::quote!(coarsen = off));
+    expand::expand(args, item.into()).into()
+}

@@ -6,6 +6,11 @@ use syn::ext::IdentExt;
 use syn::parse::{Parse, ParseStream};
 use syn::{Ident, Token};
 
+/// The default largest segment (expression nodes of a segment's outputs over its live-ins):
+/// big enough for a stencil update or a Gaussian log-density, small enough that a segment's
+/// partial derivatives stay a few hundred nodes.
+pub const DEFAULT_SEGMENT_LIMIT: usize = 64;
+
 /// The parsed `#[differentiate(...)]` arguments.
 #[derive(Clone)]
 pub struct Options {
@@ -19,6 +24,8 @@ pub struct Options {
     pub krate: syn::Path,
     /// `coarsen = off` selects the one-operation-per-segment baseline.
     pub coarsen: bool,
+    /// `coarsen(limit = N)`: the largest segment expression, in nodes.
+    pub segment_limit: usize,
     /// `forward`/`reverse` without a name: the defaults are derived from the function name.
     pub forward_requested: bool,
     pub reverse_requested: bool,
@@ -52,6 +59,7 @@ impl Parse for Options {
             wrt: None,
             krate: syn::parse_quote!(::phidiff),
             coarsen: true,
+            segment_limit: DEFAULT_SEGMENT_LIMIT,
             forward_requested: false,
             reverse_requested: false,
         };
@@ -84,6 +92,27 @@ impl Parse for Options {
                     input.parse::<Token![=]>()?;
                     opts.krate = input.call(syn::Path::parse_mod_style)?;
                 }
+                "coarsen" if input.peek(syn::token::Paren) => {
+                    let content;
+                    syn::parenthesized!(content in input);
+                    let key: Ident = content.parse()?;
+                    if key != "limit" {
+                        return Err(syn::Error::new(
+                            key.span(),
+                            "expected `coarsen(limit = N)` with N the largest segment in expression nodes",
+                        ));
+                    }
+                    content.parse::<Token![=]>()?;
+                    let n: syn::LitInt = content.parse()?;
+                    let n: usize = n.base10_parse()?;
+                    if n < 2 {
+                        return Err(syn::Error::new(
+                            key.span(),
+                            "`coarsen(limit = N)` needs N ≥ 2 expression nodes",
+                        ));
+                    }
+                    opts.segment_limit = n;
+                }
                 "coarsen" => {
                     input.parse::<Token![=]>()?;
                     let v = input.call(Ident::parse_any)?;
@@ -103,7 +132,7 @@ impl Parse for Options {
                         key.span(),
                         format!(
                         "unknown differentiate option `{other}`; expected `forward`, `reverse`, \
-                             `wrt(..)`, `crate = path` or `coarsen = on|off`"
+                             `wrt(..)`, `crate = path`, `coarsen = on|off` or `coarsen(limit = N)`"
                     ),
                     ))
                 }
