@@ -70,7 +70,11 @@ fn compile(opts: &Options, item: &syn::ItemFn) -> syn::Result<(signature::Signat
     let name = item.sig.ident.to_string();
     let fwd = forward::forward(&primal, &act, &active, &format!("{name}_fwd"));
     verify(&fwd).map_err(|e| internal("forward mode", e, &fwd))?;
-    let rev = reverse::reverse(&primal, &act, &active, &format!("{name}_rev"))
+    let coarsening = reverse::Coarsening {
+        on: opts.coarsen,
+        limit: opts.segment_limit,
+    };
+    let rev = reverse::reverse(&primal, &act, &active, &format!("{name}_rev"), coarsening)
         .map_err(|e| syn::Error::new_spanned(&item.sig.ident, e))?;
     verify(&rev).map_err(|e| internal("reverse mode", e, &rev))?;
     if std::env::var_os("PHIDIFF_DUMP_IR").is_some() {
@@ -136,5 +140,14 @@ pub fn compile_for_tests(item: &syn::ItemFn) -> Result<Compiled, String> {
     let opts: Options = syn::parse_quote!(forward, reverse);
     compile(&opts, item)
         .map(|(_, c)| c)
+        .map_err(|e| e.to_string())
+}
+
+/// The `coarsen = off` reverse program of a function, for equivalence tests.
+#[cfg(test)]
+pub fn compile_fine_reverse_for_tests(item: &syn::ItemFn) -> Result<ir::Function, String> {
+    let opts: Options = syn::parse_quote!(forward, reverse, coarsen = off);
+    compile(&opts, item)
+        .map(|(_, c)| c.reverse)
         .map_err(|e| e.to_string())
 }

@@ -72,6 +72,31 @@ impl Structure {
     }
 }
 
+/// Buffers never written after they exist and visible in the reverse sweep: parameters
+/// nothing writes, and top-level allocations nothing writes afterwards.
+pub fn read_only_buffers(f: &Function, structure: &Structure) -> Vec<bool> {
+    let mut read_only: Vec<bool> = f
+        .bufs
+        .iter()
+        .map(|b| matches!(b.kind, BufKind::Param(_)))
+        .collect();
+    f.walk(f.body, &mut |i| {
+        let is_alloc = matches!(f.inst(i).kind, InstKind::Alloc { .. });
+        for w in f.written_bufs(i) {
+            read_only[w.index()] = is_alloc && structure.inst_block[i.index()] == Some(f.body);
+        }
+    });
+    // A top-level alloc followed by any other write is not read-only.
+    f.walk(f.body, &mut |i| {
+        if !matches!(f.inst(i).kind, InstKind::Alloc { .. }) {
+            for w in f.written_bufs(i) {
+                read_only[w.index()] = false;
+            }
+        }
+    });
+    read_only
+}
+
 pub struct Recording {
     pub storage: BTreeMap<Value, Storage>,
     /// Values saved in the forward sweep.
@@ -80,13 +105,15 @@ pub struct Recording {
     pub snapshots: BTreeSet<(Inst, usize)>,
 }
 
-/// The largest expression (in weighted nodes) the reverse sweep re-evaluates instead of saving.
-const RECOMPUTE_BUDGET: u32 = 12;
+/// The largest expression (in weighted nodes) the reverse sweep re-evaluates instead of
+/// saving, outside coarsened segments. `coarsen = off` uses 0: every intermediate is saved.
+pub const RECOMPUTE_BUDGET: u32 = 12;
 
 pub struct Planner<'a> {
     f: &'a Function,
     pub structure: Structure,
     read_only: Vec<bool>,
+    budget: u32,
     storage: BTreeMap<Value, Storage>,
     cost: BTreeMap<Value, u32>,
     saved: BTreeSet<Value>,
@@ -95,36 +122,14 @@ pub struct Planner<'a> {
 }
 
 impl<'a> Planner<'a> {
-    pub fn new(f: &'a Function, _act: &Activity) -> Self {
+    pub fn new(f: &'a Function, _act: &Activity, budget: u32) -> Self {
         let structure = Structure::new(f);
-        // Buffers never written after they exist and visible in the reverse sweep.
-        let mut read_only: Vec<bool> = f
-            .bufs
-            .iter()
-            .map(|b| matches!(b.kind, BufKind::Param(_)))
-            .collect();
-        f.walk(f.body, &mut |i| {
-            let is_alloc = matches!(f.inst(i).kind, InstKind::Alloc { .. });
-            for w in f.written_bufs(i) {
-                if is_alloc && structure.inst_block[i.index()] == Some(f.body) {
-                    read_only[w.index()] = true;
-                    continue;
-                }
-                read_only[w.index()] = false;
-            }
-        });
-        // A second pass: a top-level alloc followed by any other write is not read-only.
-        f.walk(f.body, &mut |i| {
-            if !matches!(f.inst(i).kind, InstKind::Alloc { .. }) {
-                for w in f.written_bufs(i) {
-                    read_only[w.index()] = false;
-                }
-            }
-        });
+        let read_only = read_only_buffers(f, &structure);
         Planner {
             f,
             structure,
             read_only,
+            budget,
             storage: BTreeMap::new(),
             cost: BTreeMap::new(),
             saved: BTreeSet::new(),
@@ -165,7 +170,7 @@ impl<'a> Planner<'a> {
         }
         if self
             .recompute_cost(v)
-            .is_some_and(|c| c <= RECOMPUTE_BUDGET)
+            .is_some_and(|c| c <= self.budget)
         {
             return Storage::Recompute;
         }
@@ -201,7 +206,7 @@ impl<'a> Planner<'a> {
         let mut total = own;
         for o in f.operands(i) {
             total += self.recompute_cost(o)?;
-            if total > RECOMPUTE_BUDGET {
+            if total > self.budget {
                 return None;
             }
         }

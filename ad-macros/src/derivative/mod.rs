@@ -4,6 +4,8 @@
 pub mod forward;
 pub mod reverse;
 pub mod rules;
+pub mod segments;
+pub mod symbolic;
 
 use crate::ir::builder::Builder;
 use crate::ir::*;

@@ -106,15 +106,37 @@ pub fn supported_list() -> String {
 
 /// The float arguments of a call of `rule` paired with their partial-derivative templates.
 pub fn partials_of(rule: &Rule, args: &[Value]) -> Vec<(usize, &'static str)> {
+    partial_templates(rule, args.len())
+}
+
+/// The partial templates of a call of `rule` with `n_args` arguments, each with the
+/// position of the float argument it differentiates.
+pub fn partial_templates(rule: &Rule, n_args: usize) -> Vec<(usize, &'static str)> {
     let mut out = Vec::new();
     let mut p = rule.partials.iter();
-    for k in 0..args.len() {
+    for k in 0..n_args {
         if rule.int_arg == Some(k) {
             continue;
         }
         out.push((k, *p.next().expect("a partial per float argument")));
     }
     out
+}
+
+/// The IR operator of a rule template's binary operator.
+pub fn template_op(op: &syn::BinOp) -> BinOp {
+    match op {
+        syn::BinOp::Add(_) => BinOp::Add,
+        syn::BinOp::Sub(_) => BinOp::Sub,
+        syn::BinOp::Mul(_) => BinOp::Mul,
+        syn::BinOp::Div(_) => BinOp::Div,
+        syn::BinOp::Gt(_) => BinOp::Gt,
+        syn::BinOp::Lt(_) => BinOp::Lt,
+        syn::BinOp::Ge(_) => BinOp::Ge,
+        syn::BinOp::Le(_) => BinOp::Le,
+        syn::BinOp::Eq(_) => BinOp::Eq,
+        _ => unreachable!("rule template operator"),
+    }
 }
 
 /// Emits the partial-derivative template `template` with `a`, `b`, `c` bound to `args`
@@ -153,19 +175,7 @@ impl Template<'_> {
             Expr::Binary(bin) => {
                 let x = self.emit(b, &bin.left);
                 let y = self.emit(b, &bin.right);
-                let op = match bin.op {
-                    syn::BinOp::Add(_) => BinOp::Add,
-                    syn::BinOp::Sub(_) => BinOp::Sub,
-                    syn::BinOp::Mul(_) => BinOp::Mul,
-                    syn::BinOp::Div(_) => BinOp::Div,
-                    syn::BinOp::Gt(_) => BinOp::Gt,
-                    syn::BinOp::Lt(_) => BinOp::Lt,
-                    syn::BinOp::Ge(_) => BinOp::Ge,
-                    syn::BinOp::Le(_) => BinOp::Le,
-                    syn::BinOp::Eq(_) => BinOp::Eq,
-                    _ => unreachable!("rule template operator"),
-                };
-                b.binary(op, x, y)
+                b.binary(template_op(&bin.op), x, y)
             }
             Expr::MethodCall(m) => {
                 let mut args = vec![self.emit(b, &m.receiver)];

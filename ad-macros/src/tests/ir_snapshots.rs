@@ -23,14 +23,24 @@ fn snapshot(name: &str, src: &str) {
         .collect();
     let fwd = forward::forward(&primal, &act, &active, "fwd");
     verify(&fwd).expect("forward IR verifies");
-    let rev = reverse::reverse(&primal, &act, &active, "rev").expect("reverse succeeds");
-    verify(&rev).expect("reverse IR verifies");
+    let mut revs = Vec::new();
+    for on in [true, false] {
+        let coarsening = reverse::Coarsening {
+            on,
+            limit: crate::parse::DEFAULT_SEGMENT_LIMIT,
+        };
+        let rev =
+            reverse::reverse(&primal, &act, &active, "rev", coarsening).expect("reverse succeeds");
+        verify(&rev).expect("reverse IR verifies");
+        revs.push(print(&rev));
+    }
     let text = format!(
-        "# lowered\n{}\n# active\n{}\n\n# forward\n{}\n# reverse\n{}",
+        "# lowered\n{}\n# active\n{}\n\n# forward\n{}\n# reverse (coarsened)\n{}\n# reverse (coarsen = off)\n{}",
         print(&primal),
         active_values.join(" "),
         print(&fwd),
-        print(&rev)
+        revs[0],
+        revs[1]
     );
     let path =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("src/tests/snapshots/{name}.ir"));

@@ -102,24 +102,29 @@ fn compile_and_check(
         .map_err(|e| Failure::new("generator: source does not parse", e.to_string()))?;
     let compiled =
         crate::expand::compile_for_tests(&item).map_err(|e| Failure::new("compile error", e))?;
+    let fine = crate::expand::compile_fine_reverse_for_tests(&item)
+        .map_err(|e| Failure::new("compile error (coarsen = off)", e))?;
     let fns = Fns {
         primal: &compiled.primal,
         forward: &compiled.forward,
         reverse: &compiled.reverse,
+        reverse_fine: &fine,
     };
     check_program(program, &fns, rng, full_gradient).map_err(|mut f| {
-        f.ir = [fns.primal, fns.forward, fns.reverse]
+        f.ir = [fns.primal, fns.forward, fns.reverse, fns.reverse_fine]
             .map(printer::print)
             .join("\n");
         f
     })
 }
 
-/// The three compiled functions of one program.
+/// The compiled functions of one program: primal, forward, reverse (coarsened) and the
+/// `coarsen = off` reverse it must agree with.
 struct Fns<'a> {
     primal: &'a Function,
     forward: &'a Function,
     reverse: &'a Function,
+    reverse_fine: &'a Function,
 }
 
 /// Checks one compiled program: verifier, calling convention, then dot product and finite
@@ -134,6 +139,7 @@ fn check_program(
         ("primal", fns.primal),
         ("forward", fns.forward),
         ("reverse", fns.reverse),
+        ("reverse (coarsen = off)", fns.reverse_fine),
     ] {
         verify::verify(f).map_err(|e| Failure::new("verifier", format!("{what}: {e}")))?;
     }
@@ -356,6 +362,24 @@ fn check_at(
     let (adjoint, shadow_out) = collect_adjoint(params, point, &args, &results, &shadow_in)
         .map_err(|e| Failure::new("reverse run", format!("{e}\n{}", numbers())))?;
     let y_rev = results[0];
+
+    // Coarsened and fine-grained adjoints agree up to the rounding of reassociated sums.
+    let mut args = arguments(params, point, Mode::Reverse { seed }, &shadow_in);
+    let results_fine = run_floats(fns.reverse_fine, &mut args, "reverse run (coarsen = off)")?;
+    let (adjoint_fine, _) = collect_adjoint(params, point, &args, &results_fine, &shadow_in)
+        .map_err(|e| Failure::new("reverse run (coarsen = off)", format!("{e}\n{}", numbers())))?;
+    let magnitude: f64 = adjoint.iter().map(|g| g.abs()).sum::<f64>() + 1e-8;
+    for (k, (c, f)) in adjoint.iter().zip(&adjoint_fine).enumerate() {
+        if !close(*c, *f, DOT_TOL, magnitude) {
+            return Err(Failure::new(
+                "coarsened vs coarsen = off",
+                format!(
+                    "adjoint[{k}] is {c} coarsened but {f} with coarsen = off\nadjoint = {adjoint:?}\nadjoint (off) = {adjoint_fine:?}\n{}",
+                    numbers()
+                ),
+            ));
+        }
+    }
 
     // The derivative programs may compute the value in another order: equal to 1e-10
     // relative, with a floor for values near zero.
@@ -647,15 +671,24 @@ fn harness_catches_wrong_derivatives() {
         kind: "straight_line",
         features: BTreeSet::new(),
     };
-    let check = |forward_bug: bool, reverse_bug: bool, full: bool| {
+    let check_against = |forward_bug: bool, reverse_bug: bool, full: bool, fine_bug: bool| {
         let (primal, forward, reverse) = hand_written::derivatives(forward_bug, reverse_bug);
+        let (_, _, fine) = hand_written::derivatives(forward_bug, fine_bug);
         let fns = Fns {
             primal: &primal,
             forward: &forward,
             reverse: &reverse,
+            reverse_fine: &fine,
         };
         check_program(&program, &fns, &mut Rng::new(7), full).map_err(|f| f.class)
     };
+    let check = |forward_bug: bool, reverse_bug: bool, full: bool| {
+        check_against(forward_bug, reverse_bug, full, reverse_bug)
+    };
+    assert_eq!(
+        check_against(false, true, false, false).err(),
+        Some("coarsened vs coarsen = off")
+    );
     assert_eq!(check(false, false, false).ok(), Some(Outcome::Checked));
     assert_eq!(check(false, false, true).ok(), Some(Outcome::Checked));
     assert_eq!(check(false, true, false).err(), Some("dot product"));

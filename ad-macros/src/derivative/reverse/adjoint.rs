@@ -61,7 +61,7 @@ impl Rev<'_> {
     pub(super) fn declare_adjoints(&mut self, b: &mut Builder, blk: Block) {
         for &i in &self.f.block(blk).insts {
             for &r in &self.f.inst(i).results {
-                if self.act.value(r) {
+                if self.act.value(r) && !self.seg.internal.contains(&r) {
                     self.declare_adjoint(b, r);
                 }
             }
@@ -89,7 +89,10 @@ impl Rev<'_> {
         for &i in insts.iter().rev() {
             if self.work.get(&i).copied().unwrap_or(false) {
                 b.span = self.f.inst(i).span;
-                self.reverse_inst(b, i)?;
+                match self.seg.ending_at(i) {
+                    Some(k) => self.reverse_segment(b, k)?,
+                    None => self.reverse_inst(b, i)?,
+                }
             }
         }
         Ok(())

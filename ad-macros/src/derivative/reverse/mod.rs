@@ -8,21 +8,32 @@
 mod adjoint;
 mod control;
 mod plan;
+mod segment;
 mod sweep;
 
 use super::forward::zero_like;
 use super::Remap;
 use crate::analysis::activity::Activity;
-use crate::analysis::recording::{Planner, Recording, Storage, Structure};
+use crate::analysis::recording::{Planner, Recording, Storage, Structure, RECOMPUTE_BUDGET};
+use crate::derivative::segments::{self, Segmentation};
 use crate::ir::builder::Builder;
 use crate::ir::*;
 use std::collections::HashMap;
+
+/// How the reverse program is built: coarsened (segments of at most `limit` nodes) or
+/// fine-grained (`coarsen = off`: one adjoint per operation, every intermediate saved).
+#[derive(Copy, Clone, Debug)]
+pub struct Coarsening {
+    pub on: bool,
+    pub limit: usize,
+}
 
 pub fn reverse(
     f: &Function,
     act: &Activity,
     active_params: &[bool],
     name: &str,
+    coarsening: Coarsening,
 ) -> Result<Function, String> {
     let mut out = Function::new(name);
     // Parameters: each active buffer followed by its `&mut` shadow.
@@ -39,7 +50,7 @@ pub fn reverse(
         out.params.len() - 1
     });
 
-    let mut rv = Rev::new(f, act, m, shadow, param_index)?;
+    let mut rv = Rev::new(f, act, m, shadow, param_index, coarsening)?;
     let body = out.body;
     let mut b = Builder::new(&mut out, body);
     rv.declare_saves(&mut b);
@@ -97,6 +108,8 @@ struct Rev<'a> {
     work: HashMap<Inst, bool>,
     /// Snapshot tape of each copied call argument.
     snap: HashMap<(Inst, usize), Buf>,
+    /// The coarsened segments (empty with `coarsen = off`).
+    seg: Segmentation,
 }
 
 impl<'a> Rev<'a> {
@@ -106,10 +119,22 @@ impl<'a> Rev<'a> {
         m: Remap,
         shadow: Vec<Option<Buf>>,
         param_index: Vec<usize>,
+        coarsening: Coarsening,
     ) -> Result<Self, String> {
-        let mut planner = Planner::new(f, act);
+        let (seg, budget) = if coarsening.on {
+            (segments::segment(f, act, coarsening.limit), RECOMPUTE_BUDGET)
+        } else {
+            (Segmentation::default(), 0)
+        };
+        let mut planner = Planner::new(f, act, budget);
         let mut rv_work = HashMap::new();
-        plan::plan_block(f, act, &shadow, f.body, &mut planner, &mut rv_work);
+        plan::Plan {
+            f,
+            act,
+            shadow: &shadow,
+            seg: &seg,
+        }
+        .block(f.body, &mut planner, &mut rv_work);
         let (rec, structure) = planner.finish();
         Ok(Rev {
             f,
@@ -129,6 +154,7 @@ impl<'a> Rev<'a> {
             memo: Vec::new(),
             work: rv_work,
             snap: HashMap::new(),
+            seg,
         })
     }
 

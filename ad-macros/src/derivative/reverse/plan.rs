@@ -3,35 +3,57 @@
 
 use super::*;
 use crate::analysis::loops;
+use crate::derivative::symbolic::Node;
 
-/// Marks which instructions have reverse work and tells the planner what the reverse sweep
-/// will read. Mirrors `Rev::reverse_inst`.
-pub(super) fn plan_block(
-    f: &Function,
-    act: &Activity,
-    shadow: &[Option<Buf>],
-    blk: Block,
-    p: &mut Planner,
-    work: &mut HashMap<Inst, bool>,
-) -> bool {
-    let mut any = false;
-    for &i in &f.block(blk).insts {
-        let w = plan_inst(f, act, shadow, i, p, work);
-        work.insert(i, w);
-        any |= w;
-    }
-    any
+/// What planning reads: the primal, its activity, shadows and segments.
+pub(super) struct Plan<'a> {
+    pub f: &'a Function,
+    pub act: &'a Activity,
+    pub shadow: &'a [Option<Buf>],
+    pub seg: &'a Segmentation,
 }
 
-fn plan_inst(
-    f: &Function,
-    act: &Activity,
-    shadow: &[Option<Buf>],
-    i: Inst,
-    p: &mut Planner,
-    work: &mut HashMap<Inst, bool>,
-) -> bool {
+impl Plan<'_> {
+    /// Marks which instructions have reverse work and tells the planner what the reverse
+    /// sweep will read. Mirrors `Rev::reverse_block`.
+    pub(super) fn block(&self, blk: Block, p: &mut Planner, work: &mut HashMap<Inst, bool>) -> bool {
+        let mut any = false;
+        for &i in &self.f.block(blk).insts {
+            let w = if self.seg.of_inst.contains_key(&i) {
+                match self.seg.ending_at(i) {
+                    Some(k) => self.segment(k, p),
+                    None => false,
+                }
+            } else {
+                plan_inst(self, i, p, work)
+            };
+            work.insert(i, w);
+            any |= w;
+        }
+        any
+    }
+
+    /// Requests what segment `k`'s adjoint expressions read (mirrors `Rev::emit_sym`).
+    fn segment(&self, k: usize, p: &mut Planner) -> bool {
+        let seg = &self.seg.segments[k];
+        let roots: Vec<_> = seg.adjoints.iter().map(|(_, s)| *s).collect();
+        for s in seg.expr.topo(&roots) {
+            if let Some(v) = seg.orig.get(&s) {
+                if p.structure.def_block(self.f, *v) == self.f.body {
+                    p.need(*v);
+                }
+            }
+            if let Node::Leaf(v) = seg.expr.node(s) {
+                p.need(*v);
+            }
+        }
+        !seg.adjoints.is_empty()
+    }
+}
+
+fn plan_inst(cx: &Plan, i: Inst, p: &mut Planner, work: &mut HashMap<Inst, bool>) -> bool {
     use InstKind::*;
+    let (f, act, shadow) = (cx.f, cx.act, cx.shadow);
     let data = f.inst(i);
     let res_active = data.results.first().is_some_and(|r| act.value(*r));
     let has_shadow = |b: &Buf| act.buf(*b) || shadow[b.index()].is_some();
@@ -95,8 +117,8 @@ fn plan_inst(
             then_blk,
             else_blk,
         } => {
-            let a = plan_block(f, act, shadow, *then_blk, p, work);
-            let b = plan_block(f, act, shadow, *else_blk, p, work);
+            let a = cx.block(*then_blk, p, work);
+            let b = cx.block(*else_blk, p, work);
             let w = a || b || data.results.iter().any(|r| act.value(*r));
             if w {
                 p.need(*cond);
@@ -110,7 +132,7 @@ fn plan_inst(
             ..
         } => {
             let w =
-                plan_block(f, act, shadow, *body, p, work) || params.iter().any(|v| act.value(*v));
+                cx.block(*body, p, work) || params.iter().any(|v| act.value(*v));
             if w {
                 if loops::static_trip(f, i).is_none() {
                     p.need(*data.results.last().expect("trip"));
@@ -126,9 +148,9 @@ fn plan_inst(
         While {
             body, params, cond, ..
         } => {
-            plan_block(f, act, shadow, *cond, p, work);
+            cx.block(*cond, p, work);
             let w =
-                plan_block(f, act, shadow, *body, p, work) || params.iter().any(|v| act.value(*v));
+                cx.block(*body, p, work) || params.iter().any(|v| act.value(*v));
             if w {
                 p.need(*data.results.last().expect("trip"));
             }

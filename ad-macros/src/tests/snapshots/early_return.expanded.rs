@@ -73,9 +73,7 @@ fn first_big_fwd(x: &[f64], dx: &[f64], limit: f64, dlimit: f64) -> (f64, f64) {
 )]
 fn first_big_rev(x: &[f64], dx: &mut [f64], limit: f64, seed: f64) -> (f64, f64) {
     ::phidiff::__private::check_len("x", "dx", x.len(), dx.len());
-    let mut _tape_v13_2 = ::phidiff::__private::Tape::new();
-    let mut _tape_v14_3 = ::phidiff::__private::Tape::new();
-    let mut _tape_v15_4 = ::phidiff::__private::Tape::new();
+    let mut _tape_s_2 = ::phidiff::__private::Tape::new();
     let mut _iter_0 = 0;
     let _v6 = x.len();
     let _v7 = _iter_0;
@@ -87,9 +85,7 @@ fn first_big_rev(x: &[f64], dx: &mut [f64], limit: f64, seed: f64) -> (f64, f64)
         0
     };
     let _v12 = _v7 + _v11;
-    _tape_v13_2.ensure(_v12);
-    _tape_v14_3.ensure(_v12);
-    _tape_v15_4.ensure(_v12);
+    _tape_s_2.ensure(_v12);
     let mut _s_13 = 0.0f64;
     let mut _v14 = false;
     let mut _v15 = 0.0f64;
@@ -102,16 +98,14 @@ fn first_big_rev(x: &[f64], dx: &mut [f64], limit: f64, seed: f64) -> (f64, f64)
         let _v17 = _iter_0;
         let _v19 = _v17 + 1;
         _iter_0 = _v19;
+        _tape_s_2[_v17] = _s_13;
         let _v20 = x[_i_16];
         let _v21 = x[_i_16];
         let _v22 = _v20 * _v21;
         let _v23 = _s_13 + _v22;
-        _tape_v13_2[_v17] = _v23;
         let _v24 = _v23 > limit;
-        _tape_v14_3[_v17] = _v24;
         let (_v27, _v28) = if _v24 {
             let _v25 = _v23.sqrt();
-            _tape_v15_4[_v17] = _v25;
             (true, _v25)
         } else {
             (_v14, _v15)
@@ -126,72 +120,73 @@ fn first_big_rev(x: &[f64], dx: &mut [f64], limit: f64, seed: f64) -> (f64, f64)
     let _v36 = if _v30 { _v31 } else { _v35 };
     let mut _adj_s_1 = (-0.0f64);
     let mut _adj_v21_2 = (-0.0f64);
-    let mut _adj_v25_3 = (-0.0f64);
-    let mut _adj_v26_4 = (-0.0f64);
-    _adj_v26_4 += seed;
-    if _v30 {
-        let _v42 = _adj_v26_4;
-        _adj_v21_2 += _v42;
+    let mut _adj_v26_3 = (-0.0f64);
+    _adj_v26_3 += seed;
+    let _v43 = if _v30 {
+        0.0f64
     } else {
-        let _v43 = _adj_v26_4;
-        _adj_v25_3 += _v43;
-    }
-    if _v33 {
-        let _v44 = _adj_v25_3;
-        _adj_s_1 += _v44;
-    }
-    let _v45 = _adj_s_1;
-    let mut _carry_5 = _v45;
-    let _v46 = _adj_v21_2;
-    let mut _carry_6 = _v46;
-    for _rev_t_48 in (0.._v32).rev() {
-        let _v49 = _iter_0;
-        let _v51 = _v49 - 1;
-        _iter_0 = _v51;
-        let _v52 = 0 + _rev_t_48;
-        let mut _adj_s_7 = (-0.0f64);
-        let mut _adj_v8_8 = (-0.0f64);
-        let mut _adj_v10_9 = (-0.0f64);
-        let mut _adj_v11_10 = (-0.0f64);
-        let mut _adj_v12_11 = (-0.0f64);
-        let mut _adj_v13_12 = (-0.0f64);
-        let mut _adj_v18_13 = (-0.0f64);
-        let _v60 = _carry_5;
-        _adj_v13_12 += _v60;
-        let _v61 = _carry_6;
-        _adj_v18_13 += _v61;
-        let _v62 = _tape_v14_3[_v51];
-        if _v62 {
-            let mut _adj_v15_14 = (-0.0f64);
-            let _v64 = _adj_v18_13;
-            _adj_v15_14 += _v64;
-            let _v65 = _adj_v15_14;
-            let _v67 = _tape_v15_4[_v51];
-            let _v69 = 0.5f64 / _v67;
-            let _v70 = _v65 * _v69;
-            _adj_v13_12 += _v70;
+        let _v42 = _adj_v26_3;
+        _v42
+    };
+    _adj_s_1 += _v43;
+    let _v46 = if _v30 {
+        let _v44 = _adj_v26_3;
+        _v44
+    } else {
+        0.0f64
+    };
+    _adj_v21_2 += _v46;
+    let _v47 = _adj_s_1;
+    let mut _carry_4 = _v47;
+    let _v48 = _adj_v21_2;
+    let mut _carry_5 = _v48;
+    for _rev_t_50 in (0.._v32).rev() {
+        let _v51 = _iter_0;
+        let _v53 = _v51 - 1;
+        _iter_0 = _v53;
+        let _v54 = 0 + _rev_t_50;
+        let mut _adj_s_6 = (-0.0f64);
+        let mut _adj_v8_7 = (-0.0f64);
+        let mut _adj_v10_8 = (-0.0f64);
+        let mut _adj_v13_9 = (-0.0f64);
+        let mut _adj_v18_10 = (-0.0f64);
+        let _v60 = _carry_4;
+        _adj_v13_9 += _v60;
+        let _v61 = _carry_5;
+        _adj_v18_10 += _v61;
+        let _v62 = _adj_v13_9;
+        let _v63 = x[_v54];
+        let _v65 = _v63.powi(2);
+        let _v66 = _tape_s_2[_v53];
+        let _v67 = _v65 + _v66;
+        let _v68 = _v67 > limit;
+        let _v75 = if _v68 {
+            let _v69 = _adj_v18_10;
+            let _v71 = _v67.sqrt();
+            let _v72 = 0.5f64 / _v71;
+            let _v73 = _v69 * _v72;
+            _v73
         } else {
-            let _v71 = _adj_v18_13;
-            _adj_v8_8 += _v71;
-        }
-        let _v72 = _adj_v13_12;
-        _adj_s_7 += _v72;
-        _adj_v12_11 += _v72;
-        let _v73 = _adj_v12_11;
-        let _v74 = x[_v52];
-        let _v75 = _v73 * _v74;
-        _adj_v10_9 += _v75;
-        let _v76 = x[_v52];
-        let _v77 = _v73 * _v76;
-        _adj_v11_10 += _v77;
-        let _v78 = _adj_v11_10;
-        dx[_v52] += _v78;
-        let _v79 = _adj_v10_9;
-        dx[_v52] += _v79;
-        let _v80 = _adj_s_7;
-        _carry_5 = _v80;
-        let _v81 = _adj_v8_8;
-        _carry_6 = _v81;
+            0.0f64
+        };
+        let _v76 = _v62 + _v75;
+        _adj_s_6 += _v76;
+        let _v79 = if _v68 {
+            0.0f64
+        } else {
+            let _v78 = _adj_v18_10;
+            _v78
+        };
+        _adj_v8_7 += _v79;
+        let _v81 = _v63 * _v76;
+        let _v82 = 2.0f64 * _v81;
+        _adj_v10_8 += _v82;
+        let _v83 = _adj_v10_8;
+        dx[_v54] += _v83;
+        let _v84 = _adj_s_6;
+        _carry_4 = _v84;
+        let _v85 = _adj_v8_7;
+        _carry_5 = _v85;
     }
     (_v36, 0.0f64)
 }
