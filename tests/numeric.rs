@@ -9,25 +9,238 @@
 //!
 //! Tolerances are `common::TOLS` (FD: rel 1e-6, abs 1e-8; dot product: rel 1e-12) unless a
 //! case states a looser one and why. The harness is in `tests/common/mod.rs`.
+//!
+//! # Two modes
+//!
+//! Every file under `numeric/` is compiled twice, once per mode, and imports the attribute
+//! with `use super::differentiate`, so the copies differ only in what that names:
+//! - `coarse`: `phidiff::differentiate`, the default (coarsening on);
+//! - `fine`: `phidiff::__private::differentiate_coarsen_off`, the same attribute with
+//!   `coarsen = off` (one derivative step per operation).
+//!
+//! The test functions in the files are plain `pub fn`s. [`numeric_tests!`] makes one
+//! `#[test]` per listed function, `numeric::FILE::NAME`, which calls
+//! `common::in_both_modes`: the coarse copy runs, then the fine copy, on the same thread,
+//! each checked against finite differences, the dot-product identity and the published
+//! values as above; then the values, tangents, adjoints and gradients their checks recorded
+//! must agree to `common::CROSS_REL` (1e-10, abs floor `common::CROSS_ABS` 1e-12). Tests
+//! that call neither `check_grad` nor `check_fwd_rev` (Hessian-vector products, tie
+//! conventions, shadow accumulation, the two expected panics) record nothing: each mode is
+//! already held to exact or hand-derived values at 1e-12 or tighter.
+//!
+//! Both modes run inside one test function so that no comparison depends on scheduling:
+//! two separately scheduled tests meeting in a shared registry would compare nothing
+//! under a test filter that selects one mode, under a process-per-test runner (nextest),
+//! or for a result recorded by one mode only; here a missing or extra result is itself a
+//! failure. The price is the list below: a test function that is not listed is never
+//! called, which `deny(dead_code)` turns into a compile error.
 
 mod common;
 
-mod numeric {
+/// Compiles the listed files in both modes and makes one both-modes `#[test]` per listed
+/// function; `#[should_panic(expected = "…")]` before a name asks for that panic in each
+/// mode instead.
+macro_rules! numeric_tests {
+    ($(
+        $(#[doc = $file_doc:literal])*
+        $file:ident: [$(
+            $(#[should_panic(expected = $expected:literal)])?
+            $test:ident
+        ),* $(,)?]
+    ),* $(,)?) => {
+        /// The files with `#[differentiate]` (coarsening on, the default).
+        #[path = "numeric"]
+        #[deny(dead_code)] // an unlisted test function would never run
+        mod coarse {
+            pub use phidiff::differentiate;
+            $( $(#[doc = $file_doc])* pub mod $file; )*
+        }
+
+        /// The files with `#[differentiate(.., coarsen = off)]`.
+        #[path = "numeric"]
+        #[deny(dead_code)]
+        mod fine {
+            pub use phidiff::__private::differentiate_coarsen_off as differentiate;
+            $( $(#[doc = $file_doc])* pub mod $file; )*
+        }
+
+        mod numeric {
+            $(
+                $(#[doc = $file_doc])*
+                mod $file {
+                    $(
+                        #[test]
+                        fn $test() {
+                            crate::common::in_both_modes(
+                                numeric_tests!(@expect $($expected)?),
+                                crate::coarse::$file::$test,
+                                crate::fine::$file::$test,
+                            );
+                        }
+                    )*
+                }
+            )*
+        }
+    };
+    (@expect) => { crate::common::Expect::Pass };
+    (@expect $expected:literal) => { crate::common::Expect::Panic($expected) };
+}
+
+numeric_tests! {
     /// Slices and buffers: zip, enumerate, rev, 2-D indexing, in/out and output slices.
-    mod arrays;
+    arrays: [
+        dot_gradient_is_the_other_vector,
+        horner_matches_power_basis,
+        weighted_squares_enumerate,
+        matvec_flat_writes_output,
+        #[should_panic(expected = "assertion failed")]
+        matvec_flat_assert_is_kept,
+        half_norm_sq_nested_rows,
+        scale_add_sin_accumulates,
+        normalize_in_place,
+        discounted_suffix_reversed_range,
+        smoothed_cubes_buffers,
+        kinks_away_from_kinks,
+        tie_conventions,
+    ],
     /// Hand-written `_fwd`/`_rev` rules called from differentiated functions.
-    mod calls;
+    calls: [
+        softplus_layer_uses_custom_rules,
+        spring_chain_uses_custom_slice_rule,
+    ],
     /// Rosenbrock, Himmelblau, Beale, Wood, Speelpenning (published values).
-    mod classic;
+    classic: [
+        rosenbrock_published_n2,
+        rosenbrock_published_n4,
+        rosenbrock_longer_vector,
+        rosenbrock_rev_adds_into_shadow,
+        #[should_panic(expected = "`x`")]
+        rosenbrock_rev_rejects_short_shadow,
+        himmelblau_published,
+        beale_published,
+        wood_published,
+        speelpenning_published,
+        speelpenning_with_a_zero_factor,
+    ],
     /// Branches, data-dependent loops, `match`, `loop`/`break`/`continue`, early `return`.
-    mod control_flow;
+    control_flow: [
+        babylonian_sqrt_published,
+        running_max_weighted_matches_hand_gradient,
+        sorted_top_k_matches_hand_gradient,
+        sum_until_limit_early_and_late_exit,
+        cube_root_newton_matches_analytic,
+        first_crossing_interpolates,
+        positive_part_energy_break_and_continue,
+        piecewise_each_branch,
+        mode_energy_every_arm,
+        strided_pairs_step_by,
+        geometric_series_matches_closed_form,
+        shadowed_bindings,
+    ],
     /// Derivative paths the others do not reach (filled buffers, per-step scratch buffers,
     /// `iter_mut`, methods on opaque receivers, branches in `while`, triangular loops).
-    mod coverage;
+    coverage: [
+        filled_buffer_adjoint_sums_the_shadow,
+        scratch_buffer_allocated_in_a_loop,
+        iter_mut_updates_in_place,
+        method_on_opaque_receiver_uses_its_rules,
+        branch_inside_data_dependent_while,
+        triangular_nested_loops,
+        two_dimensional_local_buffers,
+    ],
     /// Hessian-vector products by forward-over-reverse with `Dual<f64>`.
-    mod hessian;
+    hessian: [
+        rosenbrock_hessian_columns_at_published_point,
+        rosenbrock_hessian_vector_products,
+        himmelblau_hessian_vector_products,
+        log_sum_exp_hessian_vector_products,
+    ],
     /// Lorenz-63 with RK4, an explicit heat equation, Lennard-Jones pairs.
-    mod simulation;
+    simulation: [
+        lorenz_rhs_in_out,
+        lorenz_rk4_published,
+        lorenz_rk4_longer_horizons,
+        heat_explicit_gradient,
+        heat_explicit_odd_and_even_step_counts,
+        lennard_jones_gradient_and_invariants,
+    ],
     /// log-sum-exp, softmax, variance, logistic regression, a Gaussian mixture.
-    mod statistics;
+    statistics: [
+        log_sum_exp_gradient_is_softmax,
+        smooth_max_sq_diff_through_a_call,
+        softmax_jacobian,
+        sample_variance_gradient,
+        logistic_loss_gradient,
+        gmm_log_likelihood_gradient,
+    ],
+}
+
+/// The cross-check itself can fail: two bodies whose gradients differ far below the
+/// finite-difference tolerance but above `CROSS_REL` pass their own checks and are told
+/// apart, and so are two bodies that run different checks, or of which only one panics
+/// where both should.
+mod cross_check {
+    use crate::common::*;
+
+    fn square_plus_linear(x: &[f64]) -> f64 {
+        x[0] * x[0] + 3.0 * x[1]
+    }
+
+    fn grad_check(relative_error: f64) {
+        let grad = |x: &[f64]| {
+            let g0 = 2.0 * x[0] * (1.0 + relative_error);
+            (square_plus_linear(x), vec![g0, 3.0])
+        };
+        check_grad(
+            "square_plus_linear",
+            &[0.7, -0.2],
+            &square_plus_linear,
+            &grad,
+            TOLS,
+        );
+    }
+
+    fn exact() {
+        grad_check(0.0);
+    }
+
+    fn off_by_1e_8() {
+        grad_check(1e-8);
+    }
+
+    fn twice() {
+        grad_check(0.0);
+        grad_check(0.0);
+    }
+
+    fn panics() {
+        panic!("boom");
+    }
+
+    #[test]
+    fn agreeing_modes_pass() {
+        in_both_modes(Expect::Pass, exact, exact);
+    }
+
+    #[test]
+    #[should_panic(
+        expected = "case `square_plus_linear`, _grad gradient[0] is 1.4e0 in coarse mode"
+    )]
+    fn a_small_difference_fails() {
+        in_both_modes(Expect::Pass, exact, off_by_1e_8);
+    }
+
+    #[test]
+    #[should_panic(expected = "recorded 2 results but fine mode (`coarsen = off`) recorded 4")]
+    fn a_missing_result_fails() {
+        in_both_modes(Expect::Pass, exact, twice);
+    }
+
+    #[test]
+    #[should_panic(
+        expected = "in fine mode (`coarsen = off`), expected a panic containing \"boom\""
+    )]
+    fn an_expected_panic_in_one_mode_only_fails() {
+        in_both_modes(Expect::Panic("boom"), panics, exact);
+    }
 }

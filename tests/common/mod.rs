@@ -6,9 +6,19 @@
 //! Flattening convention used by every test: the inputs are the active parameters in
 //! order (a `&mut` parameter contributes its *initial* value), the outputs are the
 //! return value (if not `()`) followed by the *final* value of every `&mut` parameter.
+//!
+//! Both modes: [`in_both_modes`] runs one test body compiled with coarsening (the default)
+//! and the same body compiled with `coarsen = off`, one after the other on the test's
+//! thread. While it runs, `check_grad` and `check_fwd_rev` append every derivative result
+//! they see (values, tangents along their fixed directions, adjoints, gradients) to a
+//! per-mode transcript; afterwards the two transcripts must agree entry by entry to
+//! [`CROSS_REL`]/[`CROSS_ABS`]. Outside `in_both_modes` nothing is recorded.
 #![allow(dead_code)]
 
 use phidiff::check;
+use std::any::Any;
+use std::cell::RefCell;
+use std::panic;
 
 /// Tolerances of one function's checks.
 #[derive(Clone, Copy, Debug)]
@@ -51,6 +61,9 @@ pub struct Case<'a> {
 /// 2. `_fwd` tangents equal central-difference directional derivatives on `TRIALS`
 ///    random directions;
 /// 3. the dot-product identity between `_fwd` and `_rev` over `TRIALS` random pairs.
+///
+/// Inside [`in_both_modes`] it records the `_fwd` values and tangents along the `TRIALS`
+/// fixed directions and the `_rev` value and adjoint for the fixed weight.
 pub fn check_fwd_rev(case: &Case) {
     let name = case.name;
     let x = case.x;
@@ -61,6 +74,8 @@ pub fn check_fwd_rev(case: &Case) {
     for trial in 0..TRIALS {
         let v = check::random_vector((1000 + trial) as _, n_in);
         let (y_fwd, tangent) = (case.jvp)(x, &v);
+        record(name, format!("_fwd value (direction {trial})"), &y_fwd);
+        record(name, format!("_fwd tangent (direction {trial})"), &tangent);
         assert_all_close(
             &format!("{name}: value from _fwd"),
             &y_fwd,
@@ -83,6 +98,8 @@ pub fn check_fwd_rev(case: &Case) {
 
     let w = check::random_vector(2000, n_out);
     let (y_rev, adjoint) = (case.vjp)(x, &w);
+    record(name, "_rev value".into(), &y_rev);
+    record(name, "_rev adjoint".into(), &adjoint);
     assert_all_close(
         &format!("{name}: value from _rev"),
         &y_rev,
@@ -104,7 +121,8 @@ pub fn check_fwd_rev(case: &Case) {
 }
 
 /// Checks a `_grad` result against `phidiff::check::gradient` (central FD) and the value
-/// against the primal; returns the gradient for further assertions.
+/// against the primal; returns the gradient for further assertions. Inside
+/// [`in_both_modes`] it records the value and the gradient.
 pub fn check_grad(
     name: &str,
     x: &[f64],
@@ -113,6 +131,8 @@ pub fn check_grad(
     tols: Tols,
 ) -> Vec<f64> {
     let (value, g) = grad(x);
+    record(name, "_grad value".into(), &[value]);
+    record(name, "_grad gradient".into(), &g);
     assert_close(
         &format!("{name}: value from _grad"),
         value,
@@ -202,4 +222,142 @@ pub fn from_rows(rows: &[Vec<f64>]) -> Vec<f64> {
 /// `n` zeros.
 pub fn zeros(n: usize) -> Vec<f64> {
     vec![0.0; n]
+}
+
+/// Relative tolerance between the two modes: `|coarse − fine| ≤ CROSS_REL·max(|coarse|,
+/// |fine|) + CROSS_ABS`. Coarsening differentiates whole segments in closed form and so
+/// reassociates sums (CSE, summed recurrences); that changes rounding and nothing more.
+/// In the longest case (Lorenz, 200 RK4 steps) two summation orders of the same gradient
+/// (`_fwd` along unit vectors vs `_rev`) differ by 3e-15 relative, so 1e-10 leaves a wide
+/// margin, yet it is 1e4 tighter than the finite-difference tolerance: a nearly right but
+/// wrong coarsened derivative fails here where finite differences would pass it.
+pub const CROSS_REL: f64 = 1e-10;
+/// Absolute floor of the comparison, for results that cancel to about zero (a gradient at a
+/// minimum, a tangent orthogonal to the gradient), whose rounding scales with the
+/// cancelled terms rather than with the result.
+pub const CROSS_ABS: f64 = 1e-12;
+
+/// What a test must do in each mode.
+#[derive(Clone, Copy, Debug)]
+pub enum Expect {
+    /// Return normally; the two modes' recorded results are then compared.
+    Pass,
+    /// Panic with a message containing this text (the harness's `#[should_panic]`).
+    Panic(&'static str),
+}
+
+/// Runs one test body in both modes on this thread, `coarse` (compiled with
+/// `#[differentiate]`) then `fine` (compiled with `coarsen = off`), and panics unless
+/// both meet `expect` and, for [`Expect::Pass`], their recorded results agree (see
+/// [`CROSS_REL`]). A failure in either mode is reported with the mode's name; the other
+/// mode still runs, so the report says whether the failure is specific to one mode.
+pub fn in_both_modes(expect: Expect, coarse: fn(), fine: fn()) {
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("<unnamed test>")
+        .to_string();
+    let coarse_run = run_recorded(coarse);
+    let fine_run = run_recorded(fine);
+    match expect {
+        Expect::Pass => match (coarse_run, fine_run) {
+            (Ok(coarse), Ok(fine)) => compare_transcripts(&test, &coarse, &fine),
+            (Err(c), Ok(_)) => panic!("{test}: fails in {COARSE} only: {c}"),
+            (Ok(_), Err(f)) => panic!("{test}: fails in {FINE} only: {f}"),
+            (Err(c), Err(f)) => panic!("{test}: fails in both modes; {COARSE}: {c}; {FINE}: {f}"),
+        },
+        Expect::Panic(expected) => {
+            for (mode, run) in [(COARSE, coarse_run), (FINE, fine_run)] {
+                match run {
+                    Err(message) if message.contains(expected) => {}
+                    Err(message) => panic!(
+                        "{test}: in {mode}, expected a panic containing {expected:?}, got: {message}"
+                    ),
+                    Ok(_) => panic!("{test}: in {mode}, expected a panic containing {expected:?}"),
+                }
+            }
+        }
+    }
+}
+
+const COARSE: &str = "coarse mode (the default)";
+const FINE: &str = "fine mode (`coarsen = off`)";
+
+/// One derivative result seen by a check helper.
+#[derive(Debug)]
+struct Record {
+    case: String,
+    what: String,
+    values: Vec<f64>,
+}
+
+thread_local! {
+    /// The transcript of the mode running on this thread; `None` outside `in_both_modes`.
+    static TRANSCRIPT: RefCell<Option<Vec<Record>>> = const { RefCell::new(None) };
+}
+
+/// Appends a result to this thread's transcript, if one is being recorded.
+fn record(case: &str, what: String, values: &[f64]) {
+    TRANSCRIPT.with(|t| {
+        if let Some(records) = t.borrow_mut().as_mut() {
+            records.push(Record {
+                case: case.to_string(),
+                what,
+                values: values.to_vec(),
+            });
+        }
+    });
+}
+
+/// Runs `body` with a fresh transcript: its records, or its panic message.
+fn run_recorded(body: fn()) -> Result<Vec<Record>, String> {
+    TRANSCRIPT.with(|t| *t.borrow_mut() = Some(Vec::new()));
+    let outcome = panic::catch_unwind(body);
+    let records = TRANSCRIPT
+        .with(|t| t.borrow_mut().take())
+        .unwrap_or_default();
+    outcome.map(|()| records).map_err(panic_message)
+}
+
+fn panic_message(payload: Box<dyn Any + Send>) -> String {
+    match payload.downcast::<String>() {
+        Ok(message) => *message,
+        Err(payload) => match payload.downcast::<&str>() {
+            Ok(message) => message.to_string(),
+            Err(_) => "<non-string panic payload>".to_string(),
+        },
+    }
+}
+
+/// Both modes ran the same checks in the same order, so their transcripts must match
+/// entry by entry: same case and result, values within the cross-mode tolerance.
+fn compare_transcripts(test: &str, coarse: &[Record], fine: &[Record]) {
+    assert_eq!(
+        coarse.len(),
+        fine.len(),
+        "{test}: {COARSE} recorded {} results but {FINE} recorded {}",
+        coarse.len(),
+        fine.len()
+    );
+    for (index, (c, f)) in coarse.iter().zip(fine).enumerate() {
+        assert!(
+            c.case == f.case && c.what == f.what && c.values.len() == f.values.len(),
+            "{test}: result {index} is `{}` {} ({} values) in {COARSE} but `{}` {} ({} values) in {FINE}",
+            c.case,
+            c.what,
+            c.values.len(),
+            f.case,
+            f.what,
+            f.values.len()
+        );
+        for (k, (&a, &b)) in c.values.iter().zip(&f.values).enumerate() {
+            let diff = (a - b).abs();
+            assert!(
+                a == b || diff <= CROSS_REL * a.abs().max(b.abs()) + CROSS_ABS,
+                "{test}: case `{}`, {}[{k}] is {a:e} in {COARSE} but {b:e} in {FINE} \
+                 (|diff| {diff:e}, allowed rel {CROSS_REL:e} + abs {CROSS_ABS:e})",
+                c.case,
+                c.what,
+            );
+        }
+    }
 }

@@ -2,8 +2,8 @@
 //! indexing, `()` functions writing an output slice, `&mut` in/out parameters,
 //! `copy_from_slice`/`clone`, and the non-smooth methods away from (and at) their kinks.
 
+use super::differentiate;
 use crate::common::*;
-use phidiff::differentiate;
 use phidiff::Float;
 
 /// Σ aᵢ bᵢ over a zip.
@@ -155,8 +155,7 @@ fn slice_case(
     g
 }
 
-#[test]
-fn dot_gradient_is_the_other_vector() {
+pub fn dot_gradient_is_the_other_vector() {
     let a = [0.3, -1.2, 2.0, 0.7];
     let b = [1.5, 0.25, -0.5, 4.0];
     let (f, (ga, gb)) = dot_grad(&a, &b);
@@ -191,8 +190,7 @@ fn dot_gradient_is_the_other_vector() {
     });
 }
 
-#[test]
-fn horner_matches_power_basis() {
+pub fn horner_matches_power_basis() {
     let c = [1.0, -2.0, 0.5, 3.0, -1.0];
     let x: f64 = 0.7;
     let (p, (gc, gx)) = horner_grad(&c, x);
@@ -232,8 +230,7 @@ fn horner_matches_power_basis() {
     });
 }
 
-#[test]
-fn weighted_squares_enumerate() {
+pub fn weighted_squares_enumerate() {
     let x = [0.3, -1.2, 2.0, 0.7];
     let g = slice_case(
         "weighted_squares",
@@ -246,8 +243,7 @@ fn weighted_squares_enumerate() {
     assert_rel("∇f", &g, &[0.6, -4.8, 12.0, 5.6], 1e-14);
 }
 
-#[test]
-fn matvec_flat_writes_output() {
+pub fn matvec_flat_writes_output() {
     let (m, n) = (3, 4);
     let a: Vec<f64> = (0..m * n)
         .map(|k| ((k * 7 % 11) as f64 - 5.0) / 4.0)
@@ -296,9 +292,9 @@ fn matvec_flat_writes_output() {
     });
 }
 
-#[test]
-#[should_panic(expected = "assertion failed")]
-fn matvec_flat_assert_is_kept() {
+/// The generated functions keep the primal's `assert!`. Listed in `tests/numeric.rs` with
+/// `#[should_panic(expected = "assertion failed")]`.
+pub fn matvec_flat_assert_is_kept() {
     let mut y = zeros(3);
     let mut dy = zeros(3);
     // 3 × 4 needs exactly 12 entries of a; 13 would index fine but break the assert
@@ -307,8 +303,7 @@ fn matvec_flat_assert_is_kept() {
     );
 }
 
-#[test]
-fn half_norm_sq_nested_rows() {
+pub fn half_norm_sq_nested_rows() {
     let rows = vec![
         vec![1.0, 0.5, -1.2],
         vec![0.3, -0.7, 2.0],
@@ -367,8 +362,7 @@ fn half_norm_sq_nested_rows() {
     });
 }
 
-#[test]
-fn scale_add_sin_accumulates() {
+pub fn scale_add_sin_accumulates() {
     let n = 4;
     let x = [0.3, -1.2, 2.0, 0.7];
     let y0 = [1.0, -1.0, 0.5, 2.0];
@@ -418,8 +412,7 @@ fn scale_add_sin_accumulates() {
     });
 }
 
-#[test]
-fn normalize_in_place() {
+pub fn normalize_in_place() {
     let x0 = [0.3, -1.2, 2.0, 0.7];
     let n = x0.len();
     // outputs: the returned norm, then the final x
@@ -467,8 +460,7 @@ fn normalize_in_place() {
     });
 }
 
-#[test]
-fn discounted_suffix_reversed_range() {
+pub fn discounted_suffix_reversed_range() {
     let n = 5;
     let x = [0.3, -1.2, 2.0, 0.7, -0.4];
     let point = cat(&[&x, &[0.0; 5]]);
@@ -503,8 +495,7 @@ fn discounted_suffix_reversed_range() {
     });
 }
 
-#[test]
-fn smoothed_cubes_buffers() {
+pub fn smoothed_cubes_buffers() {
     let x = [0.3, -1.2, 2.0, 0.7, -0.4, 1.5];
     for sweeps in [0, 1, 4] {
         let g = slice_case(
@@ -522,8 +513,7 @@ fn smoothed_cubes_buffers() {
     }
 }
 
-#[test]
-fn kinks_away_from_kinks() {
+pub fn kinks_away_from_kinks() {
     // x[0] < 0, x[2] > x[1], x[3] < 0.5
     let x = [-0.7, 0.4, 1.3, 0.2];
     let g = slice_case("kinks", &x, &kinks, &kinks_fwd, &kinks_rev, &kinks_grad);
@@ -548,8 +538,7 @@ fn kinks_away_from_kinks() {
     );
 }
 
-#[test]
-fn tie_conventions() {
+pub fn tie_conventions() {
     // ties: max(1, 1), min(2, 2), |0|
     let x = [1.0, 1.0, 2.0, 2.0, 0.0];
     assert_eq!(tie_rules(&x), 5.0);

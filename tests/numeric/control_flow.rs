@@ -1,8 +1,8 @@
 //! Branches, data-dependent loops, `match`, `loop`/`break`/`continue` and early `return`.
 //! Every point is chosen away from branch switches, so finite differences see one branch.
 
+use super::differentiate;
 use crate::common::*;
-use phidiff::differentiate;
 use phidiff::Float;
 
 /// Babylonian square root, iterated until two iterates agree to ~6 ulp.
@@ -248,8 +248,7 @@ fn slice_case(
     g
 }
 
-#[test]
-fn babylonian_sqrt_published() {
+pub fn babylonian_sqrt_published() {
     for a in [2.0, 0.3, 10.0, 1234.5] {
         let g = scalar_case(
             "babylonian_sqrt",
@@ -268,8 +267,7 @@ fn babylonian_sqrt_published() {
     assert_rel("d√a/da at 2", &[g], &[0.35355339059327373], 1e-10);
 }
 
-#[test]
-fn running_max_weighted_matches_hand_gradient() {
+pub fn running_max_weighted_matches_hand_gradient() {
     // running maxima: 0.5, 0.5, 1.7, 1.7, 2.4, 2.4
     let x = [0.5, -0.3, 1.7, 0.9, 2.4, 1.1];
     let g = slice_case(
@@ -293,8 +291,7 @@ fn running_max_weighted_matches_hand_gradient() {
     assert_rel("∇f", &g, &want, 1e-12);
 }
 
-#[test]
-fn sorted_top_k_matches_hand_gradient() {
+pub fn sorted_top_k_matches_hand_gradient() {
     let x = [0.3, -1.2, 2.5, 0.7, 1.9, -0.4];
     let (f, g) = sorted_top_k_grad(&x, 3);
     // top three: 2.5 (weight 1), 1.9 (weight 2), 0.7 (weight 3)
@@ -316,8 +313,7 @@ fn sorted_top_k_matches_hand_gradient() {
     assert_rel("permuted input", &[f2], &[f], 1e-15);
 }
 
-#[test]
-fn sum_until_limit_early_and_late_exit() {
+pub fn sum_until_limit_early_and_late_exit() {
     // early exit at i = 2: f = √14·limit + 2
     let x = [1.0, 2.0, 3.0, 4.0];
     let (f, (gx, gl)) = sum_until_limit_grad(&x, 10.0);
@@ -368,8 +364,7 @@ fn sum_until_limit_early_and_late_exit() {
     }
 }
 
-#[test]
-fn cube_root_newton_matches_analytic() {
+pub fn cube_root_newton_matches_analytic() {
     for c in [8.0, 0.5, 100.0] {
         let g = scalar_case(
             "cube_root_newton",
@@ -386,8 +381,7 @@ fn cube_root_newton_matches_analytic() {
     }
 }
 
-#[test]
-fn first_crossing_interpolates() {
+pub fn first_crossing_interpolates() {
     let x = [0.1, 0.4, 0.35, 0.9, 1.6];
     // first rise through 0.6 is between x[2] = 0.35 and x[3] = 0.9
     let (f, (gx, gl)) = first_crossing_grad(&x, 0.6);
@@ -433,8 +427,7 @@ fn first_crossing_interpolates() {
     }
 }
 
-#[test]
-fn positive_part_energy_break_and_continue() {
+pub fn positive_part_energy_break_and_continue() {
     // negative entries skipped; the sum passes 50 at x = 9 (27 + 8 + 27 > 50), so 16 is never read
     let x = [9.0, -1.0, 4.0, -2.5, 9.0, 16.0];
     let g = slice_case(
@@ -460,8 +453,7 @@ fn positive_part_energy_break_and_continue() {
     );
 }
 
-#[test]
-fn piecewise_each_branch() {
+pub fn piecewise_each_branch() {
     // (x, dy/dx) on each of the four pieces, y' written by hand
     let pieces: [(f64, fn(f64) -> (f64, f64)); 4] = [
         (-2.0, |x| (-x.powi(3), -3.0 * x * x)),
@@ -484,8 +476,7 @@ fn piecewise_each_branch() {
     }
 }
 
-#[test]
-fn mode_energy_every_arm() {
+pub fn mode_energy_every_arm() {
     let x = [0.3, -1.1, 2.0, 0.8];
     let derivative: [fn(f64) -> f64; 4] = [
         |v| 2.0 * v,
@@ -508,8 +499,7 @@ fn mode_energy_every_arm() {
     }
 }
 
-#[test]
-fn strided_pairs_step_by() {
+pub fn strided_pairs_step_by() {
     let x = [0.3, -1.1, 2.0, 0.8, -0.6, 1.4, 0.9];
     let g = slice_case(
         "strided_pairs",
@@ -532,8 +522,7 @@ fn strided_pairs_step_by() {
     assert_all_close("∇f", &g, &want, 1e-12, 1e-15);
 }
 
-#[test]
-fn geometric_series_matches_closed_form() {
+pub fn geometric_series_matches_closed_form() {
     for (a, r) in [(1.5, 0.5), (-2.0, 0.3), (0.7, -0.6)] {
         let (f, (ga, gr)) = geometric_series_grad(a, r);
         assert_rel("Σ a rᵏ", &[f], &[a / (1.0 - r)], 1e-13);
@@ -568,8 +557,7 @@ fn geometric_series_matches_closed_form() {
     }
 }
 
-#[test]
-fn shadowed_bindings() {
+pub fn shadowed_bindings() {
     for point in [[0.4, 1.3], [-1.7, 0.6]] {
         check_grad(
             "shadowed",

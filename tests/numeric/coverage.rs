@@ -3,8 +3,8 @@
 //! opaque receiver with a hand-written `_fwd`/`_rev` pair, a branch inside a `while` loop,
 //! nested loops with a triangular trip count, and 2-D local buffers (copied and filled).
 
+use super::differentiate;
 use crate::common::*;
-use phidiff::differentiate;
 
 /// `vec![a; n]` with an active fill value: its adjoint is the sum of the shadow.
 #[differentiate(forward, reverse)]
@@ -129,8 +129,7 @@ fn scalar_case(
     });
 }
 
-#[test]
-fn filled_buffer_adjoint_sums_the_shadow() {
+pub fn filled_buffer_adjoint_sums_the_shadow() {
     let n = 5;
     let x = [0.3, -0.7, 1.1, 0.4, -1.5, 0.8];
     scalar_case(
@@ -151,8 +150,7 @@ fn filled_buffer_adjoint_sums_the_shadow() {
     );
 }
 
-#[test]
-fn scratch_buffer_allocated_in_a_loop() {
+pub fn scratch_buffer_allocated_in_a_loop() {
     let x = [0.2, -0.4, 0.9, 0.1];
     scalar_case(
         "scratch_per_step",
@@ -164,8 +162,7 @@ fn scratch_buffer_allocated_in_a_loop() {
     );
 }
 
-#[test]
-fn iter_mut_updates_in_place() {
+pub fn iter_mut_updates_in_place() {
     let n = 4;
     let x = [0.3, -0.6, 1.2, 0.5, 1.5];
     // Outputs: the returned sum, then the final x.
@@ -195,8 +192,7 @@ fn iter_mut_updates_in_place() {
     });
 }
 
-#[test]
-fn method_on_opaque_receiver_uses_its_rules() {
+pub fn method_on_opaque_receiver_uses_its_rules() {
     let sc = Scaler { factor: 0.7 };
     let x = [0.5, -1.0, 1.5];
     scalar_case(
@@ -209,8 +205,7 @@ fn method_on_opaque_receiver_uses_its_rules() {
     );
 }
 
-#[test]
-fn branch_inside_data_dependent_while() {
+pub fn branch_inside_data_dependent_while() {
     let x = [0.8, 0.3];
     scalar_case(
         "bounce",
@@ -230,8 +225,7 @@ fn branch_inside_data_dependent_while() {
     );
 }
 
-#[test]
-fn triangular_nested_loops() {
+pub fn triangular_nested_loops() {
     let x = [0.3, -0.2, 0.7, 1.1, -0.5];
     scalar_case(
         "triangle",
@@ -264,8 +258,7 @@ pub fn grid(a: &[Vec<f64>], s: f64) -> f64 {
     t
 }
 
-#[test]
-fn two_dimensional_local_buffers() {
+pub fn two_dimensional_local_buffers() {
     let x = [0.3, -0.5, 0.9, 1.2, -0.1, 0.4, 0.7];
     let rows = |p: &[f64]| vec![p[0..3].to_vec(), p[3..6].to_vec()];
     scalar_case(

@@ -62,8 +62,7 @@ fn rosenbrock_hvp(x: &[f64], v: &[f64]) -> (Dual<f64>, Vec<Dual<f64>>) {
     (value, shadow)
 }
 
-#[test]
-fn rosenbrock_hessian_columns_at_published_point() {
+pub fn rosenbrock_hessian_columns_at_published_point() {
     let x = [-1.2, 1.0, -1.2, 1.0];
     let h = rosenbrock_hessian(&x);
     for k in 0..4 {
@@ -78,8 +77,7 @@ fn rosenbrock_hessian_columns_at_published_point() {
     }
 }
 
-#[test]
-fn rosenbrock_hessian_vector_products() {
+pub fn rosenbrock_hessian_vector_products() {
     let x = [0.3, -0.7, 1.1, 0.9, -1.4, 0.2];
     let g = rosenbrock_gradient(&x);
     let h = rosenbrock_hessian(&x);
@@ -98,8 +96,7 @@ fn rosenbrock_hessian_vector_products() {
     }
 }
 
-#[test]
-fn himmelblau_hessian_vector_products() {
+pub fn himmelblau_hessian_vector_products() {
     // a = x² + y − 11, b = x + y² − 7:
     // fxx = 4a + 8x² + 2, fxy = 4x + 4y, fyy = 4b + 8y² + 2
     for (x, y) in [(0.0, 0.0), (-1.3, 2.7), (3.0, 2.0)] {
@@ -120,8 +117,7 @@ fn himmelblau_hessian_vector_products() {
     }
 }
 
-#[test]
-fn log_sum_exp_hessian_vector_products() {
+pub fn log_sum_exp_hessian_vector_products() {
     // H = diag(p) − p pᵀ with p = softmax(x)
     let x: [f64; 5] = [0.3, -1.2, 2.0, 0.7, 1.1];
     let z: f64 = x.iter().map(|v| v.exp()).sum();

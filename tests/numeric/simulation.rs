@@ -1,8 +1,8 @@
 //! Time steppers and particle systems: Lorenz-63 with RK4 (calls a differentiated
 //! right-hand side), an explicit heat equation with swapped buffers, Lennard-Jones pairs.
 
+use super::differentiate;
 use crate::common::*;
-use phidiff::differentiate;
 
 /// Lorenz-63 right-hand side (σ = 10, ρ = 28, β = 8/3), written into `ds`.
 #[differentiate(forward, reverse)]
@@ -94,8 +94,7 @@ pub fn lennard_jones(pos: &[f64], epsilon: f64, sigma: f64) -> f64 {
     e
 }
 
-#[test]
-fn lorenz_rhs_in_out() {
+pub fn lorenz_rhs_in_out() {
     // inputs: s (3) and the initial ds (3, overwritten); outputs: final ds
     let x = [1.0, -2.0, 20.0, 5.0, 5.0, 5.0];
     let rhs = |x: &[f64]| {
@@ -135,8 +134,7 @@ fn lorenz_rhs_in_out() {
     });
 }
 
-#[test]
-fn lorenz_rk4_published() {
+pub fn lorenz_rk4_published() {
     let x0 = [1.0, 1.0, 1.0];
     let g = check_grad(
         "lorenz_z",
@@ -156,8 +154,7 @@ fn lorenz_rk4_published() {
     assert_rel("forward ∂z(T)/∂x₀ after 10 steps", &t, &want, 1e-10);
 }
 
-#[test]
-fn lorenz_rk4_longer_horizons() {
+pub fn lorenz_rk4_longer_horizons() {
     // 200 RK4 steps (t = 2) chain 800 stage Jacobians whose products grow; rounding in the
     // tangent and adjoint sums grows with them, so that case asks the dot-product identity
     // to 1e-10 instead of 1e-12. Central FD stays well inside 1e-6 relative.
@@ -208,8 +205,7 @@ fn heat_point(n: usize) -> Vec<f64> {
         .collect()
 }
 
-#[test]
-fn heat_explicit_gradient() {
+pub fn heat_explicit_gradient() {
     let n = 12;
     let steps = 30;
     let r = 0.4;
@@ -249,8 +245,7 @@ fn heat_explicit_gradient() {
     });
 }
 
-#[test]
-fn heat_explicit_odd_and_even_step_counts() {
+pub fn heat_explicit_odd_and_even_step_counts() {
     // the buffers are swapped once per step; both parities must give the same gradient
     // as finite differences
     let u0 = heat_point(9);
@@ -279,8 +274,7 @@ fn lj_positions() -> Vec<f64> {
     ]
 }
 
-#[test]
-fn lennard_jones_gradient_and_invariants() {
+pub fn lennard_jones_gradient_and_invariants() {
     let pos = lj_positions();
     let (eps, sigma) = (0.8, 1.0);
     let (e, (gpos, geps, _gsigma)) = lennard_jones_grad(&pos, eps, sigma);

@@ -2,8 +2,8 @@
 //! functions), softmax into an output slice, variance, logistic regression, a Gaussian
 //! mixture.
 
+use super::differentiate;
 use crate::common::*;
-use phidiff::differentiate;
 use phidiff::Float;
 
 /// log Σ exp(xᵢ), shifted by the maximum.
@@ -116,8 +116,7 @@ fn log_sum_exp_ref(x: &[f64]) -> f64 {
     m + x.iter().map(|v| (v - m).exp()).sum::<f64>().ln()
 }
 
-#[test]
-fn log_sum_exp_gradient_is_softmax() {
+pub fn log_sum_exp_gradient_is_softmax() {
     // the second point checks that the max shift keeps exp from overflowing
     for x in [
         vec![0.3, -1.2, 2.0, 0.7],
@@ -152,8 +151,7 @@ fn log_sum_exp_gradient_is_softmax() {
     }
 }
 
-#[test]
-fn smooth_max_sq_diff_through_a_call() {
+pub fn smooth_max_sq_diff_through_a_call() {
     let a = [0.3, -1.2, 2.0, 0.7];
     let b = [1.1, 0.4, 0.5, -0.2];
     let (f, (ga, gb)) = smooth_max_sq_diff_grad(&a, &b);
@@ -194,8 +192,7 @@ fn smooth_max_sq_diff_through_a_call() {
     });
 }
 
-#[test]
-fn softmax_jacobian() {
+pub fn softmax_jacobian() {
     let n = 5;
     let x = [0.3, -1.2, 2.0, 0.7, 1.1];
     let p = softmax_ref(&x);
@@ -236,8 +233,7 @@ fn softmax_jacobian() {
     });
 }
 
-#[test]
-fn sample_variance_gradient() {
+pub fn sample_variance_gradient() {
     let x = [0.3, -1.2, 2.0, 0.7, 1.1, -0.5];
     let g = check_grad(
         "sample_variance",
@@ -266,8 +262,7 @@ fn sample_variance_gradient() {
     });
 }
 
-#[test]
-fn logistic_loss_gradient() {
+pub fn logistic_loss_gradient() {
     let w = [0.4, -0.3, 0.8];
     let features = [
         1.0, 0.5, -1.2, //
@@ -345,8 +340,7 @@ fn gmm_reference(points: &[f64], means: &[f64], alphas: &[f64], log_sigma: f64, 
     ll
 }
 
-#[test]
-fn gmm_log_likelihood_gradient() {
+pub fn gmm_log_likelihood_gradient() {
     let d = 2;
     let points = [0.1, 0.4, -1.0, 0.3, 1.5, -0.2, 0.8, 0.9, -0.4, -1.1];
     let means = [0.0, 0.5, -0.8, -0.6, 1.2, 0.4];
