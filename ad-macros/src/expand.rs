@@ -143,6 +143,15 @@ pub fn compile_for_tests(item: &syn::ItemFn) -> Result<Compiled, String> {
         .map_err(|e| e.to_string())
 }
 
+/// Compiles with the given attribute arguments, for tests.
+#[cfg(test)]
+pub fn compile_with_for_tests(args: &str, item: &syn::ItemFn) -> Result<Compiled, String> {
+    let opts: Options = syn::parse_str(args).map_err(|e| e.to_string())?;
+    compile(&opts, item)
+        .map(|(_, c)| c)
+        .map_err(|e| e.to_string())
+}
+
 /// The `coarsen = off` reverse program of a function, for equivalence tests.
 #[cfg(test)]
 pub fn compile_fine_reverse_for_tests(item: &syn::ItemFn) -> Result<ir::Function, String> {

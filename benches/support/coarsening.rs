@@ -459,8 +459,10 @@ pub struct Instance {
 }
 
 /// Before timing: coarse and fine gradients agree to 1e-10 relative to the largest
-/// component, and both values equal the primal's to 1e-12 relative, so the benchmarks
-/// never time code that computes something else.
+/// component, and the values equal the primal's (fine: 1e-12 relative; coarse: 1e-10,
+/// because a closed loop evaluates its sum as Σₘ Aₘ·Hₘ, e.g. Σ(w·xᵢ + b − yᵢ)² as
+/// w²Σx² + 2wbΣx + …, which rounds differently), so the benchmarks never time code that
+/// computes something else.
 pub fn verify(instance: &mut Instance) {
     let name = format!("{} {}", instance.program, instance.size);
     let f = (instance.primal)();
@@ -475,15 +477,20 @@ pub fn verify(instance: &mut Instance) {
         e <= 1e-10,
         "{name}: coarse vs fine gradient: rel error {e:e}"
     );
-    let e = rel_err(&[f_coarse, f_fine], &[f, f]);
-    assert!(
-        e <= 1e-12,
-        "{name}: _grad values vs primal: rel error {e:e}"
-    );
-    for (mode, rev) in ["coarse", "fine"].iter().zip(&mut instance.rev) {
+    for (mode, value, tol) in [("coarse", f_coarse, 1e-10), ("fine", f_fine, 1e-12)] {
+        let e = rel_err(&[value], &[f]);
+        assert!(
+            e <= tol,
+            "{name}: {mode} _grad value vs primal: rel error {e:e}"
+        );
+    }
+    for ((mode, tol), rev) in [("coarse", 1e-10), ("fine", 1e-12)]
+        .iter()
+        .zip(&mut instance.rev)
+    {
         let e = rel_err(&[rev()], &[f]);
         assert!(
-            e <= 1e-12,
+            e <= *tol,
             "{name}: {mode} _rev value vs primal: rel error {e:e}"
         );
     }

@@ -168,10 +168,7 @@ impl<'a> Planner<'a> {
         if block == f.body {
             return Storage::Direct;
         }
-        if self
-            .recompute_cost(v)
-            .is_some_and(|c| c <= self.budget)
-        {
+        if self.recompute_cost(v).is_some_and(|c| c <= self.budget) {
             return Storage::Recompute;
         }
         match self.structure.enclosing_loop(f, block) {
@@ -212,6 +209,16 @@ impl<'a> Planner<'a> {
         }
         self.cost.insert(v, total);
         Some(total)
+    }
+
+    /// Whether the reverse sweep gets `v` without saving it (in scope, an index, cheap to
+    /// recompute) or already saves it for another reader.
+    pub fn is_free(&mut self, v: Value) -> bool {
+        self.storage.contains_key(&v)
+            || matches!(
+                self.decide(v),
+                Storage::Direct | Storage::Index(_) | Storage::Recompute
+            )
     }
 
     /// Whether buffer `b` holds the same contents, in scope, for the whole reverse sweep.

@@ -12,6 +12,7 @@
 
 use crate::analysis::activity::Activity;
 use crate::analysis::recording::{read_only_buffers, Structure};
+use crate::derivative::phi::{self, Closed};
 use crate::derivative::symbolic::{Expr, Node, Sym};
 use crate::ir::*;
 use std::collections::{HashMap, HashSet};
@@ -36,9 +37,23 @@ pub struct Segmentation {
     pub of_inst: HashMap<Inst, usize>,
     /// Member values read only inside their segment (no adjoint cell needed).
     pub internal: HashSet<Value>,
+    /// Loops replaced by closed forms (each is also a one-member segment).
+    pub closed: HashMap<Inst, Closed>,
 }
 
 impl Segmentation {
+    /// The closed loops whose sums are computed before top-level statement `i`.
+    pub fn hoisted_before(&self, i: Inst) -> Vec<Inst> {
+        let mut ls: Vec<Inst> = self
+            .closed
+            .iter()
+            .filter(|(_, c)| c.hoist_before == i)
+            .map(|(l, _)| *l)
+            .collect();
+        ls.sort();
+        ls
+    }
+
     /// The segment whose reverse is emitted at `i`, if `i` is a segment's last member.
     pub fn ending_at(&self, i: Inst) -> Option<usize> {
         let k = *self.of_inst.get(&i)?;
@@ -49,7 +64,8 @@ impl Segmentation {
 /// Segments every block of `f` (except the arms of branches that became φ nodes).
 pub fn segment(f: &Function, act: &Activity, limit: usize) -> Segmentation {
     let uses = Uses::new(f);
-    let read_only = read_only_buffers(f, &Structure::new(f));
+    let structure = Structure::new(f);
+    let read_only = read_only_buffers(f, &structure);
     let mut s = Segmentation::default();
     let mut cx = Cx {
         f,
@@ -57,6 +73,7 @@ pub fn segment(f: &Function, act: &Activity, limit: usize) -> Segmentation {
         limit,
         uses: &uses,
         read_only,
+        structure: &structure,
         out: &mut s,
     };
     cx.block(f.body);
@@ -119,6 +136,7 @@ struct Cx<'a> {
     limit: usize,
     uses: &'a Uses,
     read_only: Vec<bool>,
+    structure: &'a Structure,
     out: &'a mut Segmentation,
 }
 
@@ -257,7 +275,12 @@ impl<'a> Lifter<'a> {
                 let mut arms = Vec::new();
                 for blk in [*then_blk, *else_blk] {
                     self.lift(&f.block(blk).insts);
-                    let ys: Vec<Sym> = f.block(blk).yields.iter().map(|y| self.operand(*y)).collect();
+                    let ys: Vec<Sym> = f
+                        .block(blk)
+                        .yields
+                        .iter()
+                        .map(|y| self.operand(*y))
+                        .collect();
                     arms.push(ys);
                 }
                 arms[0]
@@ -304,6 +327,13 @@ impl Cx<'_> {
             if self.uses.reads[&i].iter().any(|v| defined.contains(v)) {
                 self.finish(std::mem::take(&mut current));
             }
+            if let Some(closed) = self.close(i) {
+                let k = self.out.segments.len();
+                self.out.of_inst.insert(i, k);
+                self.out.segments.push(closed.segment.clone());
+                self.out.closed.insert(i, closed);
+                continue;
+            }
             // A `while` condition is not reversed (it yields only the loop test).
             let body_blocks = match &f.inst(i).kind {
                 InstKind::While { body, .. } => vec![*body],
@@ -314,6 +344,17 @@ impl Cx<'_> {
             }
         }
         self.finish(current);
+    }
+
+    /// The closed form of loop `i` when it has one and an active result.
+    fn close(&self, i: Inst) -> Option<Closed> {
+        let f = self.f;
+        if !matches!(f.inst(i).kind, InstKind::For { .. })
+            || !f.inst(i).results.iter().any(|r| self.act.value(*r))
+        {
+            return None;
+        }
+        phi::close(f, self.act, &self.read_only, self.structure, i)
     }
 
     /// Nodes of the DAG of `members`.

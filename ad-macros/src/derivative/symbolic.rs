@@ -8,7 +8,7 @@
 //! most [`MAX_NODES`] nodes; past either bound nodes are built as written, never by time.
 
 use crate::derivative::rules;
-use crate::ir::{BinOp, Ty, Value};
+use crate::ir::{BinOp, Buf, Ty, Value};
 use std::collections::HashMap;
 
 /// A node of an [`Expr`].
@@ -35,6 +35,10 @@ pub enum Node {
     },
     /// φ(c, a, b): `a` where `c` holds, else `b`.
     Phi(Sym, Sym, Sym),
+    /// An element of a read-only buffer (closed loops: re-read where the sum is computed).
+    Load(Buf, Vec<Sym>),
+    /// The `k`-th hoisted sum of a closed loop (`derivative::phi`): a constant here.
+    Hoisted(u32),
 }
 
 /// How many rewrites one constructor may trigger in a chain.
@@ -84,7 +88,11 @@ impl Expr {
     }
 
     /// Runs a rewrite if the depth budget allows, else builds `plain`.
-    fn rewrite(&mut self, plain: impl FnOnce(&mut Self) -> Sym, rw: impl FnOnce(&mut Self) -> Sym) -> Sym {
+    fn rewrite(
+        &mut self,
+        plain: impl FnOnce(&mut Self) -> Sym,
+        rw: impl FnOnce(&mut Self) -> Sym,
+    ) -> Sym {
         if self.depth >= REWRITE_DEPTH {
             return plain(self);
         }
@@ -108,6 +116,12 @@ impl Expr {
     }
     pub fn seed(&mut self, k: u32) -> Sym {
         self.intern(Node::Seed(k), Ty::Float)
+    }
+    pub fn hoisted(&mut self, k: u32) -> Sym {
+        self.intern(Node::Hoisted(k), Ty::Float)
+    }
+    pub fn load(&mut self, buf: Buf, idx: Vec<Sym>, ty: Ty) -> Sym {
+        self.intern(Node::Load(buf, idx), ty)
     }
 
     pub fn float_of(&self, s: Sym) -> Option<f64> {
@@ -141,13 +155,16 @@ impl Expr {
         }
         match self.node(a).clone() {
             Node::Neg(x) => x,
-            Node::Bin(BinOp::Sub, x, y) => self.rewrite(|e| e.intern(Node::Neg(a), Ty::Float), |e| e.sub(y, x)),
-            Node::Phi(c, x, y) if self.is_zero(x) || self.is_zero(y) => {
-                self.rewrite(|e| e.intern(Node::Neg(a), Ty::Float), |e| {
+            Node::Bin(BinOp::Sub, x, y) => {
+                self.rewrite(|e| e.intern(Node::Neg(a), Ty::Float), |e| e.sub(y, x))
+            }
+            Node::Phi(c, x, y) if self.is_zero(x) || self.is_zero(y) => self.rewrite(
+                |e| e.intern(Node::Neg(a), Ty::Float),
+                |e| {
                     let (nx, ny) = (e.neg(x), e.neg(y));
                     e.phi(c, nx, ny)
-                })
-            }
+                },
+            ),
             _ => self.intern(Node::Neg(a), Ty::Float),
         }
     }
@@ -178,7 +195,9 @@ impl Expr {
 
     /// The factor shared by two products `p·z` and `q·z`: `(p, q, z)`.
     fn common_factor(&self, a: Sym, b: Sym) -> Option<(Sym, Sym, Sym)> {
-        let (Node::Bin(BinOp::Mul, a1, a2), Node::Bin(BinOp::Mul, b1, b2)) = (self.node(a), self.node(b)) else {
+        let (Node::Bin(BinOp::Mul, a1, a2), Node::Bin(BinOp::Mul, b1, b2)) =
+            (self.node(a), self.node(b))
+        else {
             return None;
         };
         let (a1, a2, b1, b2) = (*a1, *a2, *b1, *b2);
@@ -196,10 +215,17 @@ impl Expr {
     }
 
     fn plain(&mut self, op: BinOp, a: Sym, b: Sym) -> Sym {
-        let commutative = matches!(op, BinOp::Add | BinOp::Mul | BinOp::Eq | BinOp::Ne | BinOp::And | BinOp::Or);
+        let commutative = matches!(
+            op,
+            BinOp::Add | BinOp::Mul | BinOp::Eq | BinOp::Ne | BinOp::And | BinOp::Or
+        );
         // Commutative operands in one order: constants first, then by node.
         let key = |s: Sym| (self.float_of(s).is_none(), s);
-        let (a, b) = if commutative && key(b) < key(a) { (b, a) } else { (a, b) };
+        let (a, b) = if commutative && key(b) < key(a) {
+            (b, a)
+        } else {
+            (a, b)
+        };
         let ty = if op.is_comparison() || matches!(op, BinOp::And | BinOp::Or) {
             Ty::Bool
         } else {
@@ -294,7 +320,9 @@ impl Expr {
         if let Some(s) = self.factor(a, b, 1.0) {
             return s;
         }
-        if let (Node::Phi(c1, x1, y1), Node::Phi(c2, x2, y2)) = (self.node(a).clone(), self.node(b).clone()) {
+        if let (Node::Phi(c1, x1, y1), Node::Phi(c2, x2, y2)) =
+            (self.node(a).clone(), self.node(b).clone())
+        {
             if c1 == c2 {
                 return self.rewrite(plain, |e| {
                     let (x, y) = (e.add(x1, x2), e.add(y1, y2));
@@ -325,7 +353,9 @@ impl Expr {
         if let Some(s) = self.factor(a, b, -1.0) {
             return s;
         }
-        if let (Node::Phi(c1, x1, y1), Node::Phi(c2, x2, y2)) = (self.node(a).clone(), self.node(b).clone()) {
+        if let (Node::Phi(c1, x1, y1), Node::Phi(c2, x2, y2)) =
+            (self.node(a).clone(), self.node(b).clone())
+        {
             if c1 == c2 {
                 return self.rewrite(plain, |e| {
                     let (x, y) = (e.sub(x1, x2), e.sub(y1, y2));
@@ -344,16 +374,22 @@ impl Expr {
         let op = if sign > 0.0 { BinOp::Add } else { BinOp::Sub };
         let ((ca, za), (cb, zb)) = (self.coef_split(a), self.coef_split(b));
         if za == zb && (ca != 1.0 || cb != 1.0) {
-            return Some(self.rewrite(|e| e.plain(op, a, b), |e| {
-                let c = e.fconst(ca + sign * cb);
-                e.mul(c, za)
-            }));
+            return Some(self.rewrite(
+                |e| e.plain(op, a, b),
+                |e| {
+                    let c = e.fconst(ca + sign * cb);
+                    e.mul(c, za)
+                },
+            ));
         }
         let (p, q, z) = self.common_factor(a, b)?;
-        Some(self.rewrite(|e| e.plain(op, a, b), |e| {
-            let s = if sign > 0.0 { e.add(p, q) } else { e.sub(p, q) };
-            e.mul(s, z)
-        }))
+        Some(self.rewrite(
+            |e| e.plain(op, a, b),
+            |e| {
+                let s = if sign > 0.0 { e.add(p, q) } else { e.sub(p, q) };
+                e.mul(s, z)
+            },
+        ))
     }
 
     /// `x` as `(base, exponent)` for the power rules.
@@ -544,7 +580,15 @@ impl Expr {
     /// The children of a node, in order.
     pub fn children(&self, s: Sym) -> Vec<Sym> {
         match self.node(s) {
-            Node::F(_) | Node::I(_) | Node::B(_) | Node::Leaf(_) | Node::Seed(_) => vec![],
+            Node::F(_)
+            | Node::I(_)
+            | Node::B(_)
+            | Node::Leaf(_)
+            | Node::Seed(_)
+            | Node::Hoisted(_) => {
+                vec![]
+            }
+            Node::Load(_, idx) => idx.clone(),
             Node::Neg(x) | Node::Not(x) => vec![*x],
             Node::Cast { value, .. } => vec![*value],
             Node::Bin(_, x, y) => vec![*x, *y],
@@ -579,15 +623,23 @@ impl Expr {
 
     /// Reverse accumulation over the DAG: the adjoint of every active leaf when each root
     /// `roots[k].0` has adjoint `roots[k].1`. `active(v)` says which leaves are active.
-    pub fn reverse(&mut self, roots: &[(Sym, Sym)], active: &dyn Fn(Value) -> bool) -> Vec<(Value, Sym)> {
+    pub fn reverse(
+        &mut self,
+        roots: &[(Sym, Sym)],
+        active: &dyn Fn(Value) -> bool,
+    ) -> Vec<(Value, Sym)> {
         let root_syms: Vec<Sym> = roots.iter().map(|r| r.0).collect();
         let order = self.topo(&root_syms);
         let mut is_active = vec![false; self.nodes.len()];
         for &s in &order {
             is_active[s.0 as usize] = match self.node(s) {
                 Node::Leaf(v) => self.ty(s) == Ty::Float && active(*v),
-                Node::Cast { value, .. } => self.ty(*value) == Ty::Float && is_active[value.0 as usize],
+                Node::Cast { value, .. } => {
+                    self.ty(*value) == Ty::Float && is_active[value.0 as usize]
+                }
                 Node::Bin(op, ..) if op.is_comparison() => false,
+                // Closed loops read only inactive buffers; hoisted sums are constants.
+                Node::Load(..) | Node::Hoisted(_) => false,
                 _ if self.ty(s) != Ty::Float => false,
                 _ => self.children(s).iter().any(|c| is_active[c.0 as usize]),
             };
@@ -737,7 +789,9 @@ impl Expr {
             Expr::MethodCall(m) => {
                 let mut a = vec![self.template_expr(&m.receiver, args, r)];
                 a.extend(m.args.iter().map(|x| self.template_expr(x, args, r)));
-                let name = rules::find(&m.method.to_string()).expect("rule template method").name;
+                let name = rules::find(&m.method.to_string())
+                    .expect("rule template method")
+                    .name;
                 self.math(name, a)
             }
             Expr::Call(c) => {

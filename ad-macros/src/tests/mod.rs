@@ -1,5 +1,6 @@
 //! Crate-level tests that run the whole pipeline without rustc.
 
+mod coarsening;
 mod expansion;
 mod ir_snapshots;
 mod program_gen;

@@ -23,17 +23,8 @@ impl Rev<'_> {
             // ⌈(end − start) / step⌉ from the range itself.
             Some(range) => {
                 let (st, en) = (self.fetch(b, range.start)?, self.fetch(b, range.end)?);
-                let len = range_len(b, st, en);
-                match range.step {
-                    None => len,
-                    Some(step) => {
-                        let step = self.fetch(b, step)?;
-                        let one = b.iconst(1);
-                        let t = b.add(len, step);
-                        let t = b.sub(t, one);
-                        b.div(t, step)
-                    }
-                }
+                let step = range.step.map(|x| self.fetch(b, x)).transpose()?;
+                trip_count(b, st, en, step)
             }
             None => self.fetch(b, data.results[n])?,
         };

@@ -6,6 +6,7 @@
 //! iteration's slot.
 
 mod adjoint;
+mod carry;
 mod control;
 mod plan;
 mod segment;
@@ -80,6 +81,7 @@ pub fn reverse(
         }
     }
     b.set_yields(body, yields);
+    carry::carry_shifted_adds(&mut out);
     Ok(out)
 }
 
@@ -110,6 +112,12 @@ struct Rev<'a> {
     snap: HashMap<(Inst, usize), Buf>,
     /// The coarsened segments (empty with `coarsen = off`).
     seg: Segmentation,
+    /// Segment nodes read from the forward sweep instead of recomputed, per segment.
+    saved_nodes: HashMap<usize, std::collections::HashSet<crate::derivative::symbolic::Sym>>,
+    /// The saved nodes of the segment being emitted.
+    current_saved: std::collections::HashSet<crate::derivative::symbolic::Sym>,
+    /// The hoisted sums of closed loops, by (loop, sum).
+    hoisted: HashMap<(Inst, u32), Value>,
 }
 
 impl<'a> Rev<'a> {
@@ -122,19 +130,24 @@ impl<'a> Rev<'a> {
         coarsening: Coarsening,
     ) -> Result<Self, String> {
         let (seg, budget) = if coarsening.on {
-            (segments::segment(f, act, coarsening.limit), RECOMPUTE_BUDGET)
+            (
+                segments::segment(f, act, coarsening.limit),
+                RECOMPUTE_BUDGET,
+            )
         } else {
             (Segmentation::default(), 0)
         };
         let mut planner = Planner::new(f, act, budget);
         let mut rv_work = HashMap::new();
-        plan::Plan {
+        let plan = plan::Plan {
             f,
             act,
             shadow: &shadow,
             seg: &seg,
-        }
-        .block(f.body, &mut planner, &mut rv_work);
+            saved_nodes: Default::default(),
+        };
+        plan.block(f.body, &mut planner, &mut rv_work);
+        let saved_nodes = plan.saved_nodes.into_inner();
         let (rec, structure) = planner.finish();
         Ok(Rev {
             f,
@@ -155,6 +168,9 @@ impl<'a> Rev<'a> {
             work: rv_work,
             snap: HashMap::new(),
             seg,
+            saved_nodes,
+            current_saved: Default::default(),
+            hoisted: HashMap::new(),
         })
     }
 
@@ -230,6 +246,20 @@ impl<'a> Rev<'a> {
         match self.loop_of(i) {
             Some(l) => self.iteration[&l],
             None => b.iconst(0),
+        }
+    }
+}
+
+/// ⌈(end − start) / step⌉ when positive, else 0: the trip count of a range loop.
+pub(super) fn trip_count(b: &mut Builder, s: Value, e: Value, step: Option<Value>) -> Value {
+    let len = range_len(b, s, e);
+    match step {
+        None => len,
+        Some(step) => {
+            let one = b.iconst(1);
+            let t = b.add(len, step);
+            let t = b.sub(t, one);
+            b.div(t, step)
         }
     }
 }

@@ -3,20 +3,29 @@
 
 use super::*;
 use crate::analysis::loops;
-use crate::derivative::symbolic::Node;
+use crate::derivative::symbolic::{Node, Sym};
+use std::cell::RefCell;
+use std::collections::{BTreeSet, HashSet};
 
-/// What planning reads: the primal, its activity, shadows and segments.
+/// What planning reads: the primal, its activity, shadows and segments; and what it
+/// decides for segments: the intermediate nodes saved instead of recomputed.
 pub(super) struct Plan<'a> {
     pub f: &'a Function,
     pub act: &'a Activity,
     pub shadow: &'a [Option<Buf>],
     pub seg: &'a Segmentation,
+    pub saved_nodes: RefCell<HashMap<usize, HashSet<Sym>>>,
 }
 
 impl Plan<'_> {
     /// Marks which instructions have reverse work and tells the planner what the reverse
     /// sweep will read. Mirrors `Rev::reverse_block`.
-    pub(super) fn block(&self, blk: Block, p: &mut Planner, work: &mut HashMap<Inst, bool>) -> bool {
+    pub(super) fn block(
+        &self,
+        blk: Block,
+        p: &mut Planner,
+        work: &mut HashMap<Inst, bool>,
+    ) -> bool {
         let mut any = false;
         for &i in &self.f.block(blk).insts {
             let w = if self.seg.of_inst.contains_key(&i) {
@@ -34,19 +43,62 @@ impl Plan<'_> {
     }
 
     /// Requests what segment `k`'s adjoint expressions read (mirrors `Rev::emit_sym`).
+    ///
+    /// The reverse code recomputes intermediate values from the live-ins, except where that
+    /// would need more saved live-ins than saving the intermediate itself: a stencil's
+    /// `u[i−1] − 2u[i] + u[i+1]` over an overwritten `u` is saved as one value, not three.
     fn segment(&self, k: usize, p: &mut Planner) -> bool {
         let seg = &self.seg.segments[k];
+        let f = self.f;
         let roots: Vec<_> = seg.adjoints.iter().map(|(_, s)| *s).collect();
+        let top_level: HashSet<Value> = seg
+            .orig
+            .values()
+            .filter(|v| p.structure.def_block(f, **v) == f.body)
+            .copied()
+            .collect();
+        let top = |v: &Value| top_level.contains(v);
+        // What each node costs in saved values when recomputed (or saved).
+        let mut saves: HashMap<Sym, BTreeSet<Sym>> = HashMap::new();
+        let mut saved_nodes = HashSet::new();
         for s in seg.expr.topo(&roots) {
+            let set = match seg.expr.node(s) {
+                Node::Leaf(v) if !p.is_free(*v) => BTreeSet::from([s]),
+                Node::Leaf(_) => BTreeSet::new(),
+                _ if seg.orig.get(&s).is_some_and(top) => BTreeSet::new(),
+                _ => {
+                    let mut set = BTreeSet::new();
+                    for c in seg.expr.children(s) {
+                        set.extend(saves[&c].iter().copied());
+                    }
+                    if set.len() > 1 && seg.orig.contains_key(&s) {
+                        saved_nodes.insert(s);
+                        set = BTreeSet::from([s]);
+                    }
+                    set
+                }
+            };
+            saves.insert(s, set);
+        }
+        // Request exactly what emission reads: stop at saved nodes and values in scope.
+        let mut stack = roots;
+        let mut seen = HashSet::new();
+        while let Some(s) = stack.pop() {
+            if !seen.insert(s) {
+                continue;
+            }
             if let Some(v) = seg.orig.get(&s) {
-                if p.structure.def_block(self.f, *v) == self.f.body {
+                if top(v) || saved_nodes.contains(&s) {
                     p.need(*v);
+                    continue;
                 }
             }
             if let Node::Leaf(v) = seg.expr.node(s) {
                 p.need(*v);
             }
+            stack.extend(seg.expr.children(s));
         }
+        self.saved_nodes.borrow_mut().insert(k, saved_nodes);
         !seg.adjoints.is_empty()
     }
 }
@@ -131,8 +183,7 @@ fn plan_inst(cx: &Plan, i: Inst, p: &mut Planner, work: &mut HashMap<Inst, bool>
             params,
             ..
         } => {
-            let w =
-                cx.block(*body, p, work) || params.iter().any(|v| act.value(*v));
+            let w = cx.block(*body, p, work) || params.iter().any(|v| act.value(*v));
             if w {
                 if loops::static_trip(f, i).is_none() {
                     p.need(*data.results.last().expect("trip"));
@@ -149,8 +200,7 @@ fn plan_inst(cx: &Plan, i: Inst, p: &mut Planner, work: &mut HashMap<Inst, bool>
             body, params, cond, ..
         } => {
             cx.block(*cond, p, work);
-            let w =
-                cx.block(*body, p, work) || params.iter().any(|v| act.value(*v));
+            let w = cx.block(*body, p, work) || params.iter().any(|v| act.value(*v));
             if w {
                 p.need(*data.results.last().expect("trip"));
             }

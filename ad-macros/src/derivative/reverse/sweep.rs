@@ -7,6 +7,10 @@ impl Rev<'_> {
     pub(super) fn sweep_block(&mut self, b: &mut Builder, src: Block) {
         for &i in &self.f.block(src).insts {
             b.span = self.f.inst(i).span;
+            for l in self.seg.hoisted_before(i) {
+                self.emit_hoisted_sums(b, l)
+                    .expect("the forward sweep reads no saved values");
+            }
             self.sweep_inst(b, i);
         }
     }
@@ -62,6 +66,9 @@ impl Rev<'_> {
                 );
                 self.bind_results(b, i, ni);
             }
+            For { .. } if self.seg.closed.contains_key(&i) => self
+                .sweep_closed_loop(b, i)
+                .expect("the forward sweep reads no saved values"),
             For { .. } | While { .. } => self.sweep_loop(b, i),
             Call { callee, args, .. } => {
                 for k in 0..args.len() {

@@ -104,6 +104,7 @@ pub fn rosenbrock_rev<T: Float>(x: &[T], dx: &mut [T], seed: T) -> T {
     } else {
         0
     };
+    let mut _carry_shadow_6 = ::phidiff::__private::zero::<T>();
     for _rev_t_33 in (0.._v31).rev() {
         let _v34 = 0 + _rev_t_33;
         let mut _adj_s_2 = (-::phidiff::__private::zero::<T>());
@@ -131,11 +132,20 @@ pub fn rosenbrock_rev<T: Float>(x: &[T], dx: &mut [T], seed: T) -> T {
         let _v60 = _v56 - _v59;
         _adj_v10_4 += _v60;
         let _v61 = _adj_v10_4;
-        dx[_v34] += _v61;
         let _v62 = _adj_v9_3;
-        dx[_v43] += _v62;
         let _v63 = _adj_s_2;
         _carry_1 = _v63;
+        let _v66 = _carry_shadow_6;
+        let _v67 = _v62 + _v66;
+        dx[_v43] += _v67;
+        _carry_shadow_6 = _v61;
+    }
+    let _v69 = _v31 > 0;
+    if _v69 {
+        let _v70 = 0 + 0;
+        let _v71 = _carry_shadow_6;
+        let _v73 = _v70 + 0;
+        dx[_v73] += _v71;
     }
     _s_23
 }

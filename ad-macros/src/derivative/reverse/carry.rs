@@ -1,0 +1,295 @@
+//! Shifted shadow updates of a reverse loop carried in registers.
+//!
+//! The reverse of `for i in a..b { … x[i] … x[i + 1] … }` adds into `dx[i]` and
+//! `dx[i + 1]` in every iteration. Run backwards, iteration `i` updates `dx[i + 1]` right
+//! after iteration `i + 1` updated it, and the two read-modify-writes of neighbouring
+//! elements (which the compiler likes to pack into one vector access) stall on
+//! store-to-load forwarding. Since `dx[i + k_max]` receives nothing after iteration `i`, the
+//! contributions to the lower offsets wait in scalars and each element is written once:
+//! `dx[i + k_max] += a_k_max + carry`, the carries shift down by one, and what is left after
+//! the loop is flushed. Only the additions are regrouped.
+
+use crate::ir::builder::Builder;
+use crate::ir::*;
+use std::collections::BTreeMap;
+
+/// The largest index offset carried.
+const MAX_OFFSET: i128 = 2;
+
+/// Rewrites every reverse loop of `f` whose only accesses to some buffer are top-level
+/// `buf[i + k] += v` with at least two offsets `k`.
+pub fn carry_shifted_adds(f: &mut Function) {
+    let mut loops = Vec::new();
+    f.walk(f.body, &mut |i| {
+        if let InstKind::For {
+            range,
+            params,
+            exit,
+            ..
+        } = &f.inst(i).kind
+        {
+            if range.rev && range.step.is_none() && params.is_empty() && exit.is_empty() {
+                loops.push(i);
+            }
+        }
+    });
+    let mut block_of = HashMapBlocks::new(f);
+    for l in loops {
+        for plan in plans(f, l) {
+            apply(f, &mut block_of, l, plan);
+        }
+    }
+}
+
+/// The block each instruction sits in (kept up to date as instructions are added).
+struct HashMapBlocks(std::collections::HashMap<Inst, Block>);
+
+impl HashMapBlocks {
+    fn new(f: &Function) -> Self {
+        let mut m = std::collections::HashMap::new();
+        fn go(f: &Function, b: Block, m: &mut std::collections::HashMap<Inst, Block>) {
+            for &i in &f.block(b).insts {
+                m.insert(i, b);
+                for c in f.child_blocks(i) {
+                    go(f, c, m);
+                }
+            }
+        }
+        go(f, f.body, &mut m);
+        HashMapBlocks(m)
+    }
+}
+
+/// One buffer's shifted updates in one loop.
+struct Plan {
+    buf: Buf,
+    /// `start` of the descending index `start + t`.
+    start: Value,
+    /// The updates by offset: (instruction, its index value, added value).
+    by_offset: BTreeMap<i128, Vec<(Inst, Value, Value)>>,
+}
+
+fn int_const(f: &Function, v: Value) -> Option<i128> {
+    match f.value(v).def {
+        ValueDef::Result(i, 0) => match f.inst(i).kind {
+            InstKind::IConst(c) => Some(c),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn plans(f: &Function, l: Inst) -> Vec<Plan> {
+    let InstKind::For { index, body, .. } = &f.inst(l).kind else {
+        return vec![];
+    };
+    let (t, body) = (*index, *body);
+    let in_body = |v: Value| matches!(f.value(v).def, ValueDef::Result(i, _) if f.block(body).insts.contains(&i));
+    // The descending index: `start + t` with `start` from outside the loop.
+    let mut idx = None;
+    for &i in &f.block(body).insts {
+        if let InstKind::Binary(BinOp::Add, a, b) = f.inst(i).kind {
+            let (s, o) = if b == t { (a, b) } else { (b, a) };
+            if o == t && !in_body(s) && f.ty(s) == Ty::Int {
+                idx = Some((f.inst(i).results[0], s));
+                break;
+            }
+        }
+    }
+    let Some((idx, start)) = idx else {
+        return vec![];
+    };
+    // The offset of an index value from `idx`.
+    let offset = |v: Value| -> Option<i128> {
+        if v == idx {
+            return Some(0);
+        }
+        let ValueDef::Result(i, 0) = f.value(v).def else {
+            return None;
+        };
+        match f.inst(i).kind {
+            InstKind::Binary(BinOp::Add, a, b) if a == idx => int_const(f, b),
+            InstKind::Binary(BinOp::Add, a, b) if b == idx => int_const(f, a),
+            InstKind::Binary(BinOp::Sub, a, b) if a == idx => int_const(f, b).map(|k| -k),
+            _ => None,
+        }
+    };
+    let mut found: BTreeMap<Buf, Option<Plan>> = BTreeMap::new();
+    // Top-level `buf[idx + k] += v` are candidates; any other access disqualifies the buffer.
+    for &i in &f.block(body).insts {
+        if let InstKind::StoreAdd(buf, ix, v) = &f.inst(i).kind {
+            if let ([x], Some(k)) = (ix.as_slice(), ix.first().and_then(|x| offset(*x))) {
+                if k.abs() <= MAX_OFFSET && f.buf(*buf).rank == 1 {
+                    let entry = found.entry(*buf).or_insert_with(|| {
+                        Some(Plan {
+                            buf: *buf,
+                            start,
+                            by_offset: BTreeMap::new(),
+                        })
+                    });
+                    if let Some(p) = entry {
+                        p.by_offset.entry(k).or_default().push((i, *x, *v));
+                    }
+                    continue;
+                }
+            }
+        }
+        let mut disqualify = |j: Inst| {
+            for b in touched_bufs(f, j) {
+                found.insert(b, None);
+            }
+        };
+        disqualify(i);
+        for c in f.child_blocks(i) {
+            f.walk(c, &mut disqualify);
+        }
+    }
+    found
+        .into_values()
+        .flatten()
+        .filter(|p| p.by_offset.len() >= 2)
+        .collect()
+}
+
+/// Every buffer an instruction names.
+fn touched_bufs(f: &Function, i: Inst) -> Vec<Buf> {
+    use InstKind::*;
+    match &f.inst(i).kind {
+        Load(b, _) | Store(b, ..) | StoreAdd(b, ..) | Len(b, _) | ZeroBuf(b) | SumBuf(b) => {
+            vec![*b]
+        }
+        TapeEnsure(b, _) => vec![*b],
+        Alloc { buf, init, .. } => match init {
+            AllocInit::Copy(s) => vec![*buf, *s],
+            AllocInit::Row { tape, .. } => vec![*buf, *tape],
+            AllocInit::Fill(_) => vec![*buf],
+        },
+        CopyFrom { dst, src } | AddBuf { dst, src } => vec![*dst, *src],
+        Swap(a, b) => vec![*a, *b],
+        SaveRow { tape, src, .. } => vec![*tape, *src],
+        Call { args, suffix, .. } => {
+            let mut out: Vec<Buf> = args
+                .iter()
+                .filter_map(|a| match a {
+                    CallArg::Buf { buf, .. } => Some(*buf),
+                    _ => None,
+                })
+                .collect();
+            if let CallSuffix::Fwd { tangents: extra } | CallSuffix::Rev { shadows: extra, .. } =
+                suffix
+            {
+                out.extend(extra.iter().flatten().filter_map(|a| match a {
+                    CallArg::Buf { buf, .. } => Some(*buf),
+                    _ => None,
+                }));
+            }
+            out
+        }
+        _ => vec![],
+    }
+}
+
+fn apply(f: &mut Function, blocks: &mut HashMapBlocks, l: Inst, plan: Plan) {
+    let InstKind::For { body, range, .. } = f.inst(l).kind.clone() else {
+        return;
+    };
+    let k_min = *plan.by_offset.keys().next().expect("two offsets");
+    let k_max = *plan.by_offset.keys().last().expect("two offsets");
+    let outer = blocks.0[&l];
+    // Carries for offsets k_min+1 ..= k_max, declared before the loop.
+    let pre = f.new_block();
+    let carries: BTreeMap<i128, Cell> = {
+        let mut b = Builder::new(f, pre);
+        (k_min + 1..=k_max)
+            .map(|m| {
+                let z = b.fconst(0.0);
+                (m, b.cell(Ty::Float, "carry_shadow", z))
+            })
+            .collect()
+    };
+    // The updates leave their places; one write and the carry shift end the body.
+    let removed: Vec<Inst> = plan
+        .by_offset
+        .values()
+        .flatten()
+        .map(|(i, _, _)| *i)
+        .collect();
+    f.blocks[body.index()]
+        .insts
+        .retain(|i| !removed.contains(i));
+    let tail = f.new_block();
+    {
+        let mut b = Builder::new(f, tail);
+        let total_at = |b: &mut Builder, k: i128| -> Option<Value> {
+            let vs = plan.by_offset.get(&k)?;
+            let mut acc = vs[0].2;
+            for &(_, _, v) in &vs[1..] {
+                acc = b.add(acc, v);
+            }
+            Some(acc)
+        };
+        let top = total_at(&mut b, k_max).expect("k_max has updates");
+        let old_top = b.get(carries[&k_max]);
+        let write = b.add(top, old_top);
+        let top_index = plan.by_offset[&k_max][0].1;
+        b.stmt(InstKind::StoreAdd(plan.buf, vec![top_index], write));
+        // new carry[m] = a[m−1] + old carry[m−1]; read every old carry before setting any.
+        let olds: BTreeMap<i128, Value> = carries.iter().map(|(m, c)| (*m, b.get(*c))).collect();
+        for m in (k_min + 1..=k_max).rev() {
+            let a = total_at(&mut b, m - 1);
+            let old = olds.get(&(m - 1)).copied();
+            let v = match (a, old) {
+                (Some(a), Some(o)) => b.add(a, o),
+                (Some(a), None) => a,
+                (None, Some(o)) => o,
+                (None, None) => b.fconst(0.0),
+            };
+            b.set(carries[&m], v);
+        }
+    }
+    let tail_insts = std::mem::take(&mut f.blocks[tail.index()].insts);
+    f.blocks[body.index()].insts.extend(tail_insts);
+    // After the loop (if it ran): carry[m] belongs to buf[start + m − 1].
+    let post = f.new_block();
+    {
+        let mut b = Builder::new(f, post);
+        let ran = b.binary(BinOp::Gt, range.end, range.start);
+        let then_blk = b.func.new_block();
+        let else_blk = b.func.new_block();
+        b.in_block(then_blk, |b| {
+            // The last iteration had index start + range.start.
+            let last = b.add(plan.start, range.start);
+            for (m, c) in &carries {
+                let v = b.get(*c);
+                // Index arithmetic stays non-negative (indices are usually `usize`).
+                let ix = if m - 1 < 0 {
+                    let off = b.iconst(1 - m);
+                    b.sub(last, off)
+                } else {
+                    let off = b.iconst(m - 1);
+                    b.add(last, off)
+                };
+                b.stmt(InstKind::StoreAdd(plan.buf, vec![ix], v));
+            }
+        });
+        b.set_yields(then_blk, vec![]);
+        b.set_yields(else_blk, vec![]);
+        b.stmt(InstKind::If {
+            cond: ran,
+            then_blk,
+            else_blk,
+        });
+    }
+    let pre_insts = std::mem::take(&mut f.blocks[pre.index()].insts);
+    let post_insts = std::mem::take(&mut f.blocks[post.index()].insts);
+    let list = &mut f.blocks[outer.index()].insts;
+    let at = list
+        .iter()
+        .position(|i| *i == l)
+        .expect("loop in its block");
+    list.splice(at + 1..at + 1, post_insts.iter().copied());
+    list.splice(at..at, pre_insts.iter().copied());
+    for i in pre_insts.into_iter().chain(post_insts) {
+        blocks.0.insert(i, outer);
+    }
+}

@@ -1,0 +1,304 @@
+//! Coarsening through the IR interpreter: closed loops against their loops, the size of
+//! long chains, and finiteness at extreme inputs, each against the `coarsen = off` program.
+
+use crate::expand::{compile_fine_reverse_for_tests, compile_with_for_tests};
+use crate::ir::interp::{run, RtArg, RtVal};
+use crate::ir::{Function, InstKind};
+
+fn item(src: &str) -> syn::ItemFn {
+    syn::parse_str(src).expect("test source parses")
+}
+
+/// Runs a reverse program on scalar arguments (and one seed); returns its float results.
+fn run_rev(f: &Function, args: &[f64], seed: f64) -> Vec<f64> {
+    let mut a: Vec<RtArg> = args.iter().map(|x| RtArg::Scalar(RtVal::F(*x))).collect();
+    a.push(RtArg::Scalar(RtVal::F(seed)));
+    run(f, &mut a)
+        .expect("reverse program runs")
+        .iter()
+        .map(|v| v.as_float().expect("float result"))
+        .collect()
+}
+
+/// Runs a reverse program whose first parameter is a read-only slice (no shadow: `wrt`).
+fn run_rev_slices(f: &Function, slices: &[Vec<f64>], scalars: &[f64], seed: f64) -> Vec<f64> {
+    let mut a: Vec<RtArg> = slices.iter().map(|s| RtArg::Buf(s.clone())).collect();
+    a.extend(scalars.iter().map(|x| RtArg::Scalar(RtVal::F(*x))));
+    a.push(RtArg::Scalar(RtVal::F(seed)));
+    run(f, &mut a)
+        .expect("reverse program runs")
+        .iter()
+        .map(|v| v.as_float().expect("float result"))
+        .collect()
+}
+
+fn close(a: &[f64], b: &[f64], rel: f64) -> bool {
+    let scale = b.iter().map(|x| x.abs()).fold(0.0, f64::max) + 1e-300;
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| (x - y).abs() <= rel * scale)
+}
+
+/// Counts instructions of `f` (all blocks).
+fn size(f: &Function) -> usize {
+    let mut n = 0;
+    f.walk(f.body, &mut |_| n += 1);
+    n
+}
+
+fn has_hoisted_sum(f: &Function) -> bool {
+    f.cells.iter().any(|c| c.name.starts_with("hoisted_sum"))
+}
+
+fn has_tape(f: &Function) -> bool {
+    f.bufs.iter().any(|b| b.kind == crate::ir::BufKind::Tape)
+}
+
+/// C6/C7 closed forms against the loops they replace: each accumulation below must be
+/// closed (hoisted sums, no tape) and give the fine-grained program's value and adjoints
+/// to 1e-12 relative (only the order of the additions differs).
+#[test]
+fn closed_accumulations_match_their_loops() {
+    let xs: Vec<f64> = (0..37)
+        .map(|i| 0.3 + 0.05 * i as f64 - 0.001 * (i * i) as f64)
+        .collect();
+    let ys: Vec<f64> = (0..37)
+        .map(|i| 1.0 - 0.02 * i as f64 + 0.1 * (i as f64).sin())
+        .collect();
+    let cases = [
+        // s += w·x[i]: linear.
+        "fn f(x: &[f64], y: &[f64], w: f64, b: f64) -> f64 {
+            let mut s = 0.0;
+            for i in 0..x.len() { s += w * x[i]; }
+            s * b
+        }",
+        // Least-squares gradient sums (BGD's inner loop), two accumulators.
+        "fn f(x: &[f64], y: &[f64], w: f64, b: f64) -> f64 {
+            let mut gw = 0.0;
+            let mut gb = 0.0;
+            for i in 0..x.len() {
+                let e = w * x[i] + b - y[i];
+                gw += e * x[i];
+                gb += e;
+            }
+            gw * gw + 3.0 * gb
+        }",
+        // A squared residual: degree 2 in the invariants.
+        "fn f(x: &[f64], y: &[f64], w: f64, b: f64) -> f64 {
+            let mut sq = 1.5;
+            for i in 0..x.len() {
+                let e = w * x[i] + b - y[i];
+                sq = sq + e * e;
+            }
+            sq.sqrt()
+        }",
+        // Division by an invariant, a shifted range, a cubic.
+        "fn f(x: &[f64], y: &[f64], w: f64, b: f64) -> f64 {
+            let mut s = 0.0;
+            for i in 2..x.len() - 1 {
+                s -= (x[i] * w - y[i - 1]) / b + (b * y[i + 1]).powi(3);
+            }
+            s
+        }",
+        // Inside another loop (the sums are hoisted out of it).
+        "fn f(x: &[f64], y: &[f64], w: f64, b: f64) -> f64 {
+            let mut w = w;
+            for k in 0..5 {
+                let mut g = 0.0;
+                for i in 0..x.len() { g += (w * x[i] - y[i]) * x[i]; }
+                w = w - b * 0.1 * g;
+            }
+            w
+        }",
+    ];
+    for src in cases {
+        let it = item(src);
+        let coarse = compile_with_for_tests("reverse, wrt(w, b)", &it)
+            .unwrap_or_else(|e| panic!("{e}\n{src}"))
+            .reverse;
+        let fine = {
+            let opts = "reverse, wrt(w, b), coarsen = off";
+            compile_with_for_tests(opts, &it).expect("compiles").reverse
+        };
+        assert!(has_hoisted_sum(&coarse), "not closed:\n{src}");
+        // The last case's outer loop is not closed and saves `g` per outer iteration.
+        let outer_loop = src.contains("for k in");
+        assert!(
+            outer_loop || !has_tape(&coarse),
+            "a closed loop needs no tape:\n{src}"
+        );
+        for (w, b) in [(0.7, -1.3), (-2.0, 0.25)] {
+            let slices = [xs.clone(), ys.clone()];
+            let c = run_rev_slices(&coarse, &slices, &[w, b], 1.25);
+            let f = run_rev_slices(&fine, &slices, &[w, b], 1.25);
+            assert!(close(&c, &f, 1e-12), "{src}\ncoarse {c:?}\nfine {f:?}");
+        }
+    }
+}
+
+/// Loops that are not accumulations (or whose summand is not a polynomial in the
+/// invariants) stay loops and still agree with the fine-grained program.
+#[test]
+fn unclosable_loops_stay_loops() {
+    let xs: Vec<f64> = (0..9).map(|i| 0.1 * i as f64).collect();
+    let cases = [
+        // A product recurrence.
+        "fn f(x: &[f64], w: f64, b: f64) -> f64 { let mut p = 1.0; for i in 0..x.len() { p *= w + x[i]; } p + b }",
+        // A summand that is not polynomial in w.
+        "fn f(x: &[f64], w: f64, b: f64) -> f64 { let mut s = 0.0; for i in 0..x.len() { s += (w * x[i]).exp(); } s * b }",
+    ];
+    for src in cases {
+        let it = item(src);
+        let coarse = compile_with_for_tests("reverse, wrt(w, b)", &it)
+            .expect("compiles")
+            .reverse;
+        let fine = compile_with_for_tests("reverse, wrt(w, b), coarsen = off", &it)
+            .expect("compiles")
+            .reverse;
+        assert!(!has_hoisted_sum(&coarse), "closed by mistake:\n{src}");
+        let c = run_rev_slices(&coarse, &[xs.clone()], &[0.4, 2.0], 0.5);
+        let f = run_rev_slices(&fine, &[xs.clone()], &[0.4, 2.0], 0.5);
+        assert!(close(&c, &f, 1e-12), "{src}\ncoarse {c:?}\nfine {f:?}");
+    }
+}
+
+/// A chain of n dependent operations: the coarsened reverse program grows linearly in n
+/// (segments are cut at the node limit, so no expression swells), for n up to 400.
+#[test]
+fn long_chains_grow_linearly() {
+    let chain = |n: usize| {
+        let mut body = String::from("fn f(x: f64, a: f64) -> f64 { let mut y = x;");
+        for k in 0..n {
+            body.push_str(match k % 4 {
+                0 => "y = (y * a).sin() + y;",
+                1 => "y = y * y * 0.5 + a;",
+                2 => "y = (y / (1.0 + a * a)).tanh();",
+                _ => "y = y.exp() * 0.25 - y;",
+            });
+        }
+        body.push_str(" y }");
+        body
+    };
+    let sizes: Vec<usize> = [100, 200, 400]
+        .iter()
+        .map(|n| {
+            let rev = crate::expand::compile_for_tests(&item(&chain(*n)))
+                .expect("compiles")
+                .reverse;
+            size(&rev)
+        })
+        .collect();
+    // Per operation, the 400-step program is no bigger than the 100-step one (+10 %).
+    let per_op: Vec<f64> = sizes
+        .iter()
+        .zip([100.0, 200.0, 400.0])
+        .map(|(s, n)| *s as f64 / n)
+        .collect();
+    assert!(per_op[2] <= per_op[0] * 1.1, "sizes {sizes:?}");
+    // And it computes the same adjoints as the fine-grained program.
+    let it = item(&chain(40));
+    let coarse = crate::expand::compile_for_tests(&it)
+        .expect("compiles")
+        .reverse;
+    let fine = compile_fine_reverse_for_tests(&it).expect("compiles");
+    let (c, f) = (
+        run_rev(&coarse, &[0.3, 0.9], 1.0),
+        run_rev(&fine, &[0.3, 0.9], 1.0),
+    );
+    assert!(close(&c, &f, 1e-9), "coarse {c:?}\nfine {f:?}");
+}
+
+/// At extreme inputs the coarsened adjoints are finite wherever the fine-grained ones are,
+/// and the softplus `ln(1 + exp(t))` gets the overflow-free derivative `1/(1 + exp(−t))`.
+#[test]
+fn extreme_inputs_stay_finite() {
+    let cases = [
+        "fn f(t: f64, y: f64) -> f64 { (1.0 + t.exp()).ln() - y * t }",
+        "fn f(t: f64, y: f64) -> f64 { (t.exp() + 1.0).ln() * y }",
+        "fn f(t: f64, y: f64) -> f64 { (t * t + y * y).sqrt() }",
+        "fn f(t: f64, y: f64) -> f64 { t / y / y }",
+        "fn f(t: f64, y: f64) -> f64 { let u = t * y; if u > 0.0 { u.ln() } else { -u } }",
+        "fn f(t: f64, y: f64) -> f64 { (t / y).exp() * y }",
+        "fn f(t: f64, y: f64) -> f64 { t.tanh() * y.atan() + (t * y).cos() }",
+    ];
+    let points = [
+        (800.0, 1.0),
+        (-800.0, 1.0),
+        (700.0, 0.5),
+        (1e154, 1e154),
+        (1e-300, 1e-300),
+        (1e300, 1e-10),
+        (-1e-320, 3.0),
+        (0.0, 1e200),
+    ];
+    for src in cases {
+        let it = item(src);
+        let coarse = crate::expand::compile_for_tests(&it)
+            .expect("compiles")
+            .reverse;
+        let fine = compile_fine_reverse_for_tests(&it).expect("compiles");
+        for (t, y) in points {
+            let c = run_rev(&coarse, &[t, y], 1.0);
+            let f = run_rev(&fine, &[t, y], 1.0);
+            for k in 1..c.len() {
+                assert!(
+                    !f[k].is_finite() || c[k].is_finite(),
+                    "{src} at ({t}, {y}): adjoint {k} is {} coarsened but {} with coarsen = off",
+                    c[k],
+                    f[k]
+                );
+            }
+        }
+    }
+    // Softplus at t = 800: the fine-grained chain rule gives ∞·0 = NaN, coarsened gives 1 − y.
+    let it = item(cases[0]);
+    let coarse = crate::expand::compile_for_tests(&it)
+        .expect("compiles")
+        .reverse;
+    let fine = compile_fine_reverse_for_tests(&it).expect("compiles");
+    assert!(run_rev(&fine, &[800.0, 0.25], 1.0)[1].is_nan());
+    assert_eq!(run_rev(&coarse, &[800.0, 0.25], 1.0)[1], 0.75);
+    assert_eq!(run_rev(&coarse, &[-800.0, 0.25], 1.0)[1], -0.25);
+}
+
+/// φ for branches: a branch on a recomputable condition inside a loop saves no decision
+/// bit and no arm value; the fine-grained program saves them.
+#[test]
+fn branches_on_recomputable_conditions_save_nothing() {
+    let src = "fn f(x: &[f64], w: f64) -> f64 {
+        let mut s = 0.0;
+        for i in 0..x.len() {
+            let u = w * x[i];
+            let v = if u > 0.0 { u.sin() } else { 0.1 * u * u };
+            s = s * 0.5 + v;
+        }
+        s
+    }";
+    let it = item(src);
+    let coarse = compile_with_for_tests("reverse, wrt(w)", &it)
+        .expect("compiles")
+        .reverse;
+    let fine = compile_with_for_tests("reverse, wrt(w), coarsen = off", &it)
+        .expect("compiles")
+        .reverse;
+    let tapes = |f: &Function| {
+        f.bufs
+            .iter()
+            .filter(|b| b.kind == crate::ir::BufKind::Tape)
+            .count()
+    };
+    assert_eq!(tapes(&coarse), 0, "{}", crate::ir::printer::print(&coarse));
+    assert!(tapes(&fine) >= 2);
+    let xs: Vec<f64> = (0..11).map(|i| -1.0 + 0.2 * i as f64).collect();
+    for w in [0.8, -0.6] {
+        let c = run_rev_slices(&coarse, &[xs.clone()], &[w], 1.0);
+        let f = run_rev_slices(&fine, &[xs.clone()], &[w], 1.0);
+        assert!(close(&c, &f, 1e-12), "coarse {c:?}\nfine {f:?}");
+    }
+    // The reverse of the branch is a branch on the recomputed condition.
+    let mut branches = 0;
+    coarse.walk(coarse.body, &mut |i| {
+        if matches!(coarse.inst(i).kind, InstKind::If { .. }) {
+            branches += 1;
+        }
+    });
+    assert!(branches >= 2);
+}
