@@ -137,7 +137,14 @@ pub fn close(
     // s_final = s_init + Σ A·H.
     let mut results = Vec::new();
     for (k, products) in products_of.iter().enumerate() {
-        let mut r = cx.operand(inits[k]);
+        // A constant initial value folds into the closed form (`0.0 + Σ…` is `Σ…`).
+        let mut r = match f.value(inits[k]).def {
+            ValueDef::Result(i, 0) => match f.inst(i).kind {
+                InstKind::FConst(c) => cx.expr.fconst(c),
+                _ => cx.operand(inits[k]),
+            },
+            _ => cx.operand(inits[k]),
+        };
         for &(a, m) in products {
             let h = cx.expr.hoisted(m as u32);
             let t = cx.expr.mul(a, h);

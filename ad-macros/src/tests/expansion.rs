@@ -123,3 +123,44 @@ fn early_return_in_loop() {
         },
     );
 }
+
+/// BGDHyperOpt (Shen et al.'s benchmark) coarsened and with `coarsen = off`: the coarsened
+/// `_rev` computes the inner loop's sums Σx², Σx, Σxy, Σ1, Σy once before the training loop
+/// and each training step in O(1); `docs/coarsening.md` shows both.
+#[test]
+fn bgd_hyperopt_coarsened_and_off() {
+    let item = quote! {
+        pub fn bgd_rmse(x: &[f64], y: &[f64], r: f64, tol: f64, max_iter: usize) -> f64 {
+            let m = x.len();
+            let inv_m = 1.0 / m as f64;
+            let mut w = 0.0;
+            let mut b = 0.0;
+            let mut iter = 0;
+            loop {
+                let mut gw = 0.0;
+                let mut gb = 0.0;
+                for i in 0..m {
+                    let e = w * x[i] + b - y[i];
+                    gw += e * x[i];
+                    gb += e;
+                }
+                let dw = r * gw * inv_m;
+                let db = r * gb * inv_m;
+                w -= dw;
+                b -= db;
+                iter += 1;
+                if dw.abs() + db.abs() < tol || iter >= max_iter {
+                    break;
+                }
+            }
+            let mut sq = 0.0;
+            for i in 0..m {
+                let e = w * x[i] + b - y[i];
+                sq += e * e;
+            }
+            (sq * inv_m).sqrt()
+        }
+    };
+    check("bgd_coarsened", quote!(reverse, wrt(r)), item.clone());
+    check("bgd_coarsen_off", quote!(reverse, wrt(r), coarsen = off), item);
+}
