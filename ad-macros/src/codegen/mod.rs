@@ -7,7 +7,7 @@ pub mod signature;
 
 use crate::ir::*;
 use crate::parse::signature::{BufForm, FloatTy, ParamClass, Signature};
-use proc_macro2::{Ident, Span, TokenStream};
+use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 use std::collections::HashSet;
 
@@ -92,7 +92,7 @@ impl Ctx<'_> {
         let data = self.f.value(v);
         if let (ValueDef::Result(i, _), _) = (data.def, ()) {
             if let InstKind::Param(n) = self.f.inst(i).kind {
-                return Ident::new(&self.f.params[n].name, Span::call_site());
+                return Ident::new(&self.f.params[n].name, self.f.params[n].span);
             }
         }
         match &data.name {
@@ -164,7 +164,7 @@ impl Ctx<'_> {
     pub fn buf(&self, b: Buf) -> Ident {
         let data = self.f.buf(b);
         match data.kind {
-            BufKind::Param(n) => Ident::new(&self.f.params[n].name, Span::call_site()),
+            BufKind::Param(n) => Ident::new(&self.f.params[n].name, self.f.params[n].span),
             _ => format_ident!("_{}_{}", data.name, b.0),
         }
     }

@@ -76,6 +76,7 @@ pub fn copy_params(
         out.params.push(ParamInfo {
             name: p.name.clone(),
             kind,
+            span: p.span,
         });
         let Some(mutable) = wants(n) else { continue };
         c.derivative_index[n] = Some(out.params.len());
@@ -92,7 +93,11 @@ pub fn copy_params(
             }
             k => k.clone(),
         };
-        out.params.push(ParamInfo { name, kind });
+        out.params.push(ParamInfo {
+            name,
+            kind,
+            span: proc_macro2::Span::call_site(),
+        });
     }
     c
 }

@@ -331,6 +331,10 @@ pub enum ParamKind {
 pub struct ParamInfo {
     pub name: String,
     pub kind: ParamKind,
+    /// The span of the parameter's name: the user's for the function's own parameters (so
+    /// the body's uses resolve to them under macro hygiene), the call site for parameters
+    /// the derivative adds.
+    pub span: Span,
 }
 
 #[derive(Clone, Debug)]

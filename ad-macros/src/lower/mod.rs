@@ -92,7 +92,11 @@ pub fn lower_function(item: &syn::ItemFn, sig: &Signature, diag: &Diagnostics) -
         if matches!(kind, ParamKind::Opaque) {
             env.bind(&name, Binding::Opaque);
         }
-        func.params.push(ParamInfo { name, kind });
+        func.params.push(ParamInfo {
+            name,
+            kind,
+            span: p.name.span(),
+        });
     }
     let body = func.body;
     let float_generic = match &sig.float {

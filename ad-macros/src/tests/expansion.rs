@@ -162,5 +162,9 @@ fn bgd_hyperopt_coarsened_and_off() {
         }
     };
     check("bgd_coarsened", quote!(reverse, wrt(r)), item.clone());
-    check("bgd_coarsen_off", quote!(reverse, wrt(r), coarsen = off), item);
+    check(
+        "bgd_coarsen_off",
+        quote!(reverse, wrt(r), coarsen = off),
+        item,
+    );
 }

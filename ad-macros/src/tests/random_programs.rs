@@ -715,6 +715,7 @@ mod hand_written {
         f.params.push(ParamInfo {
             name: name.into(),
             kind: ParamKind::Buffer { buf, mutable },
+            span: proc_macro2::Span::call_site(),
         });
         buf
     }
@@ -723,6 +724,7 @@ mod hand_written {
         f.params.push(ParamInfo {
             name: name.into(),
             kind: ParamKind::Scalar(ty),
+            span: proc_macro2::Span::call_site(),
         });
         f.params.len() - 1
     }

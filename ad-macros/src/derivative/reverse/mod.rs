@@ -47,6 +47,7 @@ pub fn reverse(
         out.params.push(ParamInfo {
             name: super::seed_name(f.params.iter().map(|q| q.name.as_str())),
             kind: ParamKind::Scalar(Ty::Float),
+            span: proc_macro2::Span::call_site(),
         });
         out.params.len() - 1
     });

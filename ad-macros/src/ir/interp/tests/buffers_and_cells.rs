@@ -126,6 +126,7 @@ fn integer_buffers_and_opaque_parameters() {
             f.params.push(ParamInfo {
                 name: "comm".into(),
                 kind: ParamKind::Opaque,
+                span: proc_macro2::Span::call_site(),
             });
         },
         |b| {

@@ -13,6 +13,7 @@ pub(super) fn scalar_param(f: &mut Function, name: &str, ty: Ty) {
     f.params.push(ParamInfo {
         name: name.into(),
         kind: ParamKind::Scalar(ty),
+        span: proc_macro2::Span::call_site(),
     });
 }
 
@@ -28,6 +29,7 @@ pub(super) fn buffer_param(f: &mut Function, name: &str, rank: u8, elem: Ty, mut
     f.params.push(ParamInfo {
         name: name.into(),
         kind: ParamKind::Buffer { buf, mutable },
+        span: proc_macro2::Span::call_site(),
     });
     buf
 }
