@@ -24,7 +24,8 @@ pub struct Segment {
     /// Member values read outside the segment; output `k`'s adjoint is `Node::Seed(k)`.
     pub outputs: Vec<Value>,
     pub expr: Expr,
-    /// The primal value of each node lifted from an instruction (reused where in scope).
+    /// The primal value of each node lifted from a member outside φ arms (reused where in
+    /// scope, or saved instead of recomputed).
     pub orig: HashMap<Sym, Value>,
     /// The adjoint expression of each active live-in.
     pub adjoints: Vec<(Value, Sym)>,
@@ -181,6 +182,8 @@ struct Lifter<'a> {
     loads: HashMap<(Buf, Vec<Value>), Sym>,
     /// Loads replaced by an equal earlier load.
     merged: Vec<Value>,
+    /// How many φ arms the instruction being lifted sits in.
+    arm_depth: usize,
 }
 
 impl<'a> Lifter<'a> {
@@ -194,6 +197,7 @@ impl<'a> Lifter<'a> {
             orig: HashMap::new(),
             loads: HashMap::new(),
             merged: Vec::new(),
+            arm_depth: 0,
         }
     }
 
@@ -273,6 +277,7 @@ impl<'a> Lifter<'a> {
             } => {
                 let c = self.operand(*cond);
                 let mut arms = Vec::new();
+                self.arm_depth += 1;
                 for blk in [*then_blk, *else_blk] {
                     self.lift(&f.block(blk).insts);
                     let ys: Vec<Sym> = f
@@ -283,6 +288,7 @@ impl<'a> Lifter<'a> {
                         .collect();
                     arms.push(ys);
                 }
+                self.arm_depth -= 1;
                 arms[0]
                     .iter()
                     .zip(&arms[1])
@@ -293,7 +299,9 @@ impl<'a> Lifter<'a> {
         };
         for (r, s) in data.results.iter().zip(results) {
             self.sym.insert(*r, s);
-            if !matches!(self.expr.node(s), Node::Leaf(_)) {
+            // Only values computed whenever the segment runs stand for their node: a value
+            // of one φ arm is missing where the other arm ran.
+            if self.arm_depth == 0 && !matches!(self.expr.node(s), Node::Leaf(_)) {
                 self.orig.entry(s).or_insert(*r);
             }
         }

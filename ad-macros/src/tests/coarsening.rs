@@ -302,3 +302,52 @@ fn branches_on_recomputable_conditions_save_nothing() {
     });
     assert!(branches >= 2);
 }
+
+/// A node computed first in one φ arm and again after the branch: its arm value is not
+/// saved for the later use (it does not exist where the other arm ran), so the adjoints
+/// equal the fine-grained ones whichever arms are taken.
+#[test]
+fn arm_values_are_not_reused_outside_their_arm() {
+    let src = "fn f(x: &[f64], w: f64) -> f64 {
+        let mut u = x.to_vec();
+        let mut s = 0.0;
+        for k in 0..3 {
+            for i in 0..u.len() {
+                let a = u[i];
+                let c = u[(i + 1) % u.len()];
+                let b = if a > 0.3 { (a * w + c * a).sin() } else { 0.0 };
+                let d = (a * w + c * a).cos();
+                s += b * d + d * w;
+                u[i] = a * 0.9 + 0.01 * w * c;
+            }
+        }
+        s
+    }";
+    let it = item(src);
+    let coarse = compile_with_for_tests("reverse", &it)
+        .expect("compiles")
+        .reverse;
+    let fine = compile_with_for_tests("reverse, coarsen = off", &it)
+        .expect("compiles")
+        .reverse;
+    let xs: Vec<f64> = (0..8).map(|i| -0.4 + 0.15 * i as f64).collect();
+    for w in [0.7, -1.1] {
+        let run_it = |f: &Function| {
+            let mut a = vec![
+                RtArg::Buf(xs.clone()),
+                RtArg::Buf(vec![0.0; xs.len()]),
+                RtArg::Scalar(RtVal::F(w)),
+                RtArg::Scalar(RtVal::F(1.0)),
+            ];
+            let r = run(f, &mut a).expect("runs");
+            let RtArg::Buf(dx) = &a[1] else {
+                unreachable!()
+            };
+            let mut out: Vec<f64> = r.iter().map(|v| v.as_float().unwrap()).collect();
+            out.extend(dx);
+            out
+        };
+        let (c, f) = (run_it(&coarse), run_it(&fine));
+        assert!(close(&c, &f, 1e-12), "coarse {c:?}\nfine {f:?}");
+    }
+}
