@@ -13,8 +13,8 @@
 use crate::analysis::activity::Activity;
 use crate::analysis::loops;
 use crate::analysis::recording::Structure;
-use crate::derivative::segments::Segment;
-use crate::derivative::symbolic::{Expr, Node, Sym};
+use crate::derivative::segments::{Lifter, Segment};
+use crate::derivative::symbolic::{Node, Sym};
 use crate::ir::*;
 use std::collections::HashMap;
 
@@ -69,35 +69,38 @@ pub fn close(
     {
         return None;
     }
+    let mut lifter = Lifter::new(f, act, read_only);
+    lifter.loads_as_nodes = true;
+    for &i in &f.block(*body).insts {
+        if !lifter.lift_inst(i) {
+            return None;
+        }
+    }
     let mut cx = Closer {
         f,
         act,
-        expr: Expr::default(),
-        sym: HashMap::new(),
+        l: lifter,
         index: *index,
         structure,
     };
-    for &i in &f.block(*body).insts {
-        cx.lift(i, read_only, act)?;
-    }
     // Each yield must be its parameter plus a summand free of parameters.
     let mut summands_of = Vec::new();
     for (k, y) in f.block(*body).yields.iter().enumerate() {
-        let ys = cx.operand(*y);
-        let p = cx.operand(params[k]);
+        let ys = cx.l.operand(*y);
+        let p = cx.l.operand(params[k]);
         let mut terms = Vec::new();
         cx.flatten_sum(ys, true, &mut terms);
         let own = terms.iter().position(|(plus, t)| *plus && *t == p)?;
         terms.remove(own);
-        let mut rest = cx.expr.fconst(0.0);
+        let mut rest = cx.l.expr.fconst(0.0);
         for (plus, t) in terms {
             if cx.mentions_param(t, params) {
                 return None;
             }
             rest = if plus {
-                cx.expr.add(rest, t)
+                cx.l.expr.add(rest, t)
             } else {
-                cx.expr.sub(rest, t)
+                cx.l.expr.sub(rest, t)
             };
         }
         summands_of.push(rest);
@@ -110,7 +113,7 @@ pub fn close(
         let mut grouped: Vec<(Sym, Sym)> = Vec::new();
         for (a, c) in cx.poly(s, 0)? {
             match grouped.iter_mut().find(|(ga, _)| *ga == a) {
-                Some((_, gc)) => *gc = cx.expr.add(*gc, c),
+                Some((_, gc)) => *gc = cx.l.expr.add(*gc, c),
                 None => grouped.push((a, c)),
             }
         }
@@ -120,7 +123,7 @@ pub fn close(
         }
         let mut products = Vec::new();
         for (a, c) in grouped {
-            if cx.expr.is_zero(c) || cx.expr.is_zero(a) {
+            if cx.l.expr.is_zero(c) || cx.l.expr.is_zero(a) {
                 continue;
             }
             let m = match summands.iter().position(|x| *x == c) {
@@ -140,20 +143,20 @@ pub fn close(
         // A constant initial value folds into the closed form (`0.0 + Σ…` is `Σ…`).
         let mut r = match f.value(inits[k]).def {
             ValueDef::Result(i, 0) => match f.inst(i).kind {
-                InstKind::FConst(c) => cx.expr.fconst(c),
-                _ => cx.operand(inits[k]),
+                InstKind::FConst(c) => cx.l.expr.fconst(c),
+                _ => cx.l.operand(inits[k]),
             },
-            _ => cx.operand(inits[k]),
+            _ => cx.l.operand(inits[k]),
         };
         for &(a, m) in products {
-            let h = cx.expr.hoisted(m as u32);
-            let t = cx.expr.mul(a, h);
-            r = cx.expr.add(r, t);
+            let h = cx.l.expr.hoisted(m as u32);
+            let t = cx.l.expr.mul(a, h);
+            r = cx.l.expr.add(r, t);
         }
         results.push(r);
     }
     let outputs: Vec<Value> = f.inst(l).results[..params.len()].to_vec();
-    let mut expr = cx.expr;
+    let mut expr = cx.l.expr;
     let mut roots = Vec::new();
     for (k, o) in outputs.iter().enumerate() {
         if act.value(*o) {
@@ -208,67 +211,15 @@ pub fn reemittable_bound(f: &Function, structure: &Structure, v: Value) -> bool 
 struct Closer<'a> {
     f: &'a Function,
     act: &'a Activity,
-    expr: Expr,
-    sym: HashMap<Value, Sym>,
+    l: Lifter<'a>,
     index: Value,
     structure: &'a Structure,
 }
 
 impl Closer<'_> {
-    fn operand(&mut self, v: Value) -> Sym {
-        if let Some(s) = self.sym.get(&v) {
-            return *s;
-        }
-        let s = self.expr.leaf(v, self.f.ty(v));
-        self.sym.insert(v, s);
-        s
-    }
-
-    /// Lifts one body instruction; `None` if the loop cannot be closed.
-    fn lift(&mut self, i: Inst, read_only: &[bool], act: &Activity) -> Option<()> {
-        use InstKind::*;
-        let f = self.f;
-        let data = f.inst(i);
-        let s = match &data.kind {
-            FConst(c) => self.expr.fconst(*c),
-            IConst(c) => self.expr.iconst(*c),
-            BConst(c) => self.expr.bconst(*c),
-            Unary(UnOp::Neg, a) => {
-                let a = self.operand(*a);
-                self.expr.neg(a)
-            }
-            Unary(UnOp::Not, a) => {
-                let a = self.operand(*a);
-                self.expr.not(a)
-            }
-            Binary(op, a, b) => {
-                if *op == BinOp::Rem && f.ty(*a) == Ty::Float {
-                    return None;
-                }
-                let (a, b) = (self.operand(*a), self.operand(*b));
-                self.expr.binary(*op, a, b)
-            }
-            Math(name, args) => {
-                let args = args.iter().map(|a| self.operand(*a)).collect();
-                self.expr.math(name, args)
-            }
-            Cast { value, to, rust_ty } => {
-                let v = self.operand(*value);
-                self.expr.cast(v, *to, rust_ty.clone())
-            }
-            Load(buf, idx) if read_only[buf.index()] && !act.buf(*buf) => {
-                let idx = idx.iter().map(|x| self.operand(*x)).collect();
-                self.expr.load(*buf, idx, f.ty(data.results[0]))
-            }
-            _ => return None,
-        };
-        self.sym.insert(data.results[0], s);
-        Some(())
-    }
-
     /// `s` as signed terms of a sum.
     fn flatten_sum(&self, s: Sym, plus: bool, out: &mut Vec<(bool, Sym)>) {
-        match self.expr.node(s) {
+        match self.l.expr.node(s) {
             Node::Bin(BinOp::Add, a, b) => {
                 self.flatten_sum(*a, plus, out);
                 self.flatten_sum(*b, plus, out);
@@ -283,10 +234,11 @@ impl Closer<'_> {
     }
 
     fn leaves(&self, s: Sym) -> Vec<Value> {
-        self.expr
+        self.l
+            .expr
             .topo(&[s])
             .into_iter()
-            .filter_map(|x| match self.expr.node(x) {
+            .filter_map(|x| match self.l.expr.node(x) {
                 Node::Leaf(v) => Some(*v),
                 _ => None,
             })
@@ -314,7 +266,7 @@ impl Closer<'_> {
     /// `s` as Σ A·C with A free of the index and C hoistable; `None` if it is not such a
     /// polynomial (within the term and degree limits).
     fn poly(&mut self, s: Sym, depth: u32) -> Option<Vec<(Sym, Sym)>> {
-        let one = self.expr.fconst(1.0);
+        let one = self.l.expr.fconst(1.0);
         if !self.varies(s) {
             return Some(vec![(s, one)]);
         }
@@ -324,7 +276,7 @@ impl Closer<'_> {
         if depth > 16 {
             return None;
         }
-        let node = self.expr.node(s).clone();
+        let node = self.l.expr.node(s).clone();
         let out = match node {
             Node::Bin(BinOp::Add, a, b) => {
                 let mut x = self.poly(a, depth + 1)?;
@@ -334,7 +286,7 @@ impl Closer<'_> {
             Node::Bin(BinOp::Sub, a, b) => {
                 let mut x = self.poly(a, depth + 1)?;
                 for (pa, pc) in self.poly(b, depth + 1)? {
-                    let nc = self.expr.neg(pc);
+                    let nc = self.l.expr.neg(pc);
                     x.push((pa, nc));
                 }
                 x
@@ -342,7 +294,7 @@ impl Closer<'_> {
             Node::Neg(a) => {
                 let mut x = Vec::new();
                 for (pa, pc) in self.poly(a, depth + 1)? {
-                    let nc = self.expr.neg(pc);
+                    let nc = self.l.expr.neg(pc);
                     x.push((pa, nc));
                 }
                 x
@@ -355,18 +307,18 @@ impl Closer<'_> {
                 let x = self.poly(a, depth + 1)?;
                 if !self.varies(b) {
                     x.into_iter()
-                        .map(|(pa, pc)| (self.expr.div(pa, b), pc))
+                        .map(|(pa, pc)| (self.l.expr.div(pa, b), pc))
                         .collect()
                 } else if self.hoistable(b) {
                     x.into_iter()
-                        .map(|(pa, pc)| (pa, self.expr.div(pc, b)))
+                        .map(|(pa, pc)| (pa, self.l.expr.div(pc, b)))
                         .collect()
                 } else {
                     return None;
                 }
             }
             Node::Math("powi", args) => {
-                let n = match self.expr.node(args[1]) {
+                let n = match self.l.expr.node(args[1]) {
                     Node::I(n) if (2..=MAX_DEGREE).contains(n) => *n,
                     _ => return None,
                 };
@@ -389,7 +341,7 @@ impl Closer<'_> {
         let mut out = Vec::new();
         for &(xa, xc) in x {
             for &(ya, yc) in y {
-                out.push((self.expr.mul(xa, ya), self.expr.mul(xc, yc)));
+                out.push((self.l.expr.mul(xa, ya), self.l.expr.mul(xc, yc)));
             }
         }
         Some(out)

@@ -168,12 +168,12 @@ fn candidate(f: &Function, i: Inst) -> bool {
         && !matches!(data.kind, InstKind::Binary(BinOp::Rem, ..))
 }
 
-/// Lifts member instructions into one DAG.
-struct Lifter<'a> {
+/// Lifts instructions into one DAG (segment members here; loop bodies in `phi`).
+pub(crate) struct Lifter<'a> {
     f: &'a Function,
     act: &'a Activity,
     read_only: &'a [bool],
-    expr: Expr,
+    pub expr: Expr,
     /// The node of each lifted value.
     sym: HashMap<Value, Sym>,
     orig: HashMap<Sym, Value>,
@@ -184,10 +184,13 @@ struct Lifter<'a> {
     merged: Vec<Value>,
     /// How many φ arms the instruction being lifted sits in.
     arm_depth: usize,
+    /// Lift loads of inactive read-only buffers as `Node::Load` (closed loops re-read them
+    /// where the sums are computed) instead of taking them as live-ins.
+    pub loads_as_nodes: bool,
 }
 
 impl<'a> Lifter<'a> {
-    fn new(f: &'a Function, act: &'a Activity, read_only: &'a [bool]) -> Self {
+    pub fn new(f: &'a Function, act: &'a Activity, read_only: &'a [bool]) -> Self {
         Lifter {
             f,
             act,
@@ -198,6 +201,7 @@ impl<'a> Lifter<'a> {
             loads: HashMap::new(),
             merged: Vec::new(),
             arm_depth: 0,
+            loads_as_nodes: false,
         }
     }
 
@@ -207,11 +211,12 @@ impl<'a> Lifter<'a> {
 
     fn lift(&mut self, insts: &[Inst]) {
         for &i in insts {
-            self.lift_inst(i);
+            let lifted = self.lift_inst(i);
+            debug_assert!(lifted, "segment members and φ arms are pure");
         }
     }
 
-    fn operand(&mut self, v: Value) -> Sym {
+    pub fn operand(&mut self, v: Value) -> Sym {
         if let Some(s) = self.sym.get(&v) {
             return *s;
         }
@@ -242,7 +247,8 @@ impl<'a> Lifter<'a> {
         s
     }
 
-    fn lift_inst(&mut self, i: Inst) {
+    /// Lifts one instruction; `false` (and nothing lifted) if it is not pure.
+    pub fn lift_inst(&mut self, i: Inst) -> bool {
         use InstKind::*;
         let f = self.f;
         let data = f.inst(i);
@@ -258,6 +264,7 @@ impl<'a> Lifter<'a> {
                 let a = self.operand(*a);
                 vec![self.expr.not(a)]
             }
+            Binary(BinOp::Rem, a, _) if f.ty(*a) == Ty::Float => return false,
             Binary(o, a, b) => {
                 let (a, b) = (self.operand(*a), self.operand(*b));
                 vec![self.expr.binary(*o, a, b)]
@@ -270,11 +277,17 @@ impl<'a> Lifter<'a> {
                 let v = self.operand(*value);
                 vec![self.expr.cast(v, *to, rust_ty.clone())]
             }
+            Load(buf, idx)
+                if self.loads_as_nodes && self.read_only[buf.index()] && !self.act.buf(*buf) =>
+            {
+                let idx = idx.iter().map(|x| self.operand(*x)).collect();
+                vec![self.expr.load(*buf, idx, f.ty(data.results[0]))]
+            }
             If {
                 cond,
                 then_blk,
                 else_blk,
-            } => {
+            } if pure(f, i) => {
                 let c = self.operand(*cond);
                 let mut arms = Vec::new();
                 self.arm_depth += 1;
@@ -295,7 +308,7 @@ impl<'a> Lifter<'a> {
                     .map(|(a, b)| self.expr.phi(c, *a, *b))
                     .collect()
             }
-            _ => unreachable!("only pure instructions are lifted"),
+            _ => return false,
         };
         for (r, s) in data.results.iter().zip(results) {
             self.sym.insert(*r, s);
@@ -305,6 +318,7 @@ impl<'a> Lifter<'a> {
                 self.orig.entry(s).or_insert(*r);
             }
         }
+        true
     }
 }
 
