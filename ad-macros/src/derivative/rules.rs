@@ -123,114 +123,164 @@ pub fn partial_templates(rule: &Rule, n_args: usize) -> Vec<(usize, &'static str
     out
 }
 
-/// The IR operator of a rule template's binary operator.
-pub fn template_op(op: &syn::BinOp) -> BinOp {
-    match op {
-        syn::BinOp::Add(_) => BinOp::Add,
-        syn::BinOp::Sub(_) => BinOp::Sub,
-        syn::BinOp::Mul(_) => BinOp::Mul,
-        syn::BinOp::Div(_) => BinOp::Div,
-        syn::BinOp::Gt(_) => BinOp::Gt,
-        syn::BinOp::Lt(_) => BinOp::Lt,
-        syn::BinOp::Ge(_) => BinOp::Ge,
-        syn::BinOp::Le(_) => BinOp::Le,
-        syn::BinOp::Eq(_) => BinOp::Eq,
-        _ => unreachable!("rule template operator"),
-    }
+/// What a rule template is lowered into: IR instructions (`Builder`, the per-operation
+/// paths) or symbolic nodes (`symbolic::Expr`, coarsened segments). One walker,
+/// [`lower_template`], serves both.
+pub trait TemplateSink {
+    type V: Copy;
+    fn fconst(&mut self, c: f64) -> Self::V;
+    fn iconst(&mut self, c: i128) -> Self::V;
+    fn neg(&mut self, a: Self::V) -> Self::V;
+    fn binary(&mut self, op: BinOp, a: Self::V, b: Self::V) -> Self::V;
+    fn math(&mut self, name: &'static str, args: Vec<Self::V>) -> Self::V;
+    /// `float(n)`: an integer argument as a float.
+    fn int_to_float(&mut self, a: Self::V) -> Self::V;
+    /// `if cond { then } else { otherwise }`, each arm evaluated only where it is taken.
+    fn select(
+        &mut self,
+        cond: Self::V,
+        then: &mut dyn FnMut(&mut Self) -> Self::V,
+        otherwise: &mut dyn FnMut(&mut Self) -> Self::V,
+    ) -> Self::V;
 }
 
-/// Emits the partial-derivative template `template` with `a`, `b`, `c` bound to `args`
-/// and `r` to `result`; returns the value of the partial.
-pub fn emit_partial(b: &mut Builder, template: &str, args: &[Value], result: Value) -> Value {
+/// Lowers the partial-derivative template `template` with `a`, `b`, `c` bound to `args`
+/// and `r` to `result`.
+pub fn lower_template<S: TemplateSink>(
+    s: &mut S,
+    template: &str,
+    args: &[S::V],
+    result: S::V,
+) -> S::V {
     let expr: syn::Expr = syn::parse_str(template).expect("rule templates are valid Rust");
-    Template { args, result }.emit(b, &expr)
+    walk(s, &expr, args, result)
 }
 
-struct Template<'a> {
-    args: &'a [Value],
-    result: Value,
+fn walk<S: TemplateSink>(s: &mut S, e: &syn::Expr, args: &[S::V], r: S::V) -> S::V {
+    use syn::Expr;
+    match e {
+        Expr::Lit(l) => match &l.lit {
+            syn::Lit::Float(f) => s.fconst(f.base10_parse().expect("float literal")),
+            syn::Lit::Int(i) => s.iconst(i.base10_parse().expect("int literal")),
+            _ => unreachable!("rule template literal"),
+        },
+        Expr::Path(p) => match p.path.get_ident().map(|i| i.to_string()).as_deref() {
+            Some("a") => args[0],
+            Some("b") => args[1],
+            Some("c") => args[2],
+            Some("r") => r,
+            other => unreachable!("rule template name {other:?}"),
+        },
+        Expr::Paren(p) => walk(s, &p.expr, args, r),
+        Expr::Unary(u) => {
+            let a = walk(s, &u.expr, args, r);
+            s.neg(a)
+        }
+        Expr::Binary(bin) => {
+            let x = walk(s, &bin.left, args, r);
+            let y = walk(s, &bin.right, args, r);
+            let op = match bin.op {
+                syn::BinOp::Add(_) => BinOp::Add,
+                syn::BinOp::Sub(_) => BinOp::Sub,
+                syn::BinOp::Mul(_) => BinOp::Mul,
+                syn::BinOp::Div(_) => BinOp::Div,
+                syn::BinOp::Gt(_) => BinOp::Gt,
+                syn::BinOp::Lt(_) => BinOp::Lt,
+                syn::BinOp::Ge(_) => BinOp::Ge,
+                syn::BinOp::Le(_) => BinOp::Le,
+                syn::BinOp::Eq(_) => BinOp::Eq,
+                _ => unreachable!("rule template operator"),
+            };
+            s.binary(op, x, y)
+        }
+        Expr::MethodCall(m) => {
+            let mut a = vec![walk(s, &m.receiver, args, r)];
+            a.extend(m.args.iter().map(|x| walk(s, x, args, r)));
+            let name = find(&m.method.to_string())
+                .expect("rule template method")
+                .name;
+            s.math(name, a)
+        }
+        Expr::Call(c) => {
+            let v = walk(s, &c.args[0], args, r);
+            s.int_to_float(v)
+        }
+        Expr::If(i) => {
+            let cond = walk(s, &i.cond, args, r);
+            let otherwise = i.else_branch.as_ref().expect("else").1.as_ref();
+            s.select(
+                cond,
+                &mut |s| walk_block(s, &i.then_branch, args, r),
+                &mut |s| match otherwise {
+                    Expr::Block(blk) => walk_block(s, &blk.block, args, r),
+                    other => walk(s, other, args, r),
+                },
+            )
+        }
+        other => unreachable!("rule template form {}", quote::quote!(#other)),
+    }
 }
 
-impl Template<'_> {
-    fn emit(&self, b: &mut Builder, e: &syn::Expr) -> Value {
-        use syn::Expr;
-        match e {
-            Expr::Lit(l) => match &l.lit {
-                syn::Lit::Float(f) => b.fconst(f.base10_parse().expect("float literal")),
-                syn::Lit::Int(i) => b.iconst(i.base10_parse().expect("int literal")),
-                _ => unreachable!("rule template literal"),
-            },
-            Expr::Path(p) => match p.path.get_ident().map(|i| i.to_string()).as_deref() {
-                Some("a") => self.args[0],
-                Some("b") => self.args[1],
-                Some("c") => self.args[2],
-                Some("r") => self.result,
-                other => unreachable!("rule template name {other:?}"),
-            },
-            Expr::Paren(p) => self.emit(b, &p.expr),
-            Expr::Unary(u) => {
-                let a = self.emit(b, &u.expr);
-                b.neg(a)
-            }
-            Expr::Binary(bin) => {
-                let x = self.emit(b, &bin.left);
-                let y = self.emit(b, &bin.right);
-                b.binary(template_op(&bin.op), x, y)
-            }
-            Expr::MethodCall(m) => {
-                let mut args = vec![self.emit(b, &m.receiver)];
-                args.extend(m.args.iter().map(|a| self.emit(b, a)));
-                let name = find(&m.method.to_string())
-                    .expect("rule template method")
-                    .name;
-                b.math(name, args)
-            }
-            Expr::Call(c) => {
-                // `float(n)`: an integer argument as a float.
-                let v = self.emit(b, &c.args[0]);
-                b.value(
-                    InstKind::Cast {
-                        value: v,
-                        to: Ty::Float,
-                        rust_ty: None,
-                    },
-                    Ty::Float,
-                )
-            }
-            Expr::If(i) => {
-                let cond = self.emit(b, &i.cond);
-                let then_blk = b.func.new_block();
-                let else_blk = b.func.new_block();
-                let tv = b.in_block(then_blk, |b| self.emit_block(b, &i.then_branch));
-                let ev = b.in_block(else_blk, |b| {
-                    match &i.else_branch.as_ref().expect("else").1.as_ref() {
-                        Expr::Block(blk) => self.emit_block(b, &blk.block),
-                        other => self.emit(b, other),
-                    }
-                });
-                b.set_yields(then_blk, vec![tv]);
-                b.set_yields(else_blk, vec![ev]);
-                let inst = b.push(
-                    InstKind::If {
-                        cond,
-                        then_blk,
-                        else_blk,
-                    },
-                    &[Ty::Float],
-                    None,
-                );
-                b.func.inst(inst).results[0]
-            }
-            other => unreachable!("rule template form {}", quote::quote!(#other)),
-        }
+fn walk_block<S: TemplateSink>(s: &mut S, blk: &syn::Block, args: &[S::V], r: S::V) -> S::V {
+    match blk.stmts.last() {
+        Some(syn::Stmt::Expr(e, None)) => walk(s, e, args, r),
+        _ => unreachable!("rule template block"),
     }
+}
 
-    fn emit_block(&self, b: &mut Builder, blk: &syn::Block) -> Value {
-        match blk.stmts.last() {
-            Some(syn::Stmt::Expr(e, None)) => self.emit(b, e),
-            _ => unreachable!("rule template block"),
-        }
+impl TemplateSink for Builder<'_> {
+    type V = Value;
+    fn fconst(&mut self, c: f64) -> Value {
+        Builder::fconst(self, c)
     }
+    fn iconst(&mut self, c: i128) -> Value {
+        Builder::iconst(self, c)
+    }
+    fn neg(&mut self, a: Value) -> Value {
+        Builder::neg(self, a)
+    }
+    fn binary(&mut self, op: BinOp, a: Value, b: Value) -> Value {
+        Builder::binary(self, op, a, b)
+    }
+    fn math(&mut self, name: &'static str, args: Vec<Value>) -> Value {
+        Builder::math(self, name, args)
+    }
+    fn int_to_float(&mut self, a: Value) -> Value {
+        let cast = InstKind::Cast {
+            value: a,
+            to: Ty::Float,
+            rust_ty: None,
+        };
+        self.value(cast, Ty::Float)
+    }
+    fn select(
+        &mut self,
+        cond: Value,
+        then: &mut dyn FnMut(&mut Self) -> Value,
+        otherwise: &mut dyn FnMut(&mut Self) -> Value,
+    ) -> Value {
+        let then_blk = self.func.new_block();
+        let else_blk = self.func.new_block();
+        let tv = self.in_block(then_blk, |b| then(b));
+        let ev = self.in_block(else_blk, |b| otherwise(b));
+        self.set_yields(then_blk, vec![tv]);
+        self.set_yields(else_blk, vec![ev]);
+        let inst = self.push(
+            InstKind::If {
+                cond,
+                then_blk,
+                else_blk,
+            },
+            &[Ty::Float],
+            None,
+        );
+        self.func.inst(inst).results[0]
+    }
+}
+
+/// Emits the partial-derivative template into IR; returns the value of the partial.
+pub fn emit_partial(b: &mut Builder, template: &str, args: &[Value], result: Value) -> Value {
+    lower_template(b, template, args, result)
 }
 
 #[cfg(test)]

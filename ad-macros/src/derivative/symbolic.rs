@@ -712,7 +712,7 @@ impl Expr {
                 let rule = rules::find(name).expect("lowered methods have rules");
                 let mut out = Vec::new();
                 for (k, template) in rules::partial_templates(rule, args.len()) {
-                    let p = self.template(template, &args, s);
+                    let p = rules::lower_template(self, template, &args, s);
                     out.push((args[k], self.mul(g, p)));
                 }
                 out
@@ -752,69 +752,35 @@ impl Expr {
             _ => None,
         }
     }
+}
 
-    /// Lowers a rule template (`derivative::rules`) with `a, b, c` bound to `args` and `r`
-    /// to the node itself.
-    fn template(&mut self, template: &str, args: &[Sym], result: Sym) -> Sym {
-        let expr: syn::Expr = syn::parse_str(template).expect("rule templates are valid Rust");
-        self.template_expr(&expr, args, result)
+impl rules::TemplateSink for Expr {
+    type V = Sym;
+    fn fconst(&mut self, c: f64) -> Sym {
+        Expr::fconst(self, c)
     }
-
-    fn template_expr(&mut self, e: &syn::Expr, args: &[Sym], r: Sym) -> Sym {
-        use syn::Expr;
-        match e {
-            Expr::Lit(l) => match &l.lit {
-                syn::Lit::Float(f) => self.fconst(f.base10_parse().expect("float literal")),
-                syn::Lit::Int(i) => self.iconst(i.base10_parse().expect("int literal")),
-                _ => unreachable!("rule template literal"),
-            },
-            Expr::Path(p) => match p.path.get_ident().map(|i| i.to_string()).as_deref() {
-                Some("a") => args[0],
-                Some("b") => args[1],
-                Some("c") => args[2],
-                Some("r") => r,
-                other => unreachable!("rule template name {other:?}"),
-            },
-            Expr::Paren(p) => self.template_expr(&p.expr, args, r),
-            Expr::Unary(u) => {
-                let a = self.template_expr(&u.expr, args, r);
-                self.neg(a)
-            }
-            Expr::Binary(bin) => {
-                let x = self.template_expr(&bin.left, args, r);
-                let y = self.template_expr(&bin.right, args, r);
-                let op = rules::template_op(&bin.op);
-                self.binary(op, x, y)
-            }
-            Expr::MethodCall(m) => {
-                let mut a = vec![self.template_expr(&m.receiver, args, r)];
-                a.extend(m.args.iter().map(|x| self.template_expr(x, args, r)));
-                let name = rules::find(&m.method.to_string())
-                    .expect("rule template method")
-                    .name;
-                self.math(name, a)
-            }
-            Expr::Call(c) => {
-                let v = self.template_expr(&c.args[0], args, r);
-                self.cast(v, Ty::Float, None)
-            }
-            Expr::If(i) => {
-                let cond = self.template_expr(&i.cond, args, r);
-                let t = self.template_block(&i.then_branch, args, r);
-                let f = match i.else_branch.as_ref().expect("else").1.as_ref() {
-                    Expr::Block(blk) => self.template_block(&blk.block, args, r),
-                    other => self.template_expr(other, args, r),
-                };
-                self.phi(cond, t, f)
-            }
-            other => unreachable!("rule template form {}", quote::quote!(#other)),
-        }
+    fn iconst(&mut self, c: i128) -> Sym {
+        Expr::iconst(self, c)
     }
-
-    fn template_block(&mut self, blk: &syn::Block, args: &[Sym], r: Sym) -> Sym {
-        match blk.stmts.last() {
-            Some(syn::Stmt::Expr(e, None)) => self.template_expr(e, args, r),
-            _ => unreachable!("rule template block"),
-        }
+    fn neg(&mut self, a: Sym) -> Sym {
+        Expr::neg(self, a)
+    }
+    fn binary(&mut self, op: BinOp, a: Sym, b: Sym) -> Sym {
+        Expr::binary(self, op, a, b)
+    }
+    fn math(&mut self, name: &'static str, args: Vec<Sym>) -> Sym {
+        Expr::math(self, name, args)
+    }
+    fn int_to_float(&mut self, a: Sym) -> Sym {
+        self.cast(a, Ty::Float, None)
+    }
+    fn select(
+        &mut self,
+        cond: Sym,
+        then: &mut dyn FnMut(&mut Self) -> Sym,
+        otherwise: &mut dyn FnMut(&mut Self) -> Sym,
+    ) -> Sym {
+        let (t, f) = (then(self), otherwise(self));
+        self.phi(cond, t, f)
     }
 }
