@@ -71,7 +71,10 @@ impl Plan<'_> {
                     for c in seg.expr.children(s) {
                         set.extend(saves[&c].iter().copied());
                     }
-                    if set.len() > 1 && seg.orig.contains_key(&s) {
+                    // Several saved live-ins, or one behind a costly operation (a square
+                    // root or a transcendental costs more than a tape read).
+                    let costly = !set.is_empty() && is_costly(seg.expr.node(s));
+                    if (set.len() > 1 || costly) && seg.orig.contains_key(&s) {
                         saved_nodes.insert(s);
                         set = BTreeSet::from([s]);
                     }
@@ -100,6 +103,28 @@ impl Plan<'_> {
         }
         self.saved_nodes.borrow_mut().insert(k, saved_nodes);
         !seg.adjoints.is_empty()
+    }
+}
+
+/// Whether recomputing `n` costs more than reading it from a tape: a function other than
+/// the cheap ones (`abs`, `min`, `max`, integer powers…). A division is not: one read of
+/// its saved operand is about as fast as a read of the quotient.
+fn is_costly(n: &Node) -> bool {
+    match n {
+        Node::Math(name, _) => !matches!(
+            *name,
+            "abs"
+                | "min"
+                | "max"
+                | "powi"
+                | "signum"
+                | "floor"
+                | "ceil"
+                | "round"
+                | "trunc"
+                | "mul_add"
+        ),
+        _ => false,
     }
 }
 
