@@ -135,6 +135,7 @@ fn main() {
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     let mut log_speedup = 0.0;
+    let (mut log_tape, mut taped, mut sum_coarse, mut sum_off) = (0.0, 0, 0, 0);
     for row in &rows {
         let [p, c, f] = [0, 1, 2].map(|v| row.timers[v].median());
         let [tc, tf] = row.tape_bytes;
@@ -144,6 +145,12 @@ fn main() {
             format!("{:.2}×", tf as f64 / tc as f64)
         };
         log_speedup += (f / c).ln();
+        sum_coarse += tc;
+        sum_off += tf;
+        if tc > 0 {
+            log_tape += (tf as f64 / tc as f64).ln();
+            taped += 1;
+        }
         println!(
             "| {} | {} | {} | {} | {} | {:.2}× | {:.2}× | {:.2}× | {} | {} | {} |",
             row.instance.program,
@@ -164,6 +171,14 @@ fn main() {
         "geometric mean speedup (off/coarse) over {} instances: {:.2}×",
         rows.len(),
         (log_speedup / rows.len() as f64).exp()
+    );
+    println!(
+        "tape bytes (off/coarse): geometric mean {:.1}× over the {taped} instances with a \
+         coarse tape (the others keep none); all instances together {} vs {} ({:.1}×)",
+        (log_tape / taped.max(1) as f64).exp(),
+        fmt_bytes(sum_off),
+        fmt_bytes(sum_coarse),
+        sum_off as f64 / sum_coarse.max(1) as f64,
     );
     println!("noise, (max−min)/median over the {REPS} repetitions (primal, coarse, off):");
     for row in &rows {

@@ -155,6 +155,16 @@ numeric_tests! {
         himmelblau_hessian_vector_products,
         log_sum_exp_hessian_vector_products,
     ],
+    /// Recurrences closed by coarsening: linear (C7/C8: a moving average, compound
+    /// interest with a product, discounted returns inside an outer loop) and repeated
+    /// nonlinear maps (C5: Newton steps, the logistic map).
+    recurrences: [
+        moving_average_matches_finite_differences,
+        compound_balance_matches_finite_differences,
+        discounted_returns_matches_finite_differences,
+        newton_steps_match_finite_differences,
+        logistic_map_matches_finite_differences,
+    ],
     /// Lorenz-63 with RK4, an explicit heat equation, Lennard-Jones pairs.
     simulation: [
         lorenz_rhs_in_out,

@@ -28,19 +28,67 @@ pub const MAX_DEGREE: i128 = 3;
 pub struct Closed {
     /// The statement of the function body before which the sums are computed.
     pub hoist_before: Inst,
-    /// The summand `Cₘ` of each hoisted sum `Hₘ` (over the loop index, loads, constants
+    /// The recurrence of each hoisted value `Hₘ` (over the loop index, loads, constants
     /// and top-level values), in `segment.expr`.
-    pub summands: Vec<Sym>,
+    pub summands: Vec<Recurrence>,
     /// The loop's index value (a leaf of the summands).
     pub index: Value,
     /// The closed form of each loop result except the trip count.
     pub results: Vec<Sym>,
     /// The loop as a segment: outputs are its results, adjoints those of the closed forms.
     pub segment: Segment,
+    /// For a loop closed by its tangents (C5), what the forward sweep propagates; the
+    /// loop itself runs unchanged and `summands` and `results` are empty.
+    pub tangents: Option<Tangents>,
 }
 
-/// The closed form of loop `l`, if every header φ is a closable accumulation.
+/// The derivative of a top-level loop carried forward through its iterations (the
+/// paper's C5, repeated application `d = f(d)`): with inputs `z` (the active initial
+/// values and the active values the loop reads from outside) the forward sweep keeps
+/// `T[p][k] = ∂pₚ/∂zₖ` for each active loop variable and updates it after every iteration,
+/// `T'[p][k] = Σ_q ∂yₚ/∂p_q · T[q][k] + ∂yₚ/∂zₖ`. The reverse sweep needs no tape and no
+/// loop: `z̄ₖ += Σₚ T[p][k]·r̄ₚ`, which is the segment's adjoint with `Hoisted(p·K + k)`
+/// standing for the final `T[p][k]`.
+#[derive(Clone)]
+pub struct Tangents {
+    /// The inputs `zₖ`.
+    pub inputs: Vec<Value>,
+    /// The positions of the active loop variables among the loop's parameters.
+    pub vars: Vec<usize>,
+    /// `∂yₚ/∂p_q` over the active variables, in `segment.expr`.
+    pub d_vars: Vec<Vec<Sym>>,
+    /// `∂yₚ/∂zₖ` (zero for an input the yields do not read).
+    pub d_inputs: Vec<Vec<Sym>>,
+}
+
+/// The most tangent entries (active variables × inputs) a loop is closed with: each costs
+/// a few operations per iteration, so beyond this the taped reverse sweep is cheaper.
+pub const MAX_TANGENTS: usize = 4;
+
+/// A hoisted value computed by one pass over the loop's range, in the loop's order:
+/// `H ← coef·H + term` from `H = 0`, or the product `H ← coef·H` from `H = 1` when there is
+/// no term; no coefficient means 1 (a sum).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Recurrence {
+    pub coef: Option<Sym>,
+    pub term: Option<Sym>,
+}
+
+/// The closed form of loop `l`: its recurrences (C6–C8) when every header φ is linear in
+/// its own variable, else the tangents of a small top-level loop (C5).
 pub fn close(
+    f: &Function,
+    act: &Activity,
+    read_only: &[bool],
+    structure: &Structure,
+    l: Inst,
+) -> Option<Closed> {
+    recurrences(f, act, read_only, structure, l)
+        .or_else(|| tangents(f, act, read_only, structure, l))
+}
+
+/// The closed form of loop `l`, if every header φ is a closable linear recurrence.
+fn recurrences(
     f: &Function,
     act: &Activity,
     read_only: &[bool],
@@ -83,33 +131,31 @@ pub fn close(
         index: *index,
         structure,
     };
-    // Each yield must be its parameter plus a summand free of parameters.
-    let mut summands_of = Vec::new();
+    // Each yield must be affine in its own parameter, `a·p + b`, with `a` hoistable and
+    // `b` free of parameters.
+    let mut parts_of = Vec::new();
     for (k, y) in f.block(*body).yields.iter().enumerate() {
         let ys = cx.l.operand(*y);
         let p = cx.l.operand(params[k]);
-        let mut terms = Vec::new();
-        cx.flatten_sum(ys, true, &mut terms);
-        let own = terms.iter().position(|(plus, t)| *plus && *t == p)?;
-        terms.remove(own);
-        let mut rest = cx.l.expr.fconst(0.0);
-        for (plus, t) in terms {
-            if cx.mentions_param(t, params) {
-                return None;
-            }
-            rest = if plus {
-                cx.l.expr.add(rest, t)
-            } else {
-                cx.l.expr.sub(rest, t)
-            };
+        let (a, rest) = cx.affine(ys, p, params, 0)?;
+        if !cx.hoistable(a) {
+            return None;
         }
-        summands_of.push(rest);
+        let coef = (cx.l.expr.float_of(a) != Some(1.0)).then_some(a);
+        parts_of.push((coef, rest));
     }
-    // Expand each summand into Σ A·C and share the C's among results.
-    let mut summands: Vec<Sym> = Vec::new();
+    // Expand each summand into Σ A·C and share the recurrences among results.
+    let mut summands: Vec<Recurrence> = Vec::new();
     let mut products_of: Vec<Vec<(Sym, usize)>> = Vec::new();
     let mut total_terms = 0;
-    for s in summands_of {
+    let mut share = |r: Recurrence| match summands.iter().position(|x| *x == r) {
+        Some(m) => m,
+        None => {
+            summands.push(r);
+            summands.len() - 1
+        }
+    };
+    for &(coef, s) in &parts_of {
         let mut grouped: Vec<(Sym, Sym)> = Vec::new();
         for (a, c) in cx.poly(s, 0)? {
             match grouped.iter_mut().find(|(ga, _)| *ga == a) {
@@ -126,18 +172,17 @@ pub fn close(
             if cx.l.expr.is_zero(c) || cx.l.expr.is_zero(a) {
                 continue;
             }
-            let m = match summands.iter().position(|x| *x == c) {
-                Some(m) => m,
-                None => {
-                    summands.push(c);
-                    summands.len() - 1
-                }
-            };
-            products.push((a, m));
+            products.push((
+                a,
+                share(Recurrence {
+                    coef,
+                    term: Some(c),
+                }),
+            ));
         }
         products_of.push(products);
     }
-    // s_final = s_init + Σ A·H.
+    // s_final = Π·s_init + Σ A·H, with Π = 1 for a sum.
     let mut results = Vec::new();
     for (k, products) in products_of.iter().enumerate() {
         // A constant initial value folds into the closed form (`0.0 + Σ…` is `Σ…`).
@@ -148,6 +193,14 @@ pub fn close(
             },
             _ => cx.l.operand(inits[k]),
         };
+        if let (Some(coef), false) = (parts_of[k].0, cx.l.expr.is_zero(r)) {
+            let m = share(Recurrence {
+                coef: Some(coef),
+                term: None,
+            });
+            let prod = cx.l.expr.hoisted(m as u32);
+            r = cx.l.expr.mul(prod, r);
+        }
         for &(a, m) in products {
             let h = cx.l.expr.hoisted(m as u32);
             let t = cx.l.expr.mul(a, h);
@@ -178,6 +231,137 @@ pub fn close(
         summands,
         index: *index,
         results,
+        tangents: None,
+        segment: Segment {
+            insts: vec![l],
+            outputs,
+            expr,
+            orig: HashMap::new(),
+            adjoints,
+        },
+    })
+}
+
+/// Closes a top-level `for` loop without exits by carrying its tangents (see
+/// [`Tangents`]) when its body is pure scalar code, it reads only its variables, its index,
+/// inactive read-only slices and values from before the loop, and it has at most
+/// [`MAX_TANGENTS`] tangent entries.
+fn tangents(
+    f: &Function,
+    act: &Activity,
+    read_only: &[bool],
+    structure: &Structure,
+    l: Inst,
+) -> Option<Closed> {
+    let InstKind::For {
+        index,
+        params,
+        inits,
+        body,
+        exit,
+        ..
+    } = &f.inst(l).kind
+    else {
+        return None;
+    };
+    if !exit.is_empty()
+        || structure.inst_block[l.index()] != Some(f.body)
+        || params.iter().any(|p| f.ty(*p) != Ty::Float)
+    {
+        return None;
+    }
+    let mut lifter = Lifter::new(f, act, read_only);
+    lifter.loads_as_nodes = true;
+    for &i in &f.block(*body).insts {
+        if !lifter.lift_inst(i) {
+            return None;
+        }
+    }
+    let yields: Vec<Sym> = f
+        .block(*body)
+        .yields
+        .iter()
+        .map(|y| lifter.operand(*y))
+        .collect();
+    let vars: Vec<usize> = (0..params.len())
+        .filter(|k| act.value(params[*k]))
+        .collect();
+    let mut expr = lifter.expr;
+    // Inputs: active initial values, then active values from before the loop.
+    let mut inputs: Vec<Value> = Vec::new();
+    for &p in &vars {
+        if act.value(inits[p]) && !inputs.contains(&inits[p]) {
+            inputs.push(inits[p]);
+        }
+    }
+    for s in expr.topo(&yields) {
+        let Node::Leaf(v) = *expr.node(s) else {
+            continue;
+        };
+        if params.contains(&v) || v == *index {
+            continue;
+        }
+        if structure.def_block(f, v) != f.body {
+            return None; // a value of the body that was not lifted (an active load)
+        }
+        if act.value(v) && expr.ty(s) == Ty::Float && !inputs.contains(&v) {
+            inputs.push(v);
+        }
+    }
+    if vars.is_empty() || inputs.is_empty() || vars.len() * inputs.len() > MAX_TANGENTS {
+        return None;
+    }
+    // The Jacobian of the yields, one symbolic reverse pass per active variable.
+    let one = expr.fconst(1.0);
+    let zero = expr.fconst(0.0);
+    let is_input = |v: Value| inputs.contains(&v) || vars.iter().any(|q| params[*q] == v);
+    let mut d_vars = Vec::new();
+    let mut d_inputs = Vec::new();
+    for &p in &vars {
+        let partials = expr.reverse(&[(yields[p], one)], &is_input);
+        let of = |v: Value| {
+            partials
+                .iter()
+                .find(|(leaf, _)| *leaf == v)
+                .map_or(zero, |(_, d)| *d)
+        };
+        d_vars.push(vars.iter().map(|q| of(params[*q])).collect::<Vec<_>>());
+        d_inputs.push(inputs.iter().map(|z| of(*z)).collect::<Vec<_>>());
+    }
+    // The segment: output p is linear in the inputs with the final tangents as
+    // coefficients, so its adjoints are z̄ₖ = Σₚ T[p][k]·r̄ₚ.
+    let k_inputs = inputs.len();
+    let outputs: Vec<Value> = f.inst(l).results[..params.len()].to_vec();
+    let mut roots = Vec::new();
+    for (pi, &p) in vars.iter().enumerate() {
+        if !act.value(outputs[p]) {
+            continue;
+        }
+        let mut r = zero;
+        for (k, z) in inputs.iter().enumerate() {
+            let t = expr.hoisted((pi * k_inputs + k) as u32);
+            let zs = expr.leaf(*z, Ty::Float);
+            let tz = expr.mul(t, zs);
+            r = expr.add(r, tz);
+        }
+        let seed = expr.seed(p as u32);
+        roots.push((r, seed));
+    }
+    let adjoints = expr.reverse(&roots, &|v| act.value(v));
+    if expr.overflowed {
+        return None;
+    }
+    Some(Closed {
+        hoist_before: l,
+        summands: Vec::new(),
+        index: *index,
+        results: Vec::new(),
+        tangents: Some(Tangents {
+            inputs,
+            vars,
+            d_vars,
+            d_inputs,
+        }),
         segment: Segment {
             insts: vec![l],
             outputs,
@@ -217,20 +401,40 @@ struct Closer<'a> {
 }
 
 impl Closer<'_> {
-    /// `s` as signed terms of a sum.
-    fn flatten_sum(&self, s: Sym, plus: bool, out: &mut Vec<(bool, Sym)>) {
-        match self.l.expr.node(s) {
-            Node::Bin(BinOp::Add, a, b) => {
-                self.flatten_sum(*a, plus, out);
-                self.flatten_sum(*b, plus, out);
-            }
-            Node::Bin(BinOp::Sub, a, b) => {
-                self.flatten_sum(*a, plus, out);
-                self.flatten_sum(*b, !plus, out);
-            }
-            Node::Neg(a) => self.flatten_sum(*a, !plus, out),
-            _ => out.push((plus, s)),
+    /// `s` as `a·p + b` with `a` and `b` free of the loop's parameters; `None` if `s` is
+    /// not affine in `p` or reads another parameter.
+    fn affine(&mut self, s: Sym, p: Sym, params: &[Value], depth: u32) -> Option<(Sym, Sym)> {
+        let zero = self.l.expr.fconst(0.0);
+        if s == p {
+            return Some((self.l.expr.fconst(1.0), zero));
         }
+        if !self.mentions_param(s, params) {
+            return Some((zero, s));
+        }
+        if depth > 16 {
+            return None;
+        }
+        let e = |cx: &mut Self, x: Sym| cx.affine(x, p, params, depth + 1);
+        Some(match self.l.expr.node(s).clone() {
+            Node::Bin(op @ (BinOp::Add | BinOp::Sub), x, y) => {
+                let ((xa, xb), (ya, yb)) = (e(self, x)?, e(self, y)?);
+                let ex = &mut self.l.expr;
+                (ex.binary(op, xa, ya), ex.binary(op, xb, yb))
+            }
+            Node::Neg(x) => {
+                let (xa, xb) = e(self, x)?;
+                (self.l.expr.neg(xa), self.l.expr.neg(xb))
+            }
+            Node::Bin(op @ (BinOp::Mul | BinOp::Div), x, y) if !self.mentions_param(y, params) => {
+                let (xa, xb) = e(self, x)?;
+                (self.l.expr.binary(op, xa, y), self.l.expr.binary(op, xb, y))
+            }
+            Node::Bin(BinOp::Mul, x, y) if !self.mentions_param(x, params) => {
+                let (ya, yb) = e(self, y)?;
+                (self.l.expr.mul(x, ya), self.l.expr.mul(x, yb))
+            }
+            _ => return None,
+        })
     }
 
     fn leaves(&self, s: Sym) -> Vec<Value> {

@@ -153,9 +153,13 @@ impl Rev<'_> {
             unreachable!("closed loops are `for` loops")
         };
         let mut cells = Vec::new();
-        for m in 0..closed.summands.len() {
-            let z = b.fconst(0.0);
-            cells.push(b.cell(Ty::Float, &format!("hoisted_sum{m}"), z));
+        for (m, r) in closed.summands.iter().enumerate() {
+            let (init, name) = match r.term {
+                Some(_) => (0.0, "hoisted_sum"),
+                None => (1.0, "hoisted_product"),
+            };
+            let z = b.fconst(init);
+            cells.push(b.cell(Ty::Float, &format!("{name}{m}"), z));
         }
         let range = RangeSpec {
             start: self.emit_bound(b, range.start),
@@ -175,9 +179,23 @@ impl Rev<'_> {
         };
         let r: Result<(), String> = b.in_block(body, |b| {
             let mut emitted: Emitted = vec![HashMap::new()];
-            for (m, c) in closed.summands.iter().enumerate() {
-                let v = self.emit_sym(b, &closed.segment, *c, &mut emitted, leaves)?;
-                b.accumulate(cells[m], v);
+            for (m, r) in closed.summands.iter().enumerate() {
+                let term = match r.term {
+                    Some(c) => Some(self.emit_sym(b, &closed.segment, c, &mut emitted, leaves)?),
+                    None => None,
+                };
+                let Some(coef) = r.coef else {
+                    b.accumulate(cells[m], term.expect("a sum has a term"));
+                    continue;
+                };
+                let a = self.emit_sym(b, &closed.segment, coef, &mut emitted, leaves)?;
+                let h = b.get(cells[m]);
+                let ah = b.mul(a, h);
+                let next = match term {
+                    Some(t) => b.add(ah, t),
+                    None => ah,
+                };
+                b.set(cells[m], next);
             }
             Ok(())
         });

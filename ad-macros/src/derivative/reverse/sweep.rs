@@ -1,6 +1,7 @@
 //! The forward sweep: the primal, plus the saves (tapes, slots, call snapshots) and the
 //! iteration counters the reverse sweep reads.
 
+use super::segment::{Emitted, Leaves};
 use super::*;
 
 impl Rev<'_> {
@@ -66,9 +67,16 @@ impl Rev<'_> {
                 );
                 self.bind_results(b, i, ni);
             }
-            For { .. } if self.seg.closed.contains_key(&i) => self
-                .sweep_closed_loop(b, i)
-                .expect("the forward sweep reads no saved values"),
+            For { .. }
+                if self
+                    .seg
+                    .closed
+                    .get(&i)
+                    .is_some_and(|c| c.tangents.is_none()) =>
+            {
+                self.sweep_closed_loop(b, i)
+                    .expect("the forward sweep reads no saved values")
+            }
             For { .. } | While { .. } => self.sweep_loop(b, i),
             Call { callee, args, .. } => {
                 for k in 0..args.len() {
@@ -137,6 +145,7 @@ impl Rev<'_> {
                 b.stmt(InstKind::TapeEnsure(t, total));
             }
         }
+        let tangent_cells = self.declare_tangents(b, i);
         let ni = b.reserve();
         let mut new_params = Vec::new();
         for (k, p) in params.iter().enumerate() {
@@ -188,6 +197,10 @@ impl Rev<'_> {
                 self.save(b, *p);
             }
             self.sweep_block(b, body);
+            if let Some(cells) = &tangent_cells {
+                self.step_tangents(b, i, cells)
+                    .expect("the forward sweep reads no saved values");
+            }
         });
         let ys = f.block(body).yields.iter().map(|y| self.m.v(*y)).collect();
         b.set_yields(nb, ys);
@@ -226,6 +239,83 @@ impl Rev<'_> {
             self.m.set(*r, nr);
             self.save(b, *r);
         }
+        for (m, c) in tangent_cells.into_iter().flatten().flatten().enumerate() {
+            let t = b.get(c);
+            self.hoisted.insert((i, m as u32), t);
+        }
+    }
+
+    /// The tangent cells `T[p][k]` of a loop closed by its tangents: 1 where variable p
+    /// starts at input k, else 0.
+    fn declare_tangents(&mut self, b: &mut Builder, l: Inst) -> Option<Vec<Vec<Cell>>> {
+        let closed = self.seg.closed.get(&l)?;
+        let t = closed.tangents.as_ref()?;
+        let (_, inits, _, _) = loop_parts(self.f, l);
+        let mut cells = Vec::new();
+        for &p in &t.vars {
+            let mut row = Vec::new();
+            for z in &t.inputs {
+                let c = b.fconst(if inits[p] == *z { 1.0 } else { 0.0 });
+                row.push(b.cell(Ty::Float, "tangent", c));
+            }
+            cells.push(row);
+        }
+        Some(cells)
+    }
+
+    /// One iteration's tangent update at the end of the body (all from the old values):
+    /// `T'[p][k] = Σ_q ∂yₚ/∂p_q · T[q][k] + ∂yₚ/∂zₖ`.
+    fn step_tangents(
+        &mut self,
+        b: &mut Builder,
+        l: Inst,
+        cells: &[Vec<Cell>],
+    ) -> Result<(), String> {
+        let closed = self.seg.closed[&l].clone();
+        let t = closed
+            .tangents
+            .as_ref()
+            .expect("a loop closed by its tangents");
+        let seg = &closed.segment;
+        let leaves = Leaves::Forward { index: None };
+        let mut emitted: Emitted = vec![HashMap::new()];
+        let old: Vec<Vec<Value>> = cells
+            .iter()
+            .map(|row| row.iter().map(|c| b.get(*c)).collect())
+            .collect();
+        let mut new = Vec::new();
+        for (pi, row) in cells.iter().enumerate() {
+            let mut new_row = Vec::new();
+            for k in 0..row.len() {
+                let mut acc: Option<Value> = None;
+                for (qi, old_row) in old.iter().enumerate() {
+                    let d = t.d_vars[pi][qi];
+                    if seg.expr.is_zero(d) {
+                        continue;
+                    }
+                    let term = if seg.expr.float_of(d) == Some(1.0) {
+                        old_row[k]
+                    } else {
+                        let dv = self.emit_sym(b, seg, d, &mut emitted, leaves)?;
+                        b.mul(dv, old_row[k])
+                    };
+                    acc = Some(acc.map_or(term, |a| b.add(a, term)));
+                }
+                let d = t.d_inputs[pi][k];
+                if !seg.expr.is_zero(d) {
+                    let dv = self.emit_sym(b, seg, d, &mut emitted, leaves)?;
+                    acc = Some(acc.map_or(dv, |a| b.add(a, dv)));
+                }
+                new_row.push(acc.unwrap_or_else(|| b.fconst(0.0)));
+            }
+            new.push(new_row);
+        }
+        for (row, vals) in cells.iter().zip(new) {
+            for (c, v) in row.iter().zip(vals) {
+                b.set(*c, v);
+            }
+        }
+        Ok(())
     }
 
     pub(super) fn tapes_of(&self, l: Inst) -> Vec<Buf> {
