@@ -1,9 +1,14 @@
-//! φ-calculus for loops (Shen et al. §4, rules C6/C7): a `for` loop whose header φs are
-//! accumulations `s = s + f(i)` is closed. Each summand is expanded into a sum of products
-//! `A(invariants) · C(i)` where `C` reads only the loop index, read-only buffers and
-//! top-level values; then `s_final = s_init + Σₘ Aₘ · Hₘ` with the hoisted sums
-//! `Hₘ = Σᵢ Cₘ(i)` computed once, before the top-level statement that holds the loop. The
-//! derivative of the closed loop needs no tape and no loop: `∂s_final/∂w = Σₘ ∂Aₘ/∂w · Hₘ`.
+//! φ-calculus for loops (Shen et al. §4). A `for` loop whose header φs are linear
+//! recurrences `s = a·s + f(i)` is closed (C6 sums with `a = 1`, C7 a constant factor, C8
+//! a factor that varies with the index, products with `f = 0`). Each summand is expanded
+//! into a sum of products `A(invariants) · C(i)` where `a` and `C` read only the loop
+//! index, read-only buffers and top-level values; then `s_final = Π·s_init + Σₘ Aₘ · Hₘ`
+//! with the hoisted recurrences `Hₘ ← a·Hₘ + Cₘ(i)` and `Π ← a·Π`, computed once, the
+//! first time the forward sweep reaches the loop. The derivative of the closed loop needs
+//! no tape and no loop: `∂s_final/∂w = Σₘ ∂Aₘ/∂w · Hₘ`, `∂s_final/∂s_init = Π`.
+//!
+//! Repeated application of a nonlinear map (C5) has no closed form; a small loop at the
+//! top level is closed by carrying its tangents forward instead ([`Tangents`]).
 //!
 //! The closed form reassociates the sum (as any reordering of a floating-point sum does);
 //! the expansion is limited to [`MAX_TERMS`] products of degree at most [`MAX_DEGREE`] in
@@ -26,8 +31,9 @@ pub const MAX_DEGREE: i128 = 3;
 /// A loop replaced by its closed form in the reverse program.
 #[derive(Clone)]
 pub struct Closed {
-    /// The statement of the function body before which the sums are computed.
-    pub hoist_before: Inst,
+    /// The statement of the function body before which the cells of the hoisted values
+    /// are declared (the loop itself at the top level, else the statement holding it).
+    pub declare_before: Inst,
     /// The recurrence of each hoisted value `Hₘ` (over the loop index, loads, constants
     /// and top-level values), in `segment.expr`.
     pub summands: Vec<Recurrence>,
@@ -110,9 +116,7 @@ fn recurrences(
         return None;
     }
     let bounds = [range.start, range.end].into_iter().chain(range.step);
-    if !bounds
-        .into_iter()
-        .all(|v| reemittable_bound(f, structure, v))
+    if !bounds.into_iter().all(|v| invariant_bound(f, structure, v))
         || params.iter().any(|p| f.ty(*p) != Ty::Float)
     {
         return None;
@@ -221,13 +225,13 @@ fn recurrences(
     if expr.overflowed {
         return None;
     }
-    let mut hoist_before = l;
-    while structure.inst_block[hoist_before.index()] != Some(f.body) {
-        let blk = structure.inst_block[hoist_before.index()].expect("placed instruction");
-        hoist_before = structure.block_owner[blk.index()].expect("nested block has an owner");
+    let mut declare_before = l;
+    while structure.inst_block[declare_before.index()] != Some(f.body) {
+        let blk = structure.inst_block[declare_before.index()].expect("placed instruction");
+        declare_before = structure.block_owner[blk.index()].expect("nested block has an owner");
     }
     Some(Closed {
-        hoist_before,
+        declare_before,
         summands,
         index: *index,
         results,
@@ -352,7 +356,7 @@ fn tangents(
         return None;
     }
     Some(Closed {
-        hoist_before: l,
+        declare_before: l,
         summands: Vec::new(),
         index: *index,
         results: Vec::new(),
@@ -372,10 +376,11 @@ fn tangents(
     })
 }
 
-/// Whether a range bound can be evaluated at the top level: a top-level value, or integer
-/// arithmetic of constants, top-level values and lengths of parameter slices (which never
-/// change), as in `0..x.len() - 1` inside another loop.
-pub fn reemittable_bound(f: &Function, structure: &Structure, v: Value) -> bool {
+/// Whether a range bound has the same value wherever the loop is reached, so hoisted values
+/// computed at the first visit serve every visit: a top-level value, or integer arithmetic
+/// of constants, top-level values and lengths of parameter slices (which never change), as
+/// in `0..x.len() - 1` inside another loop.
+pub fn invariant_bound(f: &Function, structure: &Structure, v: Value) -> bool {
     if structure.def_block(f, v) == f.body {
         return true;
     }
@@ -386,7 +391,7 @@ pub fn reemittable_bound(f: &Function, structure: &Structure, v: Value) -> bool 
         InstKind::IConst(_) => true,
         InstKind::Len(b, idx) => idx.is_empty() && matches!(f.buf(*b).kind, BufKind::Param(_)),
         InstKind::Binary(BinOp::Add | BinOp::Sub | BinOp::Mul, a, b) => {
-            reemittable_bound(f, structure, *a) && reemittable_bound(f, structure, *b)
+            invariant_bound(f, structure, *a) && invariant_bound(f, structure, *b)
         }
         _ => false,
     }

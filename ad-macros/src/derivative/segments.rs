@@ -48,7 +48,7 @@ impl Segmentation {
         let mut ls: Vec<Inst> = self
             .closed
             .iter()
-            .filter(|(_, c)| c.hoist_before == i && c.tangents.is_none())
+            .filter(|(_, c)| c.declare_before == i && c.tangents.is_none())
             .map(|(l, _)| *l)
             .collect();
         ls.sort();

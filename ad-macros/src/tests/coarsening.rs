@@ -448,3 +448,62 @@ fn arm_values_are_not_reused_outside_their_arm() {
         assert!(close(&c, &f, 1e-12), "coarse {c:?}\nfine {f:?}");
     }
 }
+
+/// A closed loop's hoisted sums are computed where the primal first reaches the loop, not
+/// before the top-level statement holding it: under a branch the primal does not take, or
+/// in an outer loop that runs no iteration, they are never computed (here they would read
+/// past the end of `x`).
+#[test]
+fn hoisted_sums_run_only_where_the_loop_runs() {
+    let cases = [
+        "fn f(x: &[f64], w: f64, n: usize) -> f64 {
+            let mut t = w;
+            if n <= x.len() {
+                let mut s = 0.0;
+                for i in 0..n { s += w * x[i]; }
+                t = s * w;
+            }
+            t
+        }",
+        "fn f(x: &[f64], w: f64, n: usize) -> f64 {
+            let mut t = w;
+            for k in 0..x.len() / n {
+                let mut s = 0.0;
+                for i in 0..n { s += (w - k as f64) * x[i]; }
+                t = t * s;
+            }
+            t
+        }",
+    ];
+    for src in cases {
+        let it = item(src);
+        let coarse = compile_with_for_tests("reverse, wrt(w)", &it)
+            .expect("compiles")
+            .reverse;
+        let fine = compile_with_for_tests("reverse, wrt(w), coarsen = off", &it)
+            .expect("compiles")
+            .reverse;
+        assert!(has_hoisted_sum(&coarse), "not closed:\n{src}");
+        let xs: Vec<f64> = (0..4).map(|i| 0.5 + i as f64).collect();
+        for n in [2usize, 3, 9] {
+            let run_n = |f: &Function| {
+                let mut a = vec![
+                    RtArg::Buf(xs.clone()),
+                    RtArg::Scalar(RtVal::F(0.75)),
+                    RtArg::Scalar(RtVal::I(n as i64)),
+                    RtArg::Scalar(RtVal::F(1.0)),
+                ];
+                run(f, &mut a)
+                    .unwrap_or_else(|e| panic!("n = {n}: {e}\n{src}"))
+                    .iter()
+                    .map(|v| v.as_float().expect("float result"))
+                    .collect::<Vec<f64>>()
+            };
+            let (c, f) = (run_n(&coarse), run_n(&fine));
+            assert!(
+                close(&c, &f, 1e-12),
+                "n = {n}: {src}\ncoarse {c:?}\nfine {f:?}"
+            );
+        }
+    }
+}

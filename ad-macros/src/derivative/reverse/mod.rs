@@ -117,8 +117,10 @@ struct Rev<'a> {
     saved_nodes: HashMap<usize, std::collections::HashSet<crate::derivative::symbolic::Sym>>,
     /// The saved nodes of the segment being emitted.
     current_saved: std::collections::HashSet<crate::derivative::symbolic::Sym>,
-    /// The hoisted sums of closed loops, by (loop, sum).
-    hoisted: HashMap<(Inst, u32), Value>,
+    /// The cells of the hoisted values of closed loops (sums, products, tangents).
+    hoisted: HashMap<Inst, Vec<Cell>>,
+    /// Of each closed loop not at the top level: whether its hoisted values are computed.
+    hoisted_done: HashMap<Inst, Cell>,
 }
 
 impl<'a> Rev<'a> {
@@ -172,6 +174,7 @@ impl<'a> Rev<'a> {
             saved_nodes,
             current_saved: Default::default(),
             hoisted: HashMap::new(),
+            hoisted_done: HashMap::new(),
         })
     }
 

@@ -70,7 +70,10 @@ impl Rev<'_> {
                 } if old == v => new,
                 Leaves::Forward { .. } => self.m.v(v),
             },
-            Node::Hoisted(m) => self.hoisted[&(seg.insts[0], m)],
+            Node::Hoisted(m) => {
+                let c = self.hoisted[&seg.insts[0]][m as usize];
+                b.get(c)
+            }
             Node::Load(buf, idx) => {
                 let mut vs = Vec::new();
                 for x in idx {
@@ -145,13 +148,11 @@ impl Rev<'_> {
 }
 
 impl Rev<'_> {
-    /// The hoisted sums of closed loop `l`, computed where the forward sweep stands (before
-    /// the top-level statement holding the loop): one pass over the loop's range.
-    pub(super) fn emit_hoisted_sums(&mut self, b: &mut Builder, l: Inst) -> Result<(), String> {
-        let closed = self.seg.closed[&l].clone();
-        let InstKind::For { range, .. } = &self.f.inst(l).kind else {
-            unreachable!("closed loops are `for` loops")
-        };
+    /// The cells of closed loop `l`'s hoisted values, declared before the top-level
+    /// statement holding it (so they are in scope everywhere after), with a flag when the
+    /// loop is nested: the values are computed where the loop is first reached.
+    pub(super) fn declare_hoisted(&mut self, b: &mut Builder, l: Inst) {
+        let closed = &self.seg.closed[&l];
         let mut cells = Vec::new();
         for (m, r) in closed.summands.iter().enumerate() {
             let (init, name) = match r.term {
@@ -161,10 +162,55 @@ impl Rev<'_> {
             let z = b.fconst(init);
             cells.push(b.cell(Ty::Float, &format!("{name}{m}"), z));
         }
+        self.hoisted.insert(l, cells);
+        if closed.declare_before != l {
+            let no = b.bconst(false);
+            let done = b.cell(Ty::Bool, "hoisted_done", no);
+            self.hoisted_done.insert(l, done);
+        }
+    }
+
+    /// The hoisted values of closed loop `l`: one pass over the loop's range, in its
+    /// order, the first time the forward sweep reaches the loop. They read only the index,
+    /// inactive read-only slices and inactive top-level values, so every later visit would
+    /// compute the same values; computing them where the primal runs the loop (not before
+    /// the statement holding it) means they never read what the primal does not.
+    fn emit_hoisted(&mut self, b: &mut Builder, l: Inst) -> Result<(), String> {
+        let Some(done) = self.hoisted_done.get(&l).copied() else {
+            return self.emit_hoisted_loop(b, l);
+        };
+        let d = b.get(done);
+        let todo = b.not(d);
+        let (then_blk, else_blk) = (b.func.new_block(), b.func.new_block());
+        b.in_block(then_blk, |b| {
+            let yes = b.bconst(true);
+            b.set(done, yes);
+            self.emit_hoisted_loop(b, l)
+        })?;
+        b.set_yields(then_blk, vec![]);
+        b.set_yields(else_blk, vec![]);
+        b.push(
+            InstKind::If {
+                cond: todo,
+                then_blk,
+                else_blk,
+            },
+            &[],
+            None,
+        );
+        Ok(())
+    }
+
+    fn emit_hoisted_loop(&mut self, b: &mut Builder, l: Inst) -> Result<(), String> {
+        let closed = self.seg.closed[&l].clone();
+        let cells = self.hoisted[&l].clone();
+        let InstKind::For { range, .. } = &self.f.inst(l).kind else {
+            unreachable!("closed loops are `for` loops")
+        };
         let range = RangeSpec {
-            start: self.emit_bound(b, range.start),
-            end: self.emit_bound(b, range.end),
-            step: range.step.map(|s| self.emit_bound(b, s)),
+            start: self.m.v(range.start),
+            end: self.m.v(range.end),
+            step: range.step.map(|s| self.m.v(s)),
             rev: range.rev,
         };
         let ni = b.reserve();
@@ -214,35 +260,12 @@ impl Rev<'_> {
             },
             vec![trip],
         );
-        for (m, c) in cells.into_iter().enumerate() {
-            let h = b.get(c);
-            self.hoisted.insert((l, m as u32), h);
-        }
         Ok(())
-    }
-
-    /// A range bound at the top level (`phi::reemittable_bound`): top-level values are in
-    /// scope; constants, lengths and their arithmetic are emitted again (they may sit in a
-    /// block the sweep has not reached).
-    fn emit_bound(&mut self, b: &mut Builder, v: Value) -> Value {
-        let f = self.f;
-        if self.structure.def_block(f, v) == f.body {
-            return self.m.v(v);
-        }
-        let i = f.def_inst(v);
-        match &f.inst(i).kind {
-            InstKind::IConst(c) => b.iconst(*c),
-            InstKind::Len(buf, _) => b.value(InstKind::Len(self.m.b(*buf), vec![]), Ty::Int),
-            InstKind::Binary(op, x, y) => {
-                let (x, y) = (self.emit_bound(b, *x), self.emit_bound(b, *y));
-                b.binary(*op, x, y)
-            }
-            _ => unreachable!("phi::reemittable_bound admits only these"),
-        }
     }
 
     /// The forward sweep of closed loop `l`: its results from the closed forms.
     pub(super) fn sweep_closed_loop(&mut self, b: &mut Builder, l: Inst) -> Result<(), String> {
+        self.emit_hoisted(b, l)?;
         let closed = self.seg.closed[&l].clone();
         let mut emitted: Emitted = vec![HashMap::new()];
         let leaves = Leaves::Forward { index: None };

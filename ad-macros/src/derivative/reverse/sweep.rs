@@ -9,8 +9,7 @@ impl Rev<'_> {
         for &i in &self.f.block(src).insts {
             b.span = self.f.inst(i).span;
             for l in self.seg.hoisted_before(i) {
-                self.emit_hoisted_sums(b, l)
-                    .expect("the forward sweep reads no saved values");
+                self.declare_hoisted(b, l);
             }
             self.sweep_inst(b, i);
         }
@@ -239,9 +238,9 @@ impl Rev<'_> {
             self.m.set(*r, nr);
             self.save(b, *r);
         }
-        for (m, c) in tangent_cells.into_iter().flatten().flatten().enumerate() {
-            let t = b.get(c);
-            self.hoisted.insert((i, m as u32), t);
+        if let Some(cells) = tangent_cells {
+            self.hoisted
+                .insert(i, cells.into_iter().flatten().collect());
         }
     }
 
