@@ -89,17 +89,32 @@ pub fn close(
     structure: &Structure,
     l: Inst,
 ) -> Option<Closed> {
-    recurrences(f, act, read_only, structure, l)
-        .or_else(|| tangents(f, act, read_only, structure, l))
+    let InstKind::For {
+        params, body, exit, ..
+    } = &f.inst(l).kind
+    else {
+        return None;
+    };
+    if !exit.is_empty() || params.is_empty() || params.iter().any(|p| f.ty(*p) != Ty::Float) {
+        return None;
+    }
+    // The body as one DAG: pure scalar code, loads of inactive read-only slices as nodes.
+    let lift = || {
+        let mut lifter = Lifter::new(f, act, read_only);
+        lifter.loads_as_nodes = true;
+        let pure = f.block(*body).insts.iter().all(|i| lifter.lift_inst(*i));
+        pure.then_some(lifter)
+    };
+    recurrences(f, act, structure, l, lift()?).or_else(|| tangents(f, act, structure, l, lift()?))
 }
 
 /// The closed form of loop `l`, if every header φ is a closable linear recurrence.
 fn recurrences(
     f: &Function,
     act: &Activity,
-    read_only: &[bool],
     structure: &Structure,
     l: Inst,
+    lifter: Lifter,
 ) -> Option<Closed> {
     let InstKind::For {
         range,
@@ -107,26 +122,16 @@ fn recurrences(
         params,
         inits,
         body,
-        exit,
+        ..
     } = &f.inst(l).kind
     else {
         return None;
     };
-    if !exit.is_empty() || loops::static_trip(f, l).is_none() || params.is_empty() {
-        return None;
-    }
     let bounds = [range.start, range.end].into_iter().chain(range.step);
-    if !bounds.into_iter().all(|v| invariant_bound(f, structure, v))
-        || params.iter().any(|p| f.ty(*p) != Ty::Float)
+    if loops::static_trip(f, l).is_none()
+        || !bounds.into_iter().all(|v| invariant_bound(f, structure, v))
     {
         return None;
-    }
-    let mut lifter = Lifter::new(f, act, read_only);
-    lifter.loads_as_nodes = true;
-    for &i in &f.block(*body).insts {
-        if !lifter.lift_inst(i) {
-            return None;
-        }
     }
     let mut cx = Closer {
         f,
@@ -253,33 +258,22 @@ fn recurrences(
 fn tangents(
     f: &Function,
     act: &Activity,
-    read_only: &[bool],
     structure: &Structure,
     l: Inst,
+    mut lifter: Lifter,
 ) -> Option<Closed> {
     let InstKind::For {
         index,
         params,
         inits,
         body,
-        exit,
         ..
     } = &f.inst(l).kind
     else {
         return None;
     };
-    if !exit.is_empty()
-        || structure.inst_block[l.index()] != Some(f.body)
-        || params.iter().any(|p| f.ty(*p) != Ty::Float)
-    {
+    if structure.inst_block[l.index()] != Some(f.body) {
         return None;
-    }
-    let mut lifter = Lifter::new(f, act, read_only);
-    lifter.loads_as_nodes = true;
-    for &i in &f.block(*body).insts {
-        if !lifter.lift_inst(i) {
-            return None;
-        }
     }
     let yields: Vec<Sym> = f
         .block(*body)
