@@ -165,6 +165,16 @@ numeric_tests! {
         newton_steps_match_finite_differences,
         logistic_map_matches_finite_differences,
     ],
+    /// Values rebuilt instead of taped: a scratch row filled by an earlier loop (ADBench
+    /// GMM's triangular forms), stores read back, counters stepped by an invariant; and two
+    /// near-fills that must not be reused.
+    reuse: [
+        triangular_forms_match_finite_differences,
+        counted_indices_match_finite_differences,
+        partial_refill_matches_finite_differences,
+        overwritten_fill_matches_finite_differences,
+        fill_from_outside_matches_finite_differences,
+    ],
     /// Lorenz-63 with RK4, an explicit heat equation, Lennard-Jones pairs.
     simulation: [
         lorenz_rhs_in_out,

@@ -4,3 +4,4 @@
 pub mod activity;
 pub mod loops;
 pub mod recording;
+pub mod reuse;

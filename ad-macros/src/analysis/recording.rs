@@ -4,6 +4,7 @@
 //! sweep in a scalar slot or in a direct-indexed tape of the innermost enclosing loop.
 
 use crate::analysis::activity::Activity;
+use crate::analysis::reuse::Reuse;
 use crate::ir::*;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -19,12 +20,20 @@ pub enum Storage {
     Tape(Inst),
     /// Saved in one scalar slot (defined inside a branch, outside any loop).
     Slot,
+    /// Equal to this other value (a load of what was just stored or loaded).
+    Alias(Value),
+    /// An integer loop parameter rebuilt from its loop's index (see [`Induction`](crate::analysis::reuse::Induction)).
+    Induction,
+    /// A load of what an earlier loop stored, re-evaluated (see [`Fill`](crate::analysis::reuse::Fill)).
+    Fill,
 }
 
 /// Nesting facts: the block each instruction sits in and the instruction owning each block.
 pub struct Structure {
     pub inst_block: Vec<Option<Block>>,
     pub block_owner: Vec<Option<Inst>>,
+    /// Position of each instruction in its block.
+    pub inst_pos: Vec<usize>,
 }
 
 impl Structure {
@@ -32,10 +41,12 @@ impl Structure {
         let mut s = Structure {
             inst_block: vec![None; f.insts.len()],
             block_owner: vec![None; f.blocks.len()],
+            inst_pos: vec![0; f.insts.len()],
         };
         fn go(f: &Function, b: Block, s: &mut Structure) {
-            for &i in &f.block(b).insts {
+            for (pos, &i) in f.block(b).insts.iter().enumerate() {
                 s.inst_block[i.index()] = Some(b);
+                s.inst_pos[i.index()] = pos;
                 for c in f.child_blocks(i) {
                     s.block_owner[c.index()] = Some(i);
                     go(f, c, s);
@@ -57,6 +68,37 @@ impl Structure {
         }
     }
 
+    /// The statements enclosing `i`, outermost first, ending with `i`.
+    fn chain(&self, mut i: Inst) -> Vec<Inst> {
+        let mut chain = vec![i];
+        while let Some(owner) = self.inst_block[i.index()].and_then(|b| self.block_owner[b.index()])
+        {
+            chain.push(owner);
+            i = owner;
+        }
+        chain.reverse();
+        chain
+    }
+
+    /// Whether every execution of `w` comes before every execution of `at`: in the
+    /// innermost block holding both, `w`'s statement comes first, and no loop encloses
+    /// that block (its next iteration would run `w` again).
+    pub fn done_before(&self, f: &Function, w: Inst, at: Inst) -> bool {
+        let (cw, ca) = (self.chain(w), self.chain(at));
+        let k = cw.iter().zip(&ca).take_while(|(x, y)| x == y).count();
+        let (Some(sw), Some(sa)) = (cw.get(k), ca.get(k)) else {
+            return false;
+        };
+        let same_block = self.inst_block[sw.index()] == self.inst_block[sa.index()];
+        let in_loop = cw[..k].iter().any(|o| {
+            matches!(
+                f.inst(*o).kind,
+                InstKind::For { .. } | InstKind::While { .. }
+            )
+        });
+        same_block && !in_loop && self.inst_pos[sw.index()] < self.inst_pos[sa.index()]
+    }
+
     /// The innermost loop whose body (or condition) contains block `b`.
     pub fn enclosing_loop(&self, f: &Function, mut b: Block) -> Option<Inst> {
         while let Some(owner) = self.block_owner[b.index()] {
@@ -72,29 +114,40 @@ impl Structure {
     }
 }
 
-/// Buffers never written after they exist and visible in the reverse sweep: parameters
-/// nothing writes, and top-level allocations nothing writes afterwards.
-pub fn read_only_buffers(f: &Function, structure: &Structure) -> Vec<bool> {
-    let mut read_only: Vec<bool> = f
-        .bufs
+/// Whether buffer `buf`, read at instruction `at`, holds the same contents there and during
+/// the whole reverse sweep: it is in scope there (a parameter or a top-level allocation) and
+/// every write of it runs before `at` and never again after (the reverse sweep writes no
+/// primal buffer).
+pub fn stable_at(f: &Function, structure: &Structure, buf: Buf, at: Inst) -> bool {
+    let mut stable = true;
+    f.walk(f.body, &mut |w| {
+        if stable && f.written_bufs(w).contains(&buf) {
+            // An allocation inside a block is out of scope in the reverse sweep.
+            let nested_alloc = matches!(f.inst(w).kind, InstKind::Alloc { .. })
+                && structure.inst_block[w.index()] != Some(f.body);
+            stable = !nested_alloc && structure.done_before(f, w, at);
+        }
+    });
+    stable && (matches!(f.buf(buf).kind, BufKind::Param(_)) || has_top_alloc(f, buf))
+}
+
+fn has_top_alloc(f: &Function, buf: Buf) -> bool {
+    f.block(f.body)
+        .insts
         .iter()
-        .map(|b| matches!(b.kind, BufKind::Param(_)))
-        .collect();
+        .any(|i| matches!(f.inst(*i).kind, InstKind::Alloc { buf: b, .. } if b == buf))
+}
+
+/// For each instruction, whether it is a read (`Load`, `Len`) of a buffer that is
+/// [stable](stable_at) there, so the reverse sweep may read it again instead of saving it.
+pub fn stable_reads(f: &Function, structure: &Structure) -> Vec<bool> {
+    let mut stable = vec![false; f.insts.len()];
     f.walk(f.body, &mut |i| {
-        let is_alloc = matches!(f.inst(i).kind, InstKind::Alloc { .. });
-        for w in f.written_bufs(i) {
-            read_only[w.index()] = is_alloc && structure.inst_block[i.index()] == Some(f.body);
+        if let InstKind::Load(b, _) | InstKind::Len(b, _) = f.inst(i).kind {
+            stable[i.index()] = stable_at(f, structure, b, i);
         }
     });
-    // A top-level alloc followed by any other write is not read-only.
-    f.walk(f.body, &mut |i| {
-        if !matches!(f.inst(i).kind, InstKind::Alloc { .. }) {
-            for w in f.written_bufs(i) {
-                read_only[w.index()] = false;
-            }
-        }
-    });
-    read_only
+    stable
 }
 
 pub struct Recording {
@@ -103,6 +156,8 @@ pub struct Recording {
     pub saved: BTreeSet<Value>,
     /// Buffer arguments of calls copied before the call, for the callee's reverse.
     pub snapshots: BTreeSet<(Inst, usize)>,
+    /// Values rebuilt from others (aliases, inductions, fills).
+    pub reuse: Reuse,
 }
 
 /// The largest expression (in weighted nodes) the reverse sweep re-evaluates instead of
@@ -112,23 +167,27 @@ pub const RECOMPUTE_BUDGET: u32 = 12;
 pub struct Planner<'a> {
     f: &'a Function,
     pub structure: Structure,
-    read_only: Vec<bool>,
+    /// Reads whose buffer is stable (see [`stable_reads`]).
+    stable: Vec<bool>,
     budget: u32,
     storage: BTreeMap<Value, Storage>,
     cost: BTreeMap<Value, u32>,
     saved: BTreeSet<Value>,
     /// Call arguments (call, argument position) whose buffer is snapshotted for the reverse.
     snapshots: BTreeSet<(Inst, usize)>,
+    reuse: Reuse,
 }
 
 impl<'a> Planner<'a> {
     pub fn new(f: &'a Function, _act: &Activity, budget: u32) -> Self {
         let structure = Structure::new(f);
-        let read_only = read_only_buffers(f, &structure);
+        let stable = stable_reads(f, &structure);
+        let reuse = Reuse::new(f, &structure);
         Planner {
+            reuse,
             f,
             structure,
-            read_only,
+            stable,
             budget,
             storage: BTreeMap::new(),
             cost: BTreeMap::new(),
@@ -155,6 +214,31 @@ impl<'a> Planner<'a> {
             Storage::Tape(_) | Storage::Slot => {
                 self.saved.insert(v);
             }
+            Storage::Alias(w) => self.need(w),
+            Storage::Induction => {
+                let ind = self.reuse.inductions[&v].clone();
+                let InstKind::For { range, index, .. } = &self.f.inst(ind.lp).kind else {
+                    unreachable!("inductions are parameters of for loops")
+                };
+                let (start, index) = (range.start, *index);
+                for w in [ind.init, ind.step, start, index] {
+                    self.need(w);
+                }
+            }
+            Storage::Fill => {
+                let fill = self.reuse.fills[&v].clone();
+                self.need(fill.at);
+                if fill.value != fill.index && !fill.insts.contains(&self.f.def_inst(fill.value)) {
+                    self.need(fill.value);
+                }
+                for &i in &fill.insts {
+                    for o in self.f.operands(i) {
+                        if o != fill.index && !fill.insts.contains(&self.f.def_inst(o)) {
+                            self.need(o);
+                        }
+                    }
+                }
+            }
             _ => {}
         }
     }
@@ -168,8 +252,20 @@ impl<'a> Planner<'a> {
         if block == f.body {
             return Storage::Direct;
         }
+        // `coarsen = off` (budget 0) keeps the fine-grained baseline: no reuse.
+        if self.budget > 0 {
+            if let Some(w) = self.reuse.aliases.get(&v) {
+                return Storage::Alias(*w);
+            }
+            if self.reuse.inductions.contains_key(&v) {
+                return Storage::Induction;
+            }
+        }
         if self.recompute_cost(v).is_some_and(|c| c <= self.budget) {
             return Storage::Recompute;
+        }
+        if self.budget > 0 && self.reuse.fills.contains_key(&v) {
+            return Storage::Fill;
         }
         match self.structure.enclosing_loop(f, block) {
             Some(l) => Storage::Tape(l),
@@ -186,6 +282,11 @@ impl<'a> Planner<'a> {
         let ValueDef::Result(i, _) = f.value(v).def else {
             return match f.value(v).def {
                 ValueDef::LoopIndex(_) => Some(0),
+                ValueDef::LoopParam(..)
+                    if self.budget > 0 && self.reuse.inductions.contains_key(&v) =>
+                {
+                    Some(2)
+                }
                 _ => None,
             };
         };
@@ -197,7 +298,7 @@ impl<'a> Planner<'a> {
             FConst(_) | IConst(_) | BConst(_) | Param(_) => 0,
             Unary(..) | Binary(..) | Cast { .. } => 1,
             Math(..) => 4,
-            Load(b, _) | Len(b, _) if self.read_only[b.index()] => 1,
+            Load(..) | Len(..) if self.stable[i.index()] => 1,
             _ => return None,
         };
         let mut total = own;
@@ -214,16 +315,20 @@ impl<'a> Planner<'a> {
     /// Whether the reverse sweep gets `v` without saving it (in scope, an index, cheap to
     /// recompute) or already saves it for another reader.
     pub fn is_free(&mut self, v: Value) -> bool {
-        self.storage.contains_key(&v)
-            || matches!(
-                self.decide(v),
-                Storage::Direct | Storage::Index(_) | Storage::Recompute
-            )
+        if self.storage.contains_key(&v) {
+            return true;
+        }
+        match self.decide(v) {
+            Storage::Alias(w) => self.is_free(w),
+            Storage::Tape(_) | Storage::Slot => false,
+            _ => true,
+        }
     }
 
-    /// Whether buffer `b` holds the same contents, in scope, for the whole reverse sweep.
-    pub fn is_read_only(&self, b: Buf) -> bool {
-        self.read_only[b.index()]
+    /// Whether buffer `b`, read at `at`, holds the same contents there and for the whole
+    /// reverse sweep.
+    pub fn is_stable_at(&self, b: Buf, at: Inst) -> bool {
+        stable_at(self.f, &self.structure, b, at)
     }
 
     /// Records that argument `arg` of call `i` is copied before the call.
@@ -237,6 +342,7 @@ impl<'a> Planner<'a> {
                 storage: self.storage,
                 saved: self.saved,
                 snapshots: self.snapshots,
+                reuse: self.reuse,
             },
             self.structure,
         )

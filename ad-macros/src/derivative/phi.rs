@@ -85,7 +85,7 @@ pub struct Recurrence {
 pub fn close(
     f: &Function,
     act: &Activity,
-    read_only: &[bool],
+    stable: &[bool],
     structure: &Structure,
     l: Inst,
 ) -> Option<Closed> {
@@ -100,7 +100,7 @@ pub fn close(
     }
     // The body as one DAG: pure scalar code, loads of inactive read-only slices as nodes.
     let lift = || {
-        let mut lifter = Lifter::new(f, act, read_only);
+        let mut lifter = Lifter::new(f, act, stable);
         lifter.loads_as_nodes = true;
         let pure = f.block(*body).insts.iter().all(|i| lifter.lift_inst(*i));
         pure.then_some(lifter)

@@ -11,7 +11,7 @@
 //! has the most uses inside it (reuse-centric, §5), which becomes a materialized boundary.
 
 use crate::analysis::activity::Activity;
-use crate::analysis::recording::{read_only_buffers, Structure};
+use crate::analysis::recording::{stable_reads, Structure};
 use crate::derivative::phi::{self, Closed};
 use crate::derivative::symbolic::{Expr, Node, Sym};
 use crate::ir::*;
@@ -66,14 +66,14 @@ impl Segmentation {
 pub fn segment(f: &Function, act: &Activity, limit: usize) -> Segmentation {
     let uses = Uses::new(f);
     let structure = Structure::new(f);
-    let read_only = read_only_buffers(f, &structure);
+    let stable = stable_reads(f, &structure);
     let mut s = Segmentation::default();
     let mut cx = Cx {
         f,
         act,
         limit,
         uses: &uses,
-        read_only,
+        stable,
         structure: &structure,
         out: &mut s,
     };
@@ -136,7 +136,8 @@ struct Cx<'a> {
     act: &'a Activity,
     limit: usize,
     uses: &'a Uses,
-    read_only: Vec<bool>,
+    /// Reads of stable buffers, by instruction (see [`stable_reads`]).
+    stable: Vec<bool>,
     structure: &'a Structure,
     out: &'a mut Segmentation,
 }
@@ -172,29 +173,29 @@ fn candidate(f: &Function, i: Inst) -> bool {
 pub(crate) struct Lifter<'a> {
     f: &'a Function,
     act: &'a Activity,
-    read_only: &'a [bool],
+    stable: &'a [bool],
     pub expr: Expr,
     /// The node of each lifted value.
     sym: HashMap<Value, Sym>,
     orig: HashMap<Sym, Value>,
-    /// Loads of read-only buffers by (buffer, indices): equal reads are one leaf, so the
+    /// Loads of stable buffers by (buffer, indices): equal reads are one leaf, so the
     /// simplifier sees `x[i] * x[i]` as a square.
     loads: HashMap<(Buf, Vec<Value>), Sym>,
     /// Loads replaced by an equal earlier load.
     merged: Vec<Value>,
     /// How many φ arms the instruction being lifted sits in.
     arm_depth: usize,
-    /// Lift loads of inactive read-only buffers as `Node::Load` (closed loops re-read them
+    /// Lift loads of inactive stable buffers as `Node::Load` (closed loops re-read them
     /// where the sums are computed) instead of taking them as live-ins.
     pub loads_as_nodes: bool,
 }
 
 impl<'a> Lifter<'a> {
-    pub fn new(f: &'a Function, act: &'a Activity, read_only: &'a [bool]) -> Self {
+    pub fn new(f: &'a Function, act: &'a Activity, stable: &'a [bool]) -> Self {
         Lifter {
             f,
             act,
-            read_only,
+            stable,
             expr: Expr::default(),
             sym: HashMap::new(),
             orig: HashMap::new(),
@@ -223,7 +224,7 @@ impl<'a> Lifter<'a> {
         let f = self.f;
         let s = if let ValueDef::Result(i, 0) = f.value(v).def {
             match &f.inst(i).kind {
-                InstKind::Load(buf, idx) if self.read_only[buf.index()] => {
+                InstKind::Load(buf, idx) if self.stable[i.index()] => {
                     let key = (*buf, idx.clone());
                     match self.loads.get(&key).copied() {
                         // The adjoint goes to the earlier load, so it must have a cell.
@@ -278,7 +279,7 @@ impl<'a> Lifter<'a> {
                 vec![self.expr.cast(v, *to, rust_ty.clone())]
             }
             Load(buf, idx)
-                if self.loads_as_nodes && self.read_only[buf.index()] && !self.act.buf(*buf) =>
+                if self.loads_as_nodes && self.stable[i.index()] && !self.act.buf(*buf) =>
             {
                 let idx = idx.iter().map(|x| self.operand(*x)).collect();
                 vec![self.expr.load(*buf, idx, f.ty(data.results[0]))]
@@ -376,12 +377,12 @@ impl Cx<'_> {
         {
             return None;
         }
-        phi::close(f, self.act, &self.read_only, self.structure, i)
+        phi::close(f, self.act, &self.stable, self.structure, i)
     }
 
     /// Nodes of the DAG of `members`.
     fn size(&self, members: &[Inst]) -> usize {
-        let mut l = Lifter::new(self.f, self.act, &self.read_only);
+        let mut l = Lifter::new(self.f, self.act, &self.stable);
         l.lift(members);
         l.expr.len()
     }
@@ -432,7 +433,7 @@ impl Cx<'_> {
                 });
             }
         }
-        let mut l = Lifter::new(f, self.act, &self.read_only);
+        let mut l = Lifter::new(f, self.act, &self.stable);
         l.lift(&members);
         let Lifter {
             mut expr,

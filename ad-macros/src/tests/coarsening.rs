@@ -507,3 +507,108 @@ fn hoisted_sums_run_only_where_the_loop_runs() {
         }
     }
 }
+
+/// The tapes of `f`, by name.
+fn tape_names(f: &Function) -> Vec<String> {
+    let mut names: Vec<String> = f
+        .bufs
+        .iter()
+        .filter(|b| b.kind == crate::ir::BufKind::Tape)
+        .map(|b| b.name.clone())
+        .collect();
+    names.sort();
+    names
+}
+
+/// ADBench GMM's inner kernel: `centered` (filled by the loop before) is re-evaluated at
+/// the reader's index, `centered[j]` right after its store is the stored value, `diag`
+/// (written only by an earlier top-level loop) is re-read, and the counter `l` of the
+/// inner loop is rebuilt from its start; only the start of each column's run of `l` and
+/// the final `scaled[j]` stay taped. Near-fills that are not fills keep their tapes (the
+/// numeric tests `reuse::*` check all of them against finite differences).
+#[test]
+fn reused_values_are_not_taped() {
+    let kernel = item(
+        "fn f(x: &[f64], means: &[f64], log_diag: &[f64], lower: &[f64], d: usize) -> f64 {
+            let k = means.len() / d;
+            let n = x.len() / d;
+            let mut diag = vec![0.0; k * d];
+            for c in 0..k {
+                for j in 0..d { diag[c * d + j] = log_diag[c * d + j].exp(); }
+            }
+            let mut centered = vec![0.0; d];
+            let mut scaled = vec![0.0; d];
+            let mut total = 0.0;
+            for p in 0..n {
+                for c in 0..k {
+                    for j in 0..d {
+                        centered[j] = x[p * d + j] - means[c * d + j];
+                        scaled[j] = diag[c * d + j] * centered[j];
+                    }
+                    let mut l = c * d * (d - 1) / 2;
+                    for col in 0..d {
+                        for row in col + 1..d {
+                            scaled[row] += lower[l] * centered[col];
+                            l += 1;
+                        }
+                    }
+                    for j in 0..d { total += scaled[j] * scaled[j]; }
+                }
+            }
+            total
+        }",
+    );
+    let coarse = compile_with_for_tests("reverse, wrt(means, log_diag, lower)", &kernel)
+        .expect("compiles")
+        .reverse;
+    let fine = compile_with_for_tests(
+        "reverse, wrt(means, log_diag, lower), coarsen = off",
+        &kernel,
+    )
+    .expect("compiles")
+    .reverse;
+    let names = tape_names(&coarse);
+    assert_eq!(names.len(), 2, "coarse tapes {names:?}");
+    assert!(
+        names.contains(&"tape_l".to_string()),
+        "coarse tapes {names:?}"
+    );
+    assert!(
+        tape_names(&fine).len() > 5,
+        "fine tapes {:?}",
+        tape_names(&fine)
+    );
+
+    let near_fills = [
+        // The refill skips buf[0].
+        "fn f(x: &[f64], w: f64, rounds: usize) -> f64 {
+            let n = x.len();
+            let mut buf = vec![0.0; n];
+            for j in 0..n { buf[j] = w * x[j]; }
+            let mut total = 0.0;
+            for r in 0..rounds {
+                for j in 1..n { buf[j] = w * (r as f64 + 2.0) * x[j]; }
+                for k in 0..n { total += buf[k] * buf[k] * x[k]; }
+            }
+            total
+        }",
+        // buf[0] is overwritten between the fill and the read.
+        "fn f(x: &[f64], w: f64, rounds: usize) -> f64 {
+            let n = x.len();
+            let mut buf = vec![0.0; n];
+            let mut total = 0.0;
+            for r in 0..rounds {
+                for j in 0..n { buf[j] = w * x[j] + r as f64; }
+                buf[0] = w * w;
+                for k in 0..n { total += (buf[k] * x[k]).sin(); }
+            }
+            total
+        }",
+    ];
+    for src in near_fills {
+        let coarse = compile_with_for_tests("reverse, wrt(x, w)", &item(src))
+            .expect("compiles")
+            .reverse;
+        assert!(has_tape(&coarse), "a near-fill lost its tape:\n{src}");
+    }
+}

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::derivative::rules;
+use std::collections::HashSet;
 
 impl Rev<'_> {
     /// The primal value `v` in the reverse sweep.
@@ -29,19 +30,37 @@ impl Rev<'_> {
                 b.load(self.tape[&v], vec![idx])
             }
             Storage::Slot => b.get(self.slot[&v]),
-            Storage::Recompute => {
-                let i = self.f.def_inst(v);
-                let ops = self.f.operands(i);
-                let mut tmp = Remap {
-                    values: vec![None; self.f.values.len()],
-                    bufs: self.m.bufs.clone(),
+            Storage::Recompute => self.recompute(b, v, None)?,
+            Storage::Alias(w) => self.fetch(b, w)?,
+            Storage::Induction => {
+                let ind = self.rec.reuse.inductions[&v].clone();
+                let InstKind::For { range, index, .. } = &self.f.inst(ind.lp).kind else {
+                    unreachable!("inductions are parameters of for loops")
                 };
-                for o in ops {
-                    let ov = self.fetch(b, o)?;
-                    tmp.set(o, ov);
+                let (start, index) = (range.start, *index);
+                let k = self.fetch(b, index)?;
+                let s = self.fetch(b, start)?;
+                let iteration = b.sub(k, s);
+                let step = self.fetch(b, ind.step)?;
+                let offset = b.mul(iteration, step);
+                let init = self.fetch(b, ind.init)?;
+                if ind.negative {
+                    b.sub(init, offset)
+                } else {
+                    b.add(init, offset)
                 }
-                tmp.copy_simple(b, self.f, i)
-                    .expect("recomputed instructions have a result")
+            }
+            Storage::Fill => {
+                let fill = self.rec.reuse.fills[&v].clone();
+                let at = self.fetch(b, fill.at)?;
+                self.memo.push(HashMap::from([(fill.index, at)]));
+                let x = if fill.insts.contains(&self.f.def_inst(fill.value)) {
+                    self.recompute(b, fill.value, Some(&fill.insts))
+                } else {
+                    self.fetch(b, fill.value)
+                };
+                self.memo.pop();
+                x?
             }
         };
         self.memo
@@ -49,6 +68,41 @@ impl Rev<'_> {
             .expect("an open reverse block")
             .insert(v, x);
         Ok(x)
+    }
+
+    /// Re-evaluates `v` from its operands; with `within`, those of `within`'s instructions
+    /// are re-evaluated too, whatever their storage (a fill's stored expression).
+    fn recompute(
+        &mut self,
+        b: &mut Builder,
+        v: Value,
+        within: Option<&HashSet<Inst>>,
+    ) -> Result<Value, String> {
+        let i = self.f.def_inst(v);
+        let mut tmp = Remap {
+            values: vec![None; self.f.values.len()],
+            bufs: self.m.bufs.clone(),
+        };
+        for o in self.f.operands(i) {
+            let memo = self
+                .memo
+                .iter()
+                .rev()
+                .find_map(|scope| scope.get(&o).copied());
+            let ov = match (memo, within) {
+                (Some(x), _) => x,
+                (None, Some(set)) if set.contains(&self.f.def_inst(o)) => {
+                    let x = self.recompute(b, o, within)?;
+                    self.memo.last_mut().expect("an open scope").insert(o, x);
+                    x
+                }
+                _ => self.fetch(b, o)?,
+            };
+            tmp.set(o, ov);
+        }
+        Ok(tmp
+            .copy_simple(b, self.f, i)
+            .expect("recomputed instructions have a result"))
     }
 
     pub(super) fn accumulate(&mut self, b: &mut Builder, v: Value, g: Value) {

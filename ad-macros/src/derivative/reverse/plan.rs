@@ -242,7 +242,7 @@ fn plan_inst(cx: &Plan, i: Inst, p: &mut Planner, work: &mut HashMap<Inst, bool>
                 for (k, a) in args.iter().enumerate() {
                     match a {
                         CallArg::Scalar(v) => p.need(*v),
-                        CallArg::Buf { buf, .. } if !p.is_read_only(*buf) => p.snapshot(i, k),
+                        CallArg::Buf { buf, .. } if !p.is_stable_at(*buf, i) => p.snapshot(i, k),
                         _ => {}
                     }
                 }
