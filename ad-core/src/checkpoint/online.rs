@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use super::binomial::beta;
-use super::reversal::{Checkpoint, Reversal, SlotPool};
+use super::reversal::{with_reversal, Checkpoint, Reversal, SlotPool};
 use super::{Action, CheckpointError, ForwardStep, Schedule, Stats, StepMode};
 
 /// Online checkpointing with `s` snapshot slots, in the spirit of Stumm &
@@ -241,17 +241,7 @@ impl Schedule for Online {
             steps: self.next_step,
             ..self.forward
         };
-        match &self.reversal {
-            Some(reversal) => {
-                let reverse = reversal.stats();
-                forward
-                    + Stats {
-                        recomputed_steps: reverse.forward_steps,
-                        ..reverse
-                    }
-            }
-            None => forward,
-        }
+        with_reversal(forward, self.reversal.as_ref())
     }
 
     fn name(&self) -> &'static str {

@@ -1,7 +1,7 @@
 //! Periodic checkpointing: a snapshot every `every` steps, and each segment
 //! recomputed once with all its states stored.
 
-use super::reversal::{Checkpoint, Reversal, SlotPool};
+use super::reversal::{with_reversal, Checkpoint, Reversal, SlotPool};
 use super::{Action, CheckpointError, ForwardStep, Schedule, Stats, StepMode};
 
 /// Periodic checkpointing with period `K = every`.
@@ -185,17 +185,7 @@ impl Schedule for Periodic {
             steps,
             ..self.forward
         };
-        match &self.reversal {
-            Some(reversal) => {
-                let reverse = reversal.stats();
-                forward
-                    + Stats {
-                        recomputed_steps: reverse.forward_steps,
-                        ..reverse
-                    }
-            }
-            None => forward,
-        }
+        with_reversal(forward, self.reversal.as_ref())
     }
 
     fn name(&self) -> &'static str {

@@ -194,6 +194,22 @@ impl Reversal {
     }
 }
 
+/// The counts of a forward phase plus those of its reversal (whose plain steps are
+/// recomputations).
+pub(crate) fn with_reversal(forward: Stats, reversal: Option<&Reversal>) -> Stats {
+    match reversal {
+        Some(reversal) => {
+            let reverse = reversal.stats();
+            forward
+                + Stats {
+                    recomputed_steps: reverse.forward_steps,
+                    ..reverse
+                }
+        }
+        None => forward,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
