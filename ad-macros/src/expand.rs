@@ -5,7 +5,7 @@ use crate::codegen::{self, signature::Header, Binding};
 use crate::derivative::{forward, reverse};
 use crate::diagnostics::Diagnostics;
 use crate::ir::{self, verify::verify};
-use crate::parse::{signature, Options};
+use crate::parse::{checkpoint, signature, Options};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
@@ -20,15 +20,32 @@ pub fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
             return quote!(#item #err);
         }
     };
+    // The primal as written, less the `#[checkpoint]`s rustc would reject.
+    let mut primal = item_fn.clone();
+    let misplaced = checkpoint::strip(&mut primal);
     let generated = syn::parse2::<Options>(args).and_then(|mut opts| {
         opts.resolve_names(&item_fn.sig.ident);
         derive_all(&opts, &item_fn)
     });
-    match generated {
-        Ok(tokens) => quote!(#item_fn #tokens),
+    let mut errors = misplaced.into_iter().reduce(|mut a, b| {
+        a.combine(b);
+        a
+    });
+    let tokens = match generated {
+        Ok(tokens) => tokens,
         Err(e) => {
+            match &mut errors {
+                Some(a) => a.combine(e),
+                None => errors = Some(e),
+            }
+            quote!()
+        }
+    };
+    match errors {
+        None => quote!(#primal #tokens),
+        Some(e) => {
             let err = e.to_compile_error();
-            quote!(#item_fn #err)
+            quote!(#primal #err)
         }
     }
 }
@@ -65,6 +82,7 @@ fn compile(opts: &Options, item: &syn::ItemFn) -> syn::Result<(signature::Signat
     let primal = crate::lower::lower_function(item, &sig, &diag);
     diag.check()?;
     verify(&primal).map_err(|e| internal("lowering", e, &primal))?;
+    reverse::check_checkpoints(&primal)?;
     let active: Vec<bool> = sig.params.iter().map(|p| p.active).collect();
     let act = activity::analyze(&primal, &active);
     let name = item.sig.ident.to_string();

@@ -69,7 +69,7 @@ impl Structure {
     }
 
     /// The statements enclosing `i`, outermost first, ending with `i`.
-    fn chain(&self, mut i: Inst) -> Vec<Inst> {
+    pub fn chain(&self, mut i: Inst) -> Vec<Inst> {
         let mut chain = vec![i];
         while let Some(owner) = self.inst_block[i.index()].and_then(|b| self.block_owner[b.index()])
         {

@@ -7,7 +7,7 @@ pub mod signature;
 
 use crate::ir::*;
 use crate::parse::signature::{BufForm, FloatTy, ParamClass, Signature};
-use proc_macro2::{Ident, TokenStream};
+use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote};
 use std::collections::HashSet;
 
@@ -510,7 +510,183 @@ impl Ctx<'_> {
                 args,
                 suffix,
             } => self.call(i, callee, args, suffix),
+            CkNew { ck, spec, trip } => {
+                let name = ck_name(*ck);
+                let ck = quote!(#rt::checkpoint);
+                let scheme = match spec.scheme {
+                    CkScheme::Revolve(n) => {
+                        let n = self.val(n);
+                        quote!(Revolve { snapshots: #n as usize })
+                    }
+                    CkScheme::Periodic(n) => {
+                        let n = self.val(n);
+                        quote!(Periodic { every: #n as usize })
+                    }
+                    CkScheme::Online(n) => {
+                        let n = self.val(n);
+                        quote!(Online { snapshots: #n as usize })
+                    }
+                };
+                let storage = if spec.disk {
+                    quote!(Disk)
+                } else {
+                    quote!(Memory)
+                };
+                let trip = match trip {
+                    Some(t) => {
+                        let t = self.val(*t);
+                        quote!(::core::option::Option::Some(#t as usize))
+                    }
+                    None => quote!(::core::option::Option::None),
+                };
+                quote! {
+                    let mut #name = #ck::Checkpointer::<#ft>::new(
+                        #ck::Scheme::#scheme,
+                        #ck::StorageKind::#storage,
+                        #trip,
+                    );
+                }
+            }
+            CkForwardStep { ck, step, state } => {
+                let name = ck_name(*ck);
+                let step = self.val(*step);
+                let snap = Ident::new("snap", Span::mixed_site());
+                let save = self.ck_save(&snap, state);
+                let call = quote! {
+                    #name.forward_step(#step as usize, |#snap| { #save })
+                };
+                let r = data.results[0];
+                if self.used.contains(&r) {
+                    let id = self.value_ident(r);
+                    quote!(let #id = #call == #rt::checkpoint::StepMode::Taped;)
+                } else {
+                    quote!(#call;)
+                }
+            }
+            CkEndForward { ck, count } => {
+                let name = ck_name(*ck);
+                let count = self.val(*count);
+                quote!(#name.end_forward(#count as usize);)
+            }
+            CkReverse {
+                ck,
+                state,
+                advance,
+                taped,
+                adjoint,
+            } => {
+                let name = ck_name(*ck);
+                let snap = Ident::new("snap", Span::mixed_site());
+                let save = self.ck_save(&snap, state);
+                let load = self.ck_load(&snap, state);
+                let (advance, taped, adjoint) = (
+                    self.block(*advance),
+                    self.block(*taped),
+                    self.block(*adjoint),
+                );
+                let action = Ident::new("action", Span::mixed_site());
+                let slot = Ident::new("slot", Span::mixed_site());
+                let (from, to) = (
+                    Ident::new("from", Span::mixed_site()),
+                    Ident::new("to", Span::mixed_site()),
+                );
+                let a = quote!(#rt::checkpoint::Action);
+                quote! {
+                    loop {
+                        let #action = #name.next_reverse();
+                        match #action {
+                            #a::Store { #slot, .. } => #name.store(#slot, |#snap| { #save }),
+                            #a::Restore { #slot, .. } => #name.restore(#slot, |#snap| { #load }),
+                            #a::Advance { #from, #to } => {
+                                for _ in #from..#to { #advance }
+                            }
+                            #a::Reverse { .. } | #a::Adjoint { .. } => {
+                                if let #a::Reverse { .. } = #action { #taped }
+                                #adjoint
+                            }
+                            #a::Done => break,
+                        }
+                    }
+                }
+            }
         }
+    }
+
+    /// Statements pushing a checkpointed loop's state into snapshot `snap`.
+    fn ck_save(&self, snap: &Ident, state: &[CkItem]) -> TokenStream {
+        let mut out = quote!();
+        for item in state {
+            let (v, ty) = match item {
+                CkItem::Value(v) => (self.val(*v), self.f.ty(*v)),
+                CkItem::Cell(c) => {
+                    let n = self.cell(*c);
+                    (quote!(#n), self.f.cells[c.index()].ty)
+                }
+                CkItem::Buf(b) => {
+                    let data = self.f.buf(*b);
+                    let n = self.buf(*b);
+                    let x = Ident::new("x", Span::mixed_site());
+                    let row = Ident::new("row", Span::mixed_site());
+                    let push = |src: TokenStream| match data.elem {
+                        Ty::Float => quote!(#snap.push_floats(&#src[..]);),
+                        _ => quote!(for #x in #src.iter() { #snap.push_int(*#x as i128); }),
+                    };
+                    out.extend(if data.rank == 2 {
+                        let p = push(quote!(#row));
+                        quote!(for #row in #n.iter() { #p })
+                    } else {
+                        push(quote!(#n))
+                    });
+                    continue;
+                }
+            };
+            out.extend(match ty {
+                Ty::Float => quote!(#snap.push_float(#v);),
+                _ => quote!(#snap.push_int(#v as i128);),
+            });
+        }
+        out
+    }
+
+    /// Statements setting a checkpointed loop's state (cells and buffers) from snapshot
+    /// reader `snap`, in the order of [`ck_save`](Self::ck_save).
+    fn ck_load(&self, snap: &Ident, state: &[CkItem]) -> TokenStream {
+        let mut out = quote!();
+        for item in state {
+            out.extend(match item {
+                CkItem::Value(_) => unreachable!("the reverse phase restores cells"),
+                CkItem::Cell(c) => {
+                    let n = self.cell(*c);
+                    match self.f.cells[c.index()].ty {
+                        Ty::Float => quote!(#n = #snap.float();),
+                        Ty::Int => quote!(#n = #snap.int() as _;),
+                        Ty::Bool => quote!(#n = #snap.int() != 0;),
+                    }
+                }
+                CkItem::Buf(b) => {
+                    let data = self.f.buf(*b);
+                    let n = self.buf(*b);
+                    let x = Ident::new("x", Span::mixed_site());
+                    let row = Ident::new("row", Span::mixed_site());
+                    let load = |dst: TokenStream| match data.elem {
+                        Ty::Float => quote!(#snap.floats_into(&mut #dst[..]);),
+                        Ty::Int => {
+                            quote!(for #x in #dst.iter_mut() { *#x = #snap.int() as _; })
+                        }
+                        Ty::Bool => {
+                            quote!(for #x in #dst.iter_mut() { *#x = #snap.int() != 0; })
+                        }
+                    };
+                    if data.rank == 2 {
+                        let l = load(quote!(#row));
+                        quote!(for #row in #n.iter_mut() { #l })
+                    } else {
+                        load(quote!(#n))
+                    }
+                }
+            });
+        }
+        out
     }
 
     pub fn cell(&self, c: Cell) -> Ident {
@@ -665,4 +841,9 @@ pub fn param_bindings(sig: &Signature) -> Vec<Binding> {
             _ => Binding::Reference,
         })
         .collect()
+}
+
+/// The variable of checkpointer `ck` (hygienic: no user name can shadow it).
+fn ck_name(ck: u32) -> Ident {
+    Ident::new(&format!("checkpointer_{ck}"), Span::mixed_site())
 }

@@ -377,6 +377,15 @@ impl Cx<'_> {
         {
             return None;
         }
+        // A checkpointed loop, and the loops in it, are re-run step by step.
+        if self
+            .structure
+            .chain(i)
+            .iter()
+            .any(|l| f.checkpoints.contains_key(l))
+        {
+            return None;
+        }
         phi::close(f, self.act, &self.stable, self.structure, i)
     }
 

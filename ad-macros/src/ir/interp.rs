@@ -271,6 +271,9 @@ impl<'f> Machine<'f> {
                     .ok_or_else(|| format!("parameter {n} is not a scalar"))?,
             ),
             SaveRow { .. } => return Err("the interpreter does not run call snapshots".into()),
+            CkNew { .. } | CkForwardStep { .. } | CkEndForward { .. } | CkReverse { .. } => {
+                return Err("the interpreter does not run checkpointed loops".into())
+            }
             Unary(op, a) => Out::One(unary(*op, self.get(*a)?)?),
             Binary(op, a, b) => Out::One(binary(*op, self.get(*a)?, self.get(*b)?)?),
             Math(name, args) => {

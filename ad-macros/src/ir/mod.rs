@@ -271,12 +271,67 @@ pub enum InstKind {
         idx: Value,
         src: Buf,
     },
+    /// `let mut ckN = Checkpointer::new(scheme, storage, trip)` (reverse programs; see
+    /// `ad_core::checkpoint`). `trip` is the loop's trip count when known at entry.
+    CkNew {
+        ck: u32,
+        spec: CheckpointSpec,
+        trip: Option<Value>,
+    },
+    /// `ckN.forward_step(step, |snap| push state) == StepMode::Taped`: a bool result.
+    CkForwardStep {
+        ck: u32,
+        step: Value,
+        state: Vec<CkItem>,
+    },
+    /// `ckN.end_forward(count)`.
+    CkEndForward {
+        ck: u32,
+        count: Value,
+    },
+    /// The reverse phase of a checkpointed loop: runs `ckN`'s actions until done, storing
+    /// and restoring `state`, running `advance` once per step of an `Advance`, `taped` then
+    /// `adjoint` for a `Reverse`, and `adjoint` alone for an `Adjoint`.
+    CkReverse {
+        ck: u32,
+        state: Vec<CkItem>,
+        advance: Block,
+        taped: Block,
+        adjoint: Block,
+    },
     /// A call to a user function or method (`_fwd`/`_rev` by convention in derivatives).
     Call {
         callee: Callee,
         args: Vec<CallArg>,
         suffix: CallSuffix,
     },
+}
+
+/// A checkpointing scheme of a loop marked `#[checkpoint(...)]`; the count is an integer
+/// value of the primal (snapshots, or the period of `periodic`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum CkScheme {
+    Revolve(Value),
+    Periodic(Value),
+    Online(Value),
+}
+
+/// A loop's `#[checkpoint(...)]`: its scheme and whether snapshots go to disk.
+#[derive(Clone, Debug)]
+pub struct CheckpointSpec {
+    pub scheme: CkScheme,
+    pub disk: bool,
+    /// The attribute's tokens, for errors that point at it.
+    pub attr: proc_macro2::TokenStream,
+}
+
+/// One part of a checkpointed loop's state: a scalar (a value when saved in the forward
+/// sweep, a cell in the reverse sweep, where it is also restored) or a whole buffer.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum CkItem {
+    Value(Value),
+    Cell(Cell),
+    Buf(Buf),
 }
 
 /// Which variant of a user function a `Call` invokes.
@@ -347,6 +402,8 @@ pub struct Function {
     pub bufs: Vec<BufData>,
     pub cells: Vec<CellData>,
     pub body: Block,
+    /// The loops marked `#[checkpoint(...)]` (primal programs).
+    pub checkpoints: std::collections::HashMap<Inst, CheckpointSpec>,
 }
 
 impl Function {
@@ -360,6 +417,7 @@ impl Function {
             bufs: Vec::new(),
             cells: Vec::new(),
             body: Block(0),
+            checkpoints: Default::default(),
         };
         f.body = f.new_block();
         f
@@ -412,6 +470,12 @@ impl Function {
             } => vec![*then_blk, *else_blk],
             InstKind::For { body, .. } => vec![*body],
             InstKind::While { cond, body, .. } => vec![*cond, *body],
+            InstKind::CkReverse {
+                advance,
+                taped,
+                adjoint,
+                ..
+            } => vec![*advance, *taped, *adjoint],
             _ => Vec::new(),
         }
     }
@@ -452,6 +516,23 @@ impl Function {
             CellDecl(_, v) | CellSet(_, v) | CellAdd(_, v) => vec![*v],
             CellGet(_) => vec![],
             TapeEnsure(_, v) => vec![*v],
+            CkNew { spec, trip, .. } => {
+                let (CkScheme::Revolve(n) | CkScheme::Periodic(n) | CkScheme::Online(n)) =
+                    spec.scheme;
+                let mut o = vec![n];
+                o.extend(*trip);
+                o
+            }
+            CkForwardStep { step, state, .. } => {
+                let mut o = vec![*step];
+                o.extend(state.iter().filter_map(|s| match s {
+                    CkItem::Value(v) => Some(*v),
+                    _ => None,
+                }));
+                o
+            }
+            CkEndForward { count, .. } => vec![*count],
+            CkReverse { .. } => vec![],
             Call { args, suffix, .. } => {
                 let mut o: Vec<Value> = Vec::new();
                 let mut push_arg = |a: &CallArg| {
@@ -486,6 +567,13 @@ impl Function {
             Alloc { buf, .. } => vec![*buf],
             CopyFrom { dst, .. } | AddBuf { dst, .. } => vec![*dst],
             Swap(a, b) => vec![*a, *b],
+            CkReverse { state, .. } => state
+                .iter()
+                .filter_map(|s| match s {
+                    CkItem::Buf(b) => Some(*b),
+                    _ => None,
+                })
+                .collect(),
             Call { args, suffix, .. } => {
                 let mut w: Vec<Buf> = args
                     .iter()

@@ -116,6 +116,36 @@ fn print_inst(f: &Function, i: Inst, depth: usize, out: &mut String) {
         CellSet(c, v) => format!("set {c} = {v}"),
         CellAdd(c, v) => format!("set {c} += {v}"),
         TapeEnsure(b, v) => format!("ensure {b} len {v}"),
+        CkNew { ck, spec, trip } => {
+            let (name, n) = match spec.scheme {
+                CkScheme::Revolve(n) => ("revolve", n),
+                CkScheme::Periodic(n) => ("periodic", n),
+                CkScheme::Online(n) => ("online", n),
+            };
+            let disk = if spec.disk { " disk" } else { "" };
+            let trip = trip.map(|t| format!(" trip {t}")).unwrap_or_default();
+            format!("checkpointer ck{ck} {name}({n}){disk}{trip}")
+        }
+        CkForwardStep { ck, step, state } => {
+            format!("ck{ck} forward step {step} state({})", ck_items(state))
+        }
+        CkEndForward { ck, count } => format!("ck{ck} end forward {count}"),
+        CkReverse {
+            ck,
+            state,
+            advance,
+            taped,
+            adjoint,
+        } => {
+            let mut s = format!("ck{ck} reverse state({}) advance {{\n", ck_items(state));
+            print_block(f, *advance, depth + 1, &mut s);
+            let _ = writeln!(s, "{pad}}} taped {{");
+            print_block(f, *taped, depth + 1, &mut s);
+            let _ = writeln!(s, "{pad}}} adjoint {{");
+            print_block(f, *adjoint, depth + 1, &mut s);
+            let _ = write!(s, "{pad}}}");
+            s
+        }
         Call {
             callee,
             args,
@@ -198,6 +228,18 @@ fn print_inst(f: &Function, i: Inst, depth: usize, out: &mut String) {
         }
     };
     let _ = writeln!(out, "{pad}{res}{body}");
+}
+
+fn ck_items(items: &[CkItem]) -> String {
+    let items: Vec<String> = items
+        .iter()
+        .map(|x| match x {
+            CkItem::Value(v) => v.to_string(),
+            CkItem::Cell(c) => c.to_string(),
+            CkItem::Buf(b) => b.to_string(),
+        })
+        .collect();
+    items.join(", ")
 }
 
 fn carried(params: &[Value], inits: &[Value]) -> String {

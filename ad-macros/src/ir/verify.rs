@@ -150,6 +150,21 @@ impl Verifier<'_> {
             } => {
                 self.loop_parts(i, params, inits, exit, None, Some(*cond), *body)?;
             }
+            CkForwardStep { .. } if f.inst(i).results.len() != 1 => {
+                return Err(format!("{i}: a forward step has one bool result"));
+            }
+            CkReverse {
+                advance,
+                taped,
+                adjoint,
+                ..
+            } => {
+                for blk in [*advance, *taped, *adjoint] {
+                    if !self.block(blk)?.is_empty() {
+                        return Err(format!("{i}: a checkpointed reverse block yields nothing"));
+                    }
+                }
+            }
             _ => {}
         }
         Ok(())

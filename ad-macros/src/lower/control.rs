@@ -2,6 +2,7 @@
 //! to flags (every region stays single-entry single-exit).
 
 use super::*;
+use crate::parse::checkpoint::{self, SchemeKind};
 use syn::visit::Visit;
 use syn::{Expr, Stmt};
 
@@ -447,8 +448,10 @@ impl Lowerer<'_> {
 
     /// Shared loop lowering: header φs for the variables the body assigns, flags for jumps.
     /// `bind` binds the loop variables at the start of each iteration.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn lower_loop_body<'e>(
         &mut self,
+        attrs: &[syn::Attribute],
         label: Option<&syn::Label>,
         body: &syn::Block,
         cond: Option<&'e Expr>,
@@ -458,6 +461,7 @@ impl Lowerer<'_> {
         if let Some(l) = label {
             return Err(self.error(l, &text(l), "labeled loops are not supported"));
         }
+        let checkpoint = self.checkpoint_spec(attrs)?;
         let mut scan = scan_stmts(&body.stmts);
         if let Some(c) = cond {
             scan.visit_expr(c);
@@ -596,16 +600,46 @@ impl Lowerer<'_> {
             None,
         ));
         self.b.finish(inst, kind, results.clone());
+        if let Some(spec) = checkpoint {
+            self.b.func.checkpoints.insert(inst, spec);
+        }
         for (loc, r) in locs.iter().zip(results) {
             self.env.set(*loc, Binding::Scalar(r));
         }
         Ok(())
     }
 
+    /// The loop's `#[checkpoint(...)]`, its count lowered before the loop.
+    fn checkpoint_spec(&mut self, attrs: &[syn::Attribute]) -> LResult<Option<CheckpointSpec>> {
+        let Some(parsed) = checkpoint::parse(attrs)? else {
+            return Ok(None);
+        };
+        if !self.loops.is_empty() || self.b.block != self.b.func.body {
+            return Err(syn::Error::new_spanned(
+                &parsed.attr,
+                "phidiff: a checkpointed loop must be a statement of the function body itself \
+                 (not inside another loop or a branch, nor after an early `return`)",
+            ));
+        }
+        let n = self.lower_expr(&parsed.count)?;
+        self.expect_ty(n, Ty::Int, &parsed.count, "a snapshot count or period")?;
+        let scheme = match parsed.scheme {
+            SchemeKind::Revolve => CkScheme::Revolve(n),
+            SchemeKind::Periodic => CkScheme::Periodic(n),
+            SchemeKind::Online => CkScheme::Online(n),
+        };
+        Ok(Some(CheckpointSpec {
+            scheme,
+            disk: parsed.disk,
+            attr: quote::ToTokens::to_token_stream(&parsed.attr),
+        }))
+    }
+
     pub(super) fn lower_while(&mut self, w: &syn::ExprWhile) -> LResult<()> {
         let span = span_of(w);
         self.with_span(span, |l| {
             l.lower_loop_body(
+                &w.attrs,
                 w.label.as_ref(),
                 &w.body,
                 Some(&w.cond),
@@ -619,6 +653,7 @@ impl Lowerer<'_> {
         let span = span_of(lp);
         self.with_span(span, |l| {
             l.lower_loop_body(
+                &lp.attrs,
                 lp.label.as_ref(),
                 &lp.body,
                 None,

@@ -137,10 +137,20 @@ impl Lowerer<'_> {
             return Err(self.error(d, "let ... else", "`let`-`else` is not supported"));
         }
         let binding = self.lower_binding_init(&init.expr, declared)?;
-        if let Binding::Scalar(v) = binding {
-            if self.b.func.values[v.index()].name.is_none() {
-                self.b.func.values[v.index()].name = Some(name.clone());
+        match binding {
+            Binding::Scalar(v) => {
+                if self.b.func.values[v.index()].name.is_none() {
+                    self.b.func.values[v.index()].name = Some(name.clone());
+                }
             }
+            // A new buffer takes the variable's name (messages, generated code).
+            Binding::Buf(buf)
+                if matches!(self.b.func.buf(buf).name.as_str(), "vec" | "copy")
+                    && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') =>
+            {
+                self.b.func.bufs[buf.index()].name = name.clone();
+            }
+            _ => {}
         }
         self.env.bind(&name, binding);
         Ok(())

@@ -181,6 +181,7 @@ impl Lowerer<'_> {
         let pat = &*f.pat;
         self.with_span(span, |l| {
             l.lower_loop_body(
+                &f.attrs,
                 f.label.as_ref(),
                 &f.body,
                 None,

@@ -1,5 +1,6 @@
 //! Attribute arguments and the signature: which parameters are active and how they are passed.
 
+pub mod checkpoint;
 pub mod signature;
 
 use syn::ext::IdentExt;

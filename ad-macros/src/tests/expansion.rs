@@ -168,3 +168,32 @@ fn bgd_hyperopt_coarsened_and_off() {
         item,
     );
 }
+
+#[test]
+fn checkpointed_time_loop() {
+    check(
+        "checkpointed_heat",
+        quote!(reverse),
+        quote! {
+            pub fn heat(u0: &[f64], r: f64, steps: usize) -> f64 {
+                let n = u0.len();
+                let mut u = u0.to_vec();
+                let mut next = vec![0.0; n];
+                #[checkpoint(revolve(snapshots = 16), storage = disk)]
+                for _ in 0..steps {
+                    next[0] = 0.0;
+                    next[n - 1] = 0.0;
+                    for i in 1..n - 1 {
+                        next[i] = u[i] + r * (u[i - 1] - 2.0 * u[i] + u[i + 1]);
+                    }
+                    std::mem::swap(&mut u, &mut next);
+                }
+                let mut j = 0.0;
+                for i in 0..n {
+                    j += u[i] * u[i];
+                }
+                j
+            }
+        },
+    );
+}

@@ -328,6 +328,9 @@ impl Rev<'_> {
                     else_blk: blocks[1],
                 });
             }
+            For { .. } | While { .. } if self.ck.contains_key(&i) => {
+                self.reverse_checkpointed(b, i)?
+            }
             For { .. } | While { .. } => self.reverse_loop(b, i)?,
             Call { .. } => self.reverse_call(b, i)?,
             _ => {}

@@ -167,6 +167,13 @@ fn touched_bufs(f: &Function, i: Inst) -> Vec<Buf> {
         CopyFrom { dst, src } | AddBuf { dst, src } => vec![*dst, *src],
         Swap(a, b) => vec![*a, *b],
         SaveRow { tape, src, .. } => vec![*tape, *src],
+        CkForwardStep { state, .. } | CkReverse { state, .. } => state
+            .iter()
+            .filter_map(|s| match s {
+                CkItem::Buf(b) => Some(*b),
+                _ => None,
+            })
+            .collect(),
         Call { args, suffix, .. } => {
             let mut out: Vec<Buf> = args
                 .iter()

@@ -3,22 +3,15 @@
 
 use super::*;
 use crate::analysis::loops;
+use std::collections::BTreeMap;
 
 impl Rev<'_> {
     pub(super) fn reverse_loop(&mut self, b: &mut Builder, i: Inst) -> Result<(), String> {
         let f = self.f;
         let data = f.inst(i);
-        let (params, inits, body, _) = loop_parts(f, i);
+        let (params, inits, _, _) = loop_parts(f, i);
         let n = params.len();
-        let active: Vec<usize> = (0..n).filter(|k| self.act.value(params[*k])).collect();
-        let mut carry = HashMap::new();
-        for &k in &active {
-            let g = match self.adj.get(&data.results[k]) {
-                Some(c) => b.get(*c),
-                None => b.fconst(0.0),
-            };
-            carry.insert(k, b.cell(Ty::Float, "carry", g));
-        }
+        let carry = self.declare_carries(b, i);
         let trip = match loops::static_trip(f, i) {
             // ⌈(end − start) / step⌉ from the range itself.
             Some(range) => {
@@ -67,23 +60,7 @@ impl Rev<'_> {
                 };
                 self.index.insert(i, idx);
             }
-            self.declare_local_shadows(b, body)?;
-            for &k in &active {
-                self.declare_adjoint(b, params[k]);
-            }
-            self.declare_adjoints(b, body);
-            let ys = f.block(body).yields.clone();
-            for &k in &active {
-                if self.act.value(ys[k]) {
-                    let g = b.get(carry[&k]);
-                    self.accumulate(b, ys[k], g);
-                }
-            }
-            self.reverse_block(b, body)?;
-            for &k in &active {
-                let g = b.get(self.adj[&params[k]]);
-                b.set(carry[&k], g);
-            }
+            self.adjoint_iteration(b, i, &carry)?;
             self.memo.pop();
             Ok(())
         });
@@ -107,11 +84,68 @@ impl Rev<'_> {
             },
             vec![tr],
         );
-        for &k in &active {
+        self.flush_carries(b, &inits, &carry);
+        Ok(())
+    }
+
+    /// The carry cell of each active loop parameter (by position), holding the adjoint
+    /// of the loop's result.
+    pub(super) fn declare_carries(&mut self, b: &mut Builder, l: Inst) -> BTreeMap<usize, Cell> {
+        let (params, ..) = loop_parts(self.f, l);
+        let mut carry = BTreeMap::new();
+        for k in 0..params.len() {
+            if !self.act.value(params[k]) {
+                continue;
+            }
+            let g = match self.adj.get(&self.f.inst(l).results[k]) {
+                Some(c) => b.get(*c),
+                None => b.fconst(0.0),
+            };
+            carry.insert(k, b.cell(Ty::Float, "carry", g));
+        }
+        carry
+    }
+
+    /// After the reversed loop: the carried adjoints go to the initial values.
+    pub(super) fn flush_carries(
+        &mut self,
+        b: &mut Builder,
+        inits: &[Value],
+        carry: &BTreeMap<usize, Cell>,
+    ) {
+        for (&k, &c) in carry {
             if self.act.value(inits[k]) {
-                let g = b.get(carry[&k]);
+                let g = b.get(c);
                 self.accumulate(b, inits[k], g);
             }
+        }
+    }
+
+    /// The adjoint of one iteration of loop `l` (its index, iteration and memo scope set
+    /// up by the caller): carried adjoints in, the body reversed, carried adjoints out.
+    pub(super) fn adjoint_iteration(
+        &mut self,
+        b: &mut Builder,
+        l: Inst,
+        carry: &BTreeMap<usize, Cell>,
+    ) -> Result<(), String> {
+        let (params, _, body, _) = loop_parts(self.f, l);
+        self.declare_local_shadows(b, body)?;
+        for &k in carry.keys() {
+            self.declare_adjoint(b, params[k]);
+        }
+        self.declare_adjoints(b, body);
+        let ys = self.f.block(body).yields.clone();
+        for (&k, &c) in carry {
+            if self.act.value(ys[k]) {
+                let g = b.get(c);
+                self.accumulate(b, ys[k], g);
+            }
+        }
+        self.reverse_block(b, body)?;
+        for (&k, &c) in carry {
+            let g = b.get(self.adj[&params[k]]);
+            b.set(c, g);
         }
         Ok(())
     }

@@ -7,6 +7,8 @@
 
 mod adjoint;
 mod carry;
+mod checkpoint;
+pub use checkpoint::check as check_checkpoints;
 mod control;
 mod plan;
 mod segment;
@@ -57,6 +59,7 @@ pub fn reverse(
     let mut b = Builder::new(&mut out, body);
     rv.declare_saves(&mut b);
     rv.sweep_block(&mut b, f.body);
+    let kept = rv.ck_keep_outputs(&mut b);
     // Reverse sweep.
     rv.memo.push(HashMap::new());
     rv.declare_adjoints(&mut b, f.body);
@@ -67,6 +70,10 @@ pub fn reverse(
         }
     }
     rv.reverse_block(&mut b, f.body)?;
+    // Checkpointed loops restored earlier states into these: the primal's final values.
+    for (dst, src) in kept {
+        b.stmt(InstKind::CopyFrom { dst, src });
+    }
     let mut yields = Vec::new();
     if let Some(r) = ret {
         yields.push(rv.m.v(r));
@@ -121,6 +128,10 @@ struct Rev<'a> {
     hoisted: HashMap<Inst, Vec<Cell>>,
     /// Of each closed loop not at the top level: whether its hoisted values are computed.
     hoisted_done: HashMap<Inst, Cell>,
+    /// Whether the forward code being emitted is a re-run for values only (no saves).
+    plain: bool,
+    /// The checkpointed loops with reverse work.
+    ck: HashMap<Inst, checkpoint::CkLoop>,
 }
 
 impl<'a> Rev<'a> {
@@ -175,6 +186,12 @@ impl<'a> Rev<'a> {
             current_saved: Default::default(),
             hoisted: HashMap::new(),
             hoisted_done: HashMap::new(),
+            plain: false,
+            ck: HashMap::new(),
+        })
+        .map(|mut rv| {
+            rv.plan_checkpoints();
+            rv
         })
     }
 
@@ -200,7 +217,7 @@ impl<'a> Rev<'a> {
                         kind: BufKind::Tape,
                     });
                     self.tape.insert(v, t);
-                    if !self.counter.contains_key(&l) {
+                    if !self.counter.contains_key(&l) && !self.ck.contains_key(&l) {
                         let z = b.iconst(0);
                         let c = b.cell(Ty::Int, "iter", z);
                         self.counter.insert(l, c);
@@ -231,7 +248,7 @@ impl<'a> Rev<'a> {
             });
             self.snap.insert((i, k), t);
             if let Some(l) = self.loop_of(i) {
-                if !self.counter.contains_key(&l) {
+                if !self.counter.contains_key(&l) && !self.ck.contains_key(&l) {
                     let z = b.iconst(0);
                     let c = b.cell(Ty::Int, "iter", z);
                     self.counter.insert(l, c);

@@ -16,7 +16,7 @@ impl Rev<'_> {
     }
 
     pub(super) fn save(&mut self, b: &mut Builder, v: Value) {
-        if !self.rec.saved.contains(&v) {
+        if self.plain || !self.rec.saved.contains(&v) {
             return;
         }
         let nv = self.m.v(v);
@@ -79,6 +79,9 @@ impl Rev<'_> {
             For { .. } | While { .. } => self.sweep_loop(b, i),
             Call { callee, args, .. } => {
                 for k in 0..args.len() {
+                    if self.plain {
+                        break;
+                    }
                     if let (Some(t), CallArg::Buf { buf, .. }) =
                         (self.snap.get(&(i, k)).copied(), &args[k])
                     {
@@ -132,7 +135,14 @@ impl Rev<'_> {
         let f = self.f;
         let data = f.inst(i);
         let (params, inits, body, exit) = loop_parts(f, i);
-        let counter = self.counter.get(&i).copied();
+        let checkpointed = self.checkpointed(i);
+        let counter = match self.plain {
+            true => None,
+            false => self.counter.get(&i).copied(),
+        };
+        if checkpointed {
+            self.ck_before_loop(b, i);
+        }
         // Size the tapes once at loop entry when the trip count is bounded by the range.
         if let (Some(c), InstKind::For { range, .. }) = (counter, &data.kind) {
             let tapes: Vec<Buf> = self.tapes_of(i);
@@ -144,7 +154,10 @@ impl Rev<'_> {
                 b.stmt(InstKind::TapeEnsure(t, total));
             }
         }
-        let tangent_cells = self.declare_tangents(b, i);
+        let tangent_cells = match self.plain {
+            true => None,
+            false => self.declare_tangents(b, i),
+        };
         let ni = b.reserve();
         let mut new_params = Vec::new();
         for (k, p) in params.iter().enumerate() {
@@ -179,7 +192,10 @@ impl Rev<'_> {
             }
             _ => None,
         };
-        b.in_block(nb, |b| {
+        let ys = b.in_block(nb, |b| {
+            if checkpointed {
+                return self.ck_forward_iteration(b, i, new_index);
+            }
             if let Some(c) = counter {
                 let k = b.get(c);
                 let one = b.iconst(1);
@@ -200,8 +216,8 @@ impl Rev<'_> {
                 self.step_tangents(b, i, cells)
                     .expect("the forward sweep reads no saved values");
             }
+            f.block(body).yields.iter().map(|y| self.m.v(*y)).collect()
         });
-        let ys = f.block(body).yields.iter().map(|y| self.m.v(*y)).collect();
         b.set_yields(nb, ys);
         let kind = match &data.kind {
             InstKind::For { range, .. } => InstKind::For {
@@ -234,6 +250,10 @@ impl Rev<'_> {
             ));
         }
         b.finish(ni, kind, results.clone());
+        if checkpointed {
+            let trip = *results.last().expect("loops count their trips");
+            self.ck_after_loop(b, i, trip);
+        }
         for (r, nr) in data.results.clone().iter().zip(results) {
             self.m.set(*r, nr);
             self.save(b, *r);

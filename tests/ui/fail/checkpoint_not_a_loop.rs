@@ -1,0 +1,13 @@
+use phidiff::differentiate;
+
+#[differentiate(reverse)]
+fn f(x: &[f64], a: f64) -> f64 {
+    #[checkpoint(revolve(snapshots = 4))]
+    let mut s = 0.0;
+    for i in 0..x.len() {
+        s += x[i] * a;
+    }
+    s
+}
+
+fn main() {}
