@@ -607,6 +607,8 @@ impl Ctx<'_> {
                             #a::Done => break,
                         }
                     }
+                    // Snapshots (and a disk directory) go now, not at the end of `_rev`.
+                    ::core::mem::drop(#name);
                 }
             }
         }

@@ -336,6 +336,7 @@ pub fn heat_rev(
             ::phidiff::__private::checkpoint::Action::Done => break,
         }
     }
+    ::core::mem::drop(checkpointer_0);
     for (__d, __s) in du0.iter_mut().zip(_zero_u_4.iter()) {
         *__d += *__s;
     }
