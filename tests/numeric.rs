@@ -122,6 +122,20 @@ numeric_tests! {
         speelpenning_published,
         speelpenning_with_a_zero_factor,
     ],
+    /// Checkpointed loops (revolve, periodic, online; memory and disk): heat equation,
+    /// Lorenz-63, Burgers (published values), a `while` with a data-dependent trip count,
+    /// a `&mut` state evolved in place.
+    checkpoint: [
+        heat_published_every_scheme,
+        heat_against_finite_differences,
+        lorenz_published_every_scheme,
+        lorenz_against_finite_differences,
+        burgers_published_every_scheme,
+        burgers_against_finite_differences,
+        while_loop_every_scheme,
+        while_loop_against_finite_differences,
+        in_place_state_restored_after_rev,
+    ],
     /// Branches, data-dependent loops, `match`, `loop`/`break`/`continue`, early `return`.
     control_flow: [
         babylonian_sqrt_published,
