@@ -551,9 +551,9 @@ impl Ctx<'_> {
                 let name = ck_name(*ck);
                 let step = self.val(*step);
                 let snap = Ident::new("snap", Span::mixed_site());
-                let save = self.ck_save(&snap, state);
+                let (bind, save) = self.ck_save(&snap, state);
                 let call = quote! {
-                    #name.forward_step(#step as usize, |#snap| { #save })
+                    { #bind #name.forward_step(#step as usize, |#snap| { #save }) }
                 };
                 let r = data.results[0];
                 if self.used.contains(&r) {
@@ -577,8 +577,8 @@ impl Ctx<'_> {
             } => {
                 let name = ck_name(*ck);
                 let snap = Ident::new("snap", Span::mixed_site());
-                let save = self.ck_save(&snap, state);
-                let load = self.ck_load(&snap, state);
+                let (save_bind, save) = self.ck_save(&snap, state);
+                let (load_bind, load, load_after) = self.ck_load(&snap, state);
                 let (advance, taped, adjoint) = (
                     self.block(*advance),
                     self.block(*taped),
@@ -595,8 +595,15 @@ impl Ctx<'_> {
                     loop {
                         let #action = #name.next_reverse();
                         match #action {
-                            #a::Store { #slot, .. } => #name.store(#slot, |#snap| { #save }),
-                            #a::Restore { #slot, .. } => #name.restore(#slot, |#snap| { #load }),
+                            #a::Store { #slot, .. } => {
+                                #save_bind
+                                #name.store(#slot, |#snap| { #save });
+                            }
+                            #a::Restore { #slot, .. } => {
+                                #load_bind
+                                #name.restore(#slot, |#snap| { #load });
+                                #load_after
+                            }
                             #a::Advance { #from, #to } => {
                                 for _ in #from..#to { #advance }
                             }
@@ -614,10 +621,12 @@ impl Ctx<'_> {
         }
     }
 
-    /// Statements pushing a checkpointed loop's state into snapshot `snap`.
-    fn ck_save(&self, snap: &Ident, state: &[CkItem]) -> TokenStream {
-        let mut out = quote!();
-        for item in state {
+    /// Statements pushing a checkpointed loop's state into snapshot `snap`, after
+    /// bindings that borrow the buffers as slices: the closure captures those, not the
+    /// buffers' own variables, whose addresses then never leave the function.
+    fn ck_save(&self, snap: &Ident, state: &[CkItem]) -> (TokenStream, TokenStream) {
+        let (mut bind, mut out) = (quote!(), quote!());
+        for (k, item) in state.iter().enumerate() {
             let (v, ty) = match item {
                 CkItem::Value(v) => (self.val(*v), self.f.ty(*v)),
                 CkItem::Cell(c) => {
@@ -627,6 +636,8 @@ impl Ctx<'_> {
                 CkItem::Buf(b) => {
                     let data = self.f.buf(*b);
                     let n = self.buf(*b);
+                    let s = Ident::new(&format!("state_{k}"), Span::mixed_site());
+                    bind.extend(quote!(let #s = &#n[..];));
                     let x = Ident::new("x", Span::mixed_site());
                     let row = Ident::new("row", Span::mixed_site());
                     let push = |src: TokenStream| match data.elem {
@@ -635,39 +646,47 @@ impl Ctx<'_> {
                     };
                     out.extend(if data.rank == 2 {
                         let p = push(quote!(#row));
-                        quote!(for #row in #n.iter() { #p })
+                        quote!(for #row in #s.iter() { #p })
                     } else {
-                        push(quote!(#n))
+                        push(quote!(#s))
                     });
                     continue;
                 }
             };
+            let s = Ident::new(&format!("state_{k}"), Span::mixed_site());
+            bind.extend(quote!(let #s = #v;));
             out.extend(match ty {
-                Ty::Float => quote!(#snap.push_float(#v);),
-                _ => quote!(#snap.push_int(#v as i128);),
+                Ty::Float => quote!(#snap.push_float(#s);),
+                _ => quote!(#snap.push_int(#s as i128);),
             });
         }
-        out
+        (bind, out)
     }
 
     /// Statements setting a checkpointed loop's state (cells and buffers) from snapshot
-    /// reader `snap`, in the order of [`ck_save`](Self::ck_save).
-    fn ck_load(&self, snap: &Ident, state: &[CkItem]) -> TokenStream {
-        let mut out = quote!();
-        for item in state {
-            out.extend(match item {
+    /// reader `snap`, in the order of [`ck_save`](Self::ck_save): (bindings before the
+    /// closure, its body, statements after it). Scalars go through fresh temporaries and
+    /// buffers through slices, so the closure captures neither the cells nor the buffers.
+    fn ck_load(&self, snap: &Ident, state: &[CkItem]) -> (TokenStream, TokenStream, TokenStream) {
+        let (mut bind, mut out, mut after) = (quote!(), quote!(), quote!());
+        for (k, item) in state.iter().enumerate() {
+            let s = Ident::new(&format!("state_{k}"), Span::mixed_site());
+            match item {
                 CkItem::Value(_) => unreachable!("the reverse phase restores cells"),
                 CkItem::Cell(c) => {
                     let n = self.cell(*c);
-                    match self.f.cells[c.index()].ty {
-                        Ty::Float => quote!(#n = #snap.float();),
-                        Ty::Int => quote!(#n = #snap.int() as _;),
-                        Ty::Bool => quote!(#n = #snap.int() != 0;),
-                    }
+                    bind.extend(quote!(let mut #s = #n;));
+                    out.extend(match self.f.cells[c.index()].ty {
+                        Ty::Float => quote!(#s = #snap.float();),
+                        Ty::Int => quote!(#s = #snap.int() as _;),
+                        Ty::Bool => quote!(#s = #snap.int() != 0;),
+                    });
+                    after.extend(quote!(#n = #s;));
                 }
                 CkItem::Buf(b) => {
                     let data = self.f.buf(*b);
                     let n = self.buf(*b);
+                    bind.extend(quote!(let #s = &mut #n[..];));
                     let x = Ident::new("x", Span::mixed_site());
                     let row = Ident::new("row", Span::mixed_site());
                     let load = |dst: TokenStream| match data.elem {
@@ -679,16 +698,16 @@ impl Ctx<'_> {
                             quote!(for #x in #dst.iter_mut() { *#x = #snap.int() != 0; })
                         }
                     };
-                    if data.rank == 2 {
+                    out.extend(if data.rank == 2 {
                         let l = load(quote!(#row));
-                        quote!(for #row in #n.iter_mut() { #l })
+                        quote!(for #row in #s.iter_mut() { #l })
                     } else {
-                        load(quote!(#n))
-                    }
+                        load(quote!(#s))
+                    });
                 }
-            });
+            }
         }
-        out
+        (bind, out, after)
     }
 
     pub fn cell(&self, c: Cell) -> Ident {

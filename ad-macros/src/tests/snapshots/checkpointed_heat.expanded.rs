@@ -74,15 +74,20 @@ pub fn heat_rev(
         let _v14 = _ck_step_1;
         let _v16 = _v14 + 1;
         _ck_step_1 = _v16;
-        let _v17 = checkpointer_0
-            .forward_step(
-                _v14 as usize,
-                |snap| {
-                    snap.push_int(_v13 as i128);
-                    snap.push_floats(&_u_3[..]);
-                    snap.push_floats(&_next_5[..]);
-                },
-            ) == ::phidiff::__private::checkpoint::StepMode::Taped;
+        let _v17 = {
+            let state_0 = _v13;
+            let state_1 = &_u_3[..];
+            let state_2 = &_next_5[..];
+            checkpointer_0
+                .forward_step(
+                    _v14 as usize,
+                    |snap| {
+                        snap.push_int(state_0 as i128);
+                        snap.push_floats(&state_1[..]);
+                        snap.push_floats(&state_2[..]);
+                    },
+                )
+        } == ::phidiff::__private::checkpoint::StepMode::Taped;
         if _v17 {
             _ck_index_2 = _v13;
             _iter_0 = 0;
@@ -185,26 +190,33 @@ pub fn heat_rev(
         let action = checkpointer_0.next_reverse();
         match action {
             ::phidiff::__private::checkpoint::Action::Store { slot, .. } => {
+                let state_0 = _ck_index_2;
+                let state_1 = &_u_3[..];
+                let state_2 = &_next_5[..];
                 checkpointer_0
                     .store(
                         slot,
                         |snap| {
-                            snap.push_int(_ck_index_2 as i128);
-                            snap.push_floats(&_u_3[..]);
-                            snap.push_floats(&_next_5[..]);
+                            snap.push_int(state_0 as i128);
+                            snap.push_floats(&state_1[..]);
+                            snap.push_floats(&state_2[..]);
                         },
-                    )
+                    );
             }
             ::phidiff::__private::checkpoint::Action::Restore { slot, .. } => {
+                let mut state_0 = _ck_index_2;
+                let state_1 = &mut _u_3[..];
+                let state_2 = &mut _next_5[..];
                 checkpointer_0
                     .restore(
                         slot,
                         |snap| {
-                            _ck_index_2 = snap.int() as _;
-                            snap.floats_into(&mut _u_3[..]);
-                            snap.floats_into(&mut _next_5[..]);
+                            state_0 = snap.int() as _;
+                            snap.floats_into(&mut state_1[..]);
+                            snap.floats_into(&mut state_2[..]);
                         },
-                    )
+                    );
+                _ck_index_2 = state_0;
             }
             ::phidiff::__private::checkpoint::Action::Advance { from, to } => {
                 for _ in from..to {
