@@ -333,7 +333,7 @@ mod tests {
         }))
         .unwrap_err();
         let message = panic.downcast_ref::<String>().unwrap();
-        let path = dir.join("slot-0.bin");
+        let path = dir.join("snapshots.bin");
         assert!(message.contains(&path.display().to_string()), "{message}");
         assert!(message.starts_with("phidiff checkpoint: checkpoint I/O failed: create"));
     }
