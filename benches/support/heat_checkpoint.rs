@@ -19,70 +19,46 @@
 
 use phidiff::differentiate;
 
-/// The heat problem, its loop reversed by Revolve with `snaps` snapshots held in memory.
-#[differentiate(reverse)]
-pub fn heat_mem(u0: &[f64], r: f64, steps: usize, snaps: usize) -> f64 {
-    let n = u0.len();
-    let mut u = u0.to_vec();
-    let mut next = vec![0.0; n];
-    #[checkpoint(revolve(snapshots = snaps))]
-    for _ in 0..steps {
-        next[0] = 0.0;
-        next[n - 1] = 0.0;
-        for i in 1..n - 1 {
-            next[i] = u[i] + r * (u[i - 1] - 2.0 * u[i] + u[i + 1]);
+/// One heat function per checkpointing attribute (the scheme and storage are fixed per
+/// function); the extra parameters are those the attribute reads.
+macro_rules! heat {
+    ($(#[doc = $doc:literal])* $name:ident($($extra:ident: $ty:ty),*) $(#[$ck:meta])?) => {
+        $(#[doc = $doc])*
+        #[differentiate(reverse)]
+        pub fn $name(u0: &[f64], r: f64, steps: usize $(, $extra: $ty)*) -> f64 {
+            let n = u0.len();
+            let mut u = u0.to_vec();
+            let mut next = vec![0.0; n];
+            $(#[$ck])?
+            for _ in 0..steps {
+                next[0] = 0.0;
+                next[n - 1] = 0.0;
+                for i in 1..n - 1 {
+                    next[i] = u[i] + r * (u[i - 1] - 2.0 * u[i] + u[i + 1]);
+                }
+                std::mem::swap(&mut u, &mut next);
+            }
+            let mut j = 0.0;
+            for i in 0..n {
+                j += u[i] * u[i];
+            }
+            j
         }
-        std::mem::swap(&mut u, &mut next);
-    }
-    let mut j = 0.0;
-    for i in 0..n {
-        j += u[i] * u[i];
-    }
-    j
+    };
 }
 
-/// The heat problem, its loop reversed by Revolve with `snaps` snapshots stored in files.
-#[differentiate(reverse)]
-pub fn heat_disk(u0: &[f64], r: f64, steps: usize, snaps: usize) -> f64 {
-    let n = u0.len();
-    let mut u = u0.to_vec();
-    let mut next = vec![0.0; n];
-    #[checkpoint(revolve(snapshots = snaps), storage = disk)]
-    for _ in 0..steps {
-        next[0] = 0.0;
-        next[n - 1] = 0.0;
-        for i in 1..n - 1 {
-            next[i] = u[i] + r * (u[i - 1] - 2.0 * u[i] + u[i + 1]);
-        }
-        std::mem::swap(&mut u, &mut next);
-    }
-    let mut j = 0.0;
-    for i in 0..n {
-        j += u[i] * u[i];
-    }
-    j
-}
-
-/// The heat problem without checkpointing: every step is taped (the reference).
-#[differentiate(reverse)]
-pub fn heat_full(u0: &[f64], r: f64, steps: usize) -> f64 {
-    let n = u0.len();
-    let mut u = u0.to_vec();
-    let mut next = vec![0.0; n];
-    for _ in 0..steps {
-        next[0] = 0.0;
-        next[n - 1] = 0.0;
-        for i in 1..n - 1 {
-            next[i] = u[i] + r * (u[i - 1] - 2.0 * u[i] + u[i + 1]);
-        }
-        std::mem::swap(&mut u, &mut next);
-    }
-    let mut j = 0.0;
-    for i in 0..n {
-        j += u[i] * u[i];
-    }
-    j
-}
+heat!(
+    /// The heat problem, its loop reversed by Revolve with `snaps` snapshots held in memory.
+    heat_mem(snaps: usize) #[checkpoint(revolve(snapshots = snaps))]
+);
+heat!(
+    /// The heat problem, its loop reversed by Revolve with `snaps` snapshots stored in files.
+    heat_disk(snaps: usize) #[checkpoint(revolve(snapshots = snaps), storage = disk)]
+);
+heat!(
+    /// The heat problem without checkpointing: every step is taped (the reference).
+    heat_full()
+);
 
 /// Mesh ratio used by the examples and the benchmark (FTCS is stable for `r ≤ 0.5`).
 pub const R: f64 = 0.4;

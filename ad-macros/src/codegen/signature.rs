@@ -28,8 +28,9 @@ pub fn tangent_name_in(p: &ParamSpec, all: &[ParamSpec]) -> Ident {
 
 /// `[E]` for any buffer type (`&[E]`, `&mut [E; N]`, `Vec<E>`, ...).
 fn element_type(ty: &Type) -> Type {
-    let inner = match ty {
-        Type::Reference(r) => &*r.elem,
+    use crate::parse::signature::ungroup;
+    let inner = match ungroup(ty) {
+        Type::Reference(r) => ungroup(&r.elem),
         t => t,
     };
     match inner {

@@ -97,8 +97,17 @@ fn is_int(name: &str) -> bool {
     )
 }
 
-fn single_ident(ty: &Type) -> Option<&Ident> {
+/// `ty` without the invisible group a `macro_rules!` `$t:ty` wraps it in, or parentheses.
+pub fn ungroup(ty: &Type) -> &Type {
     match ty {
+        Type::Group(g) => ungroup(&g.elem),
+        Type::Paren(p) => ungroup(&p.elem),
+        other => other,
+    }
+}
+
+fn single_ident(ty: &Type) -> Option<&Ident> {
+    match ungroup(ty) {
         Type::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 => {
             let seg = &p.path.segments[0];
             seg.arguments.is_none().then_some(&seg.ident)
@@ -162,7 +171,7 @@ impl Classifier<'_> {
 
     /// Element kind and rank of `[E]`, `[E; N]`, `Vec<E>` (recursively).
     fn elem(&mut self, ty: &Type, diag: &Diagnostics) -> Option<(ElemKind, u8)> {
-        let inner = match ty {
+        let inner = match ungroup(ty) {
             Type::Slice(s) => &*s.elem,
             Type::Array(a) => &*a.elem,
             Type::Path(p) => {
@@ -208,6 +217,7 @@ impl Classifier<'_> {
     }
 
     fn classify(&mut self, ty: &Type, diag: &Diagnostics) -> ParamClass {
+        let ty = ungroup(ty);
         if let Some(f) = self.float_of(ty) {
             self.note_float(f, ty, diag);
             return ParamClass::Float;
