@@ -136,6 +136,8 @@ numeric_tests! {
         while_loop_against_finite_differences,
         in_place_state_restored_after_rev,
     ],
+    /// Checkpointed `for` loops over reversed, strided ranges that break early.
+    checkpoint_ranges: [reversed_strided_range_with_break],
     /// Branches, data-dependent loops, `match`, `loop`/`break`/`continue`, early `return`.
     control_flow: [
         babylonian_sqrt_published,
