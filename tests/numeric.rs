@@ -138,6 +138,15 @@ numeric_tests! {
     ],
     /// Checkpointed `for` loops over reversed, strided ranges that break early.
     checkpoint_ranges: [reversed_strided_range_with_break],
+    /// Checkpointed steps reversed from their restored states, and bodies that re-read
+    /// what they overwrote (taped steps): equal to the un-checkpointed gradient.
+    checkpoint_steps: [
+        swap_step_every_scheme,
+        copy_back_every_scheme,
+        in_place_every_scheme,
+        scalar_while_every_scheme,
+        scalar_and_buffer_every_scheme,
+    ],
     /// Branches, data-dependent loops, `match`, `loop`/`break`/`continue`, early `return`.
     control_flow: [
         babylonian_sqrt_published,

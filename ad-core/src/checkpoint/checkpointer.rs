@@ -131,9 +131,13 @@ impl<T: Copy + Send + 'static> Checkpointer<T> {
     /// If the storage fails, with the error's message.
     #[track_caller]
     pub fn store(&mut self, slot: usize, save: impl FnOnce(&mut Snapshot<T>)) {
-        self.scratch.clear();
-        save(&mut self.scratch);
-        if let Err(e) = self.storage.store(slot, &self.scratch) {
+        let mut save = Some(save);
+        let mut fill = |snap: &mut Snapshot<T>| {
+            if let Some(save) = save.take() {
+                save(snap);
+            }
+        };
+        if let Err(e) = self.storage.store_with(slot, &mut self.scratch, &mut fill) {
             fail(e)
         }
     }
@@ -146,10 +150,17 @@ impl<T: Copy + Send + 'static> Checkpointer<T> {
     /// values unread.
     #[track_caller]
     pub fn restore(&mut self, slot: usize, load: impl FnOnce(&mut SnapshotReader<'_, T>)) {
-        if let Err(e) = self.storage.restore(slot, &mut self.scratch) {
-            fail(e)
-        }
-        let mut reader = self.scratch.reader();
+        // In-memory slots are read in place; others through the scratch snapshot.
+        let snapshot = match self.storage.view(slot) {
+            Some(held) => held,
+            None => {
+                if let Err(e) = self.storage.restore(slot, &mut self.scratch) {
+                    fail(e)
+                }
+                &self.scratch
+            }
+        };
+        let mut reader = snapshot.reader();
         load(&mut reader);
         reader.finish();
     }

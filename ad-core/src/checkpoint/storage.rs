@@ -23,6 +23,34 @@ pub trait Storage<T> {
     /// storage failure.
     fn restore(&mut self, slot: usize, snapshot: &mut Snapshot<T>) -> Result<(), CheckpointError>;
 
+    /// The snapshot in `slot` without a copy, where the storage holds it in
+    /// memory (`None`: use [`restore`](Self::restore)).
+    fn view(&self, slot: usize) -> Option<&Snapshot<T>> {
+        let _ = slot;
+        None
+    }
+
+    /// Saves into `slot` the snapshot `fill` writes into a cleared one, by
+    /// default through a [`store`](Self::store) of `scratch`; in-memory
+    /// storage lets `fill` write into the slot itself (one copy of the state,
+    /// not two).
+    ///
+    /// # Errors
+    /// As [`store`](Self::store).
+    fn store_with(
+        &mut self,
+        slot: usize,
+        scratch: &mut Snapshot<T>,
+        fill: &mut dyn FnMut(&mut Snapshot<T>),
+    ) -> Result<(), CheckpointError>
+    where
+        T: Copy,
+    {
+        scratch.clear();
+        fill(scratch);
+        self.store(slot, scratch)
+    }
+
     /// Bytes of snapshot payload held now.
     fn bytes(&self) -> usize;
 
@@ -93,6 +121,28 @@ impl<T: Copy> Storage<T> for Memory<T> {
             }
             _ => Err(CheckpointError::EmptySlot { slot }),
         }
+    }
+
+    fn view(&self, slot: usize) -> Option<&Snapshot<T>> {
+        self.slots.get(slot).and_then(Option::as_ref)
+    }
+
+    fn store_with(
+        &mut self,
+        slot: usize,
+        _scratch: &mut Snapshot<T>,
+        fill: &mut dyn FnMut(&mut Snapshot<T>),
+    ) -> Result<(), CheckpointError> {
+        if slot >= self.slots.len() {
+            self.slots.resize_with(slot + 1, || None);
+        }
+        let held = self.slots[slot].get_or_insert_with(Snapshot::new);
+        self.bytes -= held.bytes();
+        held.clear();
+        fill(held);
+        self.bytes += held.bytes();
+        self.peak_bytes = self.peak_bytes.max(self.bytes);
+        Ok(())
     }
 
     fn bytes(&self) -> usize {

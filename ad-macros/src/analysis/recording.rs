@@ -26,6 +26,9 @@ pub enum Storage {
     Induction,
     /// A load of what an earlier loop stored, re-evaluated (see [`Fill`](crate::analysis::reuse::Fill)).
     Fill,
+    /// A loop-carried parameter of this checkpointed loop, reversed from its restored state
+    /// (see [`Planner::with_steps`]): the reverse sweep reads it from the state.
+    State(Inst),
 }
 
 /// Nesting facts: the block each instruction sits in and the instruction owning each block.
@@ -150,6 +153,57 @@ pub fn stable_reads(f: &Function, structure: &Structure) -> Vec<bool> {
     stable
 }
 
+/// The reads (`Load`, `Len`) inside top-level checkpointed loop `l` that see the contents
+/// their buffer had when the iteration began: the buffer is in scope in the reverse sweep
+/// (a parameter or a top-level allocation), the loop's condition never writes it, and the
+/// body writes it only in statements after the read's (a step that writes `next` and reads
+/// `u`, then swaps them). An adjoint run from the iteration's restored state, before any of
+/// the step runs, may read them again instead of taping them.
+pub fn step_stable_reads(f: &Function, structure: &Structure, l: Inst) -> Vec<Inst> {
+    let (cond, body) = match &f.inst(l).kind {
+        InstKind::For { body, .. } => (None, *body),
+        InstKind::While { cond, body, .. } => (Some(*cond), *body),
+        _ => return Vec::new(),
+    };
+    // The statement of the loop's own blocks that contains `i`, as an order within one
+    // iteration (the condition's statements first).
+    let order = |i: Inst| -> Option<(bool, usize)> {
+        let chain = structure.chain(i);
+        if chain.first() != Some(&l) {
+            return None;
+        }
+        let s = *chain.get(1)?;
+        let blk = structure.inst_block[s.index()]?;
+        Some((blk == body, structure.inst_pos[s.index()]))
+    };
+    let mut writes: Vec<(Buf, (bool, usize))> = Vec::new();
+    let mut reads: Vec<(Inst, Buf)> = Vec::new();
+    let mut visit = |i: Inst| {
+        let Some(at) = order(i) else { return };
+        for x in f.written_bufs(i) {
+            writes.push((x, at));
+        }
+        if let InstKind::Load(x, _) | InstKind::Len(x, _) = f.inst(i).kind {
+            reads.push((i, x));
+        }
+    };
+    for blk in cond.into_iter().chain([body]) {
+        f.walk(blk, &mut visit);
+    }
+    reads
+        .into_iter()
+        .filter(|&(i, x)| {
+            let at = order(i).expect("read inside the loop");
+            let in_scope = matches!(f.buf(x).kind, BufKind::Param(_)) || has_top_alloc(f, x);
+            in_scope
+                && writes
+                    .iter()
+                    .all(|&(w, when)| w != x || (when.0 && when > at))
+        })
+        .map(|(i, _)| i)
+        .collect()
+}
+
 pub struct Recording {
     pub storage: BTreeMap<Value, Storage>,
     /// Values saved in the forward sweep.
@@ -158,6 +212,16 @@ pub struct Recording {
     pub snapshots: BTreeSet<(Inst, usize)>,
     /// Values rebuilt from others (aliases, inductions, fills).
     pub reuse: Reuse,
+}
+
+impl Recording {
+    /// Whether the forward sweep saves anything for loop `l` (a value defined in it, or a
+    /// call argument snapshot taken in it).
+    pub fn saves_inside(&self, f: &Function, structure: &Structure, l: Inst) -> bool {
+        let inside = |i: Inst| structure.chain(i).contains(&l);
+        self.saved.iter().any(|v| inside(f.def_inst(*v)))
+            || self.snapshots.iter().any(|(i, _)| inside(*i))
+    }
 }
 
 /// The largest expression (in weighted nodes) the reverse sweep re-evaluates instead of
@@ -176,9 +240,27 @@ pub struct Planner<'a> {
     /// Call arguments (call, argument position) whose buffer is snapshotted for the reverse.
     snapshots: BTreeSet<(Inst, usize)>,
     reuse: Reuse,
+    /// Checkpointed loops reversed from their restored state (see [`Self::with_steps`]).
+    steps: BTreeSet<Inst>,
 }
 
 impl<'a> Planner<'a> {
+    /// Plans checkpointed loops `steps` (top-level statements) to be reversed one iteration
+    /// at a time from the state their checkpointer restored, with no taped re-run of the
+    /// step: their parameters are read from that state ([`Storage::State`]) and their
+    /// [step-stable](step_stable_reads) reads may be re-evaluated. Valid only if the plan
+    /// then saves nothing inside them; the caller checks ([`Recording::saves_inside`]) and
+    /// plans again without the loops that failed.
+    pub fn with_steps(mut self, steps: &BTreeSet<Inst>) -> Self {
+        for &l in steps {
+            for i in step_stable_reads(self.f, &self.structure, l) {
+                self.stable[i.index()] = true;
+            }
+        }
+        self.steps = steps.clone();
+        self
+    }
+
     pub fn new(f: &'a Function, _act: &Activity, budget: u32) -> Self {
         let structure = Structure::new(f);
         let stable = stable_reads(f, &structure);
@@ -193,6 +275,7 @@ impl<'a> Planner<'a> {
             cost: BTreeMap::new(),
             saved: BTreeSet::new(),
             snapshots: BTreeSet::new(),
+            steps: BTreeSet::new(),
         }
     }
 
@@ -245,8 +328,10 @@ impl<'a> Planner<'a> {
 
     fn decide(&mut self, v: Value) -> Storage {
         let f = self.f;
-        if let ValueDef::LoopIndex(l) = f.value(v).def {
-            return Storage::Index(l);
+        match f.value(v).def {
+            ValueDef::LoopIndex(l) => return Storage::Index(l),
+            ValueDef::LoopParam(l, _) if self.steps.contains(&l) => return Storage::State(l),
+            _ => {}
         }
         let block = self.structure.def_block(f, v);
         if block == f.body {
@@ -282,6 +367,7 @@ impl<'a> Planner<'a> {
         let ValueDef::Result(i, _) = f.value(v).def else {
             return match f.value(v).def {
                 ValueDef::LoopIndex(_) => Some(0),
+                ValueDef::LoopParam(l, _) if self.steps.contains(&l) => Some(0),
                 ValueDef::LoopParam(..)
                     if self.budget > 0 && self.reuse.inductions.contains_key(&v) =>
                 {

@@ -573,15 +573,17 @@ impl Ctx<'_> {
                 state,
                 advance,
                 taped,
+                kept,
                 adjoint,
             } => {
                 let name = ck_name(*ck);
                 let snap = Ident::new("snap", Span::mixed_site());
                 let (save_bind, save) = self.ck_save(&snap, state);
                 let (load_bind, load, load_after) = self.ck_load(&snap, state);
-                let (advance, taped, adjoint) = (
+                let (advance, taped, kept, adjoint) = (
                     self.block(*advance),
                     self.block(*taped),
+                    self.block(*kept),
                     self.block(*adjoint),
                 );
                 let action = Ident::new("action", Span::mixed_site());
@@ -591,6 +593,17 @@ impl Ctx<'_> {
                     Ident::new("to", Span::mixed_site()),
                 );
                 let a = quote!(#rt::checkpoint::Action);
+                // Before the adjoint: the taped re-run of a `Reverse` step, or (a loop
+                // reversed from restored states) the kept state of the forward phase's
+                // last step for an `Adjoint`.
+                let before = match (taped.is_empty(), kept.is_empty()) {
+                    (true, true) => quote!(),
+                    (false, true) => quote!(if let #a::Reverse { .. } = #action { #taped }),
+                    (true, false) => quote!(if let #a::Adjoint { .. } = #action { #kept }),
+                    (false, false) => {
+                        quote!(if let #a::Reverse { .. } = #action { #taped } else { #kept })
+                    }
+                };
                 quote! {
                     loop {
                         let #action = #name.next_reverse();
@@ -608,7 +621,7 @@ impl Ctx<'_> {
                                 for _ in #from..#to { #advance }
                             }
                             #a::Reverse { .. } | #a::Adjoint { .. } => {
-                                if let #a::Reverse { .. } = #action { #taped }
+                                #before
                                 #adjoint
                             }
                             #a::Done => break,

@@ -291,12 +291,13 @@ pub enum InstKind {
     },
     /// The reverse phase of a checkpointed loop: runs `ckN`'s actions until done, storing
     /// and restoring `state`, running `advance` once per step of an `Advance`, `taped` then
-    /// `adjoint` for a `Reverse`, and `adjoint` alone for an `Adjoint`.
+    /// `adjoint` for a `Reverse`, and `kept` then `adjoint` for an `Adjoint`.
     CkReverse {
         ck: u32,
         state: Vec<CkItem>,
         advance: Block,
         taped: Block,
+        kept: Block,
         adjoint: Block,
     },
     /// A call to a user function or method (`_fwd`/`_rev` by convention in derivatives).
@@ -473,9 +474,10 @@ impl Function {
             InstKind::CkReverse {
                 advance,
                 taped,
+                kept,
                 adjoint,
                 ..
-            } => vec![*advance, *taped, *adjoint],
+            } => vec![*advance, *taped, *kept, *adjoint],
             _ => Vec::new(),
         }
     }

@@ -135,12 +135,15 @@ fn print_inst(f: &Function, i: Inst, depth: usize, out: &mut String) {
             state,
             advance,
             taped,
+            kept,
             adjoint,
         } => {
             let mut s = format!("ck{ck} reverse state({}) advance {{\n", ck_items(state));
             print_block(f, *advance, depth + 1, &mut s);
             let _ = writeln!(s, "{pad}}} taped {{");
             print_block(f, *taped, depth + 1, &mut s);
+            let _ = writeln!(s, "{pad}}} kept {{");
+            print_block(f, *kept, depth + 1, &mut s);
             let _ = writeln!(s, "{pad}}} adjoint {{");
             print_block(f, *adjoint, depth + 1, &mut s);
             let _ = write!(s, "{pad}}}");

@@ -156,10 +156,11 @@ impl Verifier<'_> {
             CkReverse {
                 advance,
                 taped,
+                kept,
                 adjoint,
                 ..
             } => {
-                for blk in [*advance, *taped, *adjoint] {
+                for blk in [*advance, *taped, *kept, *adjoint] {
                     if !self.block(blk)?.is_empty() {
                         return Err(format!("{i}: a checkpointed reverse block yields nothing"));
                     }

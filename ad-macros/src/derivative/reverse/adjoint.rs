@@ -30,6 +30,11 @@ impl Rev<'_> {
                 b.load(self.tape[&v], vec![idx])
             }
             Storage::Slot => b.get(self.slot[&v]),
+            Storage::State(l) => {
+                return Err(format!(
+                    "phidiff internal error: state of {l} read outside its reversed iteration"
+                ))
+            }
             Storage::Recompute => self.recompute(b, v, None)?,
             Storage::Alias(w) => self.fetch(b, w)?,
             Storage::Induction => {

@@ -9,6 +9,13 @@
 //!   each `Reverse`;
 //! - *adjoint*: the reverse of one iteration, reading that tape.
 //!
+//! A loop whose adjoint needs nothing saved once it may read the loop's parameters from the
+//! restored state and re-read the buffers the step has not yet overwritten (see
+//! [`Planner::with_steps`](crate::analysis::recording::Planner::with_steps)) has no taped
+//! form: a `Reverse` runs the adjoint straight from the restored state, and the forward
+//! phase's last step keeps a copy of its starting state for the `Adjoint` that begins the
+//! reverse phase. That saves one primal step of every reversed step.
+//!
 //! The state is every loop parameter (scalars carried across iterations), the index of a
 //! `for` loop, and every buffer the body writes that lives outside it. Memory is the
 //! snapshots plus one iteration's tape.
@@ -27,6 +34,12 @@ pub(super) struct CkLoop {
     /// A `for` loop's index of the step being run (part of the state; during a taped step,
     /// the index its adjoint reads).
     pub index: Option<Cell>,
+    /// Reversed from restored states, without a taped step.
+    pub tapeless: bool,
+    /// Without a taped step: the starting state of the forward phase's last step, each
+    /// parameter's and each state buffer's (in the order of `bufs`; derivative ids).
+    pub kept: Vec<Cell>,
+    pub kept_bufs: Vec<Buf>,
 }
 
 /// The buffers the body of loop `l` writes that are allocated outside it.
@@ -61,6 +74,9 @@ impl Rev<'_> {
                     bufs,
                     steps: None,
                     index: None,
+                    tapeless: self.steps.contains(&l),
+                    kept: Vec::new(),
+                    kept_bufs: Vec::new(),
                 },
             );
         }
@@ -112,9 +128,34 @@ impl Rev<'_> {
             }
             _ => None,
         };
+        let (mut kept, mut kept_bufs) = (Vec::new(), Vec::new());
+        if self.ck[&l].tapeless {
+            let (params, inits, ..) = loop_parts(f, l);
+            for (p, init) in params.iter().zip(&inits) {
+                let v = self.m.v(*init);
+                kept.push(b.cell(f.ty(*p), "ck_kept", v));
+            }
+            for &x in &self.ck[&l].bufs {
+                let nb = self.m.b(x);
+                let data = b.func.buf(nb).clone();
+                let copy = b.func.new_buf(BufData {
+                    name: format!("kept_{}", data.name),
+                    kind: BufKind::Local,
+                    ..data
+                });
+                b.stmt(InstKind::Alloc {
+                    buf: copy,
+                    dims: vec![],
+                    init: AllocInit::Copy(nb),
+                });
+                kept_bufs.push(copy);
+            }
+        }
         let ck = self.ck.get_mut(&l).expect("planned");
         ck.steps = steps.into();
         ck.index = index;
+        ck.kept = kept;
+        ck.kept_bufs = kept_bufs;
     }
 
     /// One forward iteration: hand the state to the checkpointer, then run the step taped
@@ -149,7 +190,20 @@ impl Rev<'_> {
             if let (Some(c), Some(ix)) = (ck.index, index) {
                 b.set(c, ix);
             }
-            self.ck_taped_step(b, l);
+            if ck.tapeless {
+                // The last step: its starting state is kept for the first `Adjoint`.
+                for (p, c) in params.iter().zip(&ck.kept) {
+                    let v = self.m.v(*p);
+                    b.set(*c, v);
+                }
+                for (x, k) in ck.bufs.iter().zip(&ck.kept_bufs) {
+                    let src = self.m.b(*x);
+                    b.stmt(InstKind::CopyFrom { dst: *k, src });
+                }
+                self.plain_step(b, body);
+            } else {
+                self.ck_taped_step(b, l);
+            }
             let ys = f.block(body).yields.iter().map(|y| self.m.v(*y)).collect();
             b.set_yields(t, ys);
         });
@@ -255,14 +309,35 @@ impl Rev<'_> {
         });
         // `Reverse`: the taped step from the current state.
         let taped = b.func.new_block();
-        b.in_block(taped, |b| {
-            self.ck_enter_step(b, l, &ck, &cells);
-            self.ck_taped_step(b, l);
+        if !ck.tapeless {
+            b.in_block(taped, |b| {
+                self.ck_enter_step(b, l, &ck, &cells);
+                self.ck_taped_step(b, l);
+            });
+        }
+        // `Adjoint` without a taped step: the kept starting state of the last step.
+        let kept = b.func.new_block();
+        b.in_block(kept, |b| {
+            for (c, k) in cells.iter().zip(&ck.kept) {
+                let v = b.get(*k);
+                b.set(*c, v);
+            }
+            for (x, k) in ck.bufs.iter().zip(&ck.kept_bufs) {
+                let dst = self.m.b(*x);
+                b.stmt(InstKind::CopyFrom { dst, src: *k });
+            }
         });
         // `Reverse` and `Adjoint`: the adjoint of the taped step.
         let adjoint = b.func.new_block();
         let r: Result<(), String> = b.in_block(adjoint, |b| {
             self.memo.push(HashMap::new());
+            if ck.tapeless {
+                // The parameters from the restored state (their storage is `State`).
+                for (p, c) in params.iter().zip(&cells) {
+                    let v = b.get(*c);
+                    self.memo.last_mut().expect("pushed").insert(*p, v);
+                }
+            }
             let zero = b.iconst(0);
             self.iteration.insert(l, zero);
             if let Some(c) = ck.index {
@@ -279,6 +354,7 @@ impl Rev<'_> {
             state,
             advance,
             taped,
+            kept,
             adjoint,
         });
         self.flush_carries(b, &inits, &carry);

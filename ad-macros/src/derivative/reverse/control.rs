@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::analysis::loops;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 impl Rev<'_> {
     pub(super) fn reverse_loop(&mut self, b: &mut Builder, i: Inst) -> Result<(), String> {
@@ -12,6 +12,7 @@ impl Rev<'_> {
         let (params, inits, _, _) = loop_parts(f, i);
         let n = params.len();
         let carry = self.declare_carries(b, i);
+        let private = self.privatize(b, i);
         let trip = match loops::static_trip(f, i) {
             // ⌈(end − start) / step⌉ from the range itself.
             Some(range) => {
@@ -85,7 +86,50 @@ impl Rev<'_> {
             vec![tr],
         );
         self.flush_carries(b, &inits, &carry);
+        for (v, outer, local) in private {
+            self.adj.insert(v, outer);
+            let g = b.get(local);
+            b.accumulate(outer, g);
+        }
         Ok(())
+    }
+
+    /// A loop-local adjoint cell for each active float defined outside loop `l` and read
+    /// inside it (a loop-invariant coefficient such as the `r` of a stencil), swapped into
+    /// `adj` for the loop's reversal. The reversed body adds into a fresh local, which
+    /// LLVM keeps in a register, instead of a variable of the whole sweep that it may keep
+    /// on the stack (a store and a reload on the critical path of every iteration); the
+    /// caller adds the local into the outer cell after the loop.
+    fn privatize(&mut self, b: &mut Builder, l: Inst) -> Vec<(Value, Cell, Cell)> {
+        let f = self.f;
+        let mut inside = HashSet::from([l]);
+        let mut read = Vec::new();
+        // The body and a `while` loop's condition.
+        for blk in f.child_blocks(l) {
+            f.walk(blk, &mut |j| {
+                inside.insert(j);
+                read.extend(f.operands(j));
+                for c in f.child_blocks(j) {
+                    read.extend(f.block(c).yields.iter().copied());
+                }
+            });
+            read.extend(f.block(blk).yields.iter().copied());
+        }
+        let mut seen = HashSet::new();
+        let values: Vec<(Value, Cell)> = read
+            .into_iter()
+            .filter(|v| f.ty(*v) == Ty::Float && !inside.contains(&f.def_inst(*v)))
+            .filter(|v| seen.insert(*v))
+            .filter_map(|v| self.adj.get(&v).map(|c| (v, *c)))
+            .collect();
+        let mut out = Vec::new();
+        for (v, outer) in values {
+            let z = b.fconst(-0.0);
+            let local = b.cell(Ty::Float, "acc", z);
+            self.adj.insert(v, local);
+            out.push((v, outer, local));
+        }
+        out
     }
 
     /// The carry cell of each active loop parameter (by position), holding the adjoint

@@ -21,7 +21,7 @@ use crate::analysis::recording::{Planner, Recording, Storage, Structure, RECOMPU
 use crate::derivative::segments::{self, Segmentation};
 use crate::ir::builder::Builder;
 use crate::ir::*;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 /// How the reverse program is built: coarsened (segments of at most `limit` nodes) or
 /// fine-grained (`coarsen = off`: one adjoint per operation, every intermediate saved).
@@ -132,6 +132,9 @@ struct Rev<'a> {
     plain: bool,
     /// The checkpointed loops with reverse work.
     ck: HashMap<Inst, checkpoint::CkLoop>,
+    /// The checkpointed loops reversed from their restored states, without a taped step
+    /// (see [`Planner::with_steps`]).
+    steps: BTreeSet<Inst>,
 }
 
 impl<'a> Rev<'a> {
@@ -151,18 +154,35 @@ impl<'a> Rev<'a> {
         } else {
             (Segmentation::default(), 0)
         };
-        let mut planner = Planner::new(f, act, budget);
-        let mut rv_work = HashMap::new();
-        let plan = plan::Plan {
-            f,
-            act,
-            shadow: &shadow,
-            seg: &seg,
-            saved_nodes: Default::default(),
+        // Checkpointed loops are first planned to be reversed from their restored states
+        // (no taped re-run of each step); those whose plan still saves something are
+        // planned again with a taped step.
+        let mut steps: BTreeSet<Inst> = f.checkpoints.keys().copied().collect();
+        let (rec, structure, rv_work, saved_nodes) = loop {
+            let mut planner = Planner::new(f, act, budget).with_steps(&steps);
+            let mut rv_work = HashMap::new();
+            let plan = plan::Plan {
+                f,
+                act,
+                shadow: &shadow,
+                seg: &seg,
+                saved_nodes: Default::default(),
+            };
+            plan.block(f.body, &mut planner, &mut rv_work);
+            let saved_nodes = plan.saved_nodes.into_inner();
+            let (rec, structure) = planner.finish();
+            let taped: Vec<Inst> = steps
+                .iter()
+                .copied()
+                .filter(|l| rec.saves_inside(f, &structure, *l))
+                .collect();
+            if taped.is_empty() {
+                break (rec, structure, rv_work, saved_nodes);
+            }
+            for l in taped {
+                steps.remove(&l);
+            }
         };
-        plan.block(f.body, &mut planner, &mut rv_work);
-        let saved_nodes = plan.saved_nodes.into_inner();
-        let (rec, structure) = planner.finish();
         Ok(Rev {
             f,
             act,
@@ -188,6 +208,7 @@ impl<'a> Rev<'a> {
             hoisted_done: HashMap::new(),
             plain: false,
             ck: HashMap::new(),
+            steps,
         })
         .map(|mut rv| {
             rv.plan_checkpoints();

@@ -37,23 +37,21 @@ pub fn heat_rev(
     seed: f64,
 ) -> (f64, f64) {
     ::phidiff::__private::check_len("u0", "du0", u0.len(), du0.len());
-    let mut _tape_v27_2 = ::phidiff::__private::Tape::new();
-    let mut _iter_0 = 0;
-    let _n_3 = u0.len();
-    let mut _u_3 = u0.to_vec();
-    let mut _zero_u_4 = _u_3.to_vec();
-    for __d in _zero_u_4.iter_mut() {
+    let _n_2 = u0.len();
+    let mut _u_2 = u0.to_vec();
+    let mut _zero_u_3 = _u_2.to_vec();
+    for __d in _zero_u_3.iter_mut() {
         *__d = 0.0f64;
     }
-    let mut _next_5 = vec![0.0f64; _n_3];
-    let mut _zero_next_6 = _next_5.to_vec();
-    for __d in _zero_next_6.iter_mut() {
+    let mut _next_4 = vec![0.0f64; _n_2];
+    let mut _zero_next_5 = _next_4.to_vec();
+    for __d in _zero_next_5.iter_mut() {
         *__d = 0.0f64;
     }
-    let _v8 = steps > 0;
-    let _v11 = if _v8 {
-        let _v9 = steps - 0;
-        _v9
+    let _v7 = steps > 0;
+    let _v10 = if _v7 {
+        let _v8 = steps - 0;
+        _v8
     } else {
         0
     };
@@ -64,23 +62,25 @@ pub fn heat_rev(
             snapshots: 16 as usize,
         },
         ::phidiff::__private::checkpoint::StorageKind::Disk,
-        ::core::option::Option::Some(_v11 as usize),
+        ::core::option::Option::Some(_v10 as usize),
     );
-    let mut _ck_step_1 = 0;
-    let mut _ck_index_2 = 0;
-    let mut _v76: usize = 0;
-    for _v13 in 0..steps {
-        _v76 += 1;
-        let _v14 = _ck_step_1;
-        let _v16 = _v14 + 1;
-        _ck_step_1 = _v16;
-        let _v17 = {
-            let state_0 = _v13;
-            let state_1 = &_u_3[..];
-            let state_2 = &_next_5[..];
+    let mut _ck_step_0 = 0;
+    let mut _ck_index_1 = 0;
+    let mut _kept_u_6 = _u_2.to_vec();
+    let mut _kept_next_7 = _next_4.to_vec();
+    let mut _v65: usize = 0;
+    for _v12 in 0..steps {
+        _v65 += 1;
+        let _v13 = _ck_step_0;
+        let _v15 = _v13 + 1;
+        _ck_step_0 = _v15;
+        let _v16 = {
+            let state_0 = _v12;
+            let state_1 = &_u_2[..];
+            let state_2 = &_next_4[..];
             checkpointer_0
                 .forward_step(
-                    _v14 as usize,
+                    _v13 as usize,
                     |snap| {
                         snap.push_int(state_0 as i128);
                         snap.push_floats(&state_1[..]);
@@ -88,111 +88,98 @@ pub fn heat_rev(
                     },
                 )
         } == ::phidiff::__private::checkpoint::StepMode::Taped;
-        if _v17 {
-            _ck_index_2 = _v13;
-            _iter_0 = 0;
-            _next_5[0] = 0.0f64;
-            let _v22 = _n_3 - 1;
-            _next_5[_v22] = 0.0f64;
-            let _v26 = _n_3 - 1;
-            let _v27 = _iter_0;
-            let _v28 = _v26 > 1;
-            let _v31 = if _v28 {
-                let _v29 = _v26 - 1;
-                _v29
-            } else {
-                0
-            };
-            let _v32 = _v27 + _v31;
-            _tape_v27_2.ensure(_v32);
-            for _i_33 in 1.._v26 {
-                let _v34 = _iter_0;
-                let _v36 = _v34 + 1;
-                _iter_0 = _v36;
-                let _v37 = _u_3[_i_33];
-                let _v39 = _i_33 - 1;
-                let _v40 = _u_3[_v39];
-                let _v42 = _u_3[_i_33];
-                let _v43 = 2.0f64 * _v42;
-                let _v44 = _v40 - _v43;
-                let _v46 = _i_33 + 1;
-                let _v47 = _u_3[_v46];
-                let _v48 = _v44 + _v47;
-                _tape_v27_2[_v34] = _v48;
-                let _v49 = r * _v48;
-                let _v50 = _v37 + _v49;
-                _next_5[_i_33] = _v50;
+        if _v16 {
+            _ck_index_1 = _v12;
+            _kept_u_6.copy_from_slice(&_u_2[..]);
+            _kept_next_7.copy_from_slice(&_next_4[..]);
+            _next_4[0] = 0.0f64;
+            let _v20 = _n_2 - 1;
+            _next_4[_v20] = 0.0f64;
+            let _v24 = _n_2 - 1;
+            for _i_25 in 1.._v24 {
+                let _v26 = _u_2[_i_25];
+                let _v28 = _i_25 - 1;
+                let _v29 = _u_2[_v28];
+                let _v31 = _u_2[_i_25];
+                let _v32 = 2.0f64 * _v31;
+                let _v33 = _v29 - _v32;
+                let _v35 = _i_25 + 1;
+                let _v36 = _u_2[_v35];
+                let _v37 = _v33 + _v36;
+                let _v38 = r * _v37;
+                let _v39 = _v26 + _v38;
+                _next_4[_i_25] = _v39;
             }
-            ::core::mem::swap(&mut _u_3, &mut _next_5);
+            ::core::mem::swap(&mut _u_2, &mut _next_4);
         } else {
-            _next_5[0] = 0.0f64;
-            let _v55 = _n_3 - 1;
-            _next_5[_v55] = 0.0f64;
-            let _v59 = _n_3 - 1;
-            for _i_60 in 1.._v59 {
-                let _v61 = _u_3[_i_60];
-                let _v63 = _i_60 - 1;
-                let _v64 = _u_3[_v63];
-                let _v66 = _u_3[_i_60];
-                let _v67 = 2.0f64 * _v66;
-                let _v68 = _v64 - _v67;
-                let _v70 = _i_60 + 1;
-                let _v71 = _u_3[_v70];
-                let _v72 = _v68 + _v71;
-                let _v73 = r * _v72;
-                let _v74 = _v61 + _v73;
-                _next_5[_i_60] = _v74;
+            _next_4[0] = 0.0f64;
+            let _v44 = _n_2 - 1;
+            _next_4[_v44] = 0.0f64;
+            let _v48 = _n_2 - 1;
+            for _i_49 in 1.._v48 {
+                let _v50 = _u_2[_i_49];
+                let _v52 = _i_49 - 1;
+                let _v53 = _u_2[_v52];
+                let _v55 = _u_2[_i_49];
+                let _v56 = 2.0f64 * _v55;
+                let _v57 = _v53 - _v56;
+                let _v59 = _i_49 + 1;
+                let _v60 = _u_2[_v59];
+                let _v61 = _v57 + _v60;
+                let _v62 = r * _v61;
+                let _v63 = _v50 + _v62;
+                _next_4[_i_49] = _v63;
             }
-            ::core::mem::swap(&mut _u_3, &mut _next_5);
+            ::core::mem::swap(&mut _u_2, &mut _next_4);
         }
     }
-    checkpointer_0.end_forward(_v76 as usize);
-    let mut _j_79 = 0.0f64;
-    for _i_80 in 0.._n_3 {
-        let _v81 = _u_3[_i_80];
-        let _v82 = _u_3[_i_80];
-        let _v83 = _v81 * _v82;
-        let _v84 = _j_79 + _v83;
-        _j_79 = _v84;
+    checkpointer_0.end_forward(_v65 as usize);
+    let mut _j_68 = 0.0f64;
+    for _i_69 in 0.._n_2 {
+        let _v70 = _u_2[_i_69];
+        let _v71 = _u_2[_i_69];
+        let _v72 = _v70 * _v71;
+        let _v73 = _j_68 + _v72;
+        _j_68 = _v73;
     }
-    let _j_85 = _j_79;
-    let mut _adj_r_3 = (-0.0f64);
-    let mut _adj_j_4 = (-0.0f64);
-    _adj_j_4 += seed;
-    let _v90 = _adj_j_4;
-    let mut _carry_5 = _v90;
-    let _v91 = _n_3 > 0;
-    let _v94 = if _v91 {
-        let _v92 = _n_3 - 0;
-        _v92
+    let _j_74 = _j_68;
+    let mut _adj_r_2 = (-0.0f64);
+    let mut _adj_j_3 = (-0.0f64);
+    _adj_j_3 += seed;
+    let _v79 = _adj_j_3;
+    let mut _carry_4 = _v79;
+    let _v80 = _n_2 > 0;
+    let _v83 = if _v80 {
+        let _v81 = _n_2 - 0;
+        _v81
     } else {
         0
     };
-    for _rev_t_96 in (0.._v94).rev() {
-        let _v97 = 0 + _rev_t_96;
-        let mut _adj_j_6 = (-0.0f64);
-        let mut _adj_v36_7 = (-0.0f64);
-        let mut _adj_v39_8 = (-0.0f64);
-        let _v101 = _carry_5;
-        _adj_v39_8 += _v101;
-        let _v102 = _adj_v39_8;
-        _adj_j_6 += _v102;
-        let _v104 = _u_3[_v97];
-        let _v105 = _v104 * _v102;
-        let _v106 = 2.0f64 * _v105;
-        _adj_v36_7 += _v106;
-        let _v107 = _adj_v36_7;
-        _zero_u_4[_v97] += _v107;
-        let _v108 = _adj_j_6;
-        _carry_5 = _v108;
+    for _rev_t_85 in (0.._v83).rev() {
+        let _v86 = 0 + _rev_t_85;
+        let mut _adj_j_5 = (-0.0f64);
+        let mut _adj_v36_6 = (-0.0f64);
+        let mut _adj_v39_7 = (-0.0f64);
+        let _v90 = _carry_4;
+        _adj_v39_7 += _v90;
+        let _v91 = _adj_v39_7;
+        _adj_j_5 += _v91;
+        let _v93 = _u_2[_v86];
+        let _v94 = _v93 * _v91;
+        let _v95 = 2.0f64 * _v94;
+        _adj_v36_6 += _v95;
+        let _v96 = _adj_v36_6;
+        _zero_u_3[_v86] += _v96;
+        let _v97 = _adj_j_5;
+        _carry_4 = _v97;
     }
     loop {
         let action = checkpointer_0.next_reverse();
         match action {
             ::phidiff::__private::checkpoint::Action::Store { slot, .. } => {
-                let state_0 = _ck_index_2;
-                let state_1 = &_u_3[..];
-                let state_2 = &_next_5[..];
+                let state_0 = _ck_index_1;
+                let state_1 = &_u_2[..];
+                let state_2 = &_next_4[..];
                 checkpointer_0
                     .store(
                         slot,
@@ -204,9 +191,9 @@ pub fn heat_rev(
                     );
             }
             ::phidiff::__private::checkpoint::Action::Restore { slot, .. } => {
-                let mut state_0 = _ck_index_2;
-                let state_1 = &mut _u_3[..];
-                let state_2 = &mut _next_5[..];
+                let mut state_0 = _ck_index_1;
+                let state_1 = &mut _u_2[..];
+                let state_2 = &mut _next_4[..];
                 checkpointer_0
                     .restore(
                         slot,
@@ -216,144 +203,118 @@ pub fn heat_rev(
                             snap.floats_into(&mut state_2[..]);
                         },
                     );
-                _ck_index_2 = state_0;
+                _ck_index_1 = state_0;
             }
             ::phidiff::__private::checkpoint::Action::Advance { from, to } => {
                 for _ in from..to {
-                    _next_5[0] = 0.0f64;
-                    let _v114 = _n_3 - 1;
-                    _next_5[_v114] = 0.0f64;
-                    let _v118 = _n_3 - 1;
-                    for _i_119 in 1.._v118 {
-                        let _v120 = _u_3[_i_119];
-                        let _v122 = _i_119 - 1;
-                        let _v123 = _u_3[_v122];
-                        let _v125 = _u_3[_i_119];
-                        let _v126 = 2.0f64 * _v125;
-                        let _v127 = _v123 - _v126;
-                        let _v129 = _i_119 + 1;
-                        let _v130 = _u_3[_v129];
-                        let _v131 = _v127 + _v130;
-                        let _v132 = r * _v131;
-                        let _v133 = _v120 + _v132;
-                        _next_5[_i_119] = _v133;
+                    _next_4[0] = 0.0f64;
+                    let _v103 = _n_2 - 1;
+                    _next_4[_v103] = 0.0f64;
+                    let _v107 = _n_2 - 1;
+                    for _i_108 in 1.._v107 {
+                        let _v109 = _u_2[_i_108];
+                        let _v111 = _i_108 - 1;
+                        let _v112 = _u_2[_v111];
+                        let _v114 = _u_2[_i_108];
+                        let _v115 = 2.0f64 * _v114;
+                        let _v116 = _v112 - _v115;
+                        let _v118 = _i_108 + 1;
+                        let _v119 = _u_2[_v118];
+                        let _v120 = _v116 + _v119;
+                        let _v121 = r * _v120;
+                        let _v122 = _v109 + _v121;
+                        _next_4[_i_108] = _v122;
                     }
-                    ::core::mem::swap(&mut _u_3, &mut _next_5);
-                    let _v135 = _ck_index_2;
-                    let _v137 = _v135 + 1;
-                    _ck_index_2 = _v137;
+                    ::core::mem::swap(&mut _u_2, &mut _next_4);
+                    let _v124 = _ck_index_1;
+                    let _v126 = _v124 + 1;
+                    _ck_index_1 = _v126;
                 }
             }
             ::phidiff::__private::checkpoint::Action::Reverse { .. }
             | ::phidiff::__private::checkpoint::Action::Adjoint { .. } => {
-                if let ::phidiff::__private::checkpoint::Action::Reverse { .. } = action {
-                    _iter_0 = 0;
-                    _next_5[0] = 0.0f64;
-                    let _v143 = _n_3 - 1;
-                    _next_5[_v143] = 0.0f64;
-                    let _v147 = _n_3 - 1;
-                    let _v148 = _iter_0;
-                    let _v149 = _v147 > 1;
-                    let _v152 = if _v149 {
-                        let _v150 = _v147 - 1;
-                        _v150
-                    } else {
-                        0
-                    };
-                    let _v153 = _v148 + _v152;
-                    _tape_v27_2.ensure(_v153);
-                    for _i_154 in 1.._v147 {
-                        let _v155 = _iter_0;
-                        let _v157 = _v155 + 1;
-                        _iter_0 = _v157;
-                        let _v158 = _u_3[_i_154];
-                        let _v160 = _i_154 - 1;
-                        let _v161 = _u_3[_v160];
-                        let _v163 = _u_3[_i_154];
-                        let _v164 = 2.0f64 * _v163;
-                        let _v165 = _v161 - _v164;
-                        let _v167 = _i_154 + 1;
-                        let _v168 = _u_3[_v167];
-                        let _v169 = _v165 + _v168;
-                        _tape_v27_2[_v155] = _v169;
-                        let _v170 = r * _v169;
-                        let _v171 = _v158 + _v170;
-                        _next_5[_i_154] = _v171;
-                    }
-                    ::core::mem::swap(&mut _u_3, &mut _next_5);
+                if let ::phidiff::__private::checkpoint::Action::Adjoint { .. } = action {
+                    _u_2.copy_from_slice(&_kept_u_6[..]);
+                    _next_4.copy_from_slice(&_kept_next_7[..]);
                 }
-                ::core::mem::swap(&mut _zero_u_4, &mut _zero_next_6);
-                let _v177 = _n_3 - 1;
-                let _v178 = _v177 > 1;
-                let _v181 = if _v178 {
-                    let _v179 = _v177 - 1;
-                    _v179
+                ::core::mem::swap(&mut _zero_u_3, &mut _zero_next_5);
+                let mut _acc_8 = (-0.0f64);
+                let _v132 = _n_2 - 1;
+                let _v133 = _v132 > 1;
+                let _v136 = if _v133 {
+                    let _v134 = _v132 - 1;
+                    _v134
                 } else {
                     0
                 };
                 let mut _carry_shadow_14 = 0.0f64;
                 let mut _carry_shadow_15 = 0.0f64;
-                for _rev_t_183 in (0.._v181).rev() {
-                    let _v184 = _iter_0;
-                    let _v186 = _v184 - 1;
-                    _iter_0 = _v186;
-                    let _v187 = 1 + _rev_t_183;
+                for _rev_t_138 in (0.._v136).rev() {
+                    let _v139 = 1 + _rev_t_138;
                     let mut _adj_v16_9 = (-0.0f64);
                     let mut _adj_v19_10 = (-0.0f64);
                     let mut _adj_v21_11 = (-0.0f64);
                     let mut _adj_v26_12 = (-0.0f64);
                     let mut _adj_v29_13 = (-0.0f64);
-                    let _v193 = _zero_next_6[_v187];
-                    _adj_v29_13 += _v193;
-                    _zero_next_6[_v187] = 0.0f64;
-                    let _v195 = _tape_v27_2[_v186];
-                    let _v196 = _adj_v29_13;
-                    let _v197 = _v195 * _v196;
-                    _adj_r_3 += _v197;
-                    _adj_v16_9 += _v196;
-                    let _v198 = r * _v196;
-                    _adj_v19_10 += _v198;
-                    let _v200 = 2.0f64 * _v198;
-                    let _v201 = -_v200;
-                    _adj_v21_11 += _v201;
-                    _adj_v26_12 += _v198;
-                    let _v202 = _adj_v26_12;
-                    let _v204 = _v187 + 1;
-                    let _v205 = _adj_v21_11;
-                    let _v206 = _adj_v19_10;
-                    let _v209 = _adj_v16_9;
-                    let _v219 = _carry_shadow_15;
-                    let _v220 = _v202 + _v219;
-                    _zero_u_4[_v204] += _v220;
-                    let _v221 = _carry_shadow_14;
-                    let _v223 = _v205 + _v209;
-                    let _v224 = _v223 + _v221;
-                    _carry_shadow_15 = _v224;
-                    _carry_shadow_14 = _v206;
+                    let _v145 = _zero_next_5[_v139];
+                    _adj_v29_13 += _v145;
+                    _zero_next_5[_v139] = 0.0f64;
+                    let _v148 = _v139 - 1;
+                    let _v149 = _u_2[_v148];
+                    let _v151 = _u_2[_v139];
+                    let _v152 = 2.0f64 * _v151;
+                    let _v153 = _v149 - _v152;
+                    let _v155 = _v139 + 1;
+                    let _v156 = _u_2[_v155];
+                    let _v157 = _v153 + _v156;
+                    let _v158 = _adj_v29_13;
+                    let _v159 = _v157 * _v158;
+                    _acc_8 += _v159;
+                    _adj_v16_9 += _v158;
+                    let _v160 = r * _v158;
+                    _adj_v19_10 += _v160;
+                    let _v161 = 2.0f64 * _v160;
+                    let _v162 = -_v161;
+                    _adj_v21_11 += _v162;
+                    _adj_v26_12 += _v160;
+                    let _v163 = _adj_v26_12;
+                    let _v164 = _adj_v21_11;
+                    let _v165 = _adj_v19_10;
+                    let _v166 = _adj_v16_9;
+                    let _v177 = _carry_shadow_15;
+                    let _v178 = _v163 + _v177;
+                    _zero_u_3[_v155] += _v178;
+                    let _v179 = _carry_shadow_14;
+                    let _v181 = _v164 + _v166;
+                    let _v182 = _v181 + _v179;
+                    _carry_shadow_15 = _v182;
+                    _carry_shadow_14 = _v165;
                 }
-                let _v225 = _v181 > 0;
-                if _v225 {
-                    let _v226 = 1 + 0;
-                    let _v227 = _carry_shadow_14;
-                    let _v229 = _v226 - 1;
-                    _zero_u_4[_v229] += _v227;
-                    let _v230 = _carry_shadow_15;
-                    let _v232 = _v226 + 0;
-                    _zero_u_4[_v232] += _v230;
+                let _v183 = _v136 > 0;
+                if _v183 {
+                    let _v184 = 1 + 0;
+                    let _v185 = _carry_shadow_14;
+                    let _v187 = _v184 - 1;
+                    _zero_u_3[_v187] += _v185;
+                    let _v188 = _carry_shadow_15;
+                    let _v190 = _v184 + 0;
+                    _zero_u_3[_v190] += _v188;
                 }
-                let _v212 = _n_3 - 1;
-                _zero_next_6[_v212] = 0.0f64;
-                _zero_next_6[0] = 0.0f64;
+                let _v168 = _acc_8;
+                _adj_r_2 += _v168;
+                let _v170 = _n_2 - 1;
+                _zero_next_5[_v170] = 0.0f64;
+                _zero_next_5[0] = 0.0f64;
             }
             ::phidiff::__private::checkpoint::Action::Done => break,
         }
     }
     ::core::mem::drop(checkpointer_0);
-    for (__d, __s) in du0.iter_mut().zip(_zero_u_4.iter()) {
+    for (__d, __s) in du0.iter_mut().zip(_zero_u_3.iter()) {
         *__d += *__s;
     }
-    let _v216 = _adj_r_3;
-    (_j_85, _v216)
+    let _v174 = _adj_r_2;
+    (_j_74, _v174)
 }
 /// Generated by `#[differentiate]` from [`heat`].
 #[allow(
