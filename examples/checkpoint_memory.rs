@@ -192,7 +192,7 @@ fn main() -> ExitCode {
                 stats.recomputed_steps,
             );
             println!(
-                "taped steps               {} (each step taped once, then its adjoint)",
+                "reversed steps            {} (each step reversed once: its adjoint from the restored state)",
                 stats.taped_steps
             );
             println!(

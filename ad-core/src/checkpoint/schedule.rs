@@ -82,7 +82,10 @@ pub struct Stats {
     pub forward_steps: usize,
     /// Of those, the ones run during the reverse phase (recomputation).
     pub recomputed_steps: usize,
-    /// Taped step executions; each step is taped exactly once, so `n`.
+    /// Steps reversed (`Reverse` and `Adjoint` actions, and the forward phase's
+    /// [`StepMode::Taped`] step): each step exactly once, so `n`. Generated code tapes
+    /// such a step, or, where the step's adjoint reads only its restored starting state,
+    /// runs its adjoint from that state without re-running it.
     pub taped_steps: usize,
     /// Snapshots saved.
     pub stores: usize,
