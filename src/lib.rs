@@ -2,8 +2,17 @@
 pub use ad_core::*;
 pub use ad_macros::differentiate;
 
+/// Runtime for differentiated rayon loops: deterministic blocked loops and
+/// reductions, owned writes, private accumulators, atomic float adds.
+#[cfg(feature = "rayon")]
+pub mod par {
+    pub use ad_rayon::*;
+}
+
 #[doc(hidden)]
 pub mod __private {
     pub use ad_core::__private::*;
     pub use ad_macros::differentiate_coarsen_off;
+    #[cfg(feature = "rayon")]
+    pub use ad_rayon as par;
 }

@@ -147,6 +147,12 @@ numeric_tests! {
         scalar_while_every_scheme,
         scalar_and_buffer_every_scheme,
     ],
+    /// The user's rayon loops (`par_iter_mut`, `into_par_iter`, `.map(..).sum()`, `.zip`)
+    /// against the same computations as serial loops.
+    parallel: [
+        heat_step_parallel_equals_serial,
+        map_sum_and_zip_parallel_equal_serial,
+    ],
     /// Branches, data-dependent loops, `match`, `loop`/`break`/`continue`, early `return`.
     control_flow: [
         babylonian_sqrt_published,

@@ -405,6 +405,9 @@ pub struct Function {
     pub body: Block,
     /// The loops marked `#[checkpoint(...)]` (primal programs).
     pub checkpoints: std::collections::HashMap<Inst, CheckpointSpec>,
+    /// The loops written as rayon parallel iterators (`par_iter`, `into_par_iter`), with
+    /// the span of the parallel call: their iterations are independent.
+    pub parallel: std::collections::HashMap<Inst, proc_macro2::Span>,
 }
 
 impl Function {
@@ -419,6 +422,7 @@ impl Function {
             cells: Vec::new(),
             body: Block(0),
             checkpoints: Default::default(),
+            parallel: Default::default(),
         };
         f.body = f.new_block();
         f

@@ -70,6 +70,7 @@ impl Lowerer<'_> {
             Expr::Break(_) | Expr::Continue(_) | Expr::Return(_) => self.lower_jump(e),
             Expr::Block(b) if b.label.is_none() => self.lower_scoped_block(&b.block).map(drop),
             Expr::Macro(m) => self.lower_macro_stmt(&m.mac),
+            Expr::MethodCall(m) if m.method == "for_each" => self.lower_for_each(m),
             Expr::MethodCall(_) | Expr::Call(_) => self.lower_call_stmt(e),
             Expr::Paren(p) => self.lower_effect(&p.expr),
             _ => self.lower_expr(e).map(drop),
@@ -96,6 +97,10 @@ impl Lowerer<'_> {
             }
             Expr::Binary(b) if compound_op(&b.op).is_some() => {
                 self.lower_effect(e)?;
+                Ok(None)
+            }
+            Expr::MethodCall(m) if m.method == "for_each" => {
+                self.lower_for_each(m)?;
                 Ok(None)
             }
             Expr::MethodCall(_) | Expr::Call(_) => self.lower_call_value_or_unit(e),

@@ -21,6 +21,9 @@ struct Chain {
     rev: bool,
     step: Option<Expr>,
     enumerate: bool,
+    /// A rayon parallel iterator (`x.par_iter()`, `(a..b).into_par_iter()`), with the span
+    /// of the call that made it parallel.
+    parallel: Option<proc_macro2::Span>,
 }
 
 impl Lowerer<'_> {
@@ -40,11 +43,37 @@ impl Lowerer<'_> {
                     rev: false,
                     step: None,
                     enumerate: false,
+                    parallel: None,
                 })
             }
             Expr::MethodCall(m) => {
                 let method = m.method.to_string();
                 match method.as_str() {
+                    "par_iter" | "par_iter_mut" if m.args.is_empty() => {
+                        let buf = self.lower_buf_ref(&m.receiver)?;
+                        Ok(Chain {
+                            source: Source::Bufs {
+                                bufs: vec![(buf, method == "par_iter_mut")],
+                            },
+                            rev: false,
+                            step: None,
+                            enumerate: false,
+                            parallel: Some(m.method.span()),
+                        })
+                    }
+                    "into_par_iter" if m.args.is_empty() => {
+                        let mut c = self.parse_chain(&m.receiver)?;
+                        if !matches!(c.source, Source::Range { .. }) || c.rev || c.step.is_some() || c.enumerate {
+                            return Err(self.error(m, &text(m), "`.into_par_iter()` is supported on a range `(a..b)`; for a buffer write `x.par_iter()`"));
+                        }
+                        c.parallel = Some(m.method.span());
+                        Ok(c)
+                    }
+                    "par_chunks" | "par_chunks_mut" | "par_bridge" | "par_windows" | "par_split" => Err(self.error(
+                        m,
+                        &text(m),
+                        "this rayon form is not supported yet; the parallel forms are `(a..b).into_par_iter()`, `x.par_iter()`, `x.par_iter_mut()` with `.enumerate()`, `.zip(..)`, then `.for_each(..)` or `.map(..).sum()`",
+                    )),
                     "iter" | "iter_mut" | "into_iter" if m.args.is_empty() => {
                         let buf = self.lower_buf_ref(&m.receiver)?;
                         Ok(Chain {
@@ -52,10 +81,14 @@ impl Lowerer<'_> {
                             rev: false,
                             step: None,
                             enumerate: false,
+                            parallel: None,
                         })
                     }
                     "rev" if m.args.is_empty() => {
                         let mut c = self.parse_chain(&m.receiver)?;
+                        if c.parallel.is_some() {
+                            return Err(self.error(m, &text(m), "a parallel iterator has no order to reverse; drop `.rev()`"));
+                        }
                         if c.step.is_some() || c.enumerate {
                             return Err(self.error(m, &text(m), "`.rev()` is supported directly on a range or iterator (write `(a..b).rev().step_by(s)`)"));
                         }
@@ -64,6 +97,9 @@ impl Lowerer<'_> {
                     }
                     "step_by" if m.args.len() == 1 => {
                         let mut c = self.parse_chain(&m.receiver)?;
+                        if c.parallel.is_some() {
+                            return Err(self.error(m, &text(m), "`.step_by` on a parallel iterator is not supported; iterate over `(0..count).into_par_iter()` and compute the index"));
+                        }
                         if c.step.is_some() || c.enumerate {
                             return Err(self.error(m, &text(m), "`.step_by` is supported once, on a range"));
                         }
@@ -86,8 +122,12 @@ impl Lowerer<'_> {
                                 rev: false,
                                 step: None,
                                 enumerate: false,
+                                parallel: None,
                             })
                         })?;
+                        if c.parallel.is_some() != other.parallel.is_some() && other.parallel.is_some() {
+                            return Err(self.error(&m.args[0], &text(&m.args[0]), "zip a parallel iterator with parallel iterators (`x.par_iter().zip(y.par_iter())`)"));
+                        }
                         match (&mut c.source, other.source) {
                             (Source::Bufs { bufs }, Source::Bufs { bufs: more })
                                 if !c.rev && c.step.is_none() && !c.enumerate && !other.rev && !other.enumerate =>
@@ -177,6 +217,9 @@ impl Lowerer<'_> {
 
     pub(super) fn lower_for(&mut self, f: &syn::ExprForLoop) -> LResult<()> {
         let chain = self.parse_chain(&f.expr)?;
+        if chain.parallel.is_some() {
+            return Err(self.error(&f.expr, &text(&f.expr), "a `for` loop runs serially; a parallel iterator is consumed with `.for_each(..)` or `.map(..).sum()`"));
+        }
         let span = span_of(f);
         let pat = &*f.pat;
         self.with_span(span, |l| {
@@ -370,7 +413,78 @@ impl Lowerer<'_> {
             },
             vec![result, trip],
         );
+        if let Some(span) = chain.parallel {
+            self.b.func.parallel.insert(inst, span);
+        }
         Ok(result)
+    }
+
+    /// `chain.for_each(|pat| body)`: a `for` loop over the chain with the closure's body;
+    /// a parallel chain makes a parallel loop, whose closure may not assign variables
+    /// declared outside it (rayon runs its iterations concurrently).
+    pub(super) fn lower_for_each(&mut self, m: &syn::ExprMethodCall) -> LResult<()> {
+        let closure = match m.args.first() {
+            Some(Expr::Closure(c)) if m.args.len() == 1 && c.inputs.len() == 1 => c,
+            _ => {
+                return Err(self.error(
+                    m,
+                    &text(m),
+                    "`.for_each` takes a closure of one argument (`|i| ..` or `|(i, x)| ..`)",
+                ))
+            }
+        };
+        let chain = self.parse_chain(&m.receiver)?;
+        let scan = super::control::scan_expr(&closure.body);
+        if scan.ret {
+            return Err(self.error(
+                &closure.body,
+                "closure",
+                "`return` inside a `.for_each` closure (it ends only that iteration) is not supported; use `if`/`else`",
+            ));
+        }
+        if chain.parallel.is_some() {
+            if let Some(name) = scan.assigned.iter().find(|n| !scan.declared.contains(n)) {
+                return Err(self.error(
+                    &closure.body,
+                    "closure",
+                    &format!("a parallel `.for_each` closure cannot assign `{name}`, declared outside it: rayon runs its iterations concurrently (sum with `.map(..).sum()`, or write an element of a `par_iter_mut` buffer)"),
+                ));
+            }
+        }
+        let body = match &*closure.body {
+            Expr::Block(b) if b.label.is_none() => b.block.clone(),
+            other => syn::Block {
+                brace_token: Default::default(),
+                stmts: vec![syn::Stmt::Expr(other.clone(), Some(Default::default()))],
+            },
+        };
+        let pat = &closure.inputs[0];
+        let span = span_of(m);
+        let before = self.b.func.block(self.b.block).insts.len();
+        self.with_span(span, |l| {
+            l.lower_loop_body(
+                &[],
+                None,
+                &body,
+                None,
+                &mut |l| Ok(LoopHead::Range(l.range_of(&chain)?)),
+                &mut |l, index| {
+                    let index = index.expect("for loops have an index");
+                    l.bind_for_pattern(pat, &chain, index)
+                },
+            )
+        })?;
+        if let Some(span) = chain.parallel {
+            let insts = &self.b.func.block(self.b.block).insts;
+            let lp = insts[before..]
+                .iter()
+                .rev()
+                .copied()
+                .find(|i| matches!(self.b.func.inst(*i).kind, InstKind::For { .. }))
+                .expect("lower_loop_body pushed the loop");
+            self.b.func.parallel.insert(lp, span);
+        }
+        Ok(())
     }
 }
 

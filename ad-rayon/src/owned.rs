@@ -1,0 +1,280 @@
+//! Owned writes: parallel loops in which iteration `i` writes only element
+//! `i` (or row `i`) of some buffers, split safely with `chunks_mut`.
+
+use std::ops::{Add, Range};
+
+use num_traits::Zero;
+use rayon::prelude::*;
+
+use crate::blocks::{add_into, block_count, block_range, combine_in_order, zeros, BLOCK};
+
+/// A buffer written row by row: iteration `i` owns the elements
+/// `[i*width, (i+1)*width)` of `data` (`width == 1`: element `i`).
+#[derive(Debug)]
+pub struct Rows<'a, T> {
+    /// The whole buffer; it may be longer than the loop's range needs.
+    pub data: &'a mut [T],
+    /// Elements per iteration; at least 1.
+    pub width: usize,
+}
+
+/// What the loop body sees of one owned buffer: the rows of the current
+/// iteration only. Indices are global (as in the user's code); any access
+/// outside the current iteration's row panics, so a wrong ownership claim
+/// by the generator cannot become a silent data race or a thread-count
+/// dependent result.
+#[derive(Debug)]
+pub struct OwnedChunk<'a, T> {
+    /// The block's rows: elements `[first_row*width, (first_row+rows)*width)`.
+    data: &'a mut [T],
+    first_row: usize,
+    width: usize,
+    /// The iteration running now; only its row is accessible.
+    current: usize,
+}
+
+impl<'a, T> OwnedChunk<'a, T> {
+    /// Global element range owned by the current iteration.
+    pub fn owned(&self) -> Range<usize> {
+        self.current * self.width..(self.current + 1) * self.width
+    }
+
+    /// Position in `data` of global element `j`, or a panic naming `verb`.
+    fn local(&self, j: usize, verb: &str) -> usize {
+        let owned = self.owned();
+        if !owned.contains(&j) {
+            panic!(
+                "parallel iteration {verb} outside its own element: index {j}, owned {}..{}",
+                owned.start, owned.end
+            );
+        }
+        j - self.first_row * self.width
+    }
+
+    /// Element `j` (global index) of the current iteration's row.
+    pub fn get(&self, j: usize) -> T
+    where
+        T: Copy,
+    {
+        self.data[self.local(j, "read")]
+    }
+
+    /// Stores `value` at element `j` (global index).
+    pub fn set(&mut self, j: usize, value: T) {
+        let at = self.local(j, "wrote");
+        self.data[at] = value;
+    }
+
+    /// Adds `value` to element `j` (global index): the adjoint `+=`.
+    pub fn add(&mut self, j: usize, value: T)
+    where
+        T: Copy + Add<Output = T>,
+    {
+        let at = self.local(j, "wrote");
+        self.data[at] = self.data[at] + value;
+    }
+
+    /// Row `i` (global row index), which must be the current iteration.
+    pub fn row(&mut self, i: usize) -> &mut [T] {
+        if i != self.current {
+            panic!(
+                "parallel iteration wrote outside its own row: row {i}, owned row {}",
+                self.current
+            );
+        }
+        let lo = (i - self.first_row) * self.width;
+        &mut self.data[lo..lo + self.width]
+    }
+}
+
+/// One buffer spec of [`for_each_owned`]: [`Rows`], `(&mut [T], width)`,
+/// `&mut [T]` or `&mut Vec<T>` (the last two: width 1).
+pub trait Owned {
+    /// The per-block view handed to the loop body.
+    type Chunk: Send;
+
+    /// Splits the rows of `range` into one chunk per block of `range`.
+    /// `position` (the spec's place in the tuple) only names it in panics.
+    fn split_blocks(self, range: &Range<usize>, position: usize) -> Vec<Self::Chunk>;
+
+    /// Restricts `chunk` to the row of iteration `i`.
+    fn focus(chunk: &mut Self::Chunk, i: usize);
+}
+
+impl<'a, T: Send> Owned for Rows<'a, T> {
+    type Chunk = OwnedChunk<'a, T>;
+
+    fn split_blocks(self, range: &Range<usize>, position: usize) -> Vec<Self::Chunk> {
+        let width = self.width;
+        assert!(
+            width > 0,
+            "owned buffer {position}: width must be at least 1"
+        );
+        let needed = range.end * width;
+        assert!(
+            self.data.len() >= needed,
+            "owned buffer {position}: has {} elements, range {}..{} with width {width} needs {needed}",
+            self.data.len(),
+            range.start,
+            range.end
+        );
+        self.data[range.start * width..needed]
+            .chunks_mut(BLOCK * width)
+            .enumerate()
+            .map(|(k, data)| {
+                let first_row = block_range(range, k).start;
+                OwnedChunk {
+                    data,
+                    first_row,
+                    width,
+                    current: first_row,
+                }
+            })
+            .collect()
+    }
+
+    fn focus(chunk: &mut Self::Chunk, i: usize) {
+        chunk.current = i;
+    }
+}
+
+impl<'a, T: Send> Owned for (&'a mut [T], usize) {
+    type Chunk = OwnedChunk<'a, T>;
+
+    fn split_blocks(self, range: &Range<usize>, position: usize) -> Vec<Self::Chunk> {
+        Rows {
+            data: self.0,
+            width: self.1,
+        }
+        .split_blocks(range, position)
+    }
+
+    fn focus(chunk: &mut Self::Chunk, i: usize) {
+        chunk.current = i;
+    }
+}
+
+impl<'a, T: Send> Owned for &'a mut [T] {
+    type Chunk = OwnedChunk<'a, T>;
+
+    fn split_blocks(self, range: &Range<usize>, position: usize) -> Vec<Self::Chunk> {
+        Rows {
+            data: self,
+            width: 1,
+        }
+        .split_blocks(range, position)
+    }
+
+    fn focus(chunk: &mut Self::Chunk, i: usize) {
+        chunk.current = i;
+    }
+}
+
+impl<'a, T: Send> Owned for &'a mut Vec<T> {
+    type Chunk = OwnedChunk<'a, T>;
+
+    fn split_blocks(self, range: &Range<usize>, position: usize) -> Vec<Self::Chunk> {
+        self.as_mut_slice().split_blocks(range, position)
+    }
+
+    fn focus(chunk: &mut Self::Chunk, i: usize) {
+        chunk.current = i;
+    }
+}
+
+/// A tuple of 1 to 6 [`Owned`] specs; the body sees the tuple of their
+/// chunks (`views.0`, `views.1`, ...).
+pub trait Parts {
+    /// Tuple of the specs' chunks for one block.
+    type Views: Send;
+
+    /// One `Views` per block of `range`, in block order.
+    fn split_blocks(self, range: &Range<usize>) -> Vec<Self::Views>;
+
+    /// Restricts every chunk of `views` to the row of iteration `i`.
+    fn focus(views: &mut Self::Views, i: usize);
+}
+
+macro_rules! impl_parts {
+    ($(($spec:ident, $chunks:ident, $idx:tt)),+) => {
+        impl<$($spec: Owned),+> Parts for ($($spec,)+) {
+            type Views = ($($spec::Chunk,)+);
+
+            fn split_blocks(self, range: &Range<usize>) -> Vec<Self::Views> {
+                $(let mut $chunks = self.$idx.split_blocks(range, $idx).into_iter();)+
+                (0..block_count(range))
+                    .map(|_| ($($chunks.next().expect("one chunk per block"),)+))
+                    .collect()
+            }
+
+            fn focus(views: &mut Self::Views, i: usize) {
+                $($spec::focus(&mut views.$idx, i);)+
+            }
+        }
+    };
+}
+
+impl_parts!((A, a, 0));
+impl_parts!((A, a, 0), (B, b, 1));
+impl_parts!((A, a, 0), (B, b, 1), (C, c, 2));
+impl_parts!((A, a, 0), (B, b, 1), (C, c, 2), (D, d, 3));
+impl_parts!((A, a, 0), (B, b, 1), (C, c, 2), (D, d, 3), (E, e, 4));
+impl_parts!(
+    (A, a, 0),
+    (B, b, 1),
+    (C, c, 2),
+    (D, d, 3),
+    (E, e, 4),
+    (G, g, 5)
+);
+
+/// Runs `body(i, &mut views)` for every `i` in `range` (blocks in parallel,
+/// iterations of a block serially in order), where `views` gives iteration
+/// `i` write access to its own element/row of every buffer in `parts`.
+/// Buffers may be longer than `range` needs; an empty range does nothing.
+///
+/// Used where the generator proved that an adjoint `+=` (or a primal store)
+/// targets the parallel index: plain stores instead of atomics.
+///
+/// # Panics
+/// If a buffer is shorter than `range.end * width`, a width is 0, or the
+/// body accesses an element outside its own row.
+pub fn for_each_owned<P, F>(range: Range<usize>, parts: P, body: F)
+where
+    P: Parts,
+    F: Fn(usize, &mut P::Views) + Sync,
+{
+    let _: [f64; 0] = for_each_owned_sum(range, parts, |i, views| {
+        body(i, views);
+        []
+    });
+}
+
+/// [`for_each_owned`] whose body also returns `K` terms, summed like
+/// [`sum`](crate::sum) (per block left to right, then blocks in order), so
+/// the result does not depend on the thread count.
+///
+/// Used for a parallel adjoint loop that both writes owned elements and
+/// accumulates scalar adjoints.
+pub fn for_each_owned_sum<P, T, const K: usize, F>(range: Range<usize>, parts: P, body: F) -> [T; K]
+where
+    P: Parts,
+    T: Copy + Send + Sync + Add<Output = T> + Zero,
+    F: Fn(usize, &mut P::Views) -> [T; K] + Sync,
+{
+    if range.is_empty() {
+        return zeros();
+    }
+    let partials: Vec<[T; K]> = parts
+        .split_blocks(&range)
+        .into_par_iter()
+        .enumerate()
+        .map(|(k, mut views)| {
+            block_range(&range, k).fold(zeros(), |acc, i| {
+                P::focus(&mut views, i);
+                add_into(acc, body(i, &mut views))
+            })
+        })
+        .collect();
+    combine_in_order(partials)
+}
