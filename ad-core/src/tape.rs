@@ -121,6 +121,13 @@ impl<T: Copy + Default> Tape<T> {
         }
     }
 
+    /// All slots, for a parallel loop whose iteration `i` writes slot `i` (the
+    /// direct-indexed tape of ParDiff: iterations own their slots).
+    #[inline]
+    pub fn slots_mut(&mut self) -> &mut [T] {
+        &mut self.data
+    }
+
     /// Stores `value` in slot `i`.
     ///
     /// # Panics

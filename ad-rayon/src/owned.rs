@@ -33,6 +33,23 @@ pub struct OwnedChunk<'a, T> {
     current: usize,
 }
 
+/// `chunk[j]` reads element `j` (global index) of the current iteration, so
+/// generated code indexes an owned buffer as it indexed the whole one.
+impl<T> std::ops::Index<usize> for OwnedChunk<'_, T> {
+    type Output = T;
+    fn index(&self, j: usize) -> &T {
+        &self.data[self.local(j, "read")]
+    }
+}
+
+/// `chunk[j] = v`, `chunk[j] += v` on element `j` (global index).
+impl<T> std::ops::IndexMut<usize> for OwnedChunk<'_, T> {
+    fn index_mut(&mut self, j: usize) -> &mut T {
+        let at = self.local(j, "wrote");
+        &mut self.data[at]
+    }
+}
+
 impl<'a, T> OwnedChunk<'a, T> {
     /// Global element range owned by the current iteration.
     pub fn owned(&self) -> Range<usize> {
@@ -214,18 +231,33 @@ macro_rules! impl_parts {
     };
 }
 
-impl_parts!((A, a, 0));
-impl_parts!((A, a, 0), (B, b, 1));
-impl_parts!((A, a, 0), (B, b, 1), (C, c, 2));
-impl_parts!((A, a, 0), (B, b, 1), (C, c, 2), (D, d, 3));
-impl_parts!((A, a, 0), (B, b, 1), (C, c, 2), (D, d, 3), (E, e, 4));
-impl_parts!(
+/// `impl_parts!` for every prefix of the list: tuples of 1 to 16 owned buffers.
+macro_rules! impl_prefixes {
+    (@done [$($done:tt),*]) => { impl_parts!($($done),*); };
+    (@done [$($done:tt),*] $next:tt $(, $rest:tt)*) => {
+        impl_parts!($($done),*);
+        impl_prefixes!(@done [$($done,)* $next] $($rest),*);
+    };
+    ($first:tt $(, $rest:tt)*) => { impl_prefixes!(@done [$first] $($rest),*); };
+}
+
+impl_prefixes!(
     (A, a, 0),
     (B, b, 1),
     (C, c, 2),
     (D, d, 3),
     (E, e, 4),
-    (G, g, 5)
+    (G, g, 5),
+    (H, h, 6),
+    (I, i, 7),
+    (J, j, 8),
+    (K, k, 9),
+    (L, l, 10),
+    (M, m, 11),
+    (N, n, 12),
+    (O, o, 13),
+    (P, p, 14),
+    (Q, q, 15)
 );
 
 /// Runs `body(i, &mut views)` for every `i` in `range` (blocks in parallel,

@@ -403,6 +403,9 @@ impl Fwd<'_> {
             None,
         ));
         b.finish(ni, kind, results.clone());
+        if let Some(span) = f.parallel.get(&i) {
+            b.func.parallel.insert(ni, *span);
+        }
         for (k, r) in data.results.iter().enumerate() {
             if k < params.len() {
                 self.m.set(*r, results[k]);

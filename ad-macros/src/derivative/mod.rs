@@ -2,6 +2,7 @@
 //! primal IR function and its activity.
 
 pub mod forward;
+pub mod parallel;
 pub mod phi;
 pub mod reverse;
 pub mod rules;

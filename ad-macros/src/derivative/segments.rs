@@ -377,12 +377,14 @@ impl Cx<'_> {
         {
             return None;
         }
-        // A checkpointed loop, and the loops in it, are re-run step by step.
+        // A checkpointed loop, and the loops in it, are re-run step by step; a parallel
+        // loop, and the loops in it, run their iterations concurrently (a closed form
+        // carries its hoisted values from one iteration to the next).
         if self
             .structure
             .chain(i)
             .iter()
-            .any(|l| f.checkpoints.contains_key(l))
+            .any(|l| f.checkpoints.contains_key(l) || f.parallel.contains_key(l))
         {
             return None;
         }

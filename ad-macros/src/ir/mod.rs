@@ -232,6 +232,16 @@ pub enum InstKind {
     ZeroBuf(Buf),
     /// Sum of all elements (derivative programs: adjoint of `vec![v; n]`).
     SumBuf(Buf),
+    /// After a parallel loop over `start..end`: `target[idx[i]] += val[i]` for each `i`
+    /// whose `idx[i]` is not `usize::MAX` (derivative programs: the adjoint scatter of a
+    /// parallel loop at computed indices, through private accumulators or atomics).
+    ScatterAdd {
+        target: Buf,
+        idx: Buf,
+        val: Buf,
+        start: Value,
+        end: Value,
+    },
     Assert {
         cond: Value,
         message: String,
@@ -510,6 +520,7 @@ impl Function {
             }
             SaveRow { idx, .. } => vec![*idx],
             CopyFrom { .. } | Swap(..) | AddBuf { .. } | ZeroBuf(_) | SumBuf(_) => vec![],
+            ScatterAdd { start, end, .. } => vec![*start, *end],
             Assert { cond, .. } => vec![*cond],
             If { cond, .. } => vec![*cond],
             For { range, inits, .. } => {
@@ -572,6 +583,7 @@ impl Function {
             | SaveRow { tape: b, .. } => vec![*b],
             Alloc { buf, .. } => vec![*buf],
             CopyFrom { dst, .. } | AddBuf { dst, .. } => vec![*dst],
+            ScatterAdd { target, .. } => vec![*target],
             Swap(a, b) => vec![*a, *b],
             CkReverse { state, .. } => state
                 .iter()

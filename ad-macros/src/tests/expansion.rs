@@ -197,3 +197,24 @@ fn checkpointed_time_loop() {
         },
     );
 }
+
+#[test]
+fn parallel_stencil_and_sum() {
+    check(
+        "parallel_stencil",
+        quote!(forward, reverse),
+        quote! {
+            pub fn smooth(u: &[f64], out: &mut [f64], r: f64, idx: &[usize]) -> f64 {
+                let n = u.len();
+                out.par_iter_mut().enumerate().for_each(|(i, o)| {
+                    if i > 0 && i < n - 1 {
+                        *o = u[i] + r * (u[i - 1] - 2.0 * u[i] + u[i + 1]) * u[idx[i]];
+                    } else {
+                        *o = u[i];
+                    }
+                });
+                out.par_iter().map(|v| v * v).sum()
+            }
+        },
+    );
+}

@@ -7,6 +7,9 @@ use std::collections::{BTreeMap, HashSet};
 
 impl Rev<'_> {
     pub(super) fn reverse_loop(&mut self, b: &mut Builder, i: Inst) -> Result<(), String> {
+        if self.f.parallel.contains_key(&i) {
+            return self.reverse_parallel(b, i);
+        }
         let f = self.f;
         let data = f.inst(i);
         let (params, inits, _, _) = loop_parts(f, i);
@@ -85,6 +88,78 @@ impl Rev<'_> {
             },
             vec![tr],
         );
+        self.flush_carries(b, &inits, &carry);
+        for (v, outer, local) in private {
+            self.adj.insert(v, outer);
+            let g = b.get(local);
+            b.accumulate(outer, g);
+        }
+        Ok(())
+    }
+
+    /// The adjoint of parallel loop `i`: a parallel loop over the same indices, in any
+    /// order. Its parameters are sums (`acc + term`, checked when the loop is emitted),
+    /// whose adjoint reaches every iteration unchanged: the carry is read, never written
+    /// back. Outer adjoints accumulate in privatized cells, which the emitted loop turns
+    /// into a deterministic parallel reduction; the tape slot is the index.
+    fn reverse_parallel(&mut self, b: &mut Builder, i: Inst) -> Result<(), String> {
+        let f = self.f;
+        let InstKind::For { range, .. } = &f.inst(i).kind else {
+            unreachable!("parallel loops are for loops")
+        };
+        let (_, inits, _, _) = loop_parts(f, i);
+        let carry = self.declare_carries(b, i);
+        let private = self.privatize(b, i);
+        let s = self.fetch(b, range.start)?;
+        let e = self.fetch(b, range.end)?;
+        let ni = b.reserve();
+        let t = b
+            .func
+            .new_value(Ty::Int, ValueDef::LoopIndex(ni), Some("par_i".into()));
+        let nb = b.func.new_block();
+        let r: Result<(), String> = b.in_block(nb, |b| {
+            self.memo.push(HashMap::new());
+            self.iteration.insert(i, t);
+            self.index.insert(i, t);
+            let (params, _, body, _) = loop_parts(f, i);
+            self.declare_local_shadows(b, body)?;
+            for &k in carry.keys() {
+                self.declare_adjoint(b, params[k]);
+            }
+            self.declare_adjoints(b, body);
+            let ys = f.block(body).yields.clone();
+            for (&k, &c) in &carry {
+                if self.act.value(ys[k]) {
+                    let g = b.get(c);
+                    self.accumulate(b, ys[k], g);
+                }
+            }
+            self.reverse_block(b, body)?;
+            self.memo.pop();
+            Ok(())
+        });
+        r?;
+        b.set_yields(nb, vec![]);
+        let tr = b.func.new_value(Ty::Int, ValueDef::Result(ni, 0), None);
+        b.finish(
+            ni,
+            InstKind::For {
+                range: RangeSpec {
+                    start: s,
+                    end: e,
+                    step: None,
+                    rev: false,
+                },
+                index: t,
+                params: vec![],
+                inits: vec![],
+                body: nb,
+                exit: vec![],
+            },
+            vec![tr],
+        );
+        b.func.parallel.insert(ni, f.parallel[&i]);
+        // The sums' initial values receive the adjoint of their results, once.
         self.flush_carries(b, &inits, &carry);
         for (v, outer, local) in private {
             self.adj.insert(v, outer);

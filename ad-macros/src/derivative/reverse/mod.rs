@@ -90,6 +90,7 @@ pub fn reverse(
     }
     b.set_yields(body, yields);
     carry::carry_shifted_adds(&mut out);
+    super::parallel::summation_aware(&mut out)?;
     Ok(out)
 }
 
@@ -238,7 +239,8 @@ impl<'a> Rev<'a> {
                         kind: BufKind::Tape,
                     });
                     self.tape.insert(v, t);
-                    if !self.counter.contains_key(&l) && !self.ck.contains_key(&l) {
+                    let direct = self.ck.contains_key(&l) || self.f.parallel.contains_key(&l);
+                    if !self.counter.contains_key(&l) && !direct {
                         let z = b.iconst(0);
                         let c = b.cell(Ty::Int, "iter", z);
                         self.counter.insert(l, c);

@@ -143,6 +143,15 @@ impl Rev<'_> {
         if checkpointed {
             self.ck_before_loop(b, i);
         }
+        // A parallel loop's iteration `i` saves into slot `i` (direct-indexed: iterations
+        // own their slots), so its tapes hold `end` slots.
+        let parallel = f.parallel.get(&i).copied();
+        if let (Some(_), false, InstKind::For { range, .. }) = (parallel, self.plain, &data.kind) {
+            let end = self.m.v(range.end);
+            for t in self.tapes_of(i) {
+                b.stmt(InstKind::TapeEnsure(t, end));
+            }
+        }
         // Size the tapes once at loop entry when the trip count is bounded by the range.
         if let (Some(c), InstKind::For { range, .. }) = (counter, &data.kind) {
             let tapes: Vec<Buf> = self.tapes_of(i);
@@ -195,6 +204,9 @@ impl Rev<'_> {
         let ys = b.in_block(nb, |b| {
             if checkpointed {
                 return self.ck_forward_iteration(b, i, new_index);
+            }
+            if let (Some(_), Some(ix)) = (parallel, new_index) {
+                self.iteration.insert(i, ix);
             }
             if let Some(c) = counter {
                 let k = b.get(c);
@@ -250,6 +262,9 @@ impl Rev<'_> {
             ));
         }
         b.finish(ni, kind, results.clone());
+        if let Some(span) = parallel {
+            b.func.parallel.insert(ni, span);
+        }
         if checkpointed {
             let trip = *results.last().expect("loops count their trips");
             self.ck_after_loop(b, i, trip);

@@ -1,0 +1,337 @@
+//! Summation-aware adjoints of parallel loops (ParDiff's transformation, on the output of
+//! `reverse`): every `+=` into a buffer shared by the iterations is classified by its
+//! index, at compile time, so that each parallel iteration writes only what it owns.
+//!
+//! - `buf[i] += v`, `i` the loop's index: owned, kept (a plain add, no synchronization).
+//! - `buf[i + c] += v`, `c` a constant (a stencil's neighbours): the iteration adds into
+//!   its own slot `i` of a zeroed buffer for that offset, and a second parallel loop over
+//!   the elements of `buf` gathers `buf[t] += tmp[t − c]`: each element has one owner, no
+//!   atomics, no private copies, and the sum is the same on any number of threads.
+//! - `buf[j] += v` at a computed `j` (`x[idx[i]]`): the iteration records `j` and `v` in
+//!   its own slots, and a [`ScatterAdd`](InstKind::ScatterAdd) after the loop adds them
+//!   through private per-lane accumulators, or atomics when `buf` is too large to
+//!   privatize (`ad_rayon::private_fits`).
+//!
+//! The emitted loops (see `codegen`) then check ownership at run time: an access outside
+//! the iteration's own element panics instead of racing.
+
+use crate::ir::builder::Builder;
+use crate::ir::*;
+use std::collections::{BTreeMap, HashSet};
+
+/// Where one shared `+=` of a parallel loop adds.
+enum Site {
+    /// `buf[index + offset]`.
+    Shift { buf: Buf, offset: i128 },
+    /// `buf[j]`, `j` computed.
+    Computed { buf: Buf, at: Value },
+}
+
+/// Rewrites the shared additions of every parallel loop of `f` (see the module docs).
+pub fn summation_aware(f: &mut Function) -> Result<(), String> {
+    let mut loops: Vec<Inst> = f.parallel.keys().copied().collect();
+    loops.sort();
+    for l in loops {
+        rewrite_loop(f, l)?;
+    }
+    Ok(())
+}
+
+fn rewrite_loop(f: &mut Function, l: Inst) -> Result<(), String> {
+    let InstKind::For {
+        range, index, body, ..
+    } = f.inst(l).kind.clone()
+    else {
+        return Err(format!("internal: parallel loop {l} is not a `for` loop"));
+    };
+    // Buffers allocated inside the body belong to one iteration.
+    let mut local = HashSet::new();
+    let mut nested = HashSet::new();
+    walk_with_depth(f, body, 0, &mut |i, depth| {
+        if let InstKind::Alloc { buf, .. } = f.inst(i).kind {
+            local.insert(buf);
+        }
+        if depth > 0 {
+            nested.insert(i);
+        }
+    });
+    let mut sites: Vec<(Inst, Site, Value)> = Vec::new();
+    let mut err = None;
+    f.walk(body, &mut |i| {
+        let (buf, idx, v, add) = match &f.inst(i).kind {
+            InstKind::StoreAdd(b, idx, v) => (*b, idx.clone(), *v, true),
+            InstKind::Store(b, idx, v) => (*b, idx.clone(), *v, false),
+            _ => return,
+        };
+        if local.contains(&buf) || idx.first() == Some(&index) {
+            return;
+        }
+        let name = f.buf(buf).name.clone();
+        if idx.len() != 1 {
+            err.get_or_insert(format!(
+                "a parallel loop's adjoint adds into `{name}` at an element another iteration \
+                 owns; 2-D buffers are supported only at the loop's own row"
+            ));
+            return;
+        }
+        if !add {
+            err.get_or_insert(format!(
+                "internal: a parallel loop stores into `{name}` outside its own element"
+            ));
+            return;
+        }
+        let site = match offset_of(f, idx[0], index) {
+            Some(offset) => Site::Shift { buf, offset },
+            None if nested.contains(&i) => {
+                err.get_or_insert(format!(
+                    "a parallel loop's adjoint adds into `{name}` at computed indices inside \
+                     a loop nested in it; not supported yet (compute the index in the \
+                     parallel loop itself)"
+                ));
+                return;
+            }
+            None => Site::Computed { buf, at: idx[0] },
+        };
+        sites.push((i, site, v));
+    });
+    if let Some(e) = err {
+        return Err(e);
+    }
+    if sites.is_empty() {
+        return Ok(());
+    }
+    let parent = parent_block(f, l).expect("the loop is placed");
+    let span = f.parallel[&l];
+    let (start, end) = (range.start, range.end);
+
+    // Before the loop: a zeroed slot per iteration for each site (and its index).
+    let before = f.new_block();
+    let mut slots = Vec::new();
+    {
+        let mut b = Builder::new(f, before);
+        for (_, site, _) in &sites {
+            let buf = match site {
+                Site::Shift { buf, .. } | Site::Computed { buf, .. } => *buf,
+            };
+            let elem = b.func.buf(buf).elem;
+            let name = b.func.buf(buf).name.clone();
+            let val = b.func.new_buf(BufData {
+                name: format!("par_{name}"),
+                rank: 1,
+                elem,
+                kind: BufKind::Local,
+            });
+            let zero = b.zero(elem);
+            b.stmt(InstKind::Alloc {
+                buf: val,
+                dims: vec![end],
+                init: AllocInit::Fill(zero),
+            });
+            let at = match site {
+                Site::Computed { .. } => {
+                    let at = b.func.new_buf(BufData {
+                        name: format!("par_{name}_at"),
+                        rank: 1,
+                        elem: Ty::Int,
+                        kind: BufKind::Local,
+                    });
+                    let none = b.iconst(u64::MAX as i128);
+                    b.stmt(InstKind::Alloc {
+                        buf: at,
+                        dims: vec![end],
+                        init: AllocInit::Fill(none),
+                    });
+                    Some(at)
+                }
+                Site::Shift { .. } => None,
+            };
+            slots.push((val, at));
+        }
+    }
+    // In the loop: each site adds into (and records its index in) the iteration's slot.
+    for ((i, site, v), (val, at)) in sites.iter().zip(&slots) {
+        f.insts[i.index()].kind = InstKind::StoreAdd(*val, vec![index], *v);
+        if let (Site::Computed { at: j, .. }, Some(at)) = (site, at) {
+            let blk = parent_block(f, *i).expect("placed");
+            let rec = f.new_block();
+            let mut b = Builder::new(f, rec);
+            b.store(*at, vec![index], *j);
+            splice(f, blk, *i, rec, false);
+        }
+    }
+    // After the loop: the gathers (one parallel loop per buffer) and the scatters.
+    let after = f.new_block();
+    {
+        let mut b = Builder::new(f, after);
+        let mut gathers: BTreeMap<Buf, Vec<(i128, Buf)>> = BTreeMap::new();
+        for ((_, site, _), (val, at)) in sites.iter().zip(&slots) {
+            match site {
+                Site::Shift { buf, offset } => gathers.entry(*buf).or_default().push((*offset, *val)),
+                Site::Computed { buf, .. } => {
+                    b.stmt(InstKind::ScatterAdd {
+                        target: *buf,
+                        idx: at.expect("computed sites record their index"),
+                        val: *val,
+                        start,
+                        end,
+                    });
+                }
+            }
+        }
+        for (buf, shifts) in gathers {
+            let g = gather(&mut b, buf, &shifts, start, end);
+            b.func.parallel.insert(g, span);
+        }
+    }
+    splice(f, parent, l, before, false);
+    splice(f, parent, l, after, true);
+    Ok(())
+}
+
+/// `for t in 0..len(buf)` in parallel: `buf[t] += Σ slot[t − offset]` over the offsets
+/// whose source iteration `t − offset` lies in `start..end`.
+fn gather(b: &mut Builder, buf: Buf, shifts: &[(i128, Buf)], start: Value, end: Value) -> Inst {
+    let len = b.value(InstKind::Len(buf, vec![]), Ty::Int);
+    let zero = b.iconst(0);
+    let ni = b.reserve();
+    let t = b.func.new_value(Ty::Int, ValueDef::LoopIndex(ni), Some("t".into()));
+    let body = b.func.new_block();
+    b.in_block(body, |b| {
+        for &(offset, slot) in shifts {
+            // The source iteration k = t − offset, tested without going below zero.
+            let (k, ok) = if offset >= 0 {
+                let c = b.iconst(offset);
+                let lo = b.add(start, c);
+                let hi = b.add(end, c);
+                let above = b.binary(BinOp::Ge, t, lo);
+                let below = b.binary(BinOp::Lt, t, hi);
+                let ok = b.binary(BinOp::And, above, below);
+                // `t − offset` only where it is a source iteration (else 0, unused).
+                let k = guarded(b, ok, |b| b.sub(t, c));
+                (k, ok)
+            } else {
+                let c = b.iconst(-offset);
+                let k = b.add(t, c);
+                let above = b.binary(BinOp::Ge, k, start);
+                let below = b.binary(BinOp::Lt, k, end);
+                (k, b.binary(BinOp::And, above, below))
+            };
+            let then = b.func.new_block();
+            let els = b.func.new_block();
+            b.in_block(then, |b| {
+                let v = b.load(slot, vec![k]);
+                b.stmt(InstKind::StoreAdd(buf, vec![t], v));
+            });
+            b.push(
+                InstKind::If {
+                    cond: ok,
+                    then_blk: then,
+                    else_blk: els,
+                },
+                &[],
+                None,
+            );
+        }
+    });
+    b.set_yields(body, vec![]);
+    let trip = b.func.new_value(Ty::Int, ValueDef::Result(ni, 0), None);
+    b.finish(
+        ni,
+        InstKind::For {
+            range: RangeSpec {
+                start: zero,
+                end: len,
+                step: None,
+                rev: false,
+            },
+            index: t,
+            params: vec![],
+            inits: vec![],
+            body,
+            exit: vec![],
+        },
+        vec![trip],
+    );
+    ni
+}
+
+/// `if ok { make() } else { 0 }`: an integer computed only where it is valid.
+fn guarded(b: &mut Builder, ok: Value, make: impl FnOnce(&mut Builder) -> Value) -> Value {
+    let then = b.func.new_block();
+    let els = b.func.new_block();
+    let v = b.in_block(then, make);
+    let z = b.in_block(els, |b| b.iconst(0));
+    b.set_yields(then, vec![v]);
+    b.set_yields(els, vec![z]);
+    let i = b.push(
+        InstKind::If {
+            cond: ok,
+            then_blk: then,
+            else_blk: els,
+        },
+        &[Ty::Int],
+        None,
+    );
+    b.func.inst(i).results[0]
+}
+
+/// `c` when `v` is `index + c`, `c + index` or `index − c` for an integer constant `c`.
+fn offset_of(f: &Function, v: Value, index: Value) -> Option<i128> {
+    let ValueDef::Result(i, 0) = f.value(v).def else {
+        return None;
+    };
+    let konst = |x: Value| match f.value(x).def {
+        ValueDef::Result(j, 0) => match f.inst(j).kind {
+            InstKind::IConst(c) => Some(c),
+            _ => None,
+        },
+        _ => None,
+    };
+    match f.inst(i).kind {
+        InstKind::Binary(BinOp::Add, a, b) if a == index => konst(b),
+        InstKind::Binary(BinOp::Add, a, b) if b == index => konst(a),
+        InstKind::Binary(BinOp::Sub, a, b) if a == index => konst(b).map(|c| -c),
+        _ => None,
+    }
+}
+
+/// Calls `visit` on every instruction of `b` and its nested blocks with its loop depth
+/// below `b` (0: not inside a loop nested in `b`).
+fn walk_with_depth(f: &Function, b: Block, depth: usize, visit: &mut dyn FnMut(Inst, usize)) {
+    for &i in &f.block(b).insts {
+        visit(i, depth);
+        let inner = match f.inst(i).kind {
+            InstKind::For { .. } | InstKind::While { .. } => depth + 1,
+            _ => depth,
+        };
+        for c in f.child_blocks(i) {
+            walk_with_depth(f, c, inner, visit);
+        }
+    }
+}
+
+/// The block holding instruction `i`.
+fn parent_block(f: &Function, i: Inst) -> Option<Block> {
+    let mut found = None;
+    fn go(f: &Function, b: Block, i: Inst, found: &mut Option<Block>) {
+        for &j in &f.block(b).insts {
+            if j == i {
+                *found = Some(b);
+                return;
+            }
+            for c in f.child_blocks(j) {
+                go(f, c, i, found);
+            }
+        }
+    }
+    go(f, f.body, i, &mut found);
+    found
+}
+
+/// Moves the instructions of scratch block `from` into `blk`, before (or `after`) `at`.
+fn splice(f: &mut Function, blk: Block, at: Inst, from: Block, after: bool) {
+    let moved = std::mem::take(&mut f.blocks[from.index()].insts);
+    let insts = &mut f.blocks[blk.index()].insts;
+    let pos = insts.iter().position(|x| *x == at).expect("placed") + usize::from(after);
+    insts.splice(pos..pos, moved);
+}
