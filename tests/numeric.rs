@@ -152,6 +152,10 @@ numeric_tests! {
     parallel: [
         heat_step_parallel_equals_serial,
         map_sum_and_zip_parallel_equal_serial,
+        gather_at_random_indices,
+        histogram_scatter,
+        burgers_step_parallel_equals_serial,
+        checkpointed_parallel_stencil,
     ],
     /// Branches, data-dependent loops, `match`, `loop`/`break`/`continue`, early `return`.
     control_flow: [

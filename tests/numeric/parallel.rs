@@ -167,3 +167,329 @@ pub fn map_sum_and_zip_parallel_equal_serial() {
         tols: TOLS,
     });
 }
+
+/// `y[i] = x[idx[i]]·w[i] + sin(x[idx[i]]/2)`: a gather at random indices, whose adjoint
+/// scatters into `x̄` at computed indices.
+#[differentiate(forward, reverse, wrt(x, y))]
+pub fn gather_par(x: &[f64], idx: &[usize], w: &[f64], y: &mut [f64]) {
+    y.par_iter_mut().enumerate().for_each(|(i, yi)| {
+        *yi = x[idx[i]] * w[i] + (0.5 * x[idx[i]]).sin();
+    });
+}
+
+/// [`gather_par`] as a serial loop.
+#[differentiate(forward, reverse, wrt(x, y))]
+pub fn gather_serial(x: &[f64], idx: &[usize], w: &[f64], y: &mut [f64]) {
+    for i in 0..y.len() {
+        y[i] = x[idx[i]] * w[i] + (0.5 * x[idx[i]]).sin();
+    }
+}
+
+/// `Σᵢ h[bin[i]]·xᵢ²`: the adjoint of `h` is a histogram of `xᵢ²` over the bins.
+#[differentiate(forward, reverse)]
+pub fn histogram_par(h: &[f64], bin: &[usize], x: &[f64]) -> f64 {
+    (0..x.len())
+        .into_par_iter()
+        .map(|i| h[bin[i]] * x[i] * x[i])
+        .sum::<f64>()
+}
+
+/// [`histogram_par`] as a serial loop.
+#[differentiate(forward, reverse)]
+pub fn histogram_serial(h: &[f64], bin: &[usize], x: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for i in 0..x.len() {
+        s += h[bin[i]] * x[i] * x[i];
+    }
+    s
+}
+
+/// One explicit step of periodic viscous Burgers, upwinded by the sign of `uᵢ`: the
+/// neighbours `(i ± 1) mod n` are computed indices.
+#[differentiate(forward, reverse)]
+pub fn burgers_par(u: &[f64], next: &mut [f64], nu: f64) {
+    let n = u.len();
+    let dx = 1.0 / n as f64;
+    next.par_iter_mut().enumerate().for_each(|(i, o)| {
+        let l = u[(i + n - 1) % n];
+        let c = u[i];
+        let r = u[(i + 1) % n];
+        let adv = if c >= 0.0 { c * (c - l) / dx } else { c * (r - c) / dx };
+        *o = c + 1e-3 * (nu * (l - 2.0 * c + r) / (dx * dx) - adv);
+    });
+}
+
+/// [`burgers_par`] as a serial loop.
+#[differentiate(forward, reverse)]
+pub fn burgers_serial(u: &[f64], next: &mut [f64], nu: f64) {
+    let n = u.len();
+    let dx = 1.0 / n as f64;
+    for i in 0..n {
+        let l = u[(i + n - 1) % n];
+        let c = u[i];
+        let r = u[(i + 1) % n];
+        let adv = if c >= 0.0 { c * (c - l) / dx } else { c * (r - c) / dx };
+        next[i] = c + 1e-3 * (nu * (l - 2.0 * c + r) / (dx * dx) - adv);
+    }
+}
+
+/// A checkpointed time loop whose step is a parallel stencil, and a parallel sum after it.
+#[differentiate(forward, reverse)]
+pub fn heat_steps_par(u0: &[f64], r: f64, steps: usize) -> f64 {
+    let n = u0.len();
+    let mut u = u0.to_vec();
+    let mut next = vec![0.0; n];
+    #[checkpoint(revolve(snapshots = 3))]
+    for _ in 0..steps {
+        next.par_iter_mut().enumerate().for_each(|(i, o)| {
+            if i > 0 && i < n - 1 {
+                *o = u[i] + r * (u[i - 1] - 2.0 * u[i] + u[i + 1]) * (1.0 + 0.2 * u[i]);
+            } else {
+                *o = 0.0;
+            }
+        });
+        std::mem::swap(&mut u, &mut next);
+    }
+    u.par_iter().map(|v| v * v).sum()
+}
+
+/// [`heat_steps_par`] with serial loops and no checkpointing.
+#[differentiate(forward, reverse)]
+pub fn heat_steps_serial(u0: &[f64], r: f64, steps: usize) -> f64 {
+    let n = u0.len();
+    let mut u = u0.to_vec();
+    let mut next = vec![0.0; n];
+    for _ in 0..steps {
+        for i in 0..n {
+            if i > 0 && i < n - 1 {
+                next[i] = u[i] + r * (u[i - 1] - 2.0 * u[i] + u[i + 1]) * (1.0 + 0.2 * u[i]);
+            } else {
+                next[i] = 0.0;
+            }
+        }
+        std::mem::swap(&mut u, &mut next);
+    }
+    let mut s = 0.0;
+    for i in 0..n {
+        s += u[i] * u[i];
+    }
+    s
+}
+
+/// Deterministic pseudo-random indices below `m` (with repeats).
+fn indices(n: usize, m: usize, seed: u64) -> Vec<usize> {
+    let mut s = seed;
+    (0..n)
+        .map(|_| {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((s >> 33) % m as u64) as usize
+        })
+        .collect()
+}
+
+/// `run` on pools of 1, 2 and 8 threads: the results must be bitwise equal.
+fn same_on_1_2_8_threads<T: PartialEq + std::fmt::Debug + Send>(name: &str, run: impl Fn() -> T + Sync) {
+    let results: Vec<T> = [1, 2, 8]
+        .iter()
+        .map(|&t| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(t)
+                .build()
+                .expect("a thread pool")
+                .install(&run)
+        })
+        .collect();
+    assert_eq!(results[0], results[1], "{name}: 1 vs 2 threads");
+    assert_eq!(results[0], results[2], "{name}: 1 vs 8 threads");
+}
+
+pub fn gather_at_random_indices() {
+    // Large enough for several blocks of ad_rayon::BLOCK iterations.
+    let (n, m) = (1500, 97);
+    let x = input(m);
+    let idx = indices(n, m, 7);
+    let w = input(n + 5)[5..].to_vec();
+    let seed: Vec<f64> = (0..n).map(|i| ((i % 7) as f64 - 3.0) * 0.3).collect();
+    let rev = |f: fn(&[f64], &mut [f64], &[usize], &[f64], &mut [f64], &mut [f64])| {
+        let (mut dx, mut y, mut dy) = (zeros(m), zeros(n), seed.clone());
+        f(&x, &mut dx, &idx, &w, &mut y, &mut dy);
+        (dx, y)
+    };
+    let (dx_p, y_p) = rev(gather_par_rev);
+    let (dx_s, y_s) = rev(gather_serial_rev);
+    assert_all_close("gather: y", &y_p, &y_s, 0.0, 0.0);
+    let (mut ya, mut yb) = (zeros(n), zeros(n));
+    gather_par(&x, &idx, &w, &mut ya);
+    gather_serial(&x, &idx, &w, &mut yb);
+    assert_all_close("gather: primal", &ya, &yb, 0.0, 0.0);
+    assert_all_close("gather: x̄", &dx_p, &dx_s, 1e-12, 1e-14);
+    same_on_1_2_8_threads("gather x̄", || rev(gather_par_rev).0);
+    // Finite differences and the dot product on a small instance.
+    let (n, m) = (12, 5);
+    let idx = indices(n, m, 3);
+    let w = input(n + 1)[1..].to_vec();
+    check_fwd_rev(&Case {
+        name: "gather_par",
+        x: &input(m),
+        primal: &|p| {
+            let mut y = zeros(n);
+            gather_par(p, &idx, &w, &mut y);
+            y
+        },
+        jvp: &|p, d| {
+            let (mut y, mut dy) = (zeros(n), zeros(n));
+            gather_par_fwd(p, d, &idx, &w, &mut y, &mut dy);
+            (y, dy)
+        },
+        vjp: &|p, s| {
+            let (mut dx, mut y, mut dy) = (zeros(m), zeros(n), s.to_vec());
+            gather_par_rev(p, &mut dx, &idx, &w, &mut y, &mut dy);
+            (y, dx)
+        },
+        tols: TOLS,
+    });
+}
+
+pub fn histogram_scatter() {
+    let (n, bins) = (2000, 13);
+    let h = input(bins);
+    let bin = indices(n, bins, 11);
+    let x = input(n + 2)[2..].to_vec();
+    let grad = |g: fn(&[f64], &[usize], &[f64]) -> (f64, (Vec<f64>, Vec<f64>))| g(&h, &bin, &x);
+    let (v_p, (dh_p, dx_p)) = grad(histogram_par_grad);
+    let (v_s, (dh_s, dx_s)) = grad(histogram_serial_grad);
+    assert_close("histogram: value", v_p, v_s, 1e-12, 0.0);
+    assert_all_close("histogram: h̄", &dh_p, &dh_s, 1e-12, 1e-14);
+    assert_all_close("histogram: x̄", &dx_p, &dx_s, 1e-12, 1e-14);
+    assert_close("histogram: primal", histogram_par(&h, &bin, &x), v_s, 1e-12, 0.0);
+    assert_close("histogram: serial primal", histogram_serial(&h, &bin, &x), v_s, 0.0, 0.0);
+    same_on_1_2_8_threads("histogram", || grad(histogram_par_grad));
+    let (n, bins) = (9, 4);
+    let bin = indices(n, bins, 5);
+    let mut point = input(bins);
+    point.extend(input(n + 3)[3..].iter());
+    check_grad(
+        "histogram_par",
+        &point,
+        &|p| histogram_par(&p[..bins], &bin, &p[bins..]),
+        &|p| {
+            let (v, (mut dh, dx)) = histogram_par_grad(&p[..bins], &bin, &p[bins..]);
+            dh.extend(dx);
+            (v, dh)
+        },
+        TOLS,
+    );
+    check_fwd_rev(&Case {
+        name: "histogram_par",
+        x: &point,
+        primal: &|p| vec![histogram_par(&p[..bins], &bin, &p[bins..])],
+        jvp: &|p, d| {
+            let (v, t) = histogram_par_fwd(&p[..bins], &d[..bins], &bin, &p[bins..], &d[bins..]);
+            (vec![v], vec![t])
+        },
+        vjp: &|p, s| {
+            let (mut dh, mut dx) = (zeros(bins), zeros(n));
+            let v = histogram_par_rev(&p[..bins], &mut dh, &bin, &p[bins..], &mut dx, s[0]);
+            dh.extend(dx);
+            (vec![v], dh)
+        },
+        tols: TOLS,
+    });
+}
+
+pub fn burgers_step_parallel_equals_serial() {
+    let n = 1100;
+    let u: Vec<f64> = (0..n)
+        .map(|i| (2.0 * std::f64::consts::PI * i as f64 / n as f64).sin() + 0.5)
+        .collect();
+    let seed: Vec<f64> = (0..n).map(|i| 1.0 + 0.001 * i as f64).collect();
+    let rev = |f: fn(&[f64], &mut [f64], &mut [f64], &mut [f64], f64) -> f64| {
+        let (mut du, mut next, mut dnext) = (zeros(n), zeros(n), seed.clone());
+        let dnu = f(&u, &mut du, &mut next, &mut dnext, 0.01);
+        (du, dnu, next)
+    };
+    let (du_p, dnu_p, next_p) = rev(burgers_par_rev);
+    let (du_s, dnu_s, next_s) = rev(burgers_serial_rev);
+    assert_all_close("burgers: step", &next_p, &next_s, 0.0, 0.0);
+    let mut primal = zeros(n);
+    burgers_serial(&u, &mut primal, 0.01);
+    let mut par = zeros(n);
+    burgers_par(&u, &mut par, 0.01);
+    assert_all_close("burgers: primal", &par, &primal, 0.0, 0.0);
+    assert_all_close("burgers: ū", &du_p, &du_s, 1e-12, 1e-14);
+    assert_close("burgers: ν̄", dnu_p, dnu_s, 1e-12, 1e-14);
+    same_on_1_2_8_threads("burgers", || {
+        let (du, dnu, _) = rev(burgers_par_rev);
+        (du, dnu)
+    });
+    let n = 8;
+    let mut point: Vec<f64> = (0..n).map(|i| (0.8 * i as f64).sin() + 0.2).collect();
+    point.push(0.02);
+    check_fwd_rev(&Case {
+        name: "burgers_par",
+        x: &point,
+        primal: &|p| {
+            let mut next = zeros(n);
+            burgers_par(&p[..n], &mut next, p[n]);
+            next
+        },
+        jvp: &|p, d| {
+            let (mut next, mut dnext) = (zeros(n), zeros(n));
+            burgers_par_fwd(&p[..n], &d[..n], &mut next, &mut dnext, p[n], d[n]);
+            (next, dnext)
+        },
+        vjp: &|p, s| {
+            let (mut du, mut next, mut dnext) = (zeros(n), zeros(n), s.to_vec());
+            let dnu = burgers_par_rev(&p[..n], &mut du, &mut next, &mut dnext, p[n]);
+            du.push(dnu);
+            (next, du)
+        },
+        tols: TOLS,
+    });
+}
+
+pub fn checkpointed_parallel_stencil() {
+    let n = 700;
+    let u0: Vec<f64> = (0..n)
+        .map(|i| (std::f64::consts::PI * i as f64 / (n - 1) as f64).sin())
+        .collect();
+    let (r, steps) = (0.3, 9);
+    let (v_p, (g_p, gr_p)) = heat_steps_par_grad(&u0, r, steps);
+    let (v_s, (g_s, gr_s)) = heat_steps_serial_grad(&u0, r, steps);
+    assert_close("checkpointed parallel heat: value", v_p, v_s, 1e-12, 0.0);
+    let primal = heat_steps_serial(&u0, r, steps);
+    assert_close("checkpointed parallel heat: primal", heat_steps_par(&u0, r, steps), primal, 1e-12, 0.0);
+    assert_all_close("checkpointed parallel heat: ∂/∂u0", &g_p, &g_s, 1e-12, 1e-14);
+    assert_close("checkpointed parallel heat: ∂/∂r", gr_p, gr_s, 1e-12, 1e-14);
+    same_on_1_2_8_threads("checkpointed parallel heat", || heat_steps_par_grad(&u0, r, steps));
+    let n = 7;
+    let mut point: Vec<f64> = (0..n).map(|i| (0.9 * i as f64).sin() + 0.1).collect();
+    point.push(0.25);
+    check_grad(
+        "heat_steps_par",
+        &point,
+        &|p| heat_steps_par(&p[..n], p[n], 5),
+        &|p| {
+            let (v, (mut g, gr)) = heat_steps_par_grad(&p[..n], p[n], 5);
+            g.push(gr);
+            (v, g)
+        },
+        TOLS,
+    );
+    check_fwd_rev(&Case {
+        name: "heat_steps_par",
+        x: &point,
+        primal: &|p| vec![heat_steps_par(&p[..n], p[n], 5)],
+        jvp: &|p, d| {
+            let (v, t) = heat_steps_par_fwd(&p[..n], &d[..n], p[n], d[n], 5);
+            (vec![v], vec![t])
+        },
+        vjp: &|p, s| {
+            let mut g = zeros(n);
+            let (v, gr) = heat_steps_par_rev(&p[..n], &mut g, p[n], 5, s[0]);
+            g.push(gr);
+            (vec![v], g)
+        },
+        tols: TOLS,
+    });
+}

@@ -429,7 +429,9 @@ impl Ctx<'_> {
                 inits,
                 body,
                 ..
-            } if f.parallel.contains_key(&i) => self.parallel_for(i, range, *index, params, inits, *body),
+            } if f.parallel.contains_key(&i) => {
+                self.parallel_for(i, range, *index, params, inits, *body)
+            }
             For {
                 range,
                 index,
@@ -828,7 +830,8 @@ impl Ctx<'_> {
                     problem.get_or_insert("a parallel loop assigns a variable declared outside it");
                 }
                 TapeEnsure(..) | SaveRow { .. } | Swap(..) | CopyFrom { .. } => {
-                    problem.get_or_insert("a parallel loop resizes, swaps or copies a shared buffer");
+                    problem
+                        .get_or_insert("a parallel loop resizes, swaps or copies a shared buffer");
                 }
                 _ => {}
             }
@@ -840,7 +843,11 @@ impl Ctx<'_> {
             Len(b, _) if written.contains(b) => {
                 problem.get_or_insert("a parallel loop takes the length of a buffer it writes");
             }
-            Call { args, .. } if args.iter().any(|a| matches!(a, CallArg::Buf { buf, .. } if written.contains(buf))) => {
+            Call { args, .. }
+                if args
+                    .iter()
+                    .any(|a| matches!(a, CallArg::Buf { buf, .. } if written.contains(buf))) =>
+            {
                 problem.get_or_insert("a parallel loop passes a buffer it writes to a call");
             }
             _ => {}
@@ -849,7 +856,9 @@ impl Ctx<'_> {
         let ys = &f.block(body).yields;
         for (k, p) in params.iter().enumerate() {
             let mut uses = 0;
-            f.walk(body, &mut |j| uses += f.operands(j).iter().filter(|o| *o == p).count());
+            f.walk(body, &mut |j| {
+                uses += f.operands(j).iter().filter(|o| *o == p).count()
+            });
             let sum = ys[k] == *p
                 || (uses == 1
                     && matches!(f.value(ys[k]).def, ValueDef::Result(j, 0)

@@ -104,12 +104,37 @@ fn rewrite_loop(f: &mut Function, l: Inst) -> Result<(), String> {
     let span = f.parallel[&l];
     let (start, end) = (range.start, range.end);
 
-    // Before the loop: a zeroed slot per iteration for each site (and its index).
+    // Sites adding into the same place share their slots: the same buffer at the same
+    // offset, or at the same computed index value.
+    let mut keys: Vec<(Buf, Option<i128>, Option<Value>)> = Vec::new();
+    let mut slot_of = Vec::new();
+    for (_, site, _) in &sites {
+        let key = match site {
+            Site::Shift { buf, offset } => (*buf, Some(*offset), None),
+            Site::Computed { buf, at } => (*buf, None, Some(*at)),
+        };
+        let k = keys.iter().position(|x| *x == key).unwrap_or_else(|| {
+            keys.push(key);
+            keys.len() - 1
+        });
+        slot_of.push(k);
+    }
+    let firsts: Vec<usize> = (0..keys.len())
+        .map(|k| {
+            slot_of
+                .iter()
+                .position(|s| *s == k)
+                .expect("every key has a site")
+        })
+        .collect();
+
+    // Before the loop: a zeroed slot per iteration for each place (and its index).
     let before = f.new_block();
     let mut slots = Vec::new();
     {
         let mut b = Builder::new(f, before);
-        for (_, site, _) in &sites {
+        for &first in &firsts {
+            let site = &sites[first].1;
             let buf = match site {
                 Site::Shift { buf, .. } | Site::Computed { buf, .. } => *buf,
             };
@@ -149,7 +174,10 @@ fn rewrite_loop(f: &mut Function, l: Inst) -> Result<(), String> {
         }
     }
     // In the loop: each site adds into (and records its index in) the iteration's slot.
-    for ((i, site, v), (val, at)) in sites.iter().zip(&slots) {
+    // Every site records its index (the same value for sites sharing a slot), so a site
+    // in a branch that did not run leaves nothing unrecorded.
+    for ((i, site, v), &k) in sites.iter().zip(&slot_of) {
+        let (val, at) = &slots[k];
         f.insts[i.index()].kind = InstKind::StoreAdd(*val, vec![index], *v);
         if let (Site::Computed { at: j, .. }, Some(at)) = (site, at) {
             let blk = parent_block(f, *i).expect("placed");
@@ -164,9 +192,11 @@ fn rewrite_loop(f: &mut Function, l: Inst) -> Result<(), String> {
     {
         let mut b = Builder::new(f, after);
         let mut gathers: BTreeMap<Buf, Vec<(i128, Buf)>> = BTreeMap::new();
-        for ((_, site, _), (val, at)) in sites.iter().zip(&slots) {
-            match site {
-                Site::Shift { buf, offset } => gathers.entry(*buf).or_default().push((*offset, *val)),
+        for (&first, (val, at)) in firsts.iter().zip(&slots) {
+            match &sites[first].1 {
+                Site::Shift { buf, offset } => {
+                    gathers.entry(*buf).or_default().push((*offset, *val))
+                }
                 Site::Computed { buf, .. } => {
                     b.stmt(InstKind::ScatterAdd {
                         target: *buf,
@@ -194,7 +224,9 @@ fn gather(b: &mut Builder, buf: Buf, shifts: &[(i128, Buf)], start: Value, end: 
     let len = b.value(InstKind::Len(buf, vec![]), Ty::Int);
     let zero = b.iconst(0);
     let ni = b.reserve();
-    let t = b.func.new_value(Ty::Int, ValueDef::LoopIndex(ni), Some("t".into()));
+    let t = b
+        .func
+        .new_value(Ty::Int, ValueDef::LoopIndex(ni), Some("t".into()));
     let body = b.func.new_block();
     b.in_block(body, |b| {
         for &(offset, slot) in shifts {

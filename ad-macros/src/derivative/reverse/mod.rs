@@ -178,6 +178,7 @@ impl<'a> Rev<'a> {
                 .filter(|l| rec.saves_inside(f, &structure, *l))
                 .collect();
             if taped.is_empty() {
+                parallel_tapes(f, &rec, &structure)?;
                 break (rec, structure, rv_work, saved_nodes);
             }
             for l in taped {
@@ -292,6 +293,54 @@ impl<'a> Rev<'a> {
             None => b.iconst(0),
         }
     }
+}
+
+/// A parallel loop's values are saved in slot `i` of its own iteration; a loop nested in
+/// it would need a slot per inner iteration too (a serial counter, shared by the
+/// iterations), and a call's buffer snapshot a row per iteration.
+fn parallel_tapes(f: &Function, rec: &Recording, structure: &Structure) -> Result<(), String> {
+    let nested_in_parallel = |i: Inst| {
+        let chain = structure.chain(i);
+        chain
+            .iter()
+            .position(|l| f.parallel.contains_key(l))
+            .is_some_and(|p| {
+                chain[p + 1..].iter().any(|l| {
+                    matches!(
+                        f.inst(*l).kind,
+                        InstKind::For { .. } | InstKind::While { .. }
+                    )
+                })
+            })
+    };
+    for v in &rec.saved {
+        if let Storage::Tape(l) = rec.storage[v] {
+            if nested_in_parallel(l)
+                || (nested_in_parallel(f.def_inst(*v)) && !f.parallel.contains_key(&l))
+            {
+                let name = f.value(*v).name.clone().unwrap_or_else(|| "a value".into());
+                return Err(format!(
+                    "phidiff: the reverse sweep needs `{name}` from a loop nested in a parallel loop; \
+                     saving values of nested loops is not supported in parallel loops yet \
+                     (let the inner loop compute what it needs from the parallel loop's values)"
+                ));
+            }
+        }
+    }
+    if let Some((i, _)) = rec.snapshots.iter().find(|(i, _)| {
+        structure
+            .chain(*i)
+            .iter()
+            .any(|l| f.parallel.contains_key(l))
+    }) {
+        let _ = i;
+        return Err(
+            "phidiff: a call inside a parallel loop passes a buffer that it writes; \
+                    not supported in parallel loops yet"
+                .into(),
+        );
+    }
+    Ok(())
 }
 
 /// ⌈(end − start) / step⌉ when positive, else 0: the trip count of a range loop.

@@ -1,0 +1,77 @@
+//! Atomic additions in parallel adjoints, counted (`--features count-atomics`; without the
+//! feature the file is empty). Owned elements, stencil gathers and private scatters add
+//! without atomics; only a scatter into a target too large to privatize
+//! (`phidiff::par::private_fits`: 8 lanes × 1.1 M floats > 64 MiB) adds atomically, once
+//! per recorded element.
+#![cfg(feature = "count-atomics")]
+
+use phidiff::differentiate;
+use phidiff::par::{atomic_ops, reset_atomic_ops};
+use rayon::prelude::*;
+
+#[allow(dead_code)] // only its `_rev` is called
+#[differentiate(reverse)]
+fn stencil(u: &[f64], out: &mut [f64], r: f64) -> f64 {
+    let n = u.len();
+    out.par_iter_mut().enumerate().for_each(|(i, o)| {
+        if i > 0 && i < n - 1 {
+            *o = u[i] + r * (u[i - 1] - 2.0 * u[i] + u[i + 1]) * u[i];
+        } else {
+            *o = u[i];
+        }
+    });
+    out.par_iter().map(|v| v * v).sum()
+}
+
+#[allow(dead_code)]
+#[differentiate(reverse, wrt(x))]
+fn gather(x: &[f64], idx: &[usize], n: usize) -> f64 {
+    (0..n)
+        .into_par_iter()
+        .map(|i| x[idx[i]] * x[idx[i]])
+        .sum::<f64>()
+}
+
+fn indices(n: usize, m: usize) -> Vec<usize> {
+    (0..n).map(|i| (i * 7919 + 13) % m).collect()
+}
+
+#[test]
+fn atomics_only_where_the_target_is_too_large_to_privatize() {
+    // Owned stores, the ±1 gather and the sum: no atomics.
+    let n = 5000;
+    let u: Vec<f64> = (0..n).map(|i| (i as f64 * 0.01).sin()).collect();
+    let (mut du, mut out, mut dout) = (vec![0.0; n], vec![0.0; n], vec![0.0; n]);
+    reset_atomic_ops();
+    stencil_rev(&u, &mut du, &mut out, &mut dout, 0.2, 1.0);
+    assert_eq!(atomic_ops(), 0, "stencil: atomic adds");
+    assert!(du.iter().any(|g| *g != 0.0));
+
+    // A scatter into a small target: private lanes, no atomics (integer values: every
+    // order of addition gives the same sums).
+    let x: Vec<f64> = (0..100).map(|i| i as f64).collect();
+    let idx = indices(3000, x.len());
+    let mut dx = vec![0.0; x.len()];
+    reset_atomic_ops();
+    gather_rev(&x, &mut dx, &idx, idx.len(), 1.0);
+    assert_eq!(atomic_ops(), 0, "small scatter: atomic adds");
+    let mut want = vec![0.0; x.len()];
+    for &j in &idx {
+        want[j] += 2.0 * x[j];
+    }
+    assert_eq!(dx, want, "small scatter: gradient");
+
+    // A scatter into 1.1 M elements: one atomic add per iteration.
+    let m = 1_100_000;
+    assert!(!phidiff::par::private_fits(m, 8));
+    let x: Vec<f64> = (0..m).map(|i| (i % 1000) as f64).collect();
+    let idx = indices(3000, m);
+    let mut dx = vec![0.0; m];
+    reset_atomic_ops();
+    gather_rev(&x, &mut dx, &idx, idx.len(), 1.0);
+    assert_eq!(atomic_ops(), idx.len(), "large scatter: atomic adds");
+    for &j in &idx[..20] {
+        let count = idx.iter().filter(|k| **k == j).count() as f64;
+        assert_eq!(dx[j], count * 2.0 * x[j], "large scatter: x̄[{j}]");
+    }
+}
