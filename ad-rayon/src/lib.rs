@@ -69,6 +69,7 @@ mod blocks;
 mod counter;
 mod owned;
 mod private;
+mod scratch;
 
 pub use atomic::{AtomicF32Slice, AtomicF64Slice};
 pub use blocks::{block_count, block_range, for_each, sum, BLOCK};
@@ -79,3 +80,4 @@ pub use private::{
     private_fits, private_max_bytes, scatter_private, Acc, PRIVATE_LANES, PRIVATE_MAX_BYTES,
     PRIVATE_MAX_BYTES_ENV,
 };
+pub use scratch::{Scratch, POOL_BUFFERS, POOL_MAX_BYTES};

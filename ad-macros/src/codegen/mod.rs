@@ -339,7 +339,11 @@ impl Ctx<'_> {
                     AllocInit::Fill(v) => {
                         let v = self.val(*v);
                         let d: Vec<TokenStream> = dims.iter().map(|d| self.val(*d)).collect();
+                        let rt = self.rt();
                         match d.as_slice() {
+                            [a] if f.buf(*buf).kind == BufKind::Scratch => {
+                                quote!(#rt::par::Scratch::filled(#v, #a))
+                            }
                             [a] => quote!(vec![#v; #a]),
                             [a, b] => quote!(vec![vec![#v; #b]; #a]),
                             _ => unreachable!("buffers have rank 1 or 2"),

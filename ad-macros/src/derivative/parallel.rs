@@ -144,7 +144,7 @@ fn rewrite_loop(f: &mut Function, l: Inst) -> Result<(), String> {
                 name: format!("par_{name}"),
                 rank: 1,
                 elem,
-                kind: BufKind::Local,
+                kind: BufKind::Scratch,
             });
             let zero = b.zero(elem);
             b.stmt(InstKind::Alloc {
@@ -158,7 +158,7 @@ fn rewrite_loop(f: &mut Function, l: Inst) -> Result<(), String> {
                         name: format!("par_{name}_at"),
                         rank: 1,
                         elem: Ty::Int,
-                        kind: BufKind::Local,
+                        kind: BufKind::Scratch,
                     });
                     let none = b.iconst(u64::MAX as i128);
                     b.stmt(InstKind::Alloc {

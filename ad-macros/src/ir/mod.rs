@@ -74,6 +74,9 @@ pub enum BufKind {
     Shadow,
     /// A direct-indexed tape of saved values.
     Tape,
+    /// The per-iteration slots of a parallel loop's shared additions (derivative
+    /// programs): a pooled `ad_rayon::Scratch`, reused by the next call.
+    Scratch,
 }
 
 #[derive(Clone, Debug)]

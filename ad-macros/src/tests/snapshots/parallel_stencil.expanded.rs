@@ -207,10 +207,13 @@ pub fn smooth_rev(
         },
     );
     let mut _acc_6 = (-0.0f64);
-    let mut _par_du_6 = vec![0.0f64; _v3];
-    let mut _par_du_at_7 = vec![18446744073709551615; _v3];
-    let mut _par_du_8 = vec![0.0f64; _v3];
-    let mut _par_du_9 = vec![0.0f64; _v3];
+    let mut _par_du_6 = ::phidiff::__private::par::Scratch::filled(0.0f64, _v3);
+    let mut _par_du_at_7 = ::phidiff::__private::par::Scratch::filled(
+        18446744073709551615,
+        _v3,
+    );
+    let mut _par_du_8 = ::phidiff::__private::par::Scratch::filled(0.0f64, _v3);
+    let mut _par_du_9 = ::phidiff::__private::par::Scratch::filled(0.0f64, _v3);
     let sums: [f64; 1usize] = ::phidiff::__private::par::for_each_owned_sum(
         0.._v3,
         (

@@ -1,0 +1,116 @@
+//! Reused scratch buffers for the per-iteration slots of parallel adjoints.
+//!
+//! Generated code allocates, per call, buffers as long as the parallel loop (the slots of
+//! its shifted and computed-index additions). Freeing such a buffer after several threads
+//! wrote it makes the allocator unmap pages that every thread has in its TLB: each unmap
+//! interrupts all of them (a TLB shootdown), which on 2 threads made a stencil's gradient
+//! slower than on 1. So dropped buffers go back to a small per-type pool and the next call
+//! reuses them: at most [`POOL_BUFFERS`] buffers per element type, each at most
+//! [`POOL_MAX_BYTES`]; smaller or larger ones are freed as usual.
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::ops::{Deref, DerefMut};
+use std::sync::{Mutex, OnceLock};
+
+/// Buffers kept per element type.
+pub const POOL_BUFFERS: usize = 8;
+/// The largest buffer kept (bytes of capacity); larger ones are freed.
+pub const POOL_MAX_BYTES: usize = 256 << 20;
+/// The smallest buffer kept: below this the allocator does not unmap.
+const POOL_MIN_BYTES: usize = 64 << 10;
+
+type Pools = Mutex<HashMap<TypeId, Vec<Box<dyn Any + Send>>>>;
+
+fn pools() -> &'static Pools {
+    static POOLS: OnceLock<Pools> = OnceLock::new();
+    POOLS.get_or_init(Default::default)
+}
+
+/// A `Vec<T>` of `len` copies of `fill`, from the pool when it holds one large enough.
+/// Dropping it returns the buffer to the pool.
+pub struct Scratch<T: Copy + Send + 'static> {
+    data: Vec<T>,
+}
+
+impl<T: Copy + Send + Sync + 'static> Scratch<T> {
+    /// `len` copies of `fill`.
+    pub fn filled(fill: T, len: usize) -> Self {
+        let mut data = take::<T>(len);
+        data.clear();
+        data.resize(len, fill);
+        Scratch { data }
+    }
+}
+
+/// The pooled vector with the largest capacity, if at least `len`, else a new one.
+fn take<T: Send + 'static>(len: usize) -> Vec<T> {
+    let mut pools = pools().lock().unwrap_or_else(|e| e.into_inner());
+    let Some(pool) = pools.get_mut(&TypeId::of::<T>()) else {
+        return Vec::with_capacity(len);
+    };
+    let fits = pool.iter().position(|b| {
+        b.downcast_ref::<Vec<T>>()
+            .is_some_and(|v| v.capacity() >= len)
+    });
+    match fits {
+        Some(k) => *pool
+            .swap_remove(k)
+            .downcast::<Vec<T>>()
+            .expect("pools are keyed by type"),
+        None => Vec::with_capacity(len),
+    }
+}
+
+impl<T: Copy + Send + 'static> Drop for Scratch<T> {
+    fn drop(&mut self) {
+        let data = std::mem::take(&mut self.data);
+        let bytes = data.capacity() * std::mem::size_of::<T>();
+        if !(POOL_MIN_BYTES..=POOL_MAX_BYTES).contains(&bytes) {
+            return;
+        }
+        let mut pools = pools().lock().unwrap_or_else(|e| e.into_inner());
+        let pool = pools.entry(TypeId::of::<T>()).or_default();
+        if pool.len() < POOL_BUFFERS {
+            pool.push(Box::new(data));
+        }
+    }
+}
+
+impl<T: Copy + Send + 'static> Deref for Scratch<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        &self.data
+    }
+}
+
+impl<T: Copy + Send + 'static> DerefMut for Scratch<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        &mut self.data
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reuses_and_refills() {
+        let a = Scratch::filled(1.5_f64, 100_000);
+        assert!(a.iter().all(|x| *x == 1.5));
+        let ptr = a.as_ptr();
+        drop(a);
+        let b = Scratch::filled(0.0_f64, 90_000);
+        assert_eq!(b.len(), 90_000);
+        assert!(b.iter().all(|x| *x == 0.0));
+        // The same allocation came back (the pool is process-wide; another test could
+        // take it first, so only the contents are asserted above).
+        let _ = ptr;
+    }
+
+    #[test]
+    fn small_buffers_are_not_kept() {
+        let a = Scratch::filled(7_u8, 10);
+        assert_eq!(&a[..], &[7; 10]);
+    }
+}
