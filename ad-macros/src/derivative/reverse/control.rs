@@ -89,11 +89,7 @@ impl Rev<'_> {
             vec![tr],
         );
         self.flush_carries(b, &inits, &carry);
-        for (v, outer, local) in private {
-            self.adj.insert(v, outer);
-            let g = b.get(local);
-            b.accumulate(outer, g);
-        }
+        self.unprivatize(b, private);
         Ok(())
     }
 
@@ -121,20 +117,7 @@ impl Rev<'_> {
             self.memo.push(HashMap::new());
             self.iteration.insert(i, t);
             self.index.insert(i, t);
-            let (params, _, body, _) = loop_parts(f, i);
-            self.declare_local_shadows(b, body)?;
-            for &k in carry.keys() {
-                self.declare_adjoint(b, params[k]);
-            }
-            self.declare_adjoints(b, body);
-            let ys = f.block(body).yields.clone();
-            for (&k, &c) in &carry {
-                if self.act.value(ys[k]) {
-                    let g = b.get(c);
-                    self.accumulate(b, ys[k], g);
-                }
-            }
-            self.reverse_block(b, body)?;
+            self.adjoint_body(b, i, &carry, false)?;
             self.memo.pop();
             Ok(())
         });
@@ -161,12 +144,18 @@ impl Rev<'_> {
         b.func.parallel.insert(ni, f.parallel[&i]);
         // The sums' initial values receive the adjoint of their results, once.
         self.flush_carries(b, &inits, &carry);
+        self.unprivatize(b, private);
+        Ok(())
+    }
+
+    /// After the loop: each privatized adjoint goes into its outer cell, which `adj`
+    /// holds again.
+    fn unprivatize(&mut self, b: &mut Builder, private: Vec<(Value, Cell, Cell)>) {
         for (v, outer, local) in private {
             self.adj.insert(v, outer);
             let g = b.get(local);
             b.accumulate(outer, g);
         }
-        Ok(())
     }
 
     /// A loop-local adjoint cell for each active float defined outside loop `l` and read
@@ -248,6 +237,18 @@ impl Rev<'_> {
         l: Inst,
         carry: &BTreeMap<usize, Cell>,
     ) -> Result<(), String> {
+        self.adjoint_body(b, l, carry, true)
+    }
+
+    /// [`Self::adjoint_iteration`]; without `carried`, the parameters' adjoints are not
+    /// written back (a parallel loop's sums pass the same adjoint to every iteration).
+    fn adjoint_body(
+        &mut self,
+        b: &mut Builder,
+        l: Inst,
+        carry: &BTreeMap<usize, Cell>,
+        carried: bool,
+    ) -> Result<(), String> {
         let (params, _, body, _) = loop_parts(self.f, l);
         self.declare_local_shadows(b, body)?;
         for &k in carry.keys() {
@@ -262,9 +263,11 @@ impl Rev<'_> {
             }
         }
         self.reverse_block(b, body)?;
-        for (&k, &c) in carry {
-            let g = b.get(self.adj[&params[k]]);
-            b.set(c, g);
+        if carried {
+            for (&k, &c) in carry {
+                let g = b.get(self.adj[&params[k]]);
+                b.set(c, g);
+            }
         }
         Ok(())
     }
