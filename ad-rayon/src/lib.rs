@@ -80,4 +80,4 @@ pub use private::{
     private_fits, private_max_bytes, scatter_private, Acc, PRIVATE_LANES, PRIVATE_MAX_BYTES,
     PRIVATE_MAX_BYTES_ENV,
 };
-pub use scratch::{Scratch, POOL_BUFFERS, POOL_MAX_BYTES};
+pub use scratch::{Scratch, POOL_BUFFERS, POOL_MAX_BYTES, POOL_TOTAL_BYTES};

@@ -6,7 +6,8 @@
 //! interrupts all of them (a TLB shootdown), which on 2 threads made a stencil's gradient
 //! slower than on 1. So dropped buffers go back to a small per-type pool and the next call
 //! reuses them: at most [`POOL_BUFFERS`] buffers per element type, each at most
-//! [`POOL_MAX_BYTES`]; smaller or larger ones are freed as usual.
+//! [`POOL_MAX_BYTES`], and at most [`POOL_TOTAL_BYTES`] in all; smaller, larger or further
+//! ones are freed as usual. The pool keeps that memory until the process ends.
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
@@ -16,11 +17,14 @@ use std::sync::{Mutex, OnceLock};
 /// Buffers kept per element type.
 pub const POOL_BUFFERS: usize = 8;
 /// The largest buffer kept (bytes of capacity); larger ones are freed.
-pub const POOL_MAX_BYTES: usize = 256 << 20;
+pub const POOL_MAX_BYTES: usize = 64 << 20;
+/// The most bytes the pool keeps in all.
+pub const POOL_TOTAL_BYTES: usize = 256 << 20;
 /// The smallest buffer kept: below this the allocator does not unmap.
 const POOL_MIN_BYTES: usize = 64 << 10;
 
-type Pools = Mutex<HashMap<TypeId, Vec<Box<dyn Any + Send>>>>;
+/// The kept buffers of each element type, and their bytes in all.
+type Pools = Mutex<(HashMap<TypeId, Vec<Box<dyn Any + Send>>>, usize)>;
 
 fn pools() -> &'static Pools {
     static POOLS: OnceLock<Pools> = OnceLock::new();
@@ -45,7 +49,8 @@ impl<T: Copy + Send + Sync + 'static> Scratch<T> {
 
 /// The pooled vector with the largest capacity, if at least `len`, else a new one.
 fn take<T: Send + 'static>(len: usize) -> Vec<T> {
-    let mut pools = pools().lock().unwrap_or_else(|e| e.into_inner());
+    let mut guard = pools().lock().unwrap_or_else(|e| e.into_inner());
+    let (pools, total) = &mut *guard;
     let Some(pool) = pools.get_mut(&TypeId::of::<T>()) else {
         return Vec::with_capacity(len);
     };
@@ -54,10 +59,14 @@ fn take<T: Send + 'static>(len: usize) -> Vec<T> {
             .is_some_and(|v| v.capacity() >= len)
     });
     match fits {
-        Some(k) => *pool
-            .swap_remove(k)
-            .downcast::<Vec<T>>()
-            .expect("pools are keyed by type"),
+        Some(k) => {
+            let v = *pool
+                .swap_remove(k)
+                .downcast::<Vec<T>>()
+                .expect("pools are keyed by type");
+            *total -= v.capacity() * std::mem::size_of::<T>();
+            v
+        }
         None => Vec::with_capacity(len),
     }
 }
@@ -69,9 +78,11 @@ impl<T: Copy + Send + 'static> Drop for Scratch<T> {
         if !(POOL_MIN_BYTES..=POOL_MAX_BYTES).contains(&bytes) {
             return;
         }
-        let mut pools = pools().lock().unwrap_or_else(|e| e.into_inner());
+        let mut guard = pools().lock().unwrap_or_else(|e| e.into_inner());
+        let (pools, total) = &mut *guard;
         let pool = pools.entry(TypeId::of::<T>()).or_default();
-        if pool.len() < POOL_BUFFERS {
+        if pool.len() < POOL_BUFFERS && *total + bytes <= POOL_TOTAL_BYTES {
+            *total += bytes;
             pool.push(Box::new(data));
         }
     }
