@@ -156,6 +156,8 @@ numeric_tests! {
         histogram_scatter,
         burgers_step_parallel_equals_serial,
         checkpointed_parallel_stencil,
+        heat2d_rows_parallel_equal_serial,
+        nested_recurrence_in_parallel_loop,
     ],
     /// Branches, data-dependent loops, `match`, `loop`/`break`/`continue`, early `return`.
     control_flow: [

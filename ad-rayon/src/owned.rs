@@ -100,7 +100,9 @@ impl<'a, T> OwnedChunk<'a, T> {
             );
         }
         let lo = (i - self.first_row) * self.width;
-        &mut self.data[lo..lo + self.width]
+        // The last row of a buffer whose length the width does not divide is shorter.
+        let hi = (lo + self.width).min(self.data.len());
+        &mut self.data[lo..hi]
     }
 }
 
@@ -127,15 +129,22 @@ impl<'a, T: Send> Owned for Rows<'a, T> {
             width > 0,
             "owned buffer {position}: width must be at least 1"
         );
-        let needed = range.end * width;
+        // Every row must start inside the buffer; the last one may be short (the rows of
+        // `chunks_mut(width)` on a length the width does not divide).
+        let needed = match range.end {
+            0 => 0,
+            end => (end - 1) * width + 1,
+        };
         assert!(
-            self.data.len() >= needed,
+            range.is_empty() || self.data.len() >= needed,
             "owned buffer {position}: has {} elements, range {}..{} with width {width} needs {needed}",
             self.data.len(),
             range.start,
             range.end
         );
-        self.data[range.start * width..needed]
+        let end = (range.end * width).min(self.data.len());
+        let start = (range.start * width).min(end);
+        self.data[start..end]
             .chunks_mut(BLOCK * width)
             .enumerate()
             .map(|(k, data)| {

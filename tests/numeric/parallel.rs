@@ -493,3 +493,178 @@ pub fn checkpointed_parallel_stencil() {
         tols: TOLS,
     });
 }
+
+/// One step of the 2-D heat equation on an `m × n` grid stored by rows, parallel over
+/// the rows (`par_chunks_mut`): the adjoint adds into the rows above and below (a row
+/// gather) and into the neighbours in the row (its own row).
+#[differentiate(forward, reverse)]
+pub fn heat2d_par(u: &[f64], out: &mut [f64], r: f64, n: usize) -> f64 {
+    let m = u.len() / n;
+    out.par_chunks_mut(n).enumerate().for_each(|(i, row)| {
+        for j in 0..row.len() {
+            if i > 0 && i < m - 1 && j > 0 && j < n - 1 {
+                let c = u[i * n + j];
+                let lap = u[(i - 1) * n + j] + u[(i + 1) * n + j] + u[i * n + j - 1]
+                    + u[i * n + j + 1]
+                    - 4.0 * c;
+                row[j] = c + r * lap * (1.0 + 0.1 * c * c);
+            } else {
+                row[j] = u[i * n + j];
+            }
+        }
+    });
+    out.par_iter().map(|v| v * v).sum()
+}
+
+/// [`heat2d_par`] as serial loops.
+#[differentiate(forward, reverse)]
+pub fn heat2d_serial(u: &[f64], out: &mut [f64], r: f64, n: usize) -> f64 {
+    let m = u.len() / n;
+    for i in 0..m {
+        for j in 0..n {
+            if i > 0 && i < m - 1 && j > 0 && j < n - 1 {
+                let c = u[i * n + j];
+                let lap = u[(i - 1) * n + j] + u[(i + 1) * n + j] + u[i * n + j - 1]
+                    + u[i * n + j + 1]
+                    - 4.0 * c;
+                out[i * n + j] = c + r * lap * (1.0 + 0.1 * c * c);
+            } else {
+                out[i * n + j] = u[i * n + j];
+            }
+        }
+    }
+    let mut s = 0.0;
+    for i in 0..m * n {
+        s += out[i] * out[i];
+    }
+    s
+}
+
+pub fn heat2d_rows_parallel_equal_serial() {
+    type Rev = fn(&[f64], &mut [f64], &mut [f64], &mut [f64], f64, usize, f64) -> (f64, f64);
+    // 700 rows of 37: more rows than one block of iterations.
+    let (m, n) = (700, 37);
+    let u: Vec<f64> = (0..m * n).map(|k| (k as f64 * 0.37).sin() + 1.0).collect();
+    let seed: Vec<f64> = (0..m * n).map(|k| ((k % 5) as f64) * 0.25 - 0.5).collect();
+    let rev = |f: Rev| {
+        let (mut du, mut out, mut dout) = (zeros(m * n), zeros(m * n), seed.clone());
+        let (v, dr) = f(&u, &mut du, &mut out, &mut dout, 0.2, n, 1.0);
+        (v, dr, du, out)
+    };
+    let (v_p, dr_p, du_p, out_p) = rev(heat2d_par_rev);
+    let (v_s, dr_s, du_s, out_s) = rev(heat2d_serial_rev);
+    assert_all_close("heat2d: step", &out_p, &out_s, 0.0, 0.0);
+    let (mut a, mut b) = (zeros(m * n), zeros(m * n));
+    let pa = heat2d_par(&u, &mut a, 0.2, n);
+    let pb = heat2d_serial(&u, &mut b, 0.2, n);
+    assert_all_close("heat2d: primal step", &a, &b, 0.0, 0.0);
+    assert_close("heat2d: primal", pa, pb, 1e-12, 0.0);
+    assert_close("heat2d: value", v_p, v_s, 1e-12, 0.0);
+    assert_all_close("heat2d: ū", &du_p, &du_s, 1e-12, 1e-14);
+    assert_close("heat2d: r̄", dr_p, dr_s, 1e-12, 1e-14);
+    same_on_1_2_8_threads("heat2d", || {
+        let (v, dr, du, _) = rev(heat2d_par_rev);
+        (v, dr, du)
+    });
+    // A grid whose width does not divide the length: a short last row.
+    let (m, n) = (5, 4);
+    let mut point: Vec<f64> = (0..m * n + 2).map(|k| (k as f64 * 0.9).cos() + 1.2).collect();
+    point.push(0.15);
+    let len = m * n + 2;
+    check_fwd_rev(&Case {
+        name: "heat2d_par",
+        x: &point,
+        primal: &|p| {
+            let mut out = zeros(len);
+            let s = heat2d_par(&p[..len], &mut out, p[len], n);
+            out.push(s);
+            out
+        },
+        jvp: &|p, d| {
+            let (mut out, mut dout) = (zeros(len), zeros(len));
+            let (s, ds) = heat2d_par_fwd(&p[..len], &d[..len], &mut out, &mut dout, p[len], d[len], n);
+            out.push(s);
+            dout.push(ds);
+            (out, dout)
+        },
+        vjp: &|p, w| {
+            let (mut du, mut out, mut dout) = (zeros(len), zeros(len), w[..len].to_vec());
+            let (s, dr) = heat2d_par_rev(&p[..len], &mut du, &mut out, &mut dout, p[len], n, w[len]);
+            out.push(s);
+            du.push(dr);
+            (out, du)
+        },
+        tols: TOLS,
+    });
+}
+
+/// A recurrence in a loop nested in a parallel loop: its values are saved in the row of
+/// the parallel iteration (`tape[i][k]`), and the counter restarts in every iteration.
+#[differentiate(forward, reverse)]
+pub fn nested_recurrence_par(x: &[f64], y: &mut [f64], a: f64) {
+    y.par_iter_mut().enumerate().for_each(|(i, yi)| {
+        let mut s = x[i];
+        for k in 0..(i % 4 + 1) {
+            s = (s * a).sin() * s + 0.1 * k as f64;
+        }
+        *yi = s;
+    });
+}
+
+/// [`nested_recurrence_par`] as serial loops.
+#[differentiate(forward, reverse)]
+pub fn nested_recurrence_serial(x: &[f64], y: &mut [f64], a: f64) {
+    for i in 0..y.len() {
+        let mut s = x[i];
+        for k in 0..(i % 4 + 1) {
+            s = (s * a).sin() * s + 0.1 * k as f64;
+        }
+        y[i] = s;
+    }
+}
+
+pub fn nested_recurrence_in_parallel_loop() {
+    type Rev = fn(&[f64], &mut [f64], &mut [f64], &mut [f64], f64) -> f64;
+    let n = 1300;
+    let x: Vec<f64> = (0..n).map(|i| 0.2 + (i as f64 * 0.7).sin() * 0.5).collect();
+    let seed: Vec<f64> = (0..n).map(|i| 1.0 - 0.001 * i as f64).collect();
+    let rev = |f: Rev| {
+        let (mut dx, mut y, mut dy) = (zeros(n), zeros(n), seed.clone());
+        let da = f(&x, &mut dx, &mut y, &mut dy, 1.3);
+        (dx, da, y)
+    };
+    let (dx_p, da_p, y_p) = rev(nested_recurrence_par_rev);
+    let (dx_s, da_s, y_s) = rev(nested_recurrence_serial_rev);
+    let (mut a, mut b) = (zeros(n), zeros(n));
+    nested_recurrence_par(&x, &mut a, 1.3);
+    nested_recurrence_serial(&x, &mut b, 1.3);
+    assert_all_close("nested recurrence: primal", &a, &b, 0.0, 0.0);
+    assert_all_close("nested recurrence: y", &y_p, &y_s, 0.0, 0.0);
+    assert_all_close("nested recurrence: x̄", &dx_p, &dx_s, 1e-12, 1e-14);
+    assert_close("nested recurrence: ā", da_p, da_s, 1e-12, 1e-14);
+    same_on_1_2_8_threads("nested recurrence", || rev(nested_recurrence_par_rev));
+    let n = 6;
+    let mut point: Vec<f64> = (0..n).map(|i| 0.3 + 0.1 * i as f64).collect();
+    point.push(0.9);
+    check_fwd_rev(&Case {
+        name: "nested_recurrence_par",
+        x: &point,
+        primal: &|p| {
+            let mut y = zeros(n);
+            nested_recurrence_par(&p[..n], &mut y, p[n]);
+            y
+        },
+        jvp: &|p, d| {
+            let (mut y, mut dy) = (zeros(n), zeros(n));
+            nested_recurrence_par_fwd(&p[..n], &d[..n], &mut y, &mut dy, p[n], d[n]);
+            (y, dy)
+        },
+        vjp: &|p, w| {
+            let (mut dx, mut y, mut dy) = (zeros(n), zeros(n), w.to_vec());
+            let da = nested_recurrence_par_rev(&p[..n], &mut dx, &mut y, &mut dy, p[n]);
+            dx.push(da);
+            (y, dx)
+        },
+        tols: TOLS,
+    });
+}

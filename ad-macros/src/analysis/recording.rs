@@ -117,6 +117,50 @@ impl Structure {
     }
 }
 
+/// An `if` whose arms hold only scalar arithmetic (no loads, calls, jumps or nested
+/// blocks), so the reverse sweep can run it again from its inputs.
+pub fn pure_branch(f: &Function, i: Inst) -> bool {
+    use InstKind::*;
+    matches!(f.inst(i).kind, If { .. })
+        && f.child_blocks(i).iter().all(|blk| {
+            f.block(*blk).insts.iter().all(|j| {
+                matches!(
+                    f.inst(*j).kind,
+                    FConst(_)
+                        | IConst(_)
+                        | BConst(_)
+                        | Unary(..)
+                        | Binary(..)
+                        | Cast { .. }
+                        | Math(..)
+                )
+            })
+        })
+}
+
+/// The values re-evaluating instruction `i` reads: its operands, and for a
+/// [pure branch](pure_branch) what its arms read from outside them.
+pub fn recompute_inputs(f: &Function, i: Inst) -> Vec<Value> {
+    let mut out = f.operands(i);
+    if matches!(f.inst(i).kind, InstKind::If { .. }) {
+        let mut inner = std::collections::HashSet::new();
+        for blk in f.child_blocks(i) {
+            for &j in &f.block(blk).insts {
+                inner.extend(f.inst(j).results.iter().copied());
+            }
+        }
+        for blk in f.child_blocks(i) {
+            let reads = f.block(blk).insts.iter().flat_map(|j| f.operands(*j));
+            for o in reads.chain(f.block(blk).yields.iter().copied()) {
+                if !inner.contains(&o) && !out.contains(&o) {
+                    out.push(o);
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Whether buffer `buf`, read at instruction `at`, holds the same contents there and during
 /// the whole reverse sweep: it is in scope there (a parameter or a top-level allocation) and
 /// every write of it runs before `at` and never again after (the reverse sweep writes no
@@ -290,7 +334,7 @@ impl<'a> Planner<'a> {
         match s {
             Storage::Recompute => {
                 let i = self.f.def_inst(v);
-                for o in self.f.operands(i) {
+                for o in recompute_inputs(self.f, i) {
                     self.need(o);
                 }
             }
@@ -346,7 +390,8 @@ impl<'a> Planner<'a> {
                 return Storage::Induction;
             }
         }
-        if self.recompute_cost(v).is_some_and(|c| c <= self.budget) {
+        let limit = self.limit(v);
+        if self.recompute_cost(v, limit).is_some_and(|c| c <= limit) {
             return Storage::Recompute;
         }
         if self.budget > 0 && self.reuse.fills.contains_key(&v) {
@@ -358,8 +403,30 @@ impl<'a> Planner<'a> {
         }
     }
 
-    /// Weighted size of re-evaluating `v` from available values; None if impossible.
-    fn recompute_cost(&mut self, v: Value) -> Option<u32> {
+    /// The largest recomputation of `v` allowed: the budget; for an integer in a parallel
+    /// loop at least [`RECOMPUTE_BUDGET`], also with `coarsen = off`, since the adjoint
+    /// classifies its writes by their index expressions (a taped index is unknown).
+    fn limit(&self, v: Value) -> u32 {
+        let in_parallel = || {
+            let block = self.structure.def_block(self.f, v);
+            let owner = self.structure.block_owner[block.index()];
+            owner.is_some_and(|o| {
+                self.structure
+                    .chain(o)
+                    .iter()
+                    .any(|l| self.f.parallel.contains_key(l))
+            })
+        };
+        if self.f.ty(v) == Ty::Int && in_parallel() {
+            self.budget.max(RECOMPUTE_BUDGET)
+        } else {
+            self.budget
+        }
+    }
+
+    /// Weighted size of re-evaluating `v` from available values within `limit`; None if
+    /// impossible or larger.
+    fn recompute_cost(&mut self, v: Value, limit: u32) -> Option<u32> {
         if let Some(c) = self.cost.get(&v) {
             return Some(*c);
         }
@@ -385,12 +452,25 @@ impl<'a> Planner<'a> {
             Unary(..) | Binary(..) | Cast { .. } => 1,
             Math(..) => 4,
             Load(..) | Len(..) if self.stable[i.index()] => 1,
+            // A branch of arithmetic only (`a && b`, `if c { x } else { y }` on scalars):
+            // its instructions, re-run.
+            If { .. } if pure_branch(f, i) => {
+                let mut n = 1;
+                for blk in f.child_blocks(i) {
+                    let ops =
+                        f.block(blk).insts.iter().filter(|j| {
+                            !matches!(f.inst(**j).kind, FConst(_) | IConst(_) | BConst(_))
+                        });
+                    n += ops.count() as u32;
+                }
+                n
+            }
             _ => return None,
         };
         let mut total = own;
-        for o in f.operands(i) {
-            total += self.recompute_cost(o)?;
-            if total > self.budget {
+        for o in recompute_inputs(f, i) {
+            total += self.recompute_cost(o, limit)?;
+            if total > limit {
                 return None;
             }
         }

@@ -556,10 +556,20 @@ impl Ctx<'_> {
                     #t[#i].extend_from_slice(&#s[..]);
                 }
             }
+            TapeEnsure(t, len) if f.buf(*t).rank == 2 => {
+                let n = self.buf(*t);
+                let l = self.val(*len);
+                quote!(if #n.len() < #l { #n.resize_with(#l, Vec::new); })
+            }
             TapeEnsure(t, len) => {
                 let n = self.buf(*t);
                 let l = self.val(*len);
                 quote!(#n.ensure(#l);)
+            }
+            TapeEnsureRow(t, row, len) => {
+                let n = self.buf(*t);
+                let (r, l) = (self.val(*row), self.val(*len));
+                quote!(if #n[#r].len() < #l { #n[#r].resize(#l, ::core::default::Default::default()); })
             }
             Call {
                 callee,
@@ -807,38 +817,29 @@ impl Ctx<'_> {
         if range.rev || range.step.is_some() {
             return fail("a parallel loop runs over a plain range");
         }
-        // What the body writes and declares.
-        let mut local_bufs = HashSet::new();
+        // What the body writes (each buffer by element or by row) and declares.
+        let owned = match crate::derivative::parallel::ownership(f, i) {
+            Ok(o) => o,
+            Err(e) => return fail(&format!("a parallel loop {e}")),
+        };
+        let written: Vec<Buf> = owned.keys().copied().collect();
         let mut local_cells = HashSet::new();
-        let mut written = std::collections::BTreeSet::new();
         let mut added = Vec::new();
         let mut problem = None;
-        f.walk(body, &mut |j| match &f.inst(j).kind {
-            Alloc { buf, .. } => {
-                local_bufs.insert(*buf);
-            }
-            CellDecl(c, _) => {
+        f.walk(body, &mut |j| {
+            if let CellDecl(c, _) = &f.inst(j).kind {
                 local_cells.insert(*c);
             }
-            _ => {}
         });
-        f.walk(body, &mut |j| {
-            for b in f.written_bufs(j) {
-                if !local_bufs.contains(&b) {
-                    written.insert(b);
-                }
+        f.walk(body, &mut |j| match &f.inst(j).kind {
+            CellAdd(c, _) if !local_cells.contains(c) && !added.contains(c) => added.push(*c),
+            CellSet(c, _) if !local_cells.contains(c) => {
+                problem.get_or_insert("a parallel loop assigns a variable declared outside it");
             }
-            match &f.inst(j).kind {
-                CellAdd(c, _) if !local_cells.contains(c) && !added.contains(c) => added.push(*c),
-                CellSet(c, _) if !local_cells.contains(c) => {
-                    problem.get_or_insert("a parallel loop assigns a variable declared outside it");
-                }
-                TapeEnsure(..) | SaveRow { .. } | Swap(..) | CopyFrom { .. } => {
-                    problem
-                        .get_or_insert("a parallel loop resizes, swaps or copies a shared buffer");
-                }
-                _ => {}
+            TapeEnsure(..) | SaveRow { .. } | Swap(..) | CopyFrom { .. } => {
+                problem.get_or_insert("a parallel loop resizes, swaps or copies a shared buffer");
             }
+            _ => {}
         });
         f.walk(body, &mut |j| match &f.inst(j).kind {
             CellGet(c) if added.contains(c) => {
@@ -883,15 +884,21 @@ impl Ctx<'_> {
         let zero = self.float_constant(-0.0);
         let own = Ident::new("own", Span::mixed_site());
         let sums = Ident::new("sums", Span::mixed_site());
-        let written: Vec<Buf> = written.into_iter().collect();
         let parts: Vec<TokenStream> = written
             .iter()
             .map(|b| {
                 let n = self.buf(*b);
-                if f.buf(*b).kind == BufKind::Tape {
+                let data = if f.buf(*b).kind == BufKind::Tape && f.buf(*b).rank == 1 {
                     quote!(#n.slots_mut())
                 } else {
                     quote!(&mut #n[..])
+                };
+                match owned[b] {
+                    None => data,
+                    Some(w) => {
+                        let w = self.val(w);
+                        quote!(#rt::par::Rows { data: #data, width: #w })
+                    }
                 }
             })
             .collect();

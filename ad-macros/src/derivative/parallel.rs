@@ -23,8 +23,169 @@ use std::collections::{BTreeMap, HashSet};
 enum Site {
     /// `buf[index + offset]`.
     Shift { buf: Buf, offset: i128 },
+    /// `buf[(index + offset)·width + rest]`: row `index + offset` of a flat 2-D buffer.
+    RowShift {
+        buf: Buf,
+        offset: i128,
+        width: Value,
+        at: Value,
+    },
     /// `buf[j]`, `j` computed.
     Computed { buf: Buf, at: Value },
+}
+
+/// A rank-1 index as a function of the parallel index `i`: `i + shift`, or
+/// `(i + shift)·width + rest` (a row of width `width`; `rest` anything).
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub struct Affine {
+    pub width: Option<Value>,
+    pub shift: i128,
+}
+
+/// The affine form of index `v` in the parallel index `i`, when it has one.
+pub fn affine(f: &Function, v: Value, i: Value) -> Option<Affine> {
+    if v == i {
+        return Some(Affine {
+            width: None,
+            shift: 0,
+        });
+    }
+    let ValueDef::Result(d, 0) = f.value(v).def else {
+        return None;
+    };
+    let konst = |x: Value| match f.value(x).def {
+        ValueDef::Result(j, 0) => match f.inst(j).kind {
+            InstKind::IConst(c) => Some(c),
+            _ => None,
+        },
+        _ => None,
+    };
+    // `a ± b` where `a` carries `i`: a constant moves an element index; anything is the
+    // column part of a row index.
+    // `k·w` (or `w·k`) for a constant `k`: whole rows of width `w`.
+    let rows_of = |x: Value, w: Value| match f.value(x).def {
+        ValueDef::Result(j, 0) => match f.inst(j).kind {
+            InstKind::Binary(BinOp::Mul, a, b) if b == w => konst(a),
+            InstKind::Binary(BinOp::Mul, a, b) if a == w => konst(b),
+            _ => None,
+        },
+        _ => None,
+    };
+    let offset = |a: Value, b: Value, sign: i128| -> Option<Affine> {
+        let form = affine(f, a, i)?;
+        match (form.width, konst(b)) {
+            (None, Some(c)) => Some(Affine {
+                shift: form.shift + sign * c,
+                ..form
+            }),
+            (None, None) => None,
+            (Some(_), _) if depends(f, b, i) => None,
+            (Some(w), _) => Some(Affine {
+                shift: form.shift + sign * rows_of(b, w).unwrap_or(0),
+                ..form
+            }),
+        }
+    };
+    match f.inst(d).kind {
+        InstKind::Binary(BinOp::Add, a, b) if depends(f, a, i) && !depends(f, b, i) => {
+            offset(a, b, 1)
+        }
+        InstKind::Binary(BinOp::Add, a, b) if depends(f, b, i) && !depends(f, a, i) => {
+            offset(b, a, 1)
+        }
+        InstKind::Binary(BinOp::Sub, a, b) if depends(f, a, i) && !depends(f, b, i) => {
+            offset(a, b, -1)
+        }
+        InstKind::Binary(BinOp::Mul, a, b) => {
+            let (row, w) = if depends(f, a, i) { (a, b) } else { (b, a) };
+            if depends(f, w, i) {
+                return None;
+            }
+            let form = affine(f, row, i)?;
+            form.width.is_none().then_some(Affine {
+                width: Some(w),
+                shift: form.shift,
+            })
+        }
+        _ => None,
+    }
+}
+
+/// Whether `v` is computed from `i` by arithmetic.
+fn depends(f: &Function, v: Value, i: Value) -> bool {
+    if v == i {
+        return true;
+    }
+    let ValueDef::Result(d, 0) = f.value(v).def else {
+        return false;
+    };
+    match &f.inst(d).kind {
+        InstKind::Binary(_, a, b) => depends(f, *a, i) || depends(f, *b, i),
+        InstKind::Unary(_, a) | InstKind::Cast { value: a, .. } => depends(f, *a, i),
+        _ => false,
+    }
+}
+
+/// How iteration `i` of parallel loop `l` owns each buffer its body writes (outside
+/// buffers it allocates): element `i` (`None`), or row `i` of a width (`Some`). Every
+/// write must be at the iteration's own element or row (after [`summation_aware`]).
+pub fn ownership(f: &Function, l: Inst) -> Result<BTreeMap<Buf, Option<Value>>, String> {
+    let InstKind::For { index, body, .. } = &f.inst(l).kind else {
+        return Err("a parallel loop is a `for` loop".into());
+    };
+    let mut local = HashSet::new();
+    f.walk(*body, &mut |j| {
+        if let InstKind::Alloc { buf, .. } = f.inst(j).kind {
+            local.insert(buf);
+        }
+    });
+    let mut owned: BTreeMap<Buf, Option<Value>> = BTreeMap::new();
+    let mut err = None;
+    f.walk(*body, &mut |j| {
+        for b in f.written_bufs(j) {
+            if local.contains(&b) {
+                continue;
+            }
+            let width = match &f.inst(j).kind {
+                InstKind::Store(_, idx, _) | InstKind::StoreAdd(_, idx, _) => {
+                    if idx.len() == 1 {
+                        match affine(f, idx[0], *index) {
+                            Some(Affine { width, shift: 0 }) => width,
+                            _ => {
+                                err.get_or_insert(format!(
+                                    "writes `{}` outside its own element",
+                                    f.buf(b).name
+                                ));
+                                None
+                            }
+                        }
+                    } else if idx[0] == *index {
+                        None
+                    } else {
+                        err.get_or_insert(format!(
+                            "writes a row of `{}` other than its own",
+                            f.buf(b).name
+                        ));
+                        None
+                    }
+                }
+                _ => None,
+            };
+            if let Some(&before) = owned.get(&b) {
+                if before != width {
+                    err.get_or_insert(format!(
+                        "writes `{}` both as elements and as rows",
+                        f.buf(b).name
+                    ));
+                }
+            }
+            owned.insert(b, width);
+        }
+    });
+    match err {
+        Some(e) => Err(e),
+        None => Ok(owned),
+    }
 }
 
 /// Rewrites the shared additions of every parallel loop of `f` (see the module docs).
@@ -66,6 +227,16 @@ fn rewrite_loop(f: &mut Function, l: Inst) -> Result<(), String> {
         if local.contains(&buf) || idx.first() == Some(&index) {
             return;
         }
+        let form = (idx.len() == 1).then(|| affine(f, idx[0], index)).flatten();
+        if matches!(
+            form,
+            Some(Affine {
+                width: Some(_),
+                shift: 0
+            })
+        ) {
+            return; // the iteration's own row
+        }
         let name = f.buf(buf).name.clone();
         if idx.len() != 1 {
             err.get_or_insert(format!(
@@ -80,8 +251,20 @@ fn rewrite_loop(f: &mut Function, l: Inst) -> Result<(), String> {
             ));
             return;
         }
-        let site = match offset_of(f, idx[0], index) {
-            Some(offset) => Site::Shift { buf, offset },
+        let site = match form {
+            Some(Affine {
+                width: None,
+                shift: offset,
+            }) => Site::Shift { buf, offset },
+            Some(Affine {
+                width: Some(width),
+                shift: offset,
+            }) => Site::RowShift {
+                buf,
+                offset,
+                width,
+                at: idx[0],
+            },
             None if nested.contains(&i) => {
                 err.get_or_insert(format!(
                     "a parallel loop's adjoint adds into `{name}` at computed indices inside \
@@ -111,6 +294,9 @@ fn rewrite_loop(f: &mut Function, l: Inst) -> Result<(), String> {
     for (_, site, _) in &sites {
         let key = match site {
             Site::Shift { buf, offset } => (*buf, Some(*offset), None),
+            Site::RowShift {
+                buf, offset, width, ..
+            } => (*buf, Some(*offset), Some(*width)),
             Site::Computed { buf, at } => (*buf, None, Some(*at)),
         };
         let k = keys.iter().position(|x| *x == key).unwrap_or_else(|| {
@@ -136,7 +322,9 @@ fn rewrite_loop(f: &mut Function, l: Inst) -> Result<(), String> {
         for &first in &firsts {
             let site = &sites[first].1;
             let buf = match site {
-                Site::Shift { buf, .. } | Site::Computed { buf, .. } => *buf,
+                Site::Shift { buf, .. }
+                | Site::RowShift { buf, .. }
+                | Site::Computed { buf, .. } => *buf,
             };
             let elem = b.func.buf(buf).elem;
             let name = b.func.buf(buf).name.clone();
@@ -147,9 +335,14 @@ fn rewrite_loop(f: &mut Function, l: Inst) -> Result<(), String> {
                 kind: BufKind::Scratch,
             });
             let zero = b.zero(elem);
+            // One slot per iteration, or for rows a buffer shaped like the target.
+            let len = match site {
+                Site::RowShift { .. } => b.value(InstKind::Len(buf, vec![]), Ty::Int),
+                _ => end,
+            };
             b.stmt(InstKind::Alloc {
                 buf: val,
-                dims: vec![end],
+                dims: vec![len],
                 init: AllocInit::Fill(zero),
             });
             let at = match site {
@@ -168,7 +361,7 @@ fn rewrite_loop(f: &mut Function, l: Inst) -> Result<(), String> {
                     });
                     Some(at)
                 }
-                Site::Shift { .. } => None,
+                Site::Shift { .. } | Site::RowShift { .. } => None,
             };
             slots.push((val, at));
         }
@@ -179,6 +372,27 @@ fn rewrite_loop(f: &mut Function, l: Inst) -> Result<(), String> {
     for ((i, site, v), &k) in sites.iter().zip(&slot_of) {
         let (val, at) = &slots[k];
         f.insts[i.index()].kind = InstKind::StoreAdd(*val, vec![index], *v);
+        if let Site::RowShift {
+            offset,
+            width,
+            at: j,
+            ..
+        } = site
+        {
+            // Row `index + offset` of the target is row `index` of the slots.
+            let blk = parent_block(f, *i).expect("placed");
+            let pre = f.new_block();
+            let mut b = Builder::new(f, pre);
+            let c = b.iconst(offset.abs());
+            let cw = b.mul(c, *width);
+            let own = if *offset > 0 {
+                b.sub(*j, cw)
+            } else {
+                b.add(*j, cw)
+            };
+            splice(f, blk, *i, pre, false);
+            f.insts[i.index()].kind = InstKind::StoreAdd(*val, vec![own], *v);
+        }
         if let (Site::Computed { at: j, .. }, Some(at)) = (site, at) {
             let blk = parent_block(f, *i).expect("placed");
             let rec = f.new_block();
@@ -192,11 +406,18 @@ fn rewrite_loop(f: &mut Function, l: Inst) -> Result<(), String> {
     {
         let mut b = Builder::new(f, after);
         let mut gathers: BTreeMap<Buf, Vec<(i128, Buf)>> = BTreeMap::new();
+        let mut row_gathers: BTreeMap<(Buf, Value), Vec<(i128, Buf)>> = BTreeMap::new();
         for (&first, (val, at)) in firsts.iter().zip(&slots) {
             match &sites[first].1 {
                 Site::Shift { buf, offset } => {
                     gathers.entry(*buf).or_default().push((*offset, *val))
                 }
+                Site::RowShift {
+                    buf, offset, width, ..
+                } => row_gathers
+                    .entry((*buf, *width))
+                    .or_default()
+                    .push((*offset, *val)),
                 Site::Computed { buf, .. } => {
                     b.stmt(InstKind::ScatterAdd {
                         target: *buf,
@@ -210,6 +431,10 @@ fn rewrite_loop(f: &mut Function, l: Inst) -> Result<(), String> {
         }
         for (buf, shifts) in gathers {
             let g = gather(&mut b, buf, &shifts, start, end);
+            b.func.parallel.insert(g, span);
+        }
+        for ((buf, width), shifts) in row_gathers {
+            let g = gather_rows(&mut b, buf, width, &shifts, start, end);
             b.func.parallel.insert(g, span);
         }
     }
@@ -230,24 +455,7 @@ fn gather(b: &mut Builder, buf: Buf, shifts: &[(i128, Buf)], start: Value, end: 
     let body = b.func.new_block();
     b.in_block(body, |b| {
         for &(offset, slot) in shifts {
-            // The source iteration k = t − offset, tested without going below zero.
-            let (k, ok) = if offset >= 0 {
-                let c = b.iconst(offset);
-                let lo = b.add(start, c);
-                let hi = b.add(end, c);
-                let above = b.binary(BinOp::Ge, t, lo);
-                let below = b.binary(BinOp::Lt, t, hi);
-                let ok = b.binary(BinOp::And, above, below);
-                // `t − offset` only where it is a source iteration (else 0, unused).
-                let k = guarded(b, ok, |b| b.sub(t, c));
-                (k, ok)
-            } else {
-                let c = b.iconst(-offset);
-                let k = b.add(t, c);
-                let above = b.binary(BinOp::Ge, k, start);
-                let below = b.binary(BinOp::Lt, k, end);
-                (k, b.binary(BinOp::And, above, below))
-            };
+            let (k, ok) = source(b, t, offset, start, end);
             let then = b.func.new_block();
             let els = b.func.new_block();
             b.in_block(then, |b| {
@@ -287,6 +495,139 @@ fn gather(b: &mut Builder, buf: Buf, shifts: &[(i128, Buf)], start: Value, end: 
     ni
 }
 
+/// In parallel over the rows `t` of `buf` (width `width`): for each offset whose source
+/// row `t − offset` lies in `start..end`, `buf[t·w + c] += slot[(t − offset)·w + c]`
+/// over the row's columns `c`.
+fn gather_rows(
+    b: &mut Builder,
+    buf: Buf,
+    width: Value,
+    shifts: &[(i128, Buf)],
+    start: Value,
+    end: Value,
+) -> Inst {
+    let len = b.value(InstKind::Len(buf, vec![]), Ty::Int);
+    let one = b.iconst(1);
+    let rows = b.add(len, width);
+    let rows = b.sub(rows, one);
+    let rows = b.div(rows, width);
+    let zero = b.iconst(0);
+    let ni = b.reserve();
+    let t = b
+        .func
+        .new_value(Ty::Int, ValueDef::LoopIndex(ni), Some("row".into()));
+    let body = b.func.new_block();
+    b.in_block(body, |b| {
+        let base = b.mul(t, width);
+        for &(offset, slot) in shifts {
+            let (src, ok) = source(b, t, offset, start, end);
+            let then = b.func.new_block();
+            let els = b.func.new_block();
+            b.in_block(then, |b| {
+                let from = b.mul(src, width);
+                let z = b.iconst(0);
+                let ci = b.reserve();
+                let c = b
+                    .func
+                    .new_value(Ty::Int, ValueDef::LoopIndex(ci), Some("col".into()));
+                let cb = b.func.new_block();
+                b.in_block(cb, |b| {
+                    // Both rows may be the short last one.
+                    let to = b.add(base, c);
+                    let at = b.add(from, c);
+                    let to_in = b.binary(BinOp::Lt, to, len);
+                    let at_in = b.binary(BinOp::Lt, at, len);
+                    let inside = b.binary(BinOp::And, to_in, at_in);
+                    let add = b.func.new_block();
+                    let skip = b.func.new_block();
+                    b.in_block(add, |b| {
+                        let v = b.load(slot, vec![at]);
+                        b.stmt(InstKind::StoreAdd(buf, vec![to], v));
+                    });
+                    b.push(
+                        InstKind::If {
+                            cond: inside,
+                            then_blk: add,
+                            else_blk: skip,
+                        },
+                        &[],
+                        None,
+                    );
+                });
+                b.set_yields(cb, vec![]);
+                let trip = b.func.new_value(Ty::Int, ValueDef::Result(ci, 0), None);
+                b.finish(
+                    ci,
+                    InstKind::For {
+                        range: RangeSpec {
+                            start: z,
+                            end: width,
+                            step: None,
+                            rev: false,
+                        },
+                        index: c,
+                        params: vec![],
+                        inits: vec![],
+                        body: cb,
+                        exit: vec![],
+                    },
+                    vec![trip],
+                );
+            });
+            b.push(
+                InstKind::If {
+                    cond: ok,
+                    then_blk: then,
+                    else_blk: els,
+                },
+                &[],
+                None,
+            );
+        }
+    });
+    b.set_yields(body, vec![]);
+    let trip = b.func.new_value(Ty::Int, ValueDef::Result(ni, 0), None);
+    b.finish(
+        ni,
+        InstKind::For {
+            range: RangeSpec {
+                start: zero,
+                end: rows,
+                step: None,
+                rev: false,
+            },
+            index: t,
+            params: vec![],
+            inits: vec![],
+            body,
+            exit: vec![],
+        },
+        vec![trip],
+    );
+    ni
+}
+
+/// The source iteration `t − offset` of target `t`, and whether it lies in
+/// `start..end` (computed without going below zero; 0 where it does not).
+fn source(b: &mut Builder, t: Value, offset: i128, start: Value, end: Value) -> (Value, Value) {
+    if offset >= 0 {
+        let c = b.iconst(offset);
+        let lo = b.add(start, c);
+        let hi = b.add(end, c);
+        let above = b.binary(BinOp::Ge, t, lo);
+        let below = b.binary(BinOp::Lt, t, hi);
+        let ok = b.binary(BinOp::And, above, below);
+        let k = guarded(b, ok, |b| b.sub(t, c));
+        (k, ok)
+    } else {
+        let c = b.iconst(-offset);
+        let k = b.add(t, c);
+        let above = b.binary(BinOp::Ge, k, start);
+        let below = b.binary(BinOp::Lt, k, end);
+        (k, b.binary(BinOp::And, above, below))
+    }
+}
+
 /// `if ok { make() } else { 0 }`: an integer computed only where it is valid.
 fn guarded(b: &mut Builder, ok: Value, make: impl FnOnce(&mut Builder) -> Value) -> Value {
     let then = b.func.new_block();
@@ -305,26 +646,6 @@ fn guarded(b: &mut Builder, ok: Value, make: impl FnOnce(&mut Builder) -> Value)
         None,
     );
     b.func.inst(i).results[0]
-}
-
-/// `c` when `v` is `index + c`, `c + index` or `index − c` for an integer constant `c`.
-fn offset_of(f: &Function, v: Value, index: Value) -> Option<i128> {
-    let ValueDef::Result(i, 0) = f.value(v).def else {
-        return None;
-    };
-    let konst = |x: Value| match f.value(x).def {
-        ValueDef::Result(j, 0) => match f.inst(j).kind {
-            InstKind::IConst(c) => Some(c),
-            _ => None,
-        },
-        _ => None,
-    };
-    match f.inst(i).kind {
-        InstKind::Binary(BinOp::Add, a, b) if a == index => konst(b),
-        InstKind::Binary(BinOp::Add, a, b) if b == index => konst(a),
-        InstKind::Binary(BinOp::Sub, a, b) if a == index => konst(b).map(|c| -c),
-        _ => None,
-    }
 }
 
 /// Calls `visit` on every instruction of `b` and its nested blocks with its loop depth

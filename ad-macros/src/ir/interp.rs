@@ -475,14 +475,31 @@ impl<'f> Machine<'f> {
                     return Err(format!("{} would grow to {len} slots", self.name(*b)));
                 }
                 let zero = RtVal::zero(f.buf(*b).elem);
-                let name = self.name(*b);
                 match self.storage_mut(*b)? {
                     Storage::R1(v) => {
                         if v.len() < len {
                             v.resize(len, zero)
                         }
                     }
-                    Storage::R2(_) => return Err(format!("{name}: only rank-1 tapes grow")),
+                    Storage::R2(rows) => {
+                        if rows.len() < len {
+                            rows.resize(len, Vec::new())
+                        }
+                    }
+                }
+                Out::Zero
+            }
+            TapeEnsureRow(b, row, len) => {
+                let (row, len) = (self.int(*row)? as usize, self.int(*len)? as usize);
+                let zero = RtVal::zero(f.buf(*b).elem);
+                let name = self.name(*b);
+                match self.storage_mut(*b)? {
+                    Storage::R2(rows) if row < rows.len() => {
+                        if rows[row].len() < len {
+                            rows[row].resize(len, zero)
+                        }
+                    }
+                    _ => return Err(format!("{name}: no row {row} to grow")),
                 }
                 Out::Zero
             }

@@ -278,6 +278,9 @@ pub enum InstKind {
     CellAdd(Cell, Value),
     /// Grow a tape to at least `len` slots.
     TapeEnsure(Buf, Value),
+    /// Grow row `row` of a 2-D tape to at least `len` slots (the tape of a loop nested in
+    /// a parallel loop: one row per parallel iteration).
+    TapeEnsureRow(Buf, Value, Value),
     /// Row `idx` of snapshot tape `tape` := contents of `src` (forward sweep, before a call).
     SaveRow {
         tape: Buf,
@@ -536,6 +539,7 @@ impl Function {
             CellDecl(_, v) | CellSet(_, v) | CellAdd(_, v) => vec![*v],
             CellGet(_) => vec![],
             TapeEnsure(_, v) => vec![*v],
+            TapeEnsureRow(_, r, v) => vec![*r, *v],
             CkNew { spec, trip, .. } => {
                 let (CkScheme::Revolve(n) | CkScheme::Periodic(n) | CkScheme::Online(n)) =
                     spec.scheme;
@@ -583,6 +587,7 @@ impl Function {
             | StoreAdd(b, ..)
             | ZeroBuf(b)
             | TapeEnsure(b, _)
+            | TapeEnsureRow(b, ..)
             | SaveRow { tape: b, .. } => vec![*b],
             Alloc { buf, .. } => vec![*buf],
             CopyFrom { dst, .. } | AddBuf { dst, .. } => vec![*dst],

@@ -123,6 +123,7 @@ fn print_inst(f: &Function, i: Inst, depth: usize, out: &mut String) {
         CellSet(c, v) => format!("set {c} = {v}"),
         CellAdd(c, v) => format!("set {c} += {v}"),
         TapeEnsure(b, v) => format!("ensure {b} len {v}"),
+        TapeEnsureRow(b, r, v) => format!("ensure {b}[{r}] len {v}"),
         CkNew { ck, spec, trip } => {
             let (name, n) = match spec.scheme {
                 CkScheme::Revolve(n) => ("revolve", n),

@@ -132,6 +132,9 @@ impl Lowerer<'_> {
                     let i = self.lower_expr(&ix.index)?;
                     return Ok(self.b.value(InstKind::Len(buf, vec![i]), Ty::Int));
                 }
+                if let Some(Binding::Row { len, .. }) = self.row_binding(&m.receiver) {
+                    return Ok(len);
+                }
                 let buf = self.lower_buf_ref(&m.receiver)?;
                 return Ok(self.b.value(InstKind::Len(buf, vec![]), Ty::Int));
             }

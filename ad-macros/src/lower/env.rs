@@ -8,6 +8,13 @@ pub enum Binding {
     Buf(Buf),
     /// `v` from `x.iter_mut()`: the element `buf[index]`.
     Elem(Buf, Value),
+    /// `row` from `x.par_chunks_mut(w).enumerate()`: `row[j]` is `buf[base + j]`, and
+    /// `row.len()` is `len`.
+    Row {
+        buf: Buf,
+        base: Value,
+        len: Value,
+    },
     /// A constant parameter of a type the compiler does not model.
     Opaque,
 }

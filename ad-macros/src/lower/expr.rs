@@ -300,7 +300,7 @@ impl Lowerer<'_> {
             match self.env.lookup(&name) {
                 Some(Binding::Scalar(v)) => return Ok(v),
                 Some(Binding::Elem(buf, i)) => return Ok(self.b.load(buf, vec![i])),
-                Some(Binding::Buf(_)) => {
+                Some(Binding::Buf(_) | Binding::Row { .. }) => {
                     return Err(self.error(p, &name, "a buffer is used where a scalar is expected"))
                 }
                 Some(Binding::Opaque) => {
@@ -516,6 +516,18 @@ impl Lowerer<'_> {
             base = &*inner.expr;
         }
         indices.reverse();
+        if let Some(Binding::Row {
+            buf, base: start, ..
+        }) = self.row_binding(base)
+        {
+            let [j] = indices[..] else {
+                return Err(self.error(whole, &text(whole), "a row is indexed once (`row[j]`)"));
+            };
+            let j = self.lower_expr(j)?;
+            self.expect_ty(j, Ty::Int, whole, "an index")?;
+            let at = self.b.add(start, j);
+            return Ok((buf, vec![at]));
+        }
         let buf = self.lower_buf_ref(base)?;
         let rank = self.b.func.buf(buf).rank as usize;
         if indices.len() != rank {
@@ -545,6 +557,21 @@ impl Lowerer<'_> {
         Ok((buf, idx))
     }
 
+    /// The row binding `e` names (`row`, `*row`, `(row)`), if it is one.
+    pub(super) fn row_binding(&self, e: &Expr) -> Option<Binding> {
+        match e {
+            Expr::Paren(p) => self.row_binding(&p.expr),
+            Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => self.row_binding(&u.expr),
+            Expr::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 => {
+                match self.env.lookup(&p.path.segments[0].ident.to_string()) {
+                    Some(b @ Binding::Row { .. }) => Some(b),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
     /// A buffer named by an expression: `x`, `&x`, `&mut x`, `(x)`.
     pub(super) fn lower_buf_ref(&mut self, e: &Expr) -> LResult<Buf> {
         match e {
@@ -554,6 +581,11 @@ impl Lowerer<'_> {
             Expr::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 => {
                 match self.env.lookup(&p.path.segments[0].ident.to_string()) {
                     Some(Binding::Buf(b)) => Ok(b),
+                    Some(Binding::Row { .. }) => Err(self.error(
+                        e,
+                        &text(e),
+                        "a row of `par_chunks_mut` is used by indexing (`row[j]`) and `row.len()` only",
+                    )),
                     _ => Err(self.error(e, &text(e), "expected a slice, array or Vec variable")),
                 }
             }

@@ -14,6 +14,15 @@ enum Source {
     },
     /// `x.iter()` / `x.iter_mut()` (`mutable`), possibly zipped with more buffers.
     Bufs { bufs: Vec<(Buf, bool)> },
+    /// `x.par_chunks_mut(w)` / `x.chunks(w)`: the rows of `w` elements of a flat buffer
+    /// (the last one shorter if `w` does not divide the length). `width` is lowered
+    /// before the loop.
+    Rows {
+        buf: Buf,
+        width: Expr,
+        /// The width and the buffer's length, lowered before the loop.
+        value: Option<(Value, Value)>,
+    },
 }
 
 struct Chain {
@@ -69,10 +78,27 @@ impl Lowerer<'_> {
                         c.parallel = Some(m.method.span());
                         Ok(c)
                     }
-                    "par_chunks" | "par_chunks_mut" | "par_bridge" | "par_windows" | "par_split" => Err(self.error(
+                    "par_chunks" | "par_chunks_mut" | "chunks" | "chunks_mut" if m.args.len() == 1 => {
+                        let buf = self.lower_buf_ref(&m.receiver)?;
+                        if self.b.func.buf(buf).rank != 1 {
+                            return Err(self.error(m, &text(m), "rows of a flat buffer: `x.par_chunks_mut(w)` on a 1-D buffer"));
+                        }
+                        Ok(Chain {
+                            source: Source::Rows {
+                                buf,
+                                width: m.args[0].clone(),
+                                value: None,
+                            },
+                            rev: false,
+                            step: None,
+                            enumerate: false,
+                            parallel: method.starts_with("par_").then(|| m.method.span()),
+                        })
+                    }
+                    "par_bridge" | "par_windows" | "par_split" | "par_chunks_exact" | "par_chunks_exact_mut" => Err(self.error(
                         m,
                         &text(m),
-                        "this rayon form is not supported yet; the parallel forms are `(a..b).into_par_iter()`, `x.par_iter()`, `x.par_iter_mut()` with `.enumerate()`, `.zip(..)`, then `.for_each(..)` or `.map(..).sum()`",
+                        "this rayon form is not supported yet; the parallel forms are `(a..b).into_par_iter()`, `x.par_iter()`, `x.par_iter_mut()`, `x.par_chunks_mut(w)` with `.enumerate()`, `.zip(..)`, then `.for_each(..)` or `.map(..).sum()`",
                     )),
                     "iter" | "iter_mut" | "into_iter" if m.args.is_empty() => {
                         let buf = self.lower_buf_ref(&m.receiver)?;
@@ -170,6 +196,14 @@ impl Lowerer<'_> {
                 }
                 (s, e)
             }
+            Source::Rows { value, .. } => {
+                // ⌈len / w⌉ rows.
+                let (w, len) = value.expect("the width is lowered before the loop");
+                let t = self.b.add(len, w);
+                let one = self.b.iconst(1);
+                let t = self.b.sub(t, one);
+                (self.b.iconst(0), self.b.div(t, w))
+            }
             Source::Bufs { bufs } => {
                 let s = self.b.iconst(0);
                 let mut len = self.b.value(InstKind::Len(bufs[0].0, vec![]), Ty::Int);
@@ -196,6 +230,18 @@ impl Lowerer<'_> {
         })
     }
 
+    /// Lowers the row width of a `chunks` chain before its loop, once.
+    fn prepare_chain(&mut self, chain: &mut Chain) -> LResult<()> {
+        if let Source::Rows { buf, width, value } = &mut chain.source {
+            let w = width.clone();
+            let v = self.lower_expr(&w)?;
+            self.expect_ty(v, Ty::Int, &w, "a row width")?;
+            let len = self.b.value(InstKind::Len(*buf, vec![]), Ty::Int);
+            *value = Some((v, len));
+        }
+        Ok(())
+    }
+
     /// `a.min(b)` on integers.
     pub(super) fn min_int(&mut self, a: Value, b: Value) -> Value {
         let c = self.b.binary(BinOp::Le, a, b);
@@ -216,7 +262,8 @@ impl Lowerer<'_> {
     }
 
     pub(super) fn lower_for(&mut self, f: &syn::ExprForLoop) -> LResult<()> {
-        let chain = self.parse_chain(&f.expr)?;
+        let mut chain = self.parse_chain(&f.expr)?;
+        self.prepare_chain(&mut chain)?;
         if chain.parallel.is_some() {
             return Err(self.error(&f.expr, &text(&f.expr), "a `for` loop runs serially; a parallel iterator is consumed with `.for_each(..)` or `.map(..).sum()`"));
         }
@@ -246,8 +293,8 @@ impl Lowerer<'_> {
                     tuple2(pat).ok_or_else(|| self.error(pat, &text(pat), "expected `(i, x)`"))?;
                 (Some(a), Some(b))
             }
-            (Source::Bufs { .. }, false) => (None, Some(pat)),
-            (Source::Bufs { .. }, true) => {
+            (Source::Bufs { .. } | Source::Rows { .. }, false) => (None, Some(pat)),
+            (Source::Bufs { .. } | Source::Rows { .. }, true) => {
                 let (a, b) =
                     tuple2(pat).ok_or_else(|| self.error(pat, &text(pat), "expected `(i, x)`"))?;
                 (Some(a), Some(b))
@@ -259,6 +306,21 @@ impl Lowerer<'_> {
         if let Some(p) = elem_pat {
             match &chain.source {
                 Source::Range { .. } => self.bind_name(p, Binding::Scalar(index))?,
+                Source::Rows { buf, value, .. } => {
+                    // Row `index`: elements [index·w, min((index + 1)·w, len)).
+                    let (w, len) = value.expect("the width is lowered before the loop");
+                    let base = self.b.mul(index, w);
+                    let rest = self.b.sub(len, base);
+                    let len = self.min_int(w, rest);
+                    self.bind_name(
+                        p,
+                        Binding::Row {
+                            buf: *buf,
+                            base,
+                            len,
+                        },
+                    )?
+                }
                 Source::Bufs { bufs } => {
                     let pats: Vec<&syn::Pat> = if bufs.len() == 1 {
                         vec![p]
@@ -324,7 +386,8 @@ impl Lowerer<'_> {
             }
             other => (other, None),
         };
-        let chain = self.parse_chain(chain_expr)?;
+        let mut chain = self.parse_chain(chain_expr)?;
+        self.prepare_chain(&mut chain)?;
         if closure.is_none() {
             if let Source::Bufs { bufs } = &chain.source {
                 if self.b.func.buf(bufs[0].0).elem != Ty::Float || bufs.len() > 1 {
@@ -362,6 +425,9 @@ impl Lowerer<'_> {
                             &text(m),
                             "summing a range of integers has no derivative",
                         ))
+                    }
+                    Source::Rows { .. } => {
+                        return Err(self.error(m, &text(m), "sum rows with `.map(|row| ..)`"))
                     }
                 },
                 Some(c) => {
@@ -433,7 +499,8 @@ impl Lowerer<'_> {
                 ))
             }
         };
-        let chain = self.parse_chain(&m.receiver)?;
+        let mut chain = self.parse_chain(&m.receiver)?;
+        self.prepare_chain(&mut chain)?;
         let scan = super::control::scan_expr(&closure.body);
         if scan.ret {
             return Err(self.error(

@@ -27,7 +27,8 @@ impl Rev<'_> {
                 let idx = *self.iteration.get(&l).ok_or_else(|| {
                     format!("phidiff internal error: tape of {l} read outside its loop")
                 })?;
-                b.load(self.tape[&v], vec![idx])
+                let idx = self.tape_index(l, idx);
+                b.load(self.tape[&v], idx)
             }
             Storage::Slot => b.get(self.slot[&v]),
             Storage::State(l) => {
@@ -88,7 +89,7 @@ impl Rev<'_> {
             values: vec![None; self.f.values.len()],
             bufs: self.m.bufs.clone(),
         };
-        for o in self.f.operands(i) {
+        for o in crate::analysis::recording::recompute_inputs(self.f, i) {
             let memo = self
                 .memo
                 .iter()
@@ -104,6 +105,22 @@ impl Rev<'_> {
                 _ => self.fetch(b, o)?,
             };
             tmp.set(o, ov);
+        }
+        if let InstKind::If {
+            cond,
+            then_blk,
+            else_blk,
+        } = self.f.inst(i).kind
+        {
+            return Ok(recompute_branch(
+                b,
+                self.f,
+                &mut tmp,
+                i,
+                cond,
+                [then_blk, else_blk],
+                v,
+            ));
         }
         Ok(tmp
             .copy_simple(b, self.f, i)
@@ -399,4 +416,46 @@ impl Rev<'_> {
         }
         Ok(())
     }
+}
+
+/// A [pure branch](crate::analysis::recording::pure_branch) run again: its arms copied
+/// with `tmp` mapping what they read from outside; returns the copy of result `v`.
+fn recompute_branch(
+    b: &mut Builder,
+    f: &Function,
+    tmp: &mut Remap,
+    i: Inst,
+    cond: Value,
+    arms: [Block; 2],
+    v: Value,
+) -> Value {
+    let mut new_arms = Vec::new();
+    for arm in arms {
+        let nb = b.func.new_block();
+        b.in_block(nb, |b| {
+            for &j in &f.block(arm).insts {
+                tmp.copy_simple(b, f, j);
+            }
+        });
+        let ys = f.block(arm).yields.iter().map(|y| tmp.v(*y)).collect();
+        b.set_yields(nb, ys);
+        new_arms.push(nb);
+    }
+    let tys: Vec<Ty> = f.inst(i).results.iter().map(|r| f.ty(*r)).collect();
+    let ni = b.push(
+        InstKind::If {
+            cond: tmp.v(cond),
+            then_blk: new_arms[0],
+            else_blk: new_arms[1],
+        },
+        &tys,
+        None,
+    );
+    let k = f
+        .inst(i)
+        .results
+        .iter()
+        .position(|r| *r == v)
+        .expect("a result");
+    b.func.inst(ni).results[k]
 }

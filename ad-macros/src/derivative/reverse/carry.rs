@@ -158,7 +158,7 @@ fn touched_bufs(f: &Function, i: Inst) -> Vec<Buf> {
         Load(b, _) | Store(b, ..) | StoreAdd(b, ..) | Len(b, _) | ZeroBuf(b) | SumBuf(b) => {
             vec![*b]
         }
-        TapeEnsure(b, _) => vec![*b],
+        TapeEnsure(b, _) | TapeEnsureRow(b, ..) => vec![*b],
         Alloc { buf, init, .. } => match init {
             AllocInit::Copy(s) => vec![*buf, *s],
             AllocInit::Row { tape, .. } => vec![*buf, *tape],

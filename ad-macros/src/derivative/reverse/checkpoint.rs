@@ -260,7 +260,8 @@ impl Rev<'_> {
         let (_, _, body, _) = loop_parts(self.f, l);
         let mut out = Vec::new();
         self.f.walk(body, &mut |i| {
-            if let Some(c) = self.counter.get(&i) {
+            // Loops in a parallel loop restart their counters in its iterations.
+            if let (Some(c), false) = (self.counter.get(&i), self.row_of.contains_key(&i)) {
                 out.push(*c);
             }
         });

@@ -117,6 +117,7 @@ impl Rev<'_> {
             self.memo.push(HashMap::new());
             self.iteration.insert(i, t);
             self.index.insert(i, t);
+            self.parallel_counters(b, i, true);
             self.adjoint_body(b, i, &carry, false)?;
             self.memo.pop();
             Ok(())

@@ -108,6 +108,11 @@ struct Rev<'a> {
     slot: HashMap<Value, Cell>,
     /// Iteration counter of each loop that has tapes.
     counter: HashMap<Inst, Cell>,
+    /// Loops nested in a parallel loop that save values: the parallel loop, whose
+    /// iteration `i` owns row `i` of their (2-D) tapes, and the tape of each iteration's
+    /// count of saves (the counter restarts in every parallel iteration).
+    row_of: HashMap<Inst, Inst>,
+    counts: HashMap<Inst, Buf>,
     /// The current iteration's slot index of each loop being swept (forward or reverse).
     iteration: HashMap<Inst, Value>,
     /// The current reversed index value of each loop being reversed.
@@ -197,6 +202,8 @@ impl<'a> Rev<'a> {
             tape: HashMap::new(),
             slot: HashMap::new(),
             counter: HashMap::new(),
+            row_of: HashMap::new(),
+            counts: HashMap::new(),
             iteration: HashMap::new(),
             index: HashMap::new(),
             adj: HashMap::new(),
@@ -233,14 +240,30 @@ impl<'a> Rev<'a> {
                             .clone()
                             .unwrap_or_else(|| v.to_string())
                     );
+                    // Inside a parallel loop: one row per parallel iteration.
+                    let par = self.parallel_ancestor(l);
                     let t = b.func.new_buf(BufData {
                         name,
-                        rank: 1,
+                        rank: if par.is_some() { 2 } else { 1 },
                         elem: ty,
                         kind: BufKind::Tape,
                     });
                     self.tape.insert(v, t);
-                    let direct = self.ck.contains_key(&l) || self.f.parallel.contains_key(&l);
+                    if let Some(p) = par {
+                        self.row_of.insert(l, p);
+                        if !self.counts.contains_key(&l) {
+                            let cnt = b.func.new_buf(BufData {
+                                name: "count".into(),
+                                rank: 1,
+                                elem: Ty::Int,
+                                kind: BufKind::Tape,
+                            });
+                            self.counts.insert(l, cnt);
+                        }
+                    }
+                    let direct = self.ck.contains_key(&l)
+                        || self.f.parallel.contains_key(&l)
+                        || par.is_some();
                     if !self.counter.contains_key(&l) && !direct {
                         let z = b.iconst(0);
                         let c = b.cell(Ty::Int, "iter", z);
@@ -281,6 +304,63 @@ impl<'a> Rev<'a> {
         }
     }
 
+    /// The parallel loop strictly enclosing loop `l`, if any.
+    fn parallel_ancestor(&self, l: Inst) -> Option<Inst> {
+        let chain = self.structure.chain(l);
+        chain[..chain.len() - 1]
+            .iter()
+            .rev()
+            .copied()
+            .find(|p| self.f.parallel.contains_key(p))
+    }
+
+    /// The tape index of a value saved by loop `l` at slot `k`: `[k]`, or for a loop
+    /// nested in a parallel loop `[i, k]` with `i` the parallel iteration.
+    pub(super) fn tape_index(&self, l: Inst, k: Value) -> Vec<Value> {
+        match self.row_of.get(&l) {
+            Some(p) => vec![self.iteration[p], k],
+            None => vec![k],
+        }
+    }
+
+    /// At the start of an iteration of parallel loop `p` (forward sweep, or its adjoint
+    /// with the counts saved then): a fresh counter for each loop nested in it that saves.
+    pub(super) fn parallel_counters(&mut self, b: &mut Builder, p: Inst, reverse: bool) {
+        let mut nested: Vec<Inst> = self
+            .row_of
+            .iter()
+            .filter(|(_, q)| **q == p)
+            .map(|(l, _)| *l)
+            .collect();
+        nested.sort();
+        for l in nested {
+            let start = if reverse {
+                let i = self.iteration[&p];
+                b.load(self.counts[&l], vec![i])
+            } else {
+                b.iconst(0)
+            };
+            let c = b.cell(Ty::Int, "iter", start);
+            self.counter.insert(l, c);
+        }
+    }
+
+    /// At the end of a forward iteration of parallel loop `p`: each nested loop's count.
+    pub(super) fn save_parallel_counts(&mut self, b: &mut Builder, p: Inst) {
+        let mut nested: Vec<Inst> = self
+            .row_of
+            .iter()
+            .filter(|(_, q)| **q == p)
+            .map(|(l, _)| *l)
+            .collect();
+        nested.sort();
+        for l in nested {
+            let k = b.get(self.counter[&l]);
+            let i = self.iteration[&p];
+            b.store(self.counts[&l], vec![i], k);
+        }
+    }
+
     pub(super) fn loop_of(&self, i: Inst) -> Option<Inst> {
         let blk = self.structure.inst_block[i.index()].expect("placed instruction");
         self.structure.enclosing_loop(self.f, blk)
@@ -295,48 +375,19 @@ impl<'a> Rev<'a> {
     }
 }
 
-/// A parallel loop's values are saved in slot `i` of its own iteration; a loop nested in
-/// it would need a slot per inner iteration too (a serial counter, shared by the
-/// iterations), and a call's buffer snapshot a row per iteration.
+/// A call inside a parallel loop whose buffer argument is snapshotted would need a
+/// snapshot row per parallel iteration, which the snapshot tapes do not have yet.
 fn parallel_tapes(f: &Function, rec: &Recording, structure: &Structure) -> Result<(), String> {
-    let nested_in_parallel = |i: Inst| {
-        let chain = structure.chain(i);
-        chain
-            .iter()
-            .position(|l| f.parallel.contains_key(l))
-            .is_some_and(|p| {
-                chain[p + 1..].iter().any(|l| {
-                    matches!(
-                        f.inst(*l).kind,
-                        InstKind::For { .. } | InstKind::While { .. }
-                    )
-                })
-            })
-    };
-    for v in &rec.saved {
-        if let Storage::Tape(l) = rec.storage[v] {
-            if nested_in_parallel(l)
-                || (nested_in_parallel(f.def_inst(*v)) && !f.parallel.contains_key(&l))
-            {
-                let name = f.value(*v).name.clone().unwrap_or_else(|| "a value".into());
-                return Err(format!(
-                    "phidiff: the reverse sweep needs `{name}` from a loop nested in a parallel loop; \
-                     saving values of nested loops is not supported in parallel loops yet \
-                     (let the inner loop compute what it needs from the parallel loop's values)"
-                ));
-            }
-        }
-    }
-    if let Some((i, _)) = rec.snapshots.iter().find(|(i, _)| {
+    let in_parallel = |i: Inst| {
         structure
-            .chain(*i)
+            .chain(i)
             .iter()
             .any(|l| f.parallel.contains_key(l))
-    }) {
-        let _ = i;
+    };
+    if rec.snapshots.iter().any(|(i, _)| in_parallel(*i)) {
         return Err(
             "phidiff: a call inside a parallel loop passes a buffer that it writes; \
-                    not supported in parallel loops yet"
+             not supported in parallel loops yet"
                 .into(),
         );
     }

@@ -22,8 +22,8 @@ impl Rev<'_> {
         let nv = self.m.v(v);
         match self.rec.storage[&v] {
             Storage::Tape(l) => {
-                let idx = self.iteration[&l];
-                b.store(self.tape[&v], vec![idx], nv);
+                let idx = self.tape_index(l, self.iteration[&l]);
+                b.store(self.tape[&v], idx, nv);
             }
             Storage::Slot => b.set(self.slot[&v], nv),
             _ => {}
@@ -148,7 +148,16 @@ impl Rev<'_> {
         let parallel = f.parallel.get(&i).copied();
         if let (Some(_), false, InstKind::For { range, .. }) = (parallel, self.plain, &data.kind) {
             let end = self.m.v(range.end);
-            for t in self.tapes_of(i) {
+            let mut rows: Vec<Buf> = self.tapes_of(i);
+            for (l, p) in self.row_of.clone() {
+                if p == i {
+                    rows.extend(self.tapes_of(l));
+                    rows.push(self.counts[&l]);
+                }
+            }
+            rows.sort();
+            rows.dedup();
+            for t in rows {
                 b.stmt(InstKind::TapeEnsure(t, end));
             }
         }
@@ -160,7 +169,10 @@ impl Rev<'_> {
             let len = range_len(b, s, e);
             let total = b.add(k, len);
             for t in tapes {
-                b.stmt(InstKind::TapeEnsure(t, total));
+                match self.row_of.get(&i) {
+                    Some(p) => b.stmt(InstKind::TapeEnsureRow(t, self.iteration[p], total)),
+                    None => b.stmt(InstKind::TapeEnsure(t, total)),
+                };
             }
         }
         let tangent_cells = match self.plain {
@@ -207,6 +219,9 @@ impl Rev<'_> {
             }
             if let (Some(_), Some(ix)) = (parallel, new_index) {
                 self.iteration.insert(i, ix);
+                if !self.plain {
+                    self.parallel_counters(b, i, false);
+                }
             }
             if let Some(c) = counter {
                 let k = b.get(c);
@@ -215,7 +230,10 @@ impl Rev<'_> {
                 b.set(c, next);
                 if matches!(data.kind, InstKind::While { .. }) {
                     for t in self.tapes_of(i) {
-                        b.stmt(InstKind::TapeEnsure(t, next));
+                        match self.row_of.get(&i) {
+                            Some(p) => b.stmt(InstKind::TapeEnsureRow(t, self.iteration[p], next)),
+                            None => b.stmt(InstKind::TapeEnsure(t, next)),
+                        };
                     }
                 }
                 self.iteration.insert(i, k);
@@ -227,6 +245,9 @@ impl Rev<'_> {
             if let Some(cells) = &tangent_cells {
                 self.step_tangents(b, i, cells)
                     .expect("the forward sweep reads no saved values");
+            }
+            if parallel.is_some() && !self.plain {
+                self.save_parallel_counts(b, i);
             }
             f.block(body).yields.iter().map(|y| self.m.v(*y)).collect()
         });

@@ -129,15 +129,13 @@ pub fn smooth_rev(
 ) -> (f64, f64) {
     ::phidiff::__private::check_len("u", "du", u.len(), du.len());
     ::phidiff::__private::check_len("out", "dout", out.len(), dout.len());
-    let mut _tape_v11_5 = ::phidiff::__private::Tape::new();
     let _n_1 = u.len();
     let _v3 = out.len();
-    _tape_v11_5.ensure(_v3);
     ::phidiff::__private::par::for_each_owned(
         0.._v3,
-        (&mut out[..], _tape_v11_5.slots_mut()),
+        (&mut out[..],),
         |_i_4, own| {
-            let (out, _tape_v11_5) = own;
+            let (out,) = own;
             let _v6 = _i_4 > 0;
             let _v11 = if _v6 {
                 let _v8 = _n_1 - 1;
@@ -146,7 +144,6 @@ pub fn smooth_rev(
             } else {
                 false
             };
-            _tape_v11_5[_i_4] = _v11;
             if _v11 {
                 let _v12 = u[_i_4];
                 let _v14 = _i_4 - 1;
@@ -207,75 +204,82 @@ pub fn smooth_rev(
         },
     );
     let mut _acc_6 = (-0.0f64);
-    let mut _par_du_6 = ::phidiff::__private::par::Scratch::filled(0.0f64, _v3);
-    let mut _par_du_at_7 = ::phidiff::__private::par::Scratch::filled(
+    let mut _par_du_5 = ::phidiff::__private::par::Scratch::filled(0.0f64, _v3);
+    let mut _par_du_at_6 = ::phidiff::__private::par::Scratch::filled(
         18446744073709551615,
         _v3,
     );
+    let mut _par_du_7 = ::phidiff::__private::par::Scratch::filled(0.0f64, _v3);
     let mut _par_du_8 = ::phidiff::__private::par::Scratch::filled(0.0f64, _v3);
-    let mut _par_du_9 = ::phidiff::__private::par::Scratch::filled(0.0f64, _v3);
     let sums: [f64; 1usize] = ::phidiff::__private::par::for_each_owned_sum(
         0.._v3,
         (
             &mut du[..],
             &mut dout[..],
-            &mut _par_du_6[..],
-            &mut _par_du_at_7[..],
+            &mut _par_du_5[..],
+            &mut _par_du_at_6[..],
+            &mut _par_du_7[..],
             &mut _par_du_8[..],
-            &mut _par_du_9[..],
         ),
         |_par_i_58, own| {
-            let (du, dout, _par_du_6, _par_du_at_7, _par_du_8, _par_du_9) = own;
+            let (du, dout, _par_du_5, _par_du_at_6, _par_du_7, _par_du_8) = own;
             let mut _acc_6: f64 = (-0.0f64);
-            let _v59 = _tape_v11_5[_par_i_58];
-            if _v59 {
+            let _v60 = _par_i_58 > 0;
+            let _v65 = if _v60 {
+                let _v62 = _n_1 - 1;
+                let _v63 = _par_i_58 < _v62;
+                _v63
+            } else {
+                false
+            };
+            if _v65 {
                 let mut _adj_v15_7 = (-0.0f64);
                 let mut _adj_v17_8 = (-0.0f64);
                 let mut _adj_v22_9 = (-0.0f64);
                 let mut _adj_v26_10 = (-0.0f64);
                 let mut _adj_v28_11 = (-0.0f64);
-                let _v65 = dout[_par_i_58];
-                _adj_v28_11 += _v65;
+                let _v71 = dout[_par_i_58];
+                _adj_v28_11 += _v71;
                 dout[_par_i_58] = 0.0f64;
-                let _v68 = _par_i_58 - 1;
-                let _v69 = u[_v68];
-                let _v71 = u[_par_i_58];
-                let _v72 = 2.0f64 * _v71;
-                let _v73 = _v69 - _v72;
-                let _v75 = _par_i_58 + 1;
-                let _v76 = u[_v75];
-                let _v77 = _v73 + _v76;
-                let _v78 = idx[_par_i_58];
-                let _v79 = u[_v78];
-                let _v80 = _adj_v28_11;
-                let _v81 = _v79 * _v80;
-                let _v82 = _v77 * _v81;
-                _acc_6 += _v82;
-                let _v83 = r * _v81;
-                _adj_v15_7 += _v83;
-                let _v84 = 2.0f64 * _v83;
-                let _v85 = _v80 - _v84;
-                _adj_v17_8 += _v85;
-                _adj_v22_9 += _v83;
-                let _v86 = _v77 * r;
-                let _v87 = _v86 * _v80;
-                _adj_v26_10 += _v87;
-                let _v88 = _adj_v26_10;
-                _par_du_at_7[_par_i_58] = _v78;
-                _par_du_6[_par_i_58] += _v88;
-                let _v89 = _adj_v22_9;
-                _par_du_8[_par_i_58] += _v89;
-                let _v90 = _adj_v17_8;
-                du[_par_i_58] += _v90;
-                let _v91 = _adj_v15_7;
-                _par_du_9[_par_i_58] += _v91;
+                let _v74 = _par_i_58 - 1;
+                let _v75 = u[_v74];
+                let _v77 = u[_par_i_58];
+                let _v78 = 2.0f64 * _v77;
+                let _v79 = _v75 - _v78;
+                let _v81 = _par_i_58 + 1;
+                let _v82 = u[_v81];
+                let _v83 = _v79 + _v82;
+                let _v84 = idx[_par_i_58];
+                let _v85 = u[_v84];
+                let _v86 = _adj_v28_11;
+                let _v87 = _v85 * _v86;
+                let _v88 = _v83 * _v87;
+                _acc_6 += _v88;
+                let _v89 = r * _v87;
+                _adj_v15_7 += _v89;
+                let _v90 = 2.0f64 * _v89;
+                let _v91 = _v86 - _v90;
+                _adj_v17_8 += _v91;
+                _adj_v22_9 += _v89;
+                let _v92 = _v83 * r;
+                let _v93 = _v92 * _v86;
+                _adj_v26_10 += _v93;
+                let _v94 = _adj_v26_10;
+                _par_du_at_6[_par_i_58] = _v84;
+                _par_du_5[_par_i_58] += _v94;
+                let _v95 = _adj_v22_9;
+                _par_du_7[_par_i_58] += _v95;
+                let _v96 = _adj_v17_8;
+                du[_par_i_58] += _v96;
+                let _v97 = _adj_v15_7;
+                _par_du_8[_par_i_58] += _v97;
             } else {
                 let mut _adj_v29_12 = (-0.0f64);
-                let _v93 = dout[_par_i_58];
-                _adj_v29_12 += _v93;
+                let _v99 = dout[_par_i_58];
+                _adj_v29_12 += _v99;
                 dout[_par_i_58] = 0.0f64;
-                let _v95 = _adj_v29_12;
-                du[_par_i_58] += _v95;
+                let _v101 = _adj_v29_12;
+                du[_par_i_58] += _v101;
             }
             [_acc_6]
         },
@@ -287,8 +291,8 @@ pub fn smooth_rev(
             &mut du[..],
             ::phidiff::__private::par::PRIVATE_LANES,
             |i, acc| {
-                if _par_du_at_7[i] != usize::MAX {
-                    acc.add(_par_du_at_7[i], _par_du_6[i]);
+                if _par_du_at_6[i] != usize::MAX {
+                    acc.add(_par_du_at_6[i], _par_du_5[i]);
                 }
             },
         );
@@ -297,47 +301,47 @@ pub fn smooth_rev(
         ::phidiff::__private::par::for_each(
             0.._v3,
             |i| {
-                if _par_du_at_7[i] != usize::MAX {
-                    cells.add(_par_du_at_7[i], _par_du_6[i]);
+                if _par_du_at_6[i] != usize::MAX {
+                    cells.add(_par_du_at_6[i], _par_du_5[i]);
                 }
             },
         );
     }
-    let _v103 = du.len();
+    let _v109 = du.len();
     ::phidiff::__private::par::for_each_owned(
-        0.._v103,
+        0.._v109,
         (&mut du[..],),
-        |_t_105, own| {
+        |_t_111, own| {
             let (du,) = own;
-            let _v107 = 0 + 1;
-            let _v108 = _v3 + 1;
-            let _v109 = _t_105 >= _v107;
-            let _v110 = _t_105 < _v108;
-            let _v111 = _v109 && _v110;
-            let _v114 = if _v111 {
-                let _v112 = _t_105 - 1;
-                _v112
+            let _v113 = 0 + 1;
+            let _v114 = _v3 + 1;
+            let _v115 = _t_111 >= _v113;
+            let _v116 = _t_111 < _v114;
+            let _v117 = _v115 && _v116;
+            let _v120 = if _v117 {
+                let _v118 = _t_111 - 1;
+                _v118
             } else {
                 0
             };
-            if _v111 {
-                let _v115 = _par_du_8[_v114];
-                du[_t_105] += _v115;
+            if _v117 {
+                let _v121 = _par_du_7[_v120];
+                du[_t_111] += _v121;
             }
-            let _v117 = _t_105 + 1;
-            let _v118 = _v117 >= 0;
-            let _v119 = _v117 < _v3;
-            let _v120 = _v118 && _v119;
-            if _v120 {
-                let _v121 = _par_du_9[_v117];
-                du[_t_105] += _v121;
+            let _v123 = _t_111 + 1;
+            let _v124 = _v123 >= 0;
+            let _v125 = _v123 < _v3;
+            let _v126 = _v124 && _v125;
+            if _v126 {
+                let _v127 = _par_du_8[_v123];
+                du[_t_111] += _v127;
             }
         },
     );
-    let _v97 = _acc_6;
-    _adj_r_0 += _v97;
-    let _v98 = _adj_r_0;
-    (_sum_39, _v98)
+    let _v103 = _acc_6;
+    _adj_r_0 += _v103;
+    let _v104 = _adj_r_0;
+    (_sum_39, _v104)
 }
 /// Generated by `#[differentiate]` from [`smooth`].
 #[allow(
