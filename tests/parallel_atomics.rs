@@ -1,8 +1,8 @@
 //! Atomic additions in parallel adjoints, counted (`--features count-atomics`; without the
-//! feature the file is empty). Owned elements, stencil gathers and private scatters add
-//! without atomics; only a scatter into a target too large to privatize
-//! (`phidiff::par::private_fits`: 8 lanes × 1.1 M floats > 64 MiB) adds atomically, once
-//! per recorded element.
+//! feature the file is empty). Owned elements and rows, stencil gathers (1-D and over
+//! rows) and private scatters add without atomics; only a scatter into a target too large
+//! to privatize (`phidiff::par::private_fits`: 8 lanes × 1.1 M floats > 64 MiB) adds
+//! atomically, once per recorded element.
 #![cfg(feature = "count-atomics")]
 
 use phidiff::differentiate;
@@ -18,6 +18,29 @@ fn stencil(u: &[f64], out: &mut [f64], r: f64) -> f64 {
             *o = u[i] + r * (u[i - 1] - 2.0 * u[i] + u[i + 1]) * u[i];
         } else {
             *o = u[i];
+        }
+    });
+    out.par_iter().map(|v| v * v).sum()
+}
+
+#[allow(dead_code)]
+#[differentiate(reverse)]
+fn stencil_rows(u: &[f64], out: &mut [f64], r: f64, n: usize) -> f64 {
+    let m = u.len() / n;
+    out.par_chunks_mut(n).enumerate().for_each(|(i, row)| {
+        for j in 0..row.len() {
+            if i > 0 && i < m - 1 && j > 0 && j < n - 1 {
+                let c = u[i * n + j];
+                row[j] = c + r
+                    * (u[(i - 1) * n + j]
+                        + u[(i + 1) * n + j]
+                        + u[i * n + j - 1]
+                        + u[i * n + j + 1]
+                        - 4.0 * c)
+                    * c;
+            } else {
+                row[j] = u[i * n + j];
+            }
         }
     });
     out.par_iter().map(|v| v * v).sum()
@@ -45,6 +68,15 @@ fn atomics_only_where_the_target_is_too_large_to_privatize() {
     reset_atomic_ops();
     stencil_rev(&u, &mut du, &mut out, &mut dout, 0.2, 1.0);
     assert_eq!(atomic_ops(), 0, "stencil: atomic adds");
+    assert!(du.iter().any(|g| *g != 0.0));
+
+    // The 2-D stencil over rows: own rows and row gathers, no atomics.
+    let (m, n) = (300, 40);
+    let u: Vec<f64> = (0..m * n).map(|k| (k as f64 * 0.01).sin()).collect();
+    let (mut du, mut out, mut dout) = (vec![0.0; m * n], vec![0.0; m * n], vec![0.0; m * n]);
+    reset_atomic_ops();
+    stencil_rows_rev(&u, &mut du, &mut out, &mut dout, 0.2, n, 1.0);
+    assert_eq!(atomic_ops(), 0, "2-D stencil: atomic adds");
     assert!(du.iter().any(|g| *g != 0.0));
 
     // A scatter into a small target: private lanes, no atomics (integer values: every
