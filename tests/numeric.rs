@@ -158,6 +158,7 @@ numeric_tests! {
         checkpointed_parallel_stencil,
         heat2d_rows_parallel_equal_serial,
         nested_recurrence_in_parallel_loop,
+        gmm_parallel_over_points,
     ],
     /// Branches, data-dependent loops, `match`, `loop`/`break`/`continue`, early `return`.
     control_flow: [

@@ -24,8 +24,8 @@
 //! | `.par_iter().map(..).sum()`, scalar adjoints           | [`sum`] |
 //! | `+=` at the parallel index (or a gather for `i±1`)     | [`for_each_owned`] |
 //! | the same plus scalar adjoints                          | [`for_each_owned_sum`] |
-//! | `+=` at unknown indices, target fits ([`private_fits`])| [`scatter_private`] with [`PRIVATE_LANES`] |
-//! | `+=` at unknown indices, target too large              | [`AtomicF64Slice::add`] inside [`for_each`] |
+//! | `+=` at computed indices, anywhere in the body         | [`for_each_owned_scatter`]: [`PRIVATE_LANES`] private copies, or atomics when [`private_fits`] says no |
+//! | a scatter recorded beforehand                          | [`scatter_private`], or [`AtomicF64Slice::add`] inside [`for_each`] |
 //!
 //! With the `count-atomics` feature, [`atomic_ops`] counts the atomic adds
 //! executed, so tests can assert that owned loops use none.
@@ -69,6 +69,7 @@ mod blocks;
 mod counter;
 mod owned;
 mod private;
+mod scatter;
 mod scratch;
 
 pub use atomic::{AtomicF32Slice, AtomicF64Slice};
@@ -80,4 +81,5 @@ pub use private::{
     private_fits, private_max_bytes, scatter_private, Acc, PRIVATE_LANES, PRIVATE_MAX_BYTES,
     PRIVATE_MAX_BYTES_ENV,
 };
+pub use scatter::{for_each_owned_scatter, Scatter, ScatterFloat};
 pub use scratch::{Scratch, POOL_BUFFERS, POOL_MAX_BYTES, POOL_TOTAL_BYTES};

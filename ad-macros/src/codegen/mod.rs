@@ -324,6 +324,14 @@ impl Ctx<'_> {
                 let v = self.val(*v);
                 quote!(#p = #v;)
             }
+            StoreAdd(buf, idx, v) if f.scatter.contains_key(&i) => {
+                // A scatter target of the enclosing parallel loop (see `parallel_for`).
+                let k = f.scatter[&i].1;
+                let scatter = Ident::new("scatter", Span::mixed_site());
+                let (j, v) = (self.val(idx[0]), self.val(*v));
+                let _ = buf;
+                quote!(#scatter.add(#k, #j, #v);)
+            }
             StoreAdd(buf, idx, v) => {
                 let p = self.index(*buf, idx);
                 let v = self.val(*v);
@@ -484,48 +492,6 @@ impl Ctx<'_> {
                     #pre
                     loop { #test #inner }
                     #post
-                }
-            }
-            ScatterAdd {
-                target,
-                idx,
-                val,
-                start,
-                end,
-            } => {
-                let rt = self.rt();
-                let (t, ix, vl) = (self.buf(*target), self.buf(*idx), self.buf(*val));
-                let (s, e) = (self.val(*start), self.val(*end));
-                let ft = self.float.tokens();
-                let (i, acc, cells) = (
-                    Ident::new("i", Span::mixed_site()),
-                    Ident::new("acc", Span::mixed_site()),
-                    Ident::new("cells", Span::mixed_site()),
-                );
-                let private = quote! {
-                    #rt::par::scatter_private(#s..#e, &mut #t[..], #rt::par::PRIVATE_LANES, |#i, #acc| {
-                        if #ix[#i] != usize::MAX { #acc.add(#ix[#i], #vl[#i]); }
-                    });
-                };
-                let atomic = match self.float {
-                    FloatTy::F64 => Some(quote!(AtomicF64Slice)),
-                    FloatTy::F32 => Some(quote!(AtomicF32Slice)),
-                    FloatTy::Generic(_) => None,
-                };
-                match atomic {
-                    // Private accumulators while `lanes × len` fits (see
-                    // `ad_rayon::private_fits`), atomic adds beyond.
-                    Some(a) => quote! {
-                        if #rt::par::private_fits(#t.len(), ::core::mem::size_of::<#ft>()) {
-                            #private
-                        } else {
-                            let #cells = #rt::par::#a::new(&mut #t[..]);
-                            #rt::par::for_each(#s..#e, |#i| {
-                                if #ix[#i] != usize::MAX { #cells.add(#ix[#i], #vl[#i]); }
-                            });
-                        }
-                    },
-                    None => private,
                 }
             }
             CellDecl(c, v) => {
@@ -920,20 +886,53 @@ impl Ctx<'_> {
             #(let mut #cell_names: #ft = #zero;)*
             #stmts
         };
-        let call = match (views.is_empty(), k == 0) {
-            (true, true) => quote!(#rt::par::for_each(#s..#e, |#idx| { #inner });),
-            (true, false) => quote! {
-                let #sums: [#ft; #k] = #rt::par::sum(#s..#e, |#idx| { #inner [#(#partials),*] });
-            },
-            (false, true) => quote! {
-                #rt::par::for_each_owned(#s..#e, (#(#parts,)*), |#idx, #own| { #inner });
-            },
-            (false, false) => quote! {
-                let #sums: [#ft; #k] = #rt::par::for_each_owned_sum(#s..#e, (#(#parts,)*), |#idx, #own| {
-                    #inner
-                    [#(#partials),*]
-                });
-            },
+        // The loop's scatter targets, by number.
+        let mut targets: Vec<(usize, Buf)> = Vec::new();
+        for (site, (lp, n)) in &f.scatter {
+            if *lp == i {
+                if let StoreAdd(b, ..) = f.inst(*site).kind {
+                    if !targets.contains(&(*n, b)) {
+                        targets.push((*n, b));
+                    }
+                }
+            }
+        }
+        targets.sort();
+        let call = if !targets.is_empty() {
+            let scatter = Ident::new("scatter", Span::mixed_site());
+            let tnames: Vec<Ident> = targets.iter().map(|(_, b)| self.buf(*b)).collect();
+            let parts = if views.is_empty() {
+                quote!(())
+            } else {
+                quote!((#(#parts,)*))
+            };
+            quote! {
+                let #sums: [#ft; #k] = #rt::par::for_each_owned_scatter(
+                    #s..#e,
+                    #parts,
+                    vec![#(&mut #tnames[..]),*],
+                    |#idx, #own, #scatter| {
+                        #inner
+                        [#(#partials),*]
+                    },
+                );
+            }
+        } else {
+            match (views.is_empty(), k == 0) {
+                (true, true) => quote!(#rt::par::for_each(#s..#e, |#idx| { #inner });),
+                (true, false) => quote! {
+                    let #sums: [#ft; #k] = #rt::par::sum(#s..#e, |#idx| { #inner [#(#partials),*] });
+                },
+                (false, true) => quote! {
+                    #rt::par::for_each_owned(#s..#e, (#(#parts,)*), |#idx, #own| { #inner });
+                },
+                (false, false) => quote! {
+                    let #sums: [#ft; #k] = #rt::par::for_each_owned_sum(#s..#e, (#(#parts,)*), |#idx, #own| {
+                        #inner
+                        [#(#partials),*]
+                    });
+                },
+            }
         };
         let results = &f.inst(i).results;
         let mut post = quote!();

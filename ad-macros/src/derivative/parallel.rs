@@ -7,10 +7,10 @@
 //!   its own slot `i` of a zeroed buffer for that offset, and a second parallel loop over
 //!   the elements of `buf` gathers `buf[t] += tmp[t − c]`: each element has one owner, no
 //!   atomics, no private copies, and the sum is the same on any number of threads.
-//! - `buf[j] += v` at a computed `j` (`x[idx[i]]`): the iteration records `j` and `v` in
-//!   its own slots, and a [`ScatterAdd`](InstKind::ScatterAdd) after the loop adds them
-//!   through private per-lane accumulators, or atomics when `buf` is too large to
-//!   privatize (`ad_rayon::private_fits`).
+//! - `buf[j] += v` at a computed `j` (`x[idx[i]]`, `means[c·d + j]` in an inner loop):
+//!   a scatter target of the loop ([`Function::scatter`]); the emitted loop adds through
+//!   private per-lane copies, or atomics when the targets are too large to privatize
+//!   (`ad_rayon::for_each_owned_scatter`).
 //!
 //! The emitted loops (see `codegen`) then check ownership at run time: an access outside
 //! the iteration's own element panics instead of racing.
@@ -31,7 +31,7 @@ enum Site {
         at: Value,
     },
     /// `buf[j]`, `j` computed.
-    Computed { buf: Buf, at: Value },
+    Computed { buf: Buf },
 }
 
 /// A rank-1 index as a function of the parallel index `i`: `i + shift`, or
@@ -142,6 +142,9 @@ pub fn ownership(f: &Function, l: Inst) -> Result<BTreeMap<Buf, Option<Value>>, 
     let mut owned: BTreeMap<Buf, Option<Value>> = BTreeMap::new();
     let mut err = None;
     f.walk(*body, &mut |j| {
+        if f.scatter.contains_key(&j) {
+            return; // a scatter target, not owned
+        }
         for b in f.written_bufs(j) {
             if local.contains(&b) {
                 continue;
@@ -207,13 +210,9 @@ fn rewrite_loop(f: &mut Function, l: Inst) -> Result<(), String> {
     };
     // Buffers allocated inside the body belong to one iteration.
     let mut local = HashSet::new();
-    let mut nested = HashSet::new();
-    walk_with_depth(f, body, 0, &mut |i, depth| {
+    f.walk(body, &mut |i| {
         if let InstKind::Alloc { buf, .. } = f.inst(i).kind {
             local.insert(buf);
-        }
-        if depth > 0 {
-            nested.insert(i);
         }
     });
     let mut sites: Vec<(Inst, Site, Value)> = Vec::new();
@@ -265,20 +264,48 @@ fn rewrite_loop(f: &mut Function, l: Inst) -> Result<(), String> {
                 width,
                 at: idx[0],
             },
-            None if nested.contains(&i) => {
-                err.get_or_insert(format!(
-                    "a parallel loop's adjoint adds into `{name}` at computed indices inside \
-                     a loop nested in it; not supported yet (compute the index in the \
-                     parallel loop itself)"
-                ));
-                return;
-            }
-            None => Site::Computed { buf, at: idx[0] },
+            None => Site::Computed { buf },
         };
         sites.push((i, site, v));
     });
     if let Some(e) = err {
         return Err(e);
+    }
+    // Computed indices: scatter targets of the loop, numbered in order of appearance.
+    let mut targets: Vec<Buf> = Vec::new();
+    for (i, site, _) in &sites {
+        if let Site::Computed { buf, .. } = site {
+            let k = targets.iter().position(|t| t == buf).unwrap_or_else(|| {
+                targets.push(*buf);
+                targets.len() - 1
+            });
+            f.scatter.insert(*i, (l, k));
+        }
+    }
+    sites.retain(|(_, site, _)| !matches!(site, Site::Computed { .. }));
+    // A scatter target is not owned: its additions at the iteration's own element go
+    // through the scatter too (one borrow of the buffer).
+    let shifted: HashSet<Inst> = sites.iter().map(|(i, ..)| *i).collect();
+    let mut own_adds = Vec::new();
+    let mut stores = None;
+    f.walk(body, &mut |i| match &f.inst(i).kind {
+        InstKind::StoreAdd(b, ..) if !f.scatter.contains_key(&i) && !shifted.contains(&i) => {
+            if let Some(k) = targets.iter().position(|t| t == b) {
+                own_adds.push((i, k));
+            }
+        }
+        InstKind::Store(b, ..) if targets.contains(b) => {
+            stores.get_or_insert(f.buf(*b).name.clone());
+        }
+        _ => {}
+    });
+    if let Some(name) = stores {
+        return Err(format!(
+            "internal: a parallel loop both stores into `{name}` and adds into it at computed indices"
+        ));
+    }
+    for (i, k) in own_adds {
+        f.scatter.insert(i, (l, k));
     }
     if sites.is_empty() {
         return Ok(());
@@ -297,7 +324,7 @@ fn rewrite_loop(f: &mut Function, l: Inst) -> Result<(), String> {
             Site::RowShift {
                 buf, offset, width, ..
             } => (*buf, Some(*offset), Some(*width)),
-            Site::Computed { buf, at } => (*buf, None, Some(*at)),
+            Site::Computed { .. } => unreachable!("scatter sites keep their addition"),
         };
         let k = keys.iter().position(|x| *x == key).unwrap_or_else(|| {
             keys.push(key);
@@ -345,32 +372,12 @@ fn rewrite_loop(f: &mut Function, l: Inst) -> Result<(), String> {
                 dims: vec![len],
                 init: AllocInit::Fill(zero),
             });
-            let at = match site {
-                Site::Computed { .. } => {
-                    let at = b.func.new_buf(BufData {
-                        name: format!("par_{name}_at"),
-                        rank: 1,
-                        elem: Ty::Int,
-                        kind: BufKind::Scratch,
-                    });
-                    let none = b.iconst(u64::MAX as i128);
-                    b.stmt(InstKind::Alloc {
-                        buf: at,
-                        dims: vec![end],
-                        init: AllocInit::Fill(none),
-                    });
-                    Some(at)
-                }
-                Site::Shift { .. } | Site::RowShift { .. } => None,
-            };
-            slots.push((val, at));
+            slots.push(val);
         }
     }
-    // In the loop: each site adds into (and records its index in) the iteration's slot.
-    // Every site records its index (the same value for sites sharing a slot), so a site
-    // in a branch that did not run leaves nothing unrecorded.
+    // In the loop: each site adds into the iteration's slot.
     for ((i, site, v), &k) in sites.iter().zip(&slot_of) {
-        let (val, at) = &slots[k];
+        let val = &slots[k];
         f.insts[i.index()].kind = InstKind::StoreAdd(*val, vec![index], *v);
         if let Site::RowShift {
             offset,
@@ -393,21 +400,14 @@ fn rewrite_loop(f: &mut Function, l: Inst) -> Result<(), String> {
             splice(f, blk, *i, pre, false);
             f.insts[i.index()].kind = InstKind::StoreAdd(*val, vec![own], *v);
         }
-        if let (Site::Computed { at: j, .. }, Some(at)) = (site, at) {
-            let blk = parent_block(f, *i).expect("placed");
-            let rec = f.new_block();
-            let mut b = Builder::new(f, rec);
-            b.store(*at, vec![index], *j);
-            splice(f, blk, *i, rec, false);
-        }
     }
-    // After the loop: the gathers (one parallel loop per buffer) and the scatters.
+    // After the loop: the gathers (one parallel loop per buffer).
     let after = f.new_block();
     {
         let mut b = Builder::new(f, after);
         let mut gathers: BTreeMap<Buf, Vec<(i128, Buf)>> = BTreeMap::new();
         let mut row_gathers: BTreeMap<(Buf, Value), Vec<(i128, Buf)>> = BTreeMap::new();
-        for (&first, (val, at)) in firsts.iter().zip(&slots) {
+        for (&first, val) in firsts.iter().zip(&slots) {
             match &sites[first].1 {
                 Site::Shift { buf, offset } => {
                     gathers.entry(*buf).or_default().push((*offset, *val))
@@ -418,15 +418,7 @@ fn rewrite_loop(f: &mut Function, l: Inst) -> Result<(), String> {
                     .entry((*buf, *width))
                     .or_default()
                     .push((*offset, *val)),
-                Site::Computed { buf, .. } => {
-                    b.stmt(InstKind::ScatterAdd {
-                        target: *buf,
-                        idx: at.expect("computed sites record their index"),
-                        val: *val,
-                        start,
-                        end,
-                    });
-                }
+                Site::Computed { .. } => unreachable!("scatter sites keep their addition"),
             }
         }
         for (buf, shifts) in gathers {
@@ -646,21 +638,6 @@ fn guarded(b: &mut Builder, ok: Value, make: impl FnOnce(&mut Builder) -> Value)
         None,
     );
     b.func.inst(i).results[0]
-}
-
-/// Calls `visit` on every instruction of `b` and its nested blocks with its loop depth
-/// below `b` (0: not inside a loop nested in `b`).
-fn walk_with_depth(f: &Function, b: Block, depth: usize, visit: &mut dyn FnMut(Inst, usize)) {
-    for &i in &f.block(b).insts {
-        visit(i, depth);
-        let inner = match f.inst(i).kind {
-            InstKind::For { .. } | InstKind::While { .. } => depth + 1,
-            _ => depth,
-        };
-        for c in f.child_blocks(i) {
-            walk_with_depth(f, c, inner, visit);
-        }
-    }
 }
 
 /// The block holding instruction `i`.

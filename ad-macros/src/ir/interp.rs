@@ -373,35 +373,6 @@ impl<'f> Machine<'f> {
                 self.storage_mut(*b)?.elements_mut().for_each(|x| *x = zero);
                 Out::Zero
             }
-            ScatterAdd {
-                target,
-                idx,
-                val,
-                start,
-                end,
-            } => {
-                let (s, e) = (self.int(*start)?, self.int(*end)?);
-                for i in s..e {
-                    let j = self.storage(*idx)?.elements().nth(i as usize).copied();
-                    let v = self.storage(*val)?.elements().nth(i as usize).copied();
-                    let (Some(RtVal::I(j)), Some(v)) = (j, v) else {
-                        return Err(format!("scatter_add: slot {i} out of range"));
-                    };
-                    // The sentinel `usize::MAX` (an untaken branch) reads back as −1 here.
-                    if j < 0 || j as u64 == u64::MAX {
-                        continue;
-                    }
-                    let add = v.as_float().ok_or("scatter_add of a non-float")?;
-                    let slot = self
-                        .storage_mut(*target)?
-                        .elements_mut()
-                        .nth(j as usize)
-                        .ok_or_else(|| format!("scatter_add: index {j} out of range"))?;
-                    let old = slot.as_float().ok_or("scatter_add into a non-float")?;
-                    *slot = RtVal::F(old + add);
-                }
-                Out::Zero
-            }
             SumBuf(b) => {
                 let mut sum = 0.0;
                 for x in self.storage(*b)?.elements() {

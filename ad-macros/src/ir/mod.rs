@@ -235,16 +235,6 @@ pub enum InstKind {
     ZeroBuf(Buf),
     /// Sum of all elements (derivative programs: adjoint of `vec![v; n]`).
     SumBuf(Buf),
-    /// After a parallel loop over `start..end`: `target[idx[i]] += val[i]` for each `i`
-    /// whose `idx[i]` is not `usize::MAX` (derivative programs: the adjoint scatter of a
-    /// parallel loop at computed indices, through private accumulators or atomics).
-    ScatterAdd {
-        target: Buf,
-        idx: Buf,
-        val: Buf,
-        start: Value,
-        end: Value,
-    },
     Assert {
         cond: Value,
         message: String,
@@ -424,6 +414,10 @@ pub struct Function {
     /// The loops written as rayon parallel iterators (`par_iter`, `into_par_iter`), with
     /// the span of the parallel call: their iterations are independent.
     pub parallel: std::collections::HashMap<Inst, proc_macro2::Span>,
+    /// The `+=` at computed indices inside parallel loops (derivative programs): each
+    /// site's loop, and the target's number among that loop's scatter targets (see
+    /// `derivative::parallel`).
+    pub scatter: std::collections::HashMap<Inst, (Inst, usize)>,
 }
 
 impl Function {
@@ -439,6 +433,7 @@ impl Function {
             body: Block(0),
             checkpoints: Default::default(),
             parallel: Default::default(),
+            scatter: Default::default(),
         };
         f.body = f.new_block();
         f
@@ -526,7 +521,6 @@ impl Function {
             }
             SaveRow { idx, .. } => vec![*idx],
             CopyFrom { .. } | Swap(..) | AddBuf { .. } | ZeroBuf(_) | SumBuf(_) => vec![],
-            ScatterAdd { start, end, .. } => vec![*start, *end],
             Assert { cond, .. } => vec![*cond],
             If { cond, .. } => vec![*cond],
             For { range, inits, .. } => {
@@ -591,7 +585,6 @@ impl Function {
             | SaveRow { tape: b, .. } => vec![*b],
             Alloc { buf, .. } => vec![*buf],
             CopyFrom { dst, .. } | AddBuf { dst, .. } => vec![*dst],
-            ScatterAdd { target, .. } => vec![*target],
             Swap(a, b) => vec![*a, *b],
             CkReverse { state, .. } => state
                 .iter()

@@ -110,13 +110,6 @@ fn print_inst(f: &Function, i: Inst, depth: usize, out: &mut String) {
         AddBuf { dst, src } => format!("addbuf {dst} += {src}"),
         ZeroBuf(b) => format!("zerobuf {b}"),
         SumBuf(b) => format!("sumbuf {b}"),
-        ScatterAdd {
-            target,
-            idx,
-            val,
-            start,
-            end,
-        } => format!("scatter_add {target}[{idx}[i]] += {val}[i] for i in {start}..{end}"),
         Assert { cond, .. } => format!("assert {cond}"),
         CellDecl(c, v) => format!("cell {c} = {v}"),
         CellGet(c) => format!("get {c}"),

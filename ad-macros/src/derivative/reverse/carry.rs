@@ -165,9 +165,6 @@ fn touched_bufs(f: &Function, i: Inst) -> Vec<Buf> {
             AllocInit::Fill(_) => vec![*buf],
         },
         CopyFrom { dst, src } | AddBuf { dst, src } => vec![*dst, *src],
-        ScatterAdd {
-            target, idx, val, ..
-        } => vec![*target, *idx, *val],
         Swap(a, b) => vec![*a, *b],
         SaveRow { tape, src, .. } => vec![*tape, *src],
         CkForwardStep { state, .. } | CkReverse { state, .. } => state

@@ -205,24 +205,13 @@ pub fn smooth_rev(
     );
     let mut _acc_6 = (-0.0f64);
     let mut _par_du_5 = ::phidiff::__private::par::Scratch::filled(0.0f64, _v3);
-    let mut _par_du_at_6 = ::phidiff::__private::par::Scratch::filled(
-        18446744073709551615,
-        _v3,
-    );
-    let mut _par_du_7 = ::phidiff::__private::par::Scratch::filled(0.0f64, _v3);
-    let mut _par_du_8 = ::phidiff::__private::par::Scratch::filled(0.0f64, _v3);
-    let sums: [f64; 1usize] = ::phidiff::__private::par::for_each_owned_sum(
+    let mut _par_du_6 = ::phidiff::__private::par::Scratch::filled(0.0f64, _v3);
+    let sums: [f64; 1usize] = ::phidiff::__private::par::for_each_owned_scatter(
         0.._v3,
-        (
-            &mut du[..],
-            &mut dout[..],
-            &mut _par_du_5[..],
-            &mut _par_du_at_6[..],
-            &mut _par_du_7[..],
-            &mut _par_du_8[..],
-        ),
-        |_par_i_58, own| {
-            let (du, dout, _par_du_5, _par_du_at_6, _par_du_7, _par_du_8) = own;
+        (&mut dout[..], &mut _par_du_5[..], &mut _par_du_6[..]),
+        vec![& mut du[..]],
+        |_par_i_58, own, scatter| {
+            let (dout, _par_du_5, _par_du_6) = own;
             let mut _acc_6: f64 = (-0.0f64);
             let _v60 = _par_i_58 > 0;
             let _v65 = if _v60 {
@@ -265,76 +254,53 @@ pub fn smooth_rev(
                 let _v93 = _v92 * _v86;
                 _adj_v26_10 += _v93;
                 let _v94 = _adj_v26_10;
-                _par_du_at_6[_par_i_58] = _v84;
-                _par_du_5[_par_i_58] += _v94;
+                scatter.add(0usize, _v84, _v94);
                 let _v95 = _adj_v22_9;
-                _par_du_7[_par_i_58] += _v95;
+                _par_du_5[_par_i_58] += _v95;
                 let _v96 = _adj_v17_8;
-                du[_par_i_58] += _v96;
+                scatter.add(0usize, _par_i_58, _v96);
                 let _v97 = _adj_v15_7;
-                _par_du_8[_par_i_58] += _v97;
+                _par_du_6[_par_i_58] += _v97;
             } else {
                 let mut _adj_v29_12 = (-0.0f64);
                 let _v99 = dout[_par_i_58];
                 _adj_v29_12 += _v99;
                 dout[_par_i_58] = 0.0f64;
                 let _v101 = _adj_v29_12;
-                du[_par_i_58] += _v101;
+                scatter.add(0usize, _par_i_58, _v101);
             }
             [_acc_6]
         },
     );
     _acc_6 += sums[0usize];
-    if ::phidiff::__private::par::private_fits(du.len(), ::core::mem::size_of::<f64>()) {
-        ::phidiff::__private::par::scatter_private(
-            0.._v3,
-            &mut du[..],
-            ::phidiff::__private::par::PRIVATE_LANES,
-            |i, acc| {
-                if _par_du_at_6[i] != usize::MAX {
-                    acc.add(_par_du_at_6[i], _par_du_5[i]);
-                }
-            },
-        );
-    } else {
-        let cells = ::phidiff::__private::par::AtomicF64Slice::new(&mut du[..]);
-        ::phidiff::__private::par::for_each(
-            0.._v3,
-            |i| {
-                if _par_du_at_6[i] != usize::MAX {
-                    cells.add(_par_du_at_6[i], _par_du_5[i]);
-                }
-            },
-        );
-    }
-    let _v109 = du.len();
+    let _v107 = du.len();
     ::phidiff::__private::par::for_each_owned(
-        0.._v109,
+        0.._v107,
         (&mut du[..],),
-        |_t_111, own| {
+        |_t_109, own| {
             let (du,) = own;
-            let _v113 = 0 + 1;
-            let _v114 = _v3 + 1;
-            let _v115 = _t_111 >= _v113;
-            let _v116 = _t_111 < _v114;
-            let _v117 = _v115 && _v116;
-            let _v120 = if _v117 {
-                let _v118 = _t_111 - 1;
-                _v118
+            let _v111 = 0 + 1;
+            let _v112 = _v3 + 1;
+            let _v113 = _t_109 >= _v111;
+            let _v114 = _t_109 < _v112;
+            let _v115 = _v113 && _v114;
+            let _v118 = if _v115 {
+                let _v116 = _t_109 - 1;
+                _v116
             } else {
                 0
             };
-            if _v117 {
-                let _v121 = _par_du_7[_v120];
-                du[_t_111] += _v121;
+            if _v115 {
+                let _v119 = _par_du_5[_v118];
+                du[_t_109] += _v119;
             }
-            let _v123 = _t_111 + 1;
-            let _v124 = _v123 >= 0;
-            let _v125 = _v123 < _v3;
-            let _v126 = _v124 && _v125;
-            if _v126 {
-                let _v127 = _par_du_8[_v123];
-                du[_t_111] += _v127;
+            let _v121 = _t_109 + 1;
+            let _v122 = _v121 >= 0;
+            let _v123 = _v121 < _v3;
+            let _v124 = _v122 && _v123;
+            if _v124 {
+                let _v125 = _par_du_6[_v121];
+                du[_t_109] += _v125;
             }
         },
     );

@@ -1,0 +1,303 @@
+//! Owned writes, partial sums and scatters in one parallel loop: the adjoint
+//! of a loop that `+=`s at its own index, accumulates scalar adjoints, and
+//! `+=`s at unknown indices of other arrays (from anywhere in its body,
+//! inner loops included).
+
+use std::fmt;
+use std::ops::{Add, Range};
+
+use num_traits::Zero;
+use rayon::prelude::*;
+
+use crate::atomic::{AtomicF32Slice, AtomicF64Slice};
+use crate::blocks::{add_into, block_count, block_range, combine_in_order, zeros, BLOCK};
+use crate::owned::Parts;
+use crate::private::{private_fits, PRIVATE_LANES};
+
+/// Elements of a target reduced per parallel task when the lanes are added
+/// into it (the per-element order, target then lanes 0, 1, ..., is fixed).
+const REDUCE_CHUNK: usize = 8 * BLOCK;
+
+/// A float type that [`for_each_owned_scatter`] can scatter into: it needs
+/// a zero for the private copies of the lanes mode and an atomic
+/// compare-exchange add for the atomic mode. Implemented for `f64` (through
+/// [`AtomicF64Slice`]) and `f32` (through [`AtomicF32Slice`]).
+pub trait ScatterFloat: Copy + Send + Sync + Add<Output = Self> + Zero + 'static {
+    /// A target viewed as atomics for as long as it is borrowed.
+    type Atomic<'a>: Sync;
+
+    /// Views `data` as atomics (the atomic mode's shared target).
+    fn atomic(data: &mut [Self]) -> Self::Atomic<'_>;
+
+    /// `cells[index] += value` by a compare-exchange loop, counted by
+    /// [`atomic_ops`](crate::atomic_ops) under the `count-atomics` feature.
+    ///
+    /// # Panics
+    /// If `index` is out of bounds.
+    fn atomic_add(cells: &Self::Atomic<'_>, index: usize, value: Self);
+}
+
+impl ScatterFloat for f64 {
+    type Atomic<'a> = AtomicF64Slice<'a>;
+
+    fn atomic(data: &mut [f64]) -> AtomicF64Slice<'_> {
+        AtomicF64Slice::new(data)
+    }
+
+    fn atomic_add(cells: &AtomicF64Slice<'_>, index: usize, value: f64) {
+        cells.add(index, value);
+    }
+}
+
+impl ScatterFloat for f32 {
+    type Atomic<'a> = AtomicF32Slice<'a>;
+
+    fn atomic(data: &mut [f32]) -> AtomicF32Slice<'_> {
+        AtomicF32Slice::new(data)
+    }
+
+    fn atomic_add(cells: &AtomicF32Slice<'_>, index: usize, value: f32) {
+        cells.add(index, value);
+    }
+}
+
+/// The scatter targets of [`for_each_owned_scatter`] as one iteration sees
+/// them: `add(target, j, v)` adds `v` to element `j` of target number
+/// `target` (its position in the `targets` vector), either into the running
+/// lane's private copy (lanes mode, deterministic) or atomically into the
+/// shared target (atomic mode, for targets too large to privatize).
+pub struct Scatter<'a, T> {
+    mode: Mode<'a, T>,
+}
+
+/// Where [`Scatter::add`] goes.
+enum Mode<'a, T> {
+    /// This lane's zeroed private copy of every target, in target order.
+    Lanes(&'a mut [Vec<T>]),
+    /// The checked atomic add `(target, j, v)` into the shared targets.
+    Atomic(&'a (dyn Fn(usize, usize, T) + Sync + 'a)),
+}
+
+impl<T> fmt::Debug for Scatter<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.mode {
+            Mode::Lanes(copies) => f
+                .debug_struct("Scatter::Lanes")
+                .field("targets", &copies.len())
+                .finish(),
+            Mode::Atomic(_) => f.debug_struct("Scatter::Atomic").finish_non_exhaustive(),
+        }
+    }
+}
+
+impl<T: ScatterFloat> Scatter<'_, T> {
+    /// `targets[target][j] += value`: the adjoint `+=` at an index the
+    /// generator could not prove owned.
+    ///
+    /// # Panics
+    /// If there is no target number `target`, or `j` is out of its bounds.
+    pub fn add(&mut self, target: usize, j: usize, value: T) {
+        match &mut self.mode {
+            Mode::Lanes(copies) => {
+                let count = copies.len();
+                let Some(copy) = copies.get_mut(target) else {
+                    no_such_target(target, count);
+                };
+                let len = copy.len();
+                let Some(cell) = copy.get_mut(j) else {
+                    out_of_bounds(target, j, len);
+                };
+                *cell = *cell + value;
+            }
+            Mode::Atomic(add) => add(target, j, value),
+        }
+    }
+}
+
+/// The panic of an add into a target number that does not exist.
+fn no_such_target(target: usize, count: usize) -> ! {
+    panic!("for_each_owned_scatter: no scatter target {target} (there are {count})");
+}
+
+/// The panic of an add outside its target.
+fn out_of_bounds(target: usize, j: usize, len: usize) -> ! {
+    panic!(
+        "for_each_owned_scatter: index {j} out of bounds for scatter target {target} of length {len}"
+    );
+}
+
+/// No owned buffers: one empty view per block, so loops that only scatter
+/// or sum can use [`for_each_owned_scatter`] (and
+/// [`for_each_owned_sum`](crate::for_each_owned_sum)) with `parts = ()`.
+impl Parts for () {
+    type Views = ();
+
+    fn split_blocks(self, range: &Range<usize>) -> Vec<()> {
+        vec![(); block_count(range)]
+    }
+
+    fn focus(_views: &mut (), _i: usize) {}
+}
+
+/// [`for_each_owned_sum`](crate::for_each_owned_sum) whose body can also
+/// `+=` at arbitrary indices of the shared `targets`, through the
+/// [`Scatter`] it receives: `body(i, &mut views, &mut scatter)` writes the
+/// owned rows of iteration `i` in `views`, calls `scatter.add(t, j, v)` for
+/// `targets[t][j] += v` as often as it likes, and returns `K` terms summed
+/// like [`sum`](crate::sum) (each block left to right, then the blocks in
+/// order), so the returned sums never depend on the thread count.
+///
+/// The targets are updated in one of two modes:
+/// - **Lanes**, when [`private_fits`] the total length of all targets:
+///   `min(PRIVATE_LANES, blocks)` lanes run in parallel, lane `l` running
+///   blocks `l, l + lanes, ...` serially in order with its own zeroed
+///   copy of every target; then `target[j] = target[j] + lane_0[j] +
+///   lane_1[j] + ...` in lane order. The targets are bitwise the same on
+///   any number of threads.
+/// - **Atomic**, when the copies would not fit: the blocks run in parallel
+///   as in [`for_each_owned_sum`](crate::for_each_owned_sum) and every add
+///   is a compare-exchange on the shared target (counted by
+///   [`atomic_ops`](crate::atomic_ops)); the targets' rounding then depends
+///   on the threads' order, the returned sums still do not.
+///
+/// Targets of total length 0 (none, or all empty) need no copies and run
+/// like the atomic mode without any atomic add. An empty range calls no
+/// body, leaves the targets untouched and returns zeros.
+///
+/// Used for a parallel adjoint loop with both owned and computed-index
+/// `+=`s, so one pass over the range serves both.
+///
+/// # Panics
+/// As [`for_each_owned`](crate::for_each_owned) for the owned buffers; if
+/// the body adds to a target number that does not exist or outside a target.
+pub fn for_each_owned_scatter<P, T, const K: usize, F>(
+    range: Range<usize>,
+    parts: P,
+    targets: Vec<&mut [T]>,
+    body: F,
+) -> [T; K]
+where
+    P: Parts,
+    T: ScatterFloat,
+    F: Fn(usize, &mut P::Views, &mut Scatter<'_, T>) -> [T; K] + Sync,
+{
+    if range.is_empty() {
+        return zeros();
+    }
+    let total: usize = targets.iter().map(|t| t.len()).sum();
+    if total > 0 && private_fits(total, std::mem::size_of::<T>()) {
+        lanes_mode(range, parts, targets, body)
+    } else {
+        atomic_mode(range, parts, targets, body)
+    }
+}
+
+/// What one lane leaves: its private copy of every target, and the partial
+/// sum of each of its blocks with the block's number.
+type LaneResult<T, const K: usize> = (Vec<Vec<T>>, Vec<(usize, [T; K])>);
+
+/// The lanes mode of [`for_each_owned_scatter`] (non-empty `range`).
+fn lanes_mode<P, T, const K: usize, F>(
+    range: Range<usize>,
+    parts: P,
+    mut targets: Vec<&mut [T]>,
+    body: F,
+) -> [T; K]
+where
+    P: Parts,
+    T: ScatterFloat,
+    F: Fn(usize, &mut P::Views, &mut Scatter<'_, T>) -> [T; K] + Sync,
+{
+    let n_blocks = block_count(&range);
+    let lanes = PRIVATE_LANES.min(n_blocks);
+    // Deal the blocks (with their owned views) round-robin to the lanes.
+    let mut dealt: Vec<Vec<(usize, P::Views)>> = (0..lanes).map(|_| Vec::new()).collect();
+    for (k, views) in parts.split_blocks(&range).into_iter().enumerate() {
+        dealt[k % lanes].push((k, views));
+    }
+    let lens: Vec<usize> = targets.iter().map(|t| t.len()).collect();
+    let results: Vec<LaneResult<T, K>> = dealt
+        .into_par_iter()
+        .map(|blocks| {
+            let mut copies: Vec<Vec<T>> = lens.iter().map(|&len| vec![T::zero(); len]).collect();
+            let mut scatter = Scatter {
+                mode: Mode::Lanes(&mut copies),
+            };
+            let partials = blocks
+                .into_iter()
+                .map(|(k, mut views)| {
+                    let partial = block_range(&range, k).fold(zeros(), |acc, i| {
+                        P::focus(&mut views, i);
+                        add_into(acc, body(i, &mut views, &mut scatter))
+                    });
+                    (k, partial)
+                })
+                .collect();
+            (copies, partials)
+        })
+        .collect();
+
+    let mut partials = vec![zeros(); n_blocks];
+    let mut copies = Vec::with_capacity(lanes);
+    for (lane_copies, lane_partials) in results {
+        for (k, partial) in lane_partials {
+            partials[k] = partial;
+        }
+        copies.push(lane_copies);
+    }
+    for (t, target) in targets.iter_mut().enumerate() {
+        target
+            .par_chunks_mut(REDUCE_CHUNK)
+            .enumerate()
+            .for_each(|(c, out)| {
+                let lo = c * REDUCE_CHUNK;
+                for lane in &copies {
+                    for (o, &x) in out.iter_mut().zip(&lane[t][lo..]) {
+                        *o = *o + x;
+                    }
+                }
+            });
+    }
+    combine_in_order(partials)
+}
+
+/// The atomic mode of [`for_each_owned_scatter`] (non-empty `range`).
+fn atomic_mode<P, T, const K: usize, F>(
+    range: Range<usize>,
+    parts: P,
+    targets: Vec<&mut [T]>,
+    body: F,
+) -> [T; K]
+where
+    P: Parts,
+    T: ScatterFloat,
+    F: Fn(usize, &mut P::Views, &mut Scatter<'_, T>) -> [T; K] + Sync,
+{
+    let lens: Vec<usize> = targets.iter().map(|t| t.len()).collect();
+    let cells: Vec<T::Atomic<'_>> = targets.into_iter().map(T::atomic).collect();
+    let add = |target: usize, j: usize, value: T| {
+        let Some(target_cells) = cells.get(target) else {
+            no_such_target(target, cells.len());
+        };
+        if j >= lens[target] {
+            out_of_bounds(target, j, lens[target]);
+        }
+        T::atomic_add(target_cells, j, value);
+    };
+    let add: &(dyn Fn(usize, usize, T) + Sync) = &add;
+    let partials: Vec<[T; K]> = parts
+        .split_blocks(&range)
+        .into_par_iter()
+        .enumerate()
+        .map(|(k, mut views)| {
+            let mut scatter = Scatter {
+                mode: Mode::Atomic(add),
+            };
+            block_range(&range, k).fold(zeros(), |acc, i| {
+                P::focus(&mut views, i);
+                add_into(acc, body(i, &mut views, &mut scatter))
+            })
+        })
+        .collect();
+    combine_in_order(partials)
+}
