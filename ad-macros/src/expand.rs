@@ -91,6 +91,7 @@ fn compile(opts: &Options, item: &syn::ItemFn) -> syn::Result<(signature::Signat
     let coarsening = reverse::Coarsening {
         on: opts.coarsen,
         limit: opts.segment_limit,
+        atomic_adjoint: opts.atomic_adjoint,
     };
     let rev = reverse::reverse(&primal, &act, &active, &format!("{name}_rev"), coarsening)
         .map_err(|e| syn::Error::new_spanned(&item.sig.ident, e))?;

@@ -81,5 +81,5 @@ pub use private::{
     private_fits, private_max_bytes, scatter_private, Acc, PRIVATE_LANES, PRIVATE_MAX_BYTES,
     PRIVATE_MAX_BYTES_ENV,
 };
-pub use scatter::{for_each_owned_scatter, Scatter, ScatterFloat};
+pub use scatter::{for_each_owned_scatter, for_each_owned_scatter_atomic, Scatter, ScatterFloat};
 pub use scratch::{Scratch, POOL_BUFFERS, POOL_MAX_BYTES, POOL_TOTAL_BYTES};

@@ -196,6 +196,26 @@ where
 /// sum of each of its blocks with the block's number.
 type LaneResult<T, const K: usize> = (Vec<Vec<T>>, Vec<(usize, [T; K])>);
 
+/// [`for_each_owned_scatter`] with every scatter an atomic add, whatever the size of
+/// the targets: the "atomics everywhere" baseline of the summation-aware adjoint
+/// (`#[differentiate(parallel_adjoint = atomic)]`), for benchmarks.
+pub fn for_each_owned_scatter_atomic<P, T, const K: usize, F>(
+    range: Range<usize>,
+    parts: P,
+    targets: Vec<&mut [T]>,
+    body: F,
+) -> [T; K]
+where
+    P: Parts,
+    T: ScatterFloat,
+    F: Fn(usize, &mut P::Views, &mut Scatter<'_, T>) -> [T; K] + Sync,
+{
+    if range.is_empty() {
+        return zeros();
+    }
+    atomic_mode(range, parts, targets, body)
+}
+
 /// The lanes mode of [`for_each_owned_scatter`] (non-empty `range`).
 fn lanes_mode<P, T, const K: usize, F>(
     range: Range<usize>,

@@ -900,6 +900,11 @@ impl Ctx<'_> {
         targets.sort();
         let call = if !targets.is_empty() {
             let scatter = Ident::new("scatter", Span::mixed_site());
+            let scatter_fn = if f.atomic_scatter {
+                quote!(for_each_owned_scatter_atomic)
+            } else {
+                quote!(for_each_owned_scatter)
+            };
             let tnames: Vec<Ident> = targets.iter().map(|(_, b)| self.buf(*b)).collect();
             let parts = if views.is_empty() {
                 quote!(())
@@ -907,7 +912,7 @@ impl Ctx<'_> {
                 quote!((#(#parts,)*))
             };
             quote! {
-                let #sums: [#ft; #k] = #rt::par::for_each_owned_scatter(
+                let #sums: [#ft; #k] = #rt::par::#scatter_fn(
                     #s..#e,
                     #parts,
                     vec![#(&mut #tnames[..]),*],

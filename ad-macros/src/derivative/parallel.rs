@@ -192,16 +192,19 @@ pub fn ownership(f: &Function, l: Inst) -> Result<BTreeMap<Buf, Option<Value>>, 
 }
 
 /// Rewrites the shared additions of every parallel loop of `f` (see the module docs).
-pub fn summation_aware(f: &mut Function) -> Result<(), String> {
+/// With `atomic`, the ablation baseline: every addition into a buffer the loop does not
+/// also store into is a scatter site, added atomically.
+pub fn summation_aware(f: &mut Function, atomic: bool) -> Result<(), String> {
     let mut loops: Vec<Inst> = f.parallel.keys().copied().collect();
     loops.sort();
+    f.atomic_scatter = atomic;
     for l in loops {
-        rewrite_loop(f, l)?;
+        rewrite_loop(f, l, atomic)?;
     }
     Ok(())
 }
 
-fn rewrite_loop(f: &mut Function, l: Inst) -> Result<(), String> {
+fn rewrite_loop(f: &mut Function, l: Inst, atomic: bool) -> Result<(), String> {
     let InstKind::For {
         range, index, body, ..
     } = f.inst(l).kind.clone()
@@ -217,12 +220,22 @@ fn rewrite_loop(f: &mut Function, l: Inst) -> Result<(), String> {
     });
     let mut sites: Vec<(Inst, Site, Value)> = Vec::new();
     let mut err = None;
+    let mut stored = HashSet::new();
+    f.walk(body, &mut |i| {
+        if let InstKind::Store(b, ..) = &f.inst(i).kind {
+            stored.insert(*b);
+        }
+    });
     f.walk(body, &mut |i| {
         let (buf, idx, v, add) = match &f.inst(i).kind {
             InstKind::StoreAdd(b, idx, v) => (*b, idx.clone(), *v, true),
             InstKind::Store(b, idx, v) => (*b, idx.clone(), *v, false),
             _ => return,
         };
+        if atomic && add && !local.contains(&buf) && !stored.contains(&buf) && idx.len() == 1 {
+            sites.push((i, Site::Computed { buf }, v));
+            return;
+        }
         if local.contains(&buf) || idx.first() == Some(&index) {
             return;
         }
@@ -422,8 +435,9 @@ fn rewrite_loop(f: &mut Function, l: Inst) -> Result<(), String> {
             }
         }
         for (buf, shifts) in gathers {
-            let g = gather(&mut b, buf, &shifts, start, end);
-            b.func.parallel.insert(g, span);
+            for g in gather(&mut b, buf, &shifts, start, end) {
+                b.func.parallel.insert(g, span);
+            }
         }
         for ((buf, width), shifts) in row_gathers {
             let g = gather_rows(&mut b, buf, width, &shifts, start, end);
@@ -435,56 +449,102 @@ fn rewrite_loop(f: &mut Function, l: Inst) -> Result<(), String> {
     Ok(())
 }
 
-/// `for t in 0..len(buf)` in parallel: `buf[t] += Σ slot[t − offset]` over the offsets
-/// whose source iteration `t − offset` lies in `start..end`.
-fn gather(b: &mut Builder, buf: Buf, shifts: &[(i128, Buf)], start: Value, end: Value) -> Inst {
+/// For each offset `c`, in parallel over the targets `t` whose source iteration `t − c`
+/// lies in `start..end` (a contiguous range, clipped to the buffer):
+/// `buf[t] += slot[t − c]`. Returns the loops, one per offset.
+fn gather(
+    b: &mut Builder,
+    buf: Buf,
+    shifts: &[(i128, Buf)],
+    start: Value,
+    end: Value,
+) -> Vec<Inst> {
     let len = b.value(InstKind::Len(buf, vec![]), Ty::Int);
-    let zero = b.iconst(0);
-    let ni = b.reserve();
-    let t = b
-        .func
-        .new_value(Ty::Int, ValueDef::LoopIndex(ni), Some("t".into()));
-    let body = b.func.new_block();
-    b.in_block(body, |b| {
-        for &(offset, slot) in shifts {
-            let (k, ok) = source(b, t, offset, start, end);
-            let then = b.func.new_block();
-            let els = b.func.new_block();
-            b.in_block(then, |b| {
-                let v = b.load(slot, vec![k]);
-                b.stmt(InstKind::StoreAdd(buf, vec![t], v));
-            });
-            b.push(
-                InstKind::If {
-                    cond: ok,
-                    then_blk: then,
-                    else_blk: els,
+    let mut loops = Vec::new();
+    for &(offset, slot) in shifts {
+        let c = b.iconst(offset.abs());
+        // The targets: [start + c, min(end + c, len)), or for a negative offset
+        // [start − |c|, min(end − |c|, len)) with both ends kept at 0 or above.
+        let (lo, hi) = if offset >= 0 {
+            let hi = b.add(end, c);
+            (b.add(start, c), min_of(b, hi, len))
+        } else {
+            let lo = sub_or_zero(b, start, c);
+            let hi = sub_or_zero(b, end, c);
+            (lo, min_of(b, hi, len))
+        };
+        let ni = b.reserve();
+        let t = b
+            .func
+            .new_value(Ty::Int, ValueDef::LoopIndex(ni), Some("t".into()));
+        let body = b.func.new_block();
+        b.in_block(body, |b| {
+            let k = if offset >= 0 {
+                b.sub(t, c)
+            } else {
+                b.add(t, c)
+            };
+            let v = b.load(slot, vec![k]);
+            b.stmt(InstKind::StoreAdd(buf, vec![t], v));
+        });
+        b.set_yields(body, vec![]);
+        let trip = b.func.new_value(Ty::Int, ValueDef::Result(ni, 0), None);
+        b.finish(
+            ni,
+            InstKind::For {
+                range: RangeSpec {
+                    start: lo,
+                    end: hi,
+                    step: None,
+                    rev: false,
                 },
-                &[],
-                None,
-            );
-        }
-    });
-    b.set_yields(body, vec![]);
-    let trip = b.func.new_value(Ty::Int, ValueDef::Result(ni, 0), None);
-    b.finish(
-        ni,
-        InstKind::For {
-            range: RangeSpec {
-                start: zero,
-                end: len,
-                step: None,
-                rev: false,
+                index: t,
+                params: vec![],
+                inits: vec![],
+                body,
+                exit: vec![],
             },
-            index: t,
-            params: vec![],
-            inits: vec![],
-            body,
-            exit: vec![],
+            vec![trip],
+        );
+        loops.push(ni);
+    }
+    loops
+}
+
+/// `a − b` when `a ≥ b`, else 0 (folded when both are constants, so no `0 − 1` is
+/// ever written out).
+fn sub_or_zero(b: &mut Builder, x: Value, y: Value) -> Value {
+    let konst = |b: &Builder, v: Value| match b.func.value(v).def {
+        ValueDef::Result(i, 0) => match b.func.inst(i).kind {
+            InstKind::IConst(c) => Some(c),
+            _ => None,
         },
-        vec![trip],
+        _ => None,
+    };
+    if let (Some(p), Some(q)) = (konst(b, x), konst(b, y)) {
+        return b.iconst((p - q).max(0));
+    }
+    let ok = b.binary(BinOp::Ge, x, y);
+    guarded(b, ok, |b| b.sub(x, y))
+}
+
+/// The smaller of two integers.
+fn min_of(b: &mut Builder, x: Value, y: Value) -> Value {
+    let le = b.binary(BinOp::Le, x, y);
+    let then = b.func.new_block();
+    let els = b.func.new_block();
+    b.set_yields(then, vec![x]);
+    b.set_yields(els, vec![y]);
+    let i = b.push(
+        InstKind::If {
+            cond: le,
+            then_blk: then,
+            else_blk: els,
+        },
+        &[Ty::Int],
+        None,
     );
-    ni
+    b.func.inst(i).results[0]
 }
 
 /// In parallel over the rows `t` of `buf` (width `width`): for each offset whose source

@@ -418,6 +418,8 @@ pub struct Function {
     /// site's loop, and the target's number among that loop's scatter targets (see
     /// `derivative::parallel`).
     pub scatter: std::collections::HashMap<Inst, (Inst, usize)>,
+    /// Scatter targets take atomic adds whatever their size (`parallel_adjoint = atomic`).
+    pub atomic_scatter: bool,
 }
 
 impl Function {
@@ -434,6 +436,7 @@ impl Function {
             checkpoints: Default::default(),
             parallel: Default::default(),
             scatter: Default::default(),
+            atomic_scatter: false,
         };
         f.body = f.new_block();
         f

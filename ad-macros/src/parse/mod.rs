@@ -27,6 +27,9 @@ pub struct Options {
     pub coarsen: bool,
     /// `coarsen(limit = N)`: the largest segment expression, in nodes.
     pub segment_limit: usize,
+    /// `parallel_adjoint = atomic`: every `+=` of a parallel adjoint into a shared array
+    /// is an atomic add (the ablation baseline of the summation-aware adjoint).
+    pub atomic_adjoint: bool,
     /// `forward`/`reverse` without a name: the defaults are derived from the function name.
     pub forward_requested: bool,
     pub reverse_requested: bool,
@@ -61,6 +64,7 @@ impl Parse for Options {
             krate: syn::parse_quote!(::phidiff),
             coarsen: true,
             segment_limit: DEFAULT_SEGMENT_LIMIT,
+            atomic_adjoint: false,
             forward_requested: false,
             reverse_requested: false,
         };
@@ -128,12 +132,27 @@ impl Parse for Options {
                         }
                     };
                 }
+                "parallel_adjoint" => {
+                    input.parse::<Token![=]>()?;
+                    let v = input.call(Ident::parse_any)?;
+                    opts.atomic_adjoint = match v.to_string().as_str() {
+                        "summation_aware" => false,
+                        "atomic" => true,
+                        _ => {
+                            return Err(syn::Error::new(
+                                v.span(),
+                                "expected `parallel_adjoint = summation_aware` or `parallel_adjoint = atomic`",
+                            ))
+                        }
+                    };
+                }
                 other => {
                     return Err(syn::Error::new(
                         key.span(),
                         format!(
                         "unknown differentiate option `{other}`; expected `forward`, `reverse`, \
-                             `wrt(..)`, `crate = path`, `coarsen = on|off` or `coarsen(limit = N)`"
+                             `wrt(..)`, `crate = path`, `coarsen = on|off`, `coarsen(limit = N)` \
+                             or `parallel_adjoint = summation_aware|atomic`"
                     ),
                     ))
                 }

@@ -28,6 +28,7 @@ fn snapshot(name: &str, src: &str) {
         let coarsening = reverse::Coarsening {
             on,
             limit: crate::parse::DEFAULT_SEGMENT_LIMIT,
+            atomic_adjoint: false,
         };
         let rev =
             reverse::reverse(&primal, &act, &active, "rev", coarsening).expect("reverse succeeds");

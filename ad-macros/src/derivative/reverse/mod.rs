@@ -29,6 +29,8 @@ use std::collections::{BTreeSet, HashMap};
 pub struct Coarsening {
     pub on: bool,
     pub limit: usize,
+    /// Parallel adjoints add into shared arrays atomically only (`parallel_adjoint = atomic`).
+    pub atomic_adjoint: bool,
 }
 
 pub fn reverse(
@@ -90,7 +92,7 @@ pub fn reverse(
     }
     b.set_yields(body, yields);
     carry::carry_shifted_adds(&mut out);
-    super::parallel::summation_aware(&mut out)?;
+    super::parallel::summation_aware(&mut out, coarsening.atomic_adjoint)?;
     Ok(out)
 }
 

@@ -274,34 +274,37 @@ pub fn smooth_rev(
     );
     _acc_6 += sums[0usize];
     let _v107 = du.len();
+    let _v109 = _v3 + 1;
+    let _v110 = 0 + 1;
+    let _v111 = _v109 <= _v107;
+    let _v112 = if _v111 { _v109 } else { _v107 };
     ::phidiff::__private::par::for_each_owned(
-        0.._v107,
+        _v110.._v112,
         (&mut du[..],),
-        |_t_109, own| {
+        |_t_113, own| {
             let (du,) = own;
-            let _v111 = 0 + 1;
-            let _v112 = _v3 + 1;
-            let _v113 = _t_109 >= _v111;
-            let _v114 = _t_109 < _v112;
-            let _v115 = _v113 && _v114;
-            let _v118 = if _v115 {
-                let _v116 = _t_109 - 1;
-                _v116
-            } else {
-                0
-            };
-            if _v115 {
-                let _v119 = _par_du_5[_v118];
-                du[_t_109] += _v119;
-            }
-            let _v121 = _t_109 + 1;
-            let _v122 = _v121 >= 0;
-            let _v123 = _v121 < _v3;
-            let _v124 = _v122 && _v123;
-            if _v124 {
-                let _v125 = _par_du_6[_v121];
-                du[_t_109] += _v125;
-            }
+            let _v114 = _t_113 - 1;
+            let _v115 = _par_du_5[_v114];
+            du[_t_113] += _v115;
+        },
+    );
+    let _v119 = _v3 >= 1;
+    let _v122 = if _v119 {
+        let _v120 = _v3 - 1;
+        _v120
+    } else {
+        0
+    };
+    let _v123 = _v122 <= _v107;
+    let _v124 = if _v123 { _v122 } else { _v107 };
+    ::phidiff::__private::par::for_each_owned(
+        0.._v124,
+        (&mut du[..],),
+        |_t_125, own| {
+            let (du,) = own;
+            let _v126 = _t_125 + 1;
+            let _v127 = _par_du_6[_v126];
+            du[_t_125] += _v127;
         },
     );
     let _v103 = _acc_6;

@@ -1,0 +1,228 @@
+//! Parallel adjoint report (issue 5, item 6): for each program of
+//! `benches/support/parallel_programs.rs`, the primal and the gradient on 1 and 2 rayon
+//! threads, the gradient's parallel speedup against the primal's (the target is at least
+//! 90 % of it), and ParDiff's three-way ablation of the adjoint:
+//! - the serial program (serial loops, a counter-indexed tape);
+//! - the parallel program with every shared adjoint addition atomic
+//!   (`parallel_adjoint = atomic`);
+//! - the parallel program with the summation-aware adjoint (the default).
+//!
+//! ```text
+//! cargo run --release --example parallel_report
+//! ```
+//!
+//! Every gradient is first checked against the serial program's (relative 1e-9 of the
+//! largest component: the atomic variant adds in the threads' order). Then each variant is
+//! timed by interleaved repetitions, and the table shows the median. Ratios come from one
+//! run; the machine is shared, so read them, not the absolute times.
+
+#[path = "../benches/support/parallel_programs.rs"]
+mod programs;
+use programs::*;
+
+use std::hint::black_box;
+use std::process::ExitCode;
+use std::time::Instant;
+
+const REPS: usize = 9;
+
+/// Median seconds of `f` over `REPS` runs on a pool of `threads`.
+fn time(pool: &rayon::ThreadPool, f: &mut (dyn FnMut() + Send)) -> f64 {
+    pool.install(|| {
+        f();
+        let mut t: Vec<f64> = (0..REPS)
+            .map(|_| {
+                let s = Instant::now();
+                f();
+                s.elapsed().as_secs_f64()
+            })
+            .collect();
+        t.sort_by(|a, b| a.total_cmp(b));
+        t[REPS / 2]
+    })
+}
+
+/// Largest difference relative to the largest component of `want`.
+fn rel_diff(got: &[f64], want: &[f64]) -> f64 {
+    let scale = want.iter().fold(f64::MIN_POSITIVE, |m, v| m.max(v.abs()));
+    got.iter()
+        .zip(want)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f64::max)
+        / scale
+}
+
+/// One program: its primal, and its gradient in the three variants, each returning the
+/// flattened gradient.
+struct Program<'a> {
+    name: &'static str,
+    size: String,
+    primal: Box<dyn FnMut() + Send + 'a>,
+    par: Box<dyn FnMut() -> Vec<f64> + Send + 'a>,
+    atomic: Box<dyn FnMut() -> Vec<f64> + Send + 'a>,
+    serial: Box<dyn FnMut() -> Vec<f64> + Send + 'a>,
+}
+
+fn main() -> ExitCode {
+    let pools: Vec<rayon::ThreadPool> = [1, 2]
+        .iter()
+        .map(|&t| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(t)
+                .build()
+                .expect("a pool")
+        })
+        .collect();
+    let mut failures = Vec::new();
+
+    let n1 = 1 << 20;
+    let u1 = field(n1);
+    let (m2, w2) = (1000, 1000);
+    let u2 = field(m2 * w2);
+    let ng = 1 << 20;
+    let xg = field(ng);
+    let idx = indices(ng, ng);
+    let (np, k, d) = (100_000, 8, 4);
+    let xp: Vec<f64> = (0..np * d)
+        .map(|q| (q as f64 * 0.618).sin() * 2.0)
+        .collect();
+    let means: Vec<f64> = (0..k * d).map(|q| (q as f64 * 1.3).cos()).collect();
+    let w: Vec<f64> = (0..k).map(|c| 0.1 * c as f64 - 0.2).collect();
+
+    type Heat1d = fn(&[f64], &mut [f64], &mut [f64], &mut [f64], f64, f64) -> (f64, f64);
+    let heat1d = |f: Heat1d| {
+        let (mut du, mut out, mut dout) = (vec![0.0; n1], vec![0.0; n1], vec![0.0; n1]);
+        let (_, dr) = f(&u1, &mut du, &mut out, &mut dout, 0.2, 1.0);
+        du.push(dr);
+        du
+    };
+    type Heat2d = fn(&[f64], &mut [f64], &mut [f64], &mut [f64], f64, usize, f64) -> (f64, f64);
+    let heat2d = |f: Heat2d| {
+        let n = m2 * w2;
+        let (mut du, mut out, mut dout) = (vec![0.0; n], vec![0.0; n], vec![0.0; n]);
+        let (_, dr) = f(&u2, &mut du, &mut out, &mut dout, 0.2, w2, 1.0);
+        du.push(dr);
+        du
+    };
+    let gather = |f: fn(&[f64], &mut [f64], &[usize], f64) -> f64| {
+        let mut dx = vec![0.0; ng];
+        f(&xg, &mut dx, &idx, 1.0);
+        dx
+    };
+    type Gmm = fn(&[f64], &[f64], &mut [f64], &[f64], &mut [f64], usize, f64) -> f64;
+    let gmm = |f: Gmm| {
+        let (mut gm, mut gw) = (vec![0.0; k * d], vec![0.0; k]);
+        f(&xp, &means, &mut gm, &w, &mut gw, d, 1.0);
+        gm.extend(gw);
+        gm
+    };
+    let mut out1 = vec![0.0; n1];
+    let mut out2 = vec![0.0; m2 * w2];
+    let mut programs = vec![
+        Program {
+            name: "heat 1-D step",
+            size: format!("{n1} cells"),
+            primal: Box::new(|| {
+                black_box(heat1d_par(&u1, &mut out1, 0.2));
+            }),
+            par: Box::new(|| heat1d(heat1d_par_rev)),
+            atomic: Box::new(|| heat1d(heat1d_atomic_rev)),
+            serial: Box::new(|| heat1d(heat1d_serial_rev)),
+        },
+        Program {
+            name: "heat 2-D step (rows)",
+            size: format!("{m2}×{w2}"),
+            primal: Box::new(|| {
+                black_box(heat2d_par(&u2, &mut out2, 0.2, w2));
+            }),
+            par: Box::new(|| heat2d(heat2d_par_rev)),
+            atomic: Box::new(|| heat2d(heat2d_atomic_rev)),
+            serial: Box::new(|| heat2d(heat2d_serial_rev)),
+        },
+        Program {
+            name: "gather at random indices",
+            size: format!("{ng}"),
+            primal: Box::new(|| {
+                black_box(gather_par(&xg, &idx));
+            }),
+            par: Box::new(|| gather(gather_par_rev)),
+            atomic: Box::new(|| gather(gather_atomic_rev)),
+            serial: Box::new(|| gather(gather_serial_rev)),
+        },
+        Program {
+            name: "GMM over points",
+            size: format!("n={np} k={k} d={d}"),
+            primal: Box::new(|| {
+                black_box(gmm_par(&xp, &means, &w, d));
+            }),
+            par: Box::new(|| gmm(gmm_par_rev)),
+            atomic: Box::new(|| gmm(gmm_atomic_rev)),
+            serial: Box::new(|| gmm(gmm_serial_rev)),
+        },
+    ];
+
+    println!("| program | size | primal 1 / 2 threads | gradient 1 / 2 threads | gradient / primal (2 threads) | primal speedup | gradient speedup | gradient speedup / primal's | atomics everywhere 1 / 2 threads | serial tape |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    let ms = |s: f64| format!("{:.2} ms", s * 1e3);
+    let mut worst: f64 = f64::INFINITY;
+    for p in &mut programs {
+        let want = (p.serial)();
+        for (variant, got) in [("summation-aware", (p.par)()), ("atomic", (p.atomic)())] {
+            let diff = rel_diff(&got, &want);
+            if diff.is_nan() || diff > 1e-9 {
+                failures.push(format!(
+                    "{} {variant}: gradient differs from the serial one by {diff:e}",
+                    p.name
+                ));
+            }
+        }
+        let primal = [
+            time(&pools[0], &mut *p.primal),
+            time(&pools[1], &mut *p.primal),
+        ];
+        let mut par = || {
+            black_box((p.par)());
+        };
+        let grad = [time(&pools[0], &mut par), time(&pools[1], &mut par)];
+        let mut atomic = || {
+            black_box((p.atomic)());
+        };
+        let atom = [time(&pools[0], &mut atomic), time(&pools[1], &mut atomic)];
+        let mut serial = || {
+            black_box((p.serial)());
+        };
+        let ser = time(&pools[0], &mut serial);
+        let (sp, sg) = (primal[0] / primal[1], grad[0] / grad[1]);
+        worst = worst.min(sg / sp);
+        println!(
+            "| {} | {} | {} / {} | {} / {} | {:.2}× | {:.2}× | {:.2}× | {:.0} % | {} / {} | {} |",
+            p.name,
+            p.size,
+            ms(primal[0]),
+            ms(primal[1]),
+            ms(grad[0]),
+            ms(grad[1]),
+            grad[1] / primal[1],
+            sp,
+            sg,
+            100.0 * sg / sp,
+            ms(atom[0]),
+            ms(atom[1]),
+            ms(ser),
+        );
+    }
+    println!();
+    println!(
+        "target: gradient speedup ≥ 90 % of the primal's on the same threads; lowest here {:.0} % ({})",
+        100.0 * worst,
+        if worst >= 0.9 { "met" } else { "NOT met" }
+    );
+    if failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        for f in &failures {
+            eprintln!("FAILED: {f}");
+        }
+        ExitCode::FAILURE
+    }
+}
