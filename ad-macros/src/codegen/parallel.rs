@@ -1,0 +1,207 @@
+//! Parallel loops in generated code: the user's rayon loops and their derivatives,
+//! emitted through `ad_rayon` (see `derivative::parallel` for how their writes are
+//! classified).
+
+use super::*;
+
+impl Ctx<'_> {
+    /// A parallel loop (the user's rayon loop, or its derivative) through `ad_rayon`: the
+    /// buffers its body writes are split so that iteration `i` owns element (row) `i` of
+    /// each, shadowed inside the closure by that view; its sums (parameters `acc + term`)
+    /// and the outer cells it adds into are a deterministic blockwise reduction.
+    pub(super) fn parallel_for(
+        &self,
+        i: Inst,
+        range: &RangeSpec,
+        index: Value,
+        params: &[Value],
+        inits: &[Value],
+        body: Block,
+    ) -> TokenStream {
+        use InstKind::*;
+        let f = self.f;
+        let rt = self.rt();
+        let span = f.parallel[&i];
+        let fail = |msg: &str| {
+            let msg = format!("phidiff internal error: {msg}");
+            quote::quote_spanned!(span=> ::core::compile_error!(#msg);)
+        };
+        if range.rev || range.step.is_some() {
+            return fail("a parallel loop runs over a plain range");
+        }
+        // What the body writes (each buffer by element or by row) and declares.
+        let owned = match crate::derivative::parallel::ownership(f, i) {
+            Ok(o) => o,
+            Err(e) => return fail(&format!("a parallel loop {e}")),
+        };
+        let written: Vec<Buf> = owned.keys().copied().collect();
+        let mut local_cells = HashSet::new();
+        let mut added = Vec::new();
+        let mut problem = None;
+        f.walk(body, &mut |j| {
+            if let CellDecl(c, _) = &f.inst(j).kind {
+                local_cells.insert(*c);
+            }
+        });
+        f.walk(body, &mut |j| match &f.inst(j).kind {
+            CellAdd(c, _) if !local_cells.contains(c) && !added.contains(c) => added.push(*c),
+            CellSet(c, _) if !local_cells.contains(c) => {
+                problem.get_or_insert("a parallel loop assigns a variable declared outside it");
+            }
+            TapeEnsure(..) | SaveRow { .. } | Swap(..) | CopyFrom { .. } => {
+                problem.get_or_insert("a parallel loop resizes, swaps or copies a shared buffer");
+            }
+            _ => {}
+        });
+        f.walk(body, &mut |j| match &f.inst(j).kind {
+            CellGet(c) if added.contains(c) => {
+                problem.get_or_insert("a parallel loop reads a sum it is accumulating");
+            }
+            Len(b, _) if written.contains(b) => {
+                problem.get_or_insert("a parallel loop takes the length of a buffer it writes");
+            }
+            Call { args, .. }
+                if args
+                    .iter()
+                    .any(|a| matches!(a, CallArg::Buf { buf, .. } if written.contains(buf))) =>
+            {
+                problem.get_or_insert("a parallel loop passes a buffer it writes to a call");
+            }
+            _ => {}
+        });
+        // Each parameter is a sum: its only use is the addition that yields it.
+        let ys = &f.block(body).yields;
+        for (k, p) in params.iter().enumerate() {
+            let mut uses = 0;
+            f.walk(body, &mut |j| {
+                uses += f.operands(j).iter().filter(|o| *o == p).count()
+            });
+            let sum = ys[k] == *p
+                || (uses == 1
+                    && matches!(f.value(ys[k]).def, ValueDef::Result(j, 0)
+                        if matches!(f.inst(j).kind, Binary(BinOp::Add, a, b) if a == *p || b == *p)));
+            if f.ty(*p) != Ty::Float || !sum {
+                problem.get_or_insert("a parallel loop carries a value other than a float sum");
+            }
+        }
+        if written.len() > 16 {
+            problem.get_or_insert("a parallel loop writes more than 16 shared buffers");
+        }
+        if let Some(p) = problem {
+            return fail(p);
+        }
+        let (s, e) = (self.val(range.start), self.val(range.end));
+        let idx = self.value_ident(index);
+        let ft = self.float.tokens();
+        let zero = self.float_constant(-0.0);
+        let own = Ident::new("own", Span::mixed_site());
+        let sums = Ident::new("sums", Span::mixed_site());
+        let parts: Vec<TokenStream> = written
+            .iter()
+            .map(|b| {
+                let n = self.buf(*b);
+                let data = if f.buf(*b).kind == BufKind::Tape && f.buf(*b).rank == 1 {
+                    quote!(#n.slots_mut())
+                } else {
+                    quote!(&mut #n[..])
+                };
+                match owned[b] {
+                    None => data,
+                    Some(w) => {
+                        let w = self.val(w);
+                        quote!(#rt::par::Rows { data: #data, width: #w })
+                    }
+                }
+            })
+            .collect();
+        let views: Vec<Ident> = written.iter().map(|b| self.buf(*b)).collect();
+        let param_names: Vec<Ident> = params.iter().map(|p| self.value_ident(*p)).collect();
+        let cell_names: Vec<Ident> = added.iter().map(|c| self.cell(*c)).collect();
+        let stmts = self.block(body);
+        let mut partials: Vec<TokenStream> = ys.iter().map(|y| self.val(*y)).collect();
+        partials.extend(cell_names.iter().map(|c| quote!(#c)));
+        let k = partials.len();
+        let unpack = if views.is_empty() {
+            quote!()
+        } else {
+            quote!(let (#(#views,)*) = #own;)
+        };
+        let inner = quote! {
+            #unpack
+            #(let mut #param_names: #ft = #zero;)*
+            #(let mut #cell_names: #ft = #zero;)*
+            #stmts
+        };
+        // The loop's scatter targets, by number.
+        let mut targets: Vec<(usize, Buf)> = Vec::new();
+        for (site, (lp, n)) in &f.scatter {
+            if *lp == i {
+                if let StoreAdd(b, ..) = f.inst(*site).kind {
+                    if !targets.contains(&(*n, b)) {
+                        targets.push((*n, b));
+                    }
+                }
+            }
+        }
+        targets.sort();
+        let call = if !targets.is_empty() {
+            let scatter = Ident::new("scatter", Span::mixed_site());
+            let scatter_fn = if f.atomic_scatter {
+                quote!(for_each_owned_scatter_atomic)
+            } else {
+                quote!(for_each_owned_scatter)
+            };
+            let tnames: Vec<Ident> = targets.iter().map(|(_, b)| self.buf(*b)).collect();
+            let parts = if views.is_empty() {
+                quote!(())
+            } else {
+                quote!((#(#parts,)*))
+            };
+            quote! {
+                let #sums: [#ft; #k] = #rt::par::#scatter_fn(
+                    #s..#e,
+                    #parts,
+                    vec![#(&mut #tnames[..]),*],
+                    |#idx, #own, #scatter| {
+                        #inner
+                        [#(#partials),*]
+                    },
+                );
+            }
+        } else {
+            match (views.is_empty(), k == 0) {
+                (true, true) => quote!(#rt::par::for_each(#s..#e, |#idx| { #inner });),
+                (true, false) => quote! {
+                    let #sums: [#ft; #k] = #rt::par::sum(#s..#e, |#idx| { #inner [#(#partials),*] });
+                },
+                (false, true) => quote! {
+                    #rt::par::for_each_owned(#s..#e, (#(#parts,)*), |#idx, #own| { #inner });
+                },
+                (false, false) => quote! {
+                    let #sums: [#ft; #k] = #rt::par::for_each_owned_sum(#s..#e, (#(#parts,)*), |#idx, #own| {
+                        #inner
+                        [#(#partials),*]
+                    });
+                },
+            }
+        };
+        let results = &f.inst(i).results;
+        let mut post = quote!();
+        for (n, (r, init)) in results.iter().zip(inits).enumerate() {
+            if self.used.contains(r) {
+                let rid = self.value_ident(*r);
+                let init = self.val(*init);
+                post.extend(quote!(let #rid = #init + #sums[#n];));
+            }
+        }
+        for (n, c) in cell_names.iter().enumerate() {
+            let at = params.len() + n;
+            post.extend(quote!(#c += #sums[#at];));
+        }
+        if self.trip_used.contains(&i) {
+            let trip = self.value_ident(*results.last().expect("trip"));
+            post.extend(quote!(let #trip: usize = if #e > #s { #e - #s } else { 0 };));
+        }
+        quote! { #call #post }
+    }
+}
