@@ -159,6 +159,7 @@ numeric_tests! {
         heat2d_rows_parallel_equal_serial,
         nested_recurrence_in_parallel_loop,
         gmm_parallel_over_points,
+        burgers2d_rows_parallel_equal_serial,
     ],
     /// Branches, data-dependent loops, `match`, `loop`/`break`/`continue`, early `return`.
     control_flow: [

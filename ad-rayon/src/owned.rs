@@ -31,12 +31,17 @@ pub struct OwnedChunk<'a, T> {
     width: usize,
     /// The iteration running now; only its row is accessible.
     current: usize,
+    /// Its global elements `[lo, hi)`, set with `current` (kept so that each access
+    /// costs two comparisons and a subtraction).
+    lo: usize,
+    hi: usize,
 }
 
 /// `chunk[j]` reads element `j` (global index) of the current iteration, so
 /// generated code indexes an owned buffer as it indexed the whole one.
 impl<T> std::ops::Index<usize> for OwnedChunk<'_, T> {
     type Output = T;
+    #[inline]
     fn index(&self, j: usize) -> &T {
         &self.data[self.local(j, "read")]
     }
@@ -44,6 +49,7 @@ impl<T> std::ops::Index<usize> for OwnedChunk<'_, T> {
 
 /// `chunk[j] = v`, `chunk[j] += v` on element `j` (global index).
 impl<T> std::ops::IndexMut<usize> for OwnedChunk<'_, T> {
+    #[inline]
     fn index_mut(&mut self, j: usize) -> &mut T {
         let at = self.local(j, "wrote");
         &mut self.data[at]
@@ -53,17 +59,22 @@ impl<T> std::ops::IndexMut<usize> for OwnedChunk<'_, T> {
 impl<'a, T> OwnedChunk<'a, T> {
     /// Global element range owned by the current iteration.
     pub fn owned(&self) -> Range<usize> {
-        self.current * self.width..(self.current + 1) * self.width
+        self.lo..self.hi
+    }
+
+    /// Makes iteration `i` the current one.
+    #[inline]
+    fn set_current(&mut self, i: usize) {
+        self.current = i;
+        self.lo = i * self.width;
+        self.hi = self.lo + self.width;
     }
 
     /// Position in `data` of global element `j`, or a panic naming `verb`.
+    #[inline]
     fn local(&self, j: usize, verb: &str) -> usize {
-        let owned = self.owned();
-        if !owned.contains(&j) {
-            panic!(
-                "parallel iteration {verb} outside its own element: index {j}, owned {}..{}",
-                owned.start, owned.end
-            );
+        if j < self.lo || j >= self.hi {
+            outside(verb, j, self.lo, self.hi);
         }
         j - self.first_row * self.width
     }
@@ -104,6 +115,13 @@ impl<'a, T> OwnedChunk<'a, T> {
         let hi = (lo + self.width).min(self.data.len());
         &mut self.data[lo..hi]
     }
+}
+
+/// The panic of an access outside the iteration's own element (kept out of line).
+#[cold]
+#[inline(never)]
+fn outside(verb: &str, j: usize, lo: usize, hi: usize) -> ! {
+    panic!("parallel iteration {verb} outside its own element: index {j}, owned {lo}..{hi}")
 }
 
 /// One buffer spec of [`for_each_owned`]: [`Rows`], `(&mut [T], width)`,
@@ -154,13 +172,15 @@ impl<'a, T: Send> Owned for Rows<'a, T> {
                     first_row,
                     width,
                     current: first_row,
+                    lo: first_row * width,
+                    hi: (first_row + 1) * width,
                 }
             })
             .collect()
     }
 
     fn focus(chunk: &mut Self::Chunk, i: usize) {
-        chunk.current = i;
+        chunk.set_current(i);
     }
 }
 
@@ -176,7 +196,7 @@ impl<'a, T: Send> Owned for (&'a mut [T], usize) {
     }
 
     fn focus(chunk: &mut Self::Chunk, i: usize) {
-        chunk.current = i;
+        chunk.set_current(i);
     }
 }
 
@@ -192,7 +212,7 @@ impl<'a, T: Send> Owned for &'a mut [T] {
     }
 
     fn focus(chunk: &mut Self::Chunk, i: usize) {
-        chunk.current = i;
+        chunk.set_current(i);
     }
 }
 
@@ -204,7 +224,7 @@ impl<'a, T: Send> Owned for &'a mut Vec<T> {
     }
 
     fn focus(chunk: &mut Self::Chunk, i: usize) {
-        chunk.current = i;
+        chunk.set_current(i);
     }
 }
 
