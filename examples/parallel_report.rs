@@ -13,8 +13,10 @@
 //!
 //! Every gradient is first checked against the serial program's (relative 1e-9 of the
 //! largest component: the atomic variant adds in the threads' order). Then each variant is
-//! timed by interleaved repetitions, and the table shows the median. Ratios come from one
-//! run; the machine is shared, so read them, not the absolute times.
+//! timed on each pool, and the table shows the fastest of 15 runs (interference only slows
+//! runs down). The gradients reuse their buffers, as the primal reuses its output, so
+//! allocation and first-touch page faults are not timed. Ratios come from one run; the
+//! machine is shared, so read them, not the absolute times.
 
 #[path = "../benches/support/parallel_programs.rs"]
 mod programs;
@@ -24,21 +26,20 @@ use std::hint::black_box;
 use std::process::ExitCode;
 use std::time::Instant;
 
-const REPS: usize = 9;
+const REPS: usize = 15;
 
-/// Median seconds of `f` over `REPS` runs on a pool of `threads`.
+/// The fastest of `REPS` runs of `f` on `pool` (the machine is shared: interference
+/// only ever slows a run down, so the minimum is the stable statistic).
 fn time(pool: &rayon::ThreadPool, f: &mut (dyn FnMut() + Send)) -> f64 {
     pool.install(|| {
         f();
-        let mut t: Vec<f64> = (0..REPS)
+        (0..REPS)
             .map(|_| {
                 let s = Instant::now();
                 f();
                 s.elapsed().as_secs_f64()
             })
-            .collect();
-        t.sort_by(|a, b| a.total_cmp(b));
-        t[REPS / 2]
+            .fold(f64::INFINITY, f64::min)
     })
 }
 
@@ -52,15 +53,20 @@ fn rel_diff(got: &[f64], want: &[f64]) -> f64 {
         / scale
 }
 
-/// One program: its primal, and its gradient in the three variants, each returning the
-/// flattened gradient.
+/// A gradient variant: its own buffers, allocated once. `fresh` zeroes them first and
+/// returns the flattened gradient (checking); timed calls reuse them as they are (the
+/// gradient then accumulates, which costs the same), so allocation and first-touch page
+/// faults stay out of the times, as they do for the primal's output buffer.
+type Variant<'a> = Box<dyn FnMut(bool) -> Vec<f64> + Send + 'a>;
+
+/// One program: its primal, and its gradient in the three variants.
 struct Program<'a> {
     name: &'static str,
     size: String,
     primal: Box<dyn FnMut() + Send + 'a>,
-    par: Box<dyn FnMut() -> Vec<f64> + Send + 'a>,
-    atomic: Box<dyn FnMut() -> Vec<f64> + Send + 'a>,
-    serial: Box<dyn FnMut() -> Vec<f64> + Send + 'a>,
+    par: Variant<'a>,
+    atomic: Variant<'a>,
+    serial: Variant<'a>,
 }
 
 fn main() -> ExitCode {
@@ -90,31 +96,69 @@ fn main() -> ExitCode {
     let w: Vec<f64> = (0..k).map(|c| 0.1 * c as f64 - 0.2).collect();
 
     type Heat1d = fn(&[f64], &mut [f64], &mut [f64], &mut [f64], f64, f64) -> (f64, f64);
-    let heat1d = |f: Heat1d| {
+    let heat1d = |f: Heat1d| -> Variant {
         let (mut du, mut out, mut dout) = (vec![0.0; n1], vec![0.0; n1], vec![0.0; n1]);
-        let (_, dr) = f(&u1, &mut du, &mut out, &mut dout, 0.2, 1.0);
-        du.push(dr);
-        du
+        let u1 = &u1;
+        Box::new(move |fresh| {
+            if fresh {
+                du.fill(0.0);
+            }
+            let (_, dr) = f(u1, &mut du, &mut out, &mut dout, 0.2, 1.0);
+            if !fresh {
+                return Vec::new();
+            }
+            let mut g = du.clone();
+            g.push(dr);
+            g
+        })
     };
     type Heat2d = fn(&[f64], &mut [f64], &mut [f64], &mut [f64], f64, usize, f64) -> (f64, f64);
-    let heat2d = |f: Heat2d| {
+    let heat2d = |f: Heat2d| -> Variant {
         let n = m2 * w2;
         let (mut du, mut out, mut dout) = (vec![0.0; n], vec![0.0; n], vec![0.0; n]);
-        let (_, dr) = f(&u2, &mut du, &mut out, &mut dout, 0.2, w2, 1.0);
-        du.push(dr);
-        du
+        let u2 = &u2;
+        Box::new(move |fresh| {
+            if fresh {
+                du.fill(0.0);
+            }
+            let (_, dr) = f(u2, &mut du, &mut out, &mut dout, 0.2, w2, 1.0);
+            if !fresh {
+                return Vec::new();
+            }
+            let mut g = du.clone();
+            g.push(dr);
+            g
+        })
     };
-    let gather = |f: fn(&[f64], &mut [f64], &[usize], f64) -> f64| {
+    let gather = |f: fn(&[f64], &mut [f64], &[usize], f64) -> f64| -> Variant {
         let mut dx = vec![0.0; ng];
-        f(&xg, &mut dx, &idx, 1.0);
-        dx
+        let (xg, idx) = (&xg, &idx);
+        Box::new(move |fresh| {
+            if fresh {
+                dx.fill(0.0);
+            }
+            f(xg, &mut dx, idx, 1.0);
+            if fresh {
+                dx.clone()
+            } else {
+                Vec::new()
+            }
+        })
     };
     type Gmm = fn(&[f64], &[f64], &mut [f64], &[f64], &mut [f64], usize, f64) -> f64;
-    let gmm = |f: Gmm| {
+    let gmm = |f: Gmm| -> Variant {
         let (mut gm, mut gw) = (vec![0.0; k * d], vec![0.0; k]);
-        f(&xp, &means, &mut gm, &w, &mut gw, d, 1.0);
-        gm.extend(gw);
-        gm
+        let (xp, means, w) = (&xp, &means, &w);
+        Box::new(move |fresh| {
+            if fresh {
+                gm.fill(0.0);
+                gw.fill(0.0);
+            }
+            f(xp, means, &mut gm, w, &mut gw, d, 1.0);
+            let mut g = gm.clone();
+            g.extend(&gw);
+            g
+        })
     };
     let mut out1 = vec![0.0; n1];
     let mut out2 = vec![0.0; m2 * w2];
@@ -125,9 +169,9 @@ fn main() -> ExitCode {
             primal: Box::new(|| {
                 black_box(heat1d_par(&u1, &mut out1, 0.2));
             }),
-            par: Box::new(|| heat1d(heat1d_par_rev)),
-            atomic: Box::new(|| heat1d(heat1d_atomic_rev)),
-            serial: Box::new(|| heat1d(heat1d_serial_rev)),
+            par: heat1d(heat1d_par_rev),
+            atomic: heat1d(heat1d_atomic_rev),
+            serial: heat1d(heat1d_serial_rev),
         },
         Program {
             name: "heat 2-D step (rows)",
@@ -135,9 +179,9 @@ fn main() -> ExitCode {
             primal: Box::new(|| {
                 black_box(heat2d_par(&u2, &mut out2, 0.2, w2));
             }),
-            par: Box::new(|| heat2d(heat2d_par_rev)),
-            atomic: Box::new(|| heat2d(heat2d_atomic_rev)),
-            serial: Box::new(|| heat2d(heat2d_serial_rev)),
+            par: heat2d(heat2d_par_rev),
+            atomic: heat2d(heat2d_atomic_rev),
+            serial: heat2d(heat2d_serial_rev),
         },
         Program {
             name: "gather at random indices",
@@ -145,9 +189,9 @@ fn main() -> ExitCode {
             primal: Box::new(|| {
                 black_box(gather_par(&xg, &idx));
             }),
-            par: Box::new(|| gather(gather_par_rev)),
-            atomic: Box::new(|| gather(gather_atomic_rev)),
-            serial: Box::new(|| gather(gather_serial_rev)),
+            par: gather(gather_par_rev),
+            atomic: gather(gather_atomic_rev),
+            serial: gather(gather_serial_rev),
         },
         Program {
             name: "GMM over points",
@@ -155,9 +199,9 @@ fn main() -> ExitCode {
             primal: Box::new(|| {
                 black_box(gmm_par(&xp, &means, &w, d));
             }),
-            par: Box::new(|| gmm(gmm_par_rev)),
-            atomic: Box::new(|| gmm(gmm_atomic_rev)),
-            serial: Box::new(|| gmm(gmm_serial_rev)),
+            par: gmm(gmm_par_rev),
+            atomic: gmm(gmm_atomic_rev),
+            serial: gmm(gmm_serial_rev),
         },
     ];
 
@@ -166,8 +210,11 @@ fn main() -> ExitCode {
     let ms = |s: f64| format!("{:.2} ms", s * 1e3);
     let mut worst: f64 = f64::INFINITY;
     for p in &mut programs {
-        let want = (p.serial)();
-        for (variant, got) in [("summation-aware", (p.par)()), ("atomic", (p.atomic)())] {
+        let want = (p.serial)(true);
+        for (variant, got) in [
+            ("summation-aware", (p.par)(true)),
+            ("atomic", (p.atomic)(true)),
+        ] {
             let diff = rel_diff(&got, &want);
             if diff.is_nan() || diff > 1e-9 {
                 failures.push(format!(
@@ -181,15 +228,15 @@ fn main() -> ExitCode {
             time(&pools[1], &mut *p.primal),
         ];
         let mut par = || {
-            black_box((p.par)());
+            black_box((p.par)(false));
         };
         let grad = [time(&pools[0], &mut par), time(&pools[1], &mut par)];
         let mut atomic = || {
-            black_box((p.atomic)());
+            black_box((p.atomic)(false));
         };
         let atom = [time(&pools[0], &mut atomic), time(&pools[1], &mut atomic)];
         let mut serial = || {
-            black_box((p.serial)());
+            black_box((p.serial)(false));
         };
         let ser = time(&pools[0], &mut serial);
         let (sp, sg) = (primal[0] / primal[1], grad[0] / grad[1]);
