@@ -160,6 +160,7 @@ numeric_tests! {
         nested_recurrence_in_parallel_loop,
         gmm_parallel_over_points,
         burgers2d_rows_parallel_equal_serial,
+        atomic_and_summation_aware_adjoints_equal_serial,
     ],
     /// Branches, data-dependent loops, `match`, `loop`/`break`/`continue`, early `return`.
     control_flow: [

@@ -327,16 +327,16 @@ fn rewrite_loop(f: &mut Function, l: Inst, atomic: bool) -> Result<(), String> {
     let span = f.parallel[&l];
     let (start, end) = (range.start, range.end);
 
-    // Sites adding into the same place share their slots: the same buffer at the same
-    // offset, or at the same computed index value.
-    let mut keys: Vec<(Buf, Option<i128>, Option<Value>)> = Vec::new();
+    // Shifted sites adding into the same place share their slots: the same buffer at the
+    // same offset (and row width).
+    let mut keys: Vec<(Buf, i128, Option<Value>)> = Vec::new();
     let mut slot_of = Vec::new();
     for (_, site, _) in &sites {
         let key = match site {
-            Site::Shift { buf, offset } => (*buf, Some(*offset), None),
+            Site::Shift { buf, offset } => (*buf, *offset, None),
             Site::RowShift {
                 buf, offset, width, ..
-            } => (*buf, Some(*offset), Some(*width)),
+            } => (*buf, *offset, Some(*width)),
             Site::Computed { .. } => unreachable!("scatter sites keep their addition"),
         };
         let k = keys.iter().position(|x| *x == key).unwrap_or_else(|| {
@@ -354,17 +354,15 @@ fn rewrite_loop(f: &mut Function, l: Inst, atomic: bool) -> Result<(), String> {
         })
         .collect();
 
-    // Before the loop: a zeroed slot per iteration for each place (and its index).
+    // Before the loop: a zeroed slot per iteration (per element, for rows) for each place.
     let before = f.new_block();
     let mut slots = Vec::new();
     {
         let mut b = Builder::new(f, before);
         for &first in &firsts {
             let site = &sites[first].1;
-            let buf = match site {
-                Site::Shift { buf, .. }
-                | Site::RowShift { buf, .. }
-                | Site::Computed { buf, .. } => *buf,
+            let (Site::Shift { buf, .. } | Site::RowShift { buf, .. }) = *site else {
+                unreachable!("scatter sites keep their addition")
             };
             let elem = b.func.buf(buf).elem;
             let name = b.func.buf(buf).name.clone();
