@@ -13,8 +13,8 @@
 //!
 //! Every gradient is first checked against the serial program's (relative 1e-9 of the
 //! largest component: the atomic variant adds in the threads' order). Then each variant is
-//! timed on each pool, and the table shows the fastest of 15 runs (interference only slows
-//! runs down). The gradients reuse their buffers, as the primal reuses its output, so
+//! timed on each pool, the runs of all variants and pools of a program interleaved, and
+//! the table shows the fastest of 15 runs (interference only slows runs down). The gradients reuse their buffers, as the primal reuses its output, so
 //! allocation and first-touch page faults are not timed. Ratios come from one run; the
 //! machine is shared, so read them, not the absolute times.
 
@@ -28,19 +28,30 @@ use std::time::Instant;
 
 const REPS: usize = 15;
 
-/// The fastest of `REPS` runs of `f` on `pool` (the machine is shared: interference
-/// only ever slows a run down, so the minimum is the stable statistic).
-fn time(pool: &rayon::ThreadPool, f: &mut (dyn FnMut() + Send)) -> f64 {
-    pool.install(|| {
-        f();
-        (0..REPS)
-            .map(|_| {
+/// The fastest of `REPS` runs of each job `(function, pool)` of `plan`. The jobs are
+/// interleaved, one run of each per round after a warm-up round, so that a stretch of
+/// interference on the shared machine slows all of them alike instead of one; and
+/// interference only ever slows a run down, so the minimum is the stable statistic.
+fn time_interleaved(
+    fns: &mut [&mut (dyn FnMut() + Send)],
+    pools: &[rayon::ThreadPool],
+    plan: &[(usize, usize)],
+) -> Vec<f64> {
+    let mut best = vec![f64::INFINITY; plan.len()];
+    for round in 0..=REPS {
+        for (&(f, pool), best) in plan.iter().zip(&mut best) {
+            let f = &mut *fns[f];
+            let t = pools[pool].install(|| {
                 let s = Instant::now();
                 f();
                 s.elapsed().as_secs_f64()
-            })
-            .fold(f64::INFINITY, f64::min)
-    })
+            });
+            if round > 0 {
+                *best = best.min(t);
+            }
+        }
+    }
+    best
 }
 
 /// Largest difference relative to the largest component of `want`.
@@ -223,22 +234,28 @@ fn main() -> ExitCode {
                 ));
             }
         }
-        let primal = [
-            time(&pools[0], &mut *p.primal),
-            time(&pools[1], &mut *p.primal),
-        ];
+        let Program {
+            primal,
+            par,
+            atomic,
+            serial,
+            ..
+        } = p;
         let mut par = || {
-            black_box((p.par)(false));
+            black_box(par(false));
         };
-        let grad = [time(&pools[0], &mut par), time(&pools[1], &mut par)];
         let mut atomic = || {
-            black_box((p.atomic)(false));
+            black_box(atomic(false));
         };
-        let atom = [time(&pools[0], &mut atomic), time(&pools[1], &mut atomic)];
         let mut serial = || {
-            black_box((p.serial)(false));
+            black_box(serial(false));
         };
-        let ser = time(&pools[0], &mut serial);
+        let t = time_interleaved(
+            &mut [&mut **primal, &mut par, &mut atomic, &mut serial],
+            &pools,
+            &[(0, 0), (0, 1), (1, 0), (1, 1), (2, 0), (2, 1), (3, 0)],
+        );
+        let (primal, grad, atom, ser) = ([t[0], t[1]], [t[2], t[3]], [t[4], t[5]], t[6]);
         let (sp, sg) = (primal[0] / primal[1], grad[0] / grad[1]);
         worst = worst.min(sg / sp);
         println!(

@@ -1,8 +1,8 @@
 //! Atomic additions in parallel adjoints, counted (`--features count-atomics`; without the
 //! feature the file is empty). Owned elements and rows, stencil gathers (1-D and over
 //! rows) and private scatters add without atomics; only a scatter into a target too large
-//! to privatize (`phidiff::par::private_fits`: 8 lanes × 1.1 M floats > 64 MiB) adds
-//! atomically, once per addition executed.
+//! to privatize (`phidiff::par::private_fits`: on 8 threads, 7 copies × 1.3 M floats >
+//! 64 MiB) adds atomically, once per addition executed.
 #![cfg(feature = "count-atomics")]
 
 use phidiff::differentiate;
@@ -79,7 +79,7 @@ fn atomics_only_where_the_target_is_too_large_to_privatize() {
     assert_eq!(atomic_ops(), 0, "2-D stencil: atomic adds");
     assert!(du.iter().any(|g| *g != 0.0));
 
-    // A scatter into a small target: private lanes, no atomics (integer values: every
+    // A scatter into a small target: private copies, no atomics (integer values: every
     // order of addition gives the same sums).
     let x: Vec<f64> = (0..100).map(|i| i as f64).collect();
     let idx = indices(3000, x.len());
@@ -93,14 +93,18 @@ fn atomics_only_where_the_target_is_too_large_to_privatize() {
     }
     assert_eq!(dx, want, "small scatter: gradient");
 
-    // A scatter into 1.1 M elements: atomic adds.
-    let m = 1_100_000;
-    assert!(!phidiff::par::private_fits(m, 8));
+    // A scatter into 1.3 M elements on 8 threads: atomic adds.
+    let m = 1_300_000;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(8)
+        .build()
+        .unwrap();
+    assert!(pool.install(|| !phidiff::par::private_fits(m, 8)));
     let x: Vec<f64> = (0..m).map(|i| (i % 1000) as f64).collect();
     let idx = indices(3000, m);
     let mut dx = vec![0.0; m];
     reset_atomic_ops();
-    gather_rev(&x, &mut dx, &idx, idx.len(), 1.0);
+    pool.install(|| gather_rev(&x, &mut dx, &idx, idx.len(), 1.0));
     // `x[idx[i]] * x[idx[i]]`: two reads, so two adds into x̄ per iteration.
     assert_eq!(atomic_ops(), 2 * idx.len(), "large scatter: atomic adds");
     for &j in &idx[..20] {

@@ -8,8 +8,13 @@
 //! serially in increasing order; a reduction sums each block left to right,
 //! then the block partials serially in block order. The partition never
 //! depends on the thread count, so results are bitwise the same on 1 thread
-//! or 64. The one exception is [`AtomicF64Slice`] / [`AtomicF32Slice`],
-//! whose addition order is whatever the threads make it.
+//! or 64. Two exceptions:
+//! - the targets of [`for_each_owned_scatter`] (additions at computed
+//!   indices) get one private copy per thread, so they are bitwise the same
+//!   from run to run on a given number of threads and equal to rounding
+//!   across thread counts (the sums it returns follow the rule above);
+//! - [`AtomicF64Slice`] / [`AtomicF32Slice`], whose addition order is
+//!   whatever the threads make it.
 //!
 //! # Ownership rule
 //! In [`for_each_owned`], iteration `i` may touch only element `i` (row `i`,
@@ -24,7 +29,7 @@
 //! | `.par_iter().map(..).sum()`, scalar adjoints           | [`sum`] |
 //! | `+=` at the parallel index (or a gather for `i±1`)     | [`for_each_owned`] |
 //! | the same plus scalar adjoints                          | [`for_each_owned_sum`] |
-//! | `+=` at computed indices, anywhere in the body         | [`for_each_owned_scatter`]: [`PRIVATE_LANES`] private copies, or atomics when [`private_fits`] says no |
+//! | `+=` at computed indices, anywhere in the body         | [`for_each_owned_scatter`]: a private copy per thread, or atomics when [`private_fits`] says no |
 //! | a scatter recorded beforehand                          | [`scatter_private`], or [`AtomicF64Slice::add`] inside [`for_each`] |
 //!
 //! With the `count-atomics` feature, [`atomic_ops`] counts the atomic adds
@@ -32,7 +37,7 @@
 //!
 //! # Examples
 //! ```
-//! use ad_rayon::{for_each_owned, scatter_private, sum, Rows, PRIVATE_LANES};
+//! use ad_rayon::{for_each_owned, scatter_private, sum, Rows};
 //!
 //! // A deterministic reduction of two sums at once.
 //! let [s, sq] = sum(0..1000, |i| [i as f64, (i * i) as f64]);
@@ -50,7 +55,7 @@
 //!
 //! // A scatter at computed indices through private accumulators.
 //! let mut hist = vec![0.0_f64; 4];
-//! scatter_private(0..100, &mut hist, PRIVATE_LANES, |i, acc| acc.add(i % 4, 1.0));
+//! scatter_private(0..100, &mut hist, 4, |i, acc| acc.add(i % 4, 1.0));
 //! assert_eq!(hist, [25.0; 4]);
 //! ```
 //!
@@ -78,8 +83,7 @@ pub use counter::{atomic_ops, reset_atomic_ops};
 pub use num_traits::Zero;
 pub use owned::{for_each_owned, for_each_owned_sum, Owned, OwnedChunk, Parts, Rows};
 pub use private::{
-    private_fits, private_max_bytes, scatter_private, Acc, PRIVATE_LANES, PRIVATE_MAX_BYTES,
-    PRIVATE_MAX_BYTES_ENV,
+    private_fits, private_max_bytes, scatter_private, Acc, PRIVATE_MAX_BYTES, PRIVATE_MAX_BYTES_ENV,
 };
 pub use scatter::{for_each_owned_scatter, for_each_owned_scatter_atomic, Scatter, ScatterFloat};
 pub use scratch::{Scratch, POOL_BUFFERS, POOL_MAX_BYTES, POOL_TOTAL_BYTES};

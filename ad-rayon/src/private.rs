@@ -10,12 +10,9 @@ use rayon::prelude::*;
 
 use crate::blocks::{block_count, block_range, BLOCK};
 
-/// Private copies of the target used by generated code. Fixed (not the
-/// thread count) so the result is bitwise the same on any number of threads.
-pub const PRIVATE_LANES: usize = 8;
-
 /// Default memory limit for private copies: generated code privatizes only
-/// when `PRIVATE_LANES * len * elem_bytes` is at most this, and falls back
+/// when `(threads - 1) * len * elem_bytes` is at most this (`threads` of the
+/// current rayon pool; lane 0 adds into the target itself), and falls back
 /// to atomics ([`AtomicF64Slice`](crate::AtomicF64Slice)) above it.
 /// Overridden by [`PRIVATE_MAX_BYTES_ENV`].
 pub const PRIVATE_MAX_BYTES: usize = 64 << 20;
@@ -40,11 +37,13 @@ pub fn private_max_bytes() -> usize {
     })
 }
 
-/// Whether [`PRIVATE_LANES`] private copies of a target of `len` elements
-/// of `elem_bytes` bytes each fit in [`private_max_bytes`]; generated code
-/// calls [`scatter_private`] when true and atomics when false.
+/// Whether the private copies of a scatter target of `len` elements of
+/// `elem_bytes` bytes each fit in [`private_max_bytes`]: one copy per thread
+/// of the current rayon pool but the first, so on one thread always.
+/// [`for_each_owned_scatter`](crate::for_each_owned_scatter) privatizes when
+/// true and adds atomically when false.
 pub fn private_fits(len: usize, elem_bytes: usize) -> bool {
-    PRIVATE_LANES
+    (rayon::current_num_threads().max(1) - 1)
         .checked_mul(len)
         .and_then(|n| n.checked_mul(elem_bytes))
         .is_some_and(|bytes| bytes <= private_max_bytes())

@@ -12,7 +12,8 @@ use rayon::prelude::*;
 use crate::atomic::{AtomicF32Slice, AtomicF64Slice};
 use crate::blocks::{add_into, block_count, block_range, combine_in_order, zeros, BLOCK};
 use crate::owned::Parts;
-use crate::private::{private_fits, PRIVATE_LANES};
+use crate::private::private_fits;
+use crate::scratch::Scratch;
 
 /// Elements of a target reduced per parallel task when the lanes are added
 /// into it (the per-element order, target then lanes 0, 1, ..., is fixed).
@@ -63,30 +64,36 @@ impl ScatterFloat for f32 {
 
 /// The scatter targets of [`for_each_owned_scatter`] as one iteration sees
 /// them: `add(target, j, v)` adds `v` to element `j` of target number
-/// `target` (its position in the `targets` vector), either into the running
-/// lane's private copy (lanes mode, deterministic) or atomically into the
-/// shared target (atomic mode, for targets too large to privatize).
+/// `target` (its position in the `targets` vector): into the running lane's
+/// cells (copies mode: the target itself for lane 0, a private copy for the
+/// others) or atomically into the shared target (atomic mode, for targets
+/// too large to privatize).
 pub struct Scatter<'a, T> {
-    mode: Mode<'a, T>,
+    /// Per target, this lane's cells: the target or a private copy. Empty
+    /// in atomic mode.
+    cells: Vec<&'a mut [T]>,
+    /// Where an add outside `cells` goes.
+    miss: Miss<'a, T>,
 }
 
-/// Where [`Scatter::add`] goes.
-enum Mode<'a, T> {
-    /// This lane's zeroed private copy of every target, in target order.
-    Lanes(&'a mut [Vec<T>]),
-    /// The checked atomic add `(target, j, v)` into the shared targets.
+/// What [`Scatter::add`] does with an add outside the lane's cells.
+enum Miss<'a, T> {
+    /// Nothing can be outside: it is out of bounds.
+    Panic,
+    /// Atomic mode: the checked atomic add `(target, j, v)` into the shared
+    /// targets.
     Atomic(&'a (dyn Fn(usize, usize, T) + Sync + 'a)),
 }
 
 impl<T> fmt::Debug for Scatter<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.mode {
-            Mode::Lanes(copies) => f
-                .debug_struct("Scatter::Lanes")
-                .field("targets", &copies.len())
-                .finish(),
-            Mode::Atomic(_) => f.debug_struct("Scatter::Atomic").finish_non_exhaustive(),
-        }
+        let mode = match self.miss {
+            Miss::Panic => "Scatter::Copies",
+            Miss::Atomic(_) => "Scatter::Atomic",
+        };
+        f.debug_struct(mode)
+            .field("targets", &self.cells.len())
+            .finish_non_exhaustive()
     }
 }
 
@@ -96,20 +103,34 @@ impl<T: ScatterFloat> Scatter<'_, T> {
     ///
     /// # Panics
     /// If there is no target number `target`, or `j` is out of its bounds.
+    #[inline(always)]
     pub fn add(&mut self, target: usize, j: usize, value: T) {
-        match &mut self.mode {
-            Mode::Lanes(copies) => {
-                let count = copies.len();
-                let Some(copy) = copies.get_mut(target) else {
-                    no_such_target(target, count);
-                };
-                let len = copy.len();
-                let Some(cell) = copy.get_mut(j) else {
-                    out_of_bounds(target, j, len);
-                };
-                *cell = *cell + value;
+        // The path into the lane's own cells is the whole inner loop of a
+        // scatter, so it is kept to two bounds checks; the rest is out of line.
+        let cell = self
+            .cells
+            .get_mut(target)
+            .and_then(|cells| cells.get_mut(j));
+        match cell {
+            Some(cell) => *cell = *cell + value,
+            None => self.add_elsewhere(target, j, value),
+        }
+    }
+
+    /// An add outside the lane's cells: atomic, or the panic of an add
+    /// outside the targets.
+    #[cold]
+    #[inline(never)]
+    fn add_elsewhere(&mut self, target: usize, j: usize, value: T) {
+        match &mut self.miss {
+            Miss::Atomic(add) => add(target, j, value),
+            Miss::Panic => {
+                let count = self.cells.len();
+                match self.cells.get(target) {
+                    None => no_such_target(target, count),
+                    Some(cells) => out_of_bounds(target, j, cells.len()),
+                }
             }
-            Mode::Atomic(add) => add(target, j, value),
         }
     }
 }
@@ -148,12 +169,15 @@ impl Parts for () {
 /// order), so the returned sums never depend on the thread count.
 ///
 /// The targets are updated in one of two modes:
-/// - **Lanes**, when [`private_fits`] the total length of all targets:
-///   `min(PRIVATE_LANES, blocks)` lanes run in parallel, lane `l` running
-///   blocks `l, l + lanes, ...` serially in order with its own zeroed
-///   copy of every target; then `target[j] = target[j] + lane_0[j] +
-///   lane_1[j] + ...` in lane order. The targets are bitwise the same on
-///   any number of threads.
+/// - **Lanes**, when [`private_fits`] the total length of all targets: one
+///   lane per thread of the current rayon pool (at most one per block),
+///   lane `l` running the contiguous blocks `[l*n/lanes, (l+1)*n/lanes)`
+///   serially in order. Lane 0 adds straight into the targets, every other
+///   lane into its own zeroed copy of them (taken from the [`Scratch`]
+///   pool); then `target[j] = target[j] + lane_1[j] + lane_2[j] + ...` in
+///   lane order. On one thread this is the serial loop, with no copy. The
+///   targets are bitwise the same from run to run on the same number of
+///   threads, and equal to rounding across thread counts.
 /// - **Atomic**, when the copies would not fit: the blocks run in parallel
 ///   as in [`for_each_owned_sum`](crate::for_each_owned_sum) and every add
 ///   is a compare-exchange on the shared target (counted by
@@ -186,15 +210,11 @@ where
     }
     let total: usize = targets.iter().map(|t| t.len()).sum();
     if total > 0 && private_fits(total, std::mem::size_of::<T>()) {
-        lanes_mode(range, parts, targets, body)
+        copies_mode(range, parts, targets, body)
     } else {
         atomic_mode(range, parts, targets, body)
     }
 }
-
-/// What one lane leaves: its private copy of every target, and the partial
-/// sum of each of its blocks with the block's number.
-type LaneResult<T, const K: usize> = (Vec<Vec<T>>, Vec<(usize, [T; K])>);
 
 /// [`for_each_owned_scatter`] with every scatter an atomic add, whatever the size of
 /// the targets: the "atomics everywhere" baseline of the summation-aware adjoint
@@ -216,8 +236,8 @@ where
     atomic_mode(range, parts, targets, body)
 }
 
-/// The lanes mode of [`for_each_owned_scatter`] (non-empty `range`).
-fn lanes_mode<P, T, const K: usize, F>(
+/// The copies mode of [`for_each_owned_scatter`] (non-empty `range`).
+fn copies_mode<P, T, const K: usize, F>(
     range: Range<usize>,
     parts: P,
     mut targets: Vec<&mut [T]>,
@@ -229,56 +249,102 @@ where
     F: Fn(usize, &mut P::Views, &mut Scatter<'_, T>) -> [T; K] + Sync,
 {
     let n_blocks = block_count(&range);
-    let lanes = PRIVATE_LANES.min(n_blocks);
-    // Deal the blocks (with their owned views) round-robin to the lanes.
+    let lanes = lane_count(n_blocks);
+    // Lane `l` gets the contiguous blocks `[l*n/lanes, (l+1)*n/lanes)`.
     let mut dealt: Vec<Vec<(usize, P::Views)>> = (0..lanes).map(|_| Vec::new()).collect();
     for (k, views) in parts.split_blocks(&range).into_iter().enumerate() {
-        dealt[k % lanes].push((k, views));
+        dealt[k * lanes / n_blocks].push((k, views));
     }
     let lens: Vec<usize> = targets.iter().map(|t| t.len()).collect();
-    let results: Vec<LaneResult<T, K>> = dealt
-        .into_par_iter()
-        .map(|blocks| {
-            let mut copies: Vec<Vec<T>> = lens.iter().map(|&len| vec![T::zero(); len]).collect();
-            let mut scatter = Scatter {
-                mode: Mode::Lanes(&mut copies),
-            };
-            let partials = blocks
-                .into_iter()
-                .map(|(k, mut views)| {
-                    let partial = block_range(&range, k).fold(zeros(), |acc, i| {
-                        P::focus(&mut views, i);
-                        add_into(acc, body(i, &mut views, &mut scatter))
-                    });
-                    (k, partial)
-                })
-                .collect();
-            (copies, partials)
-        })
+    // Lane 0 adds straight into the targets; the others into zeroed copies
+    // taken from the scratch pool by the lane itself (so pages are touched
+    // first by the thread that uses them).
+    let mut first: Option<Vec<&mut [T]>> = Some(targets.iter_mut().map(|t| &mut **t).collect());
+    let work: Vec<_> = dealt
+        .into_iter()
+        .enumerate()
+        .map(|(lane, blocks)| (if lane == 0 { first.take() } else { None }, blocks))
         .collect();
+    let run_lane = |(direct, blocks): (Option<Vec<&mut [T]>>, Vec<(usize, P::Views)>)| {
+        let mut copies: Vec<Scratch<T>> = Vec::new();
+        let cells: Vec<&mut [T]> = match direct {
+            Some(direct) => direct,
+            None => {
+                copies = lens
+                    .iter()
+                    .map(|&len| Scratch::filled(T::zero(), len))
+                    .collect();
+                copies.iter_mut().map(|c| &mut **c).collect()
+            }
+        };
+        let mut scatter = Scatter {
+            cells,
+            miss: Miss::Panic,
+        };
+        let partials = run_blocks::<P, T, K, F>(&range, blocks, &body, &mut scatter);
+        drop(scatter);
+        (copies, partials)
+    };
+    let results: Vec<(Vec<Scratch<T>>, Vec<(usize, [T; K])>)> =
+        work.into_par_iter().map(run_lane).collect();
 
     let mut partials = vec![zeros(); n_blocks];
-    let mut copies = Vec::with_capacity(lanes);
+    let mut copies = Vec::with_capacity(lanes - 1);
     for (lane_copies, lane_partials) in results {
         for (k, partial) in lane_partials {
             partials[k] = partial;
         }
-        copies.push(lane_copies);
+        if !lane_copies.is_empty() {
+            copies.push(lane_copies);
+        }
     }
-    for (t, target) in targets.iter_mut().enumerate() {
-        target
-            .par_chunks_mut(REDUCE_CHUNK)
-            .enumerate()
-            .for_each(|(c, out)| {
-                let lo = c * REDUCE_CHUNK;
-                for lane in &copies {
-                    for (o, &x) in out.iter_mut().zip(&lane[t][lo..]) {
-                        *o = *o + x;
+    if !copies.is_empty() {
+        for (t, target) in targets.iter_mut().enumerate() {
+            target
+                .par_chunks_mut(REDUCE_CHUNK)
+                .enumerate()
+                .for_each(|(c, out)| {
+                    let lo = c * REDUCE_CHUNK;
+                    for lane in &copies {
+                        for (o, &x) in out.iter_mut().zip(&lane[t][lo..]) {
+                            *o = *o + x;
+                        }
                     }
-                }
-            });
+                });
+        }
     }
     combine_in_order(partials)
+}
+
+/// Runs `blocks` (each with its owned views) in order, each block's
+/// iterations in order, and returns each block's partial sums.
+fn run_blocks<P, T, const K: usize, F>(
+    range: &Range<usize>,
+    blocks: Vec<(usize, P::Views)>,
+    body: &F,
+    scatter: &mut Scatter<'_, T>,
+) -> Vec<(usize, [T; K])>
+where
+    P: Parts,
+    T: ScatterFloat,
+    F: Fn(usize, &mut P::Views, &mut Scatter<'_, T>) -> [T; K],
+{
+    let mut partials = Vec::with_capacity(blocks.len());
+    for (k, mut views) in blocks {
+        let mut partial = zeros();
+        for i in block_range(range, k) {
+            P::focus(&mut views, i);
+            partial = add_into(partial, body(i, &mut views, scatter));
+        }
+        partials.push((k, partial));
+    }
+    partials
+}
+
+/// The lanes of a scatter over `n_blocks` (≥ 1) blocks: one per thread of
+/// the current rayon pool, at most one per block.
+pub(crate) fn lane_count(n_blocks: usize) -> usize {
+    rayon::current_num_threads().clamp(1, n_blocks)
 }
 
 /// The atomic mode of [`for_each_owned_scatter`] (non-empty `range`).
@@ -311,7 +377,8 @@ where
         .enumerate()
         .map(|(k, mut views)| {
             let mut scatter = Scatter {
-                mode: Mode::Atomic(add),
+                cells: Vec::new(),
+                miss: Miss::Atomic(add),
             };
             block_range(&range, k).fold(zeros(), |acc, i| {
                 P::focus(&mut views, i);

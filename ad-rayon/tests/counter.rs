@@ -4,7 +4,6 @@
 
 use ad_rayon::{
     atomic_ops, for_each, for_each_owned, reset_atomic_ops, scatter_private, AtomicF64Slice,
-    PRIVATE_LANES,
 };
 
 #[test]
@@ -17,7 +16,7 @@ fn counts_atomic_adds_and_only_them() {
 
     let mut y = vec![0.0_f64; 100];
     for_each_owned(0..100, (&mut y,), |i, (y,)| y.add(i, 1.0));
-    scatter_private(0..100, &mut y, PRIVATE_LANES, |i, acc| acc.add(i % 7, 1.0));
+    scatter_private(0..100, &mut y, 8, |i, acc| acc.add(i % 7, 1.0));
     assert_eq!(atomic_ops(), 1234, "owned and private loops use no atomics");
 
     reset_atomic_ops();

@@ -1,9 +1,7 @@
 //! Scatters at unknown indices: atomic slices and private accumulators.
 mod common;
 
-use ad_rayon::{
-    for_each, private_fits, scatter_private, AtomicF32Slice, AtomicF64Slice, BLOCK, PRIVATE_LANES,
-};
+use ad_rayon::{for_each, private_fits, scatter_private, AtomicF32Slice, AtomicF64Slice, BLOCK};
 use common::{bits, hash, on_threads, random_f64, same_on_all_threads};
 
 #[test]
@@ -55,7 +53,7 @@ fn private_scatter_equals_serial_scatter_for_integers() {
         serial[index(i + 1, 100)] -= 1.0;
     }
     on_threads(8, || {
-        scatter_private(range.clone(), &mut target, PRIVATE_LANES, |i, acc| {
+        scatter_private(range.clone(), &mut target, 8, |i, acc| {
             acc.add(index(i, 100), (i % 13) as f64);
             acc.add(index(i + 1, 100), -1.0);
         })
@@ -66,7 +64,7 @@ fn private_scatter_equals_serial_scatter_for_integers() {
 #[test]
 fn private_scatter_is_bitwise_independent_of_threads() {
     let range = 1..1 + 20 * BLOCK + 7;
-    for lanes in [1, 3, PRIVATE_LANES, 64] {
+    for lanes in [1, 3, 8, 64] {
         same_on_all_threads(|| {
             let mut target: Vec<f64> = (0..37).map(random_f64).collect();
             scatter_private(range.clone(), &mut target, lanes, |i, acc| {
@@ -80,9 +78,7 @@ fn private_scatter_is_bitwise_independent_of_threads() {
 #[test]
 fn private_scatter_on_empty_range_leaves_target() {
     let mut target = vec![1.5_f64; 4];
-    scatter_private(2..2, &mut target, PRIVATE_LANES, |i, _| {
-        panic!("called for {i}")
-    });
+    scatter_private(2..2, &mut target, 8, |i, _| panic!("called for {i}"));
     assert_eq!(target, [1.5; 4]);
 }
 
@@ -100,8 +96,15 @@ fn zero_lanes_panics() {
 }
 
 #[test]
-fn private_fits_compares_lanes_times_bytes() {
-    assert!(private_fits(1000, 8));
-    assert!(!private_fits(usize::MAX / 2, 8), "overflow must not fit");
-    assert!(!private_fits(1 << 40, 8));
+fn private_fits_compares_copies_times_bytes() {
+    // 8 threads: 7 copies.
+    on_threads(8, || {
+        assert!(private_fits(1000, 8));
+        assert!(private_fits((64 << 20) / 56, 8));
+        assert!(!private_fits((64 << 20) / 56 + 1, 8));
+        assert!(!private_fits(usize::MAX / 2, 8), "overflow must not fit");
+        assert!(!private_fits(1 << 40, 8));
+    });
+    // One thread adds into the target itself: no copy.
+    on_threads(1, || assert!(private_fits(1 << 40, 8)));
 }

@@ -1,12 +1,12 @@
 //! `for_each_owned_scatter`: owned writes, partial sums and scatters at
-//! computed indices in one loop, in the lanes and the atomic mode.
+//! computed indices in one loop, in the copies and the atomic mode.
 mod common;
 
 use std::sync::Mutex;
 
 use ad_rayon::{
-    block_count, block_range, for_each_owned_scatter, private_fits, sum, ScatterFloat, BLOCK,
-    PRIVATE_LANES,
+    block_count, block_range, for_each_owned_scatter, for_each_owned_scatter_atomic, private_fits,
+    sum, ScatterFloat, BLOCK,
 };
 use common::{bits, hash, on_threads, random_f64, same_on_all_threads, THREADS};
 
@@ -40,16 +40,39 @@ fn histogram<T>(n: usize, y: &mut [T], targets: Vec<&mut [T]>, value: fn(usize) 
 where
     T: ScatterFloat + Send,
 {
+    histogram_with(false, n, y, targets, value)
+}
+
+/// [`histogram`] through `for_each_owned_scatter_atomic` when `atomic`.
+fn histogram_with<T>(
+    atomic: bool,
+    n: usize,
+    y: &mut [T],
+    targets: Vec<&mut [T]>,
+    value: fn(usize) -> T,
+) -> [T; 1]
+where
+    T: ScatterFloat + Send,
+{
     let lens: Vec<usize> = targets.iter().map(|t| t.len()).collect();
-    for_each_owned_scatter(0..n, (y,), targets, |i, (y,), scatter| {
-        let v = value(i);
-        y.set(i, v + v);
-        for s in 0..STEPS {
-            let (t, j) = scatter_at(i, s, &lens);
-            scatter.add(t, j, value(i * STEPS + s));
-        }
-        [v]
-    })
+    macro_rules! run {
+        ($scatter_fn:ident) => {
+            $scatter_fn(0..n, (y,), targets, |i, (y,), scatter| {
+                let v = value(i);
+                y.set(i, v + v);
+                for s in 0..STEPS {
+                    let (t, j) = scatter_at(i, s, &lens);
+                    scatter.add(t, j, value(i * STEPS + s));
+                }
+                [v]
+            })
+        };
+    }
+    if atomic {
+        run!(for_each_owned_scatter_atomic)
+    } else {
+        run!(for_each_owned_scatter)
+    }
 }
 
 /// The serial reference of [`histogram`]: plain loop, plain sums.
@@ -71,21 +94,31 @@ where
     total
 }
 
-/// The lanes mode emulated serially: lane `k % lanes` runs block `k` into its
-/// own zeroed copies, then `target + lane_0 + lane_1 + ...`; the sum per
-/// block, then the blocks in order.
-fn histogram_lanes_emulated(n: usize, targets: &mut [Vec<f64>]) -> f64 {
+/// The copies mode emulated serially on `threads` threads: `lanes =
+/// min(threads, blocks)`; lane `l` runs the blocks `[l*n/lanes,
+/// (l+1)*n/lanes)` in order, lane 0 adding into the targets themselves and
+/// the others into their own zeroed copies; then `target + lane_1 + lane_2 +
+/// ...`; the sum per block, then the blocks in order.
+fn histogram_copies_emulated(n: usize, threads: usize, targets: &mut [Vec<f64>]) -> f64 {
     let lens: Vec<usize> = targets.iter().map(|t| t.len()).collect();
     let range = 0..n;
-    let lanes = PRIVATE_LANES.min(block_count(&range));
-    let mut copies: Vec<Vec<Vec<f64>>> = vec![lens.iter().map(|&l| vec![0.0; l]).collect(); lanes];
+    let blocks = block_count(&range);
+    let lanes = threads.min(blocks);
+    let mut copies: Vec<Vec<Vec<f64>>> =
+        vec![lens.iter().map(|&l| vec![0.0; l]).collect(); lanes - 1];
     let mut total = 0.0;
-    for k in 0..block_count(&range) {
+    for k in 0..blocks {
+        let lane = k * lanes / blocks;
         let mut partial = 0.0;
         for i in block_range(&range, k) {
             for s in 0..STEPS {
                 let (t, j) = scatter_at(i, s, &lens);
-                copies[k % lanes][t][j] += random_f64(i * STEPS + s);
+                let cells = if lane == 0 {
+                    &mut targets[t]
+                } else {
+                    &mut copies[lane - 1][t]
+                };
+                cells[j] += random_f64(i * STEPS + s);
             }
             partial += random_f64(i);
         }
@@ -126,67 +159,89 @@ where
 }
 
 #[test]
-fn lanes_match_serial_reference_for_integers_f64() {
+fn copies_match_serial_reference_for_integers_f64() {
     for threads in THREADS {
         matches_serial_reference::<f64>(threads);
     }
 }
 
 #[test]
-fn lanes_match_serial_reference_for_integers_f32() {
+fn copies_match_serial_reference_for_integers_f32() {
     for threads in THREADS {
         matches_serial_reference::<f32>(threads);
     }
 }
 
 #[test]
-fn lanes_are_bitwise_the_same_on_1_2_8_threads() {
-    // 5000: 10 blocks, lanes with 1 or 2 blocks; 20_000: 40 blocks, 5 per lane;
-    // 700: 2 blocks, fewer lanes than PRIVATE_LANES.
+fn copies_follow_the_documented_order() {
+    // 700: 2 blocks, fewer lanes than 8 threads; 5000: 10 blocks, uneven lanes;
+    // 20_000: 40 blocks.
     for n in [700, 5000, 20_000] {
         let lens = [53, 4099];
         let init = |len: usize, salt: usize| -> Vec<f64> {
             (0..len).map(|j| random_f64(j + salt)).collect()
         };
-        let (a, b, y, s) = same_on_all_threads(|| {
+        let run = || {
             let (mut a, mut b) = (init(lens[0], 10_000), init(lens[1], 20_000));
             let mut y = vec![0.0; n];
             let [s] = histogram(n, &mut y, vec![&mut a, &mut b], random_f64);
             (bits(&a), bits(&b), bits(&y), s.to_bits())
+        };
+        // The sums and the owned output do not depend on the thread count.
+        let (_, _, y, s) = same_on_all_threads(|| {
+            let (_, _, y, s) = run();
+            ((), (), y, s)
         });
-        // The documented order, emulated serially, bit for bit.
-        let mut expected = vec![init(lens[0], 10_000), init(lens[1], 20_000)];
-        let s_expected = histogram_lanes_emulated(n, &mut expected);
-        assert_eq!(a, bits(&expected[0]), "target 0, n = {n}");
-        assert_eq!(b, bits(&expected[1]), "target 1, n = {n}");
-        assert_eq!(s, s_expected.to_bits(), "sum, n = {n}");
-        // The sum is formed exactly as `sum` forms it.
         let [s_sum] = sum(0..n, |i| [random_f64(i)]);
         assert_eq!(s, s_sum.to_bits(), "sum as ad_rayon::sum, n = {n}");
         let y_expected: Vec<f64> = (0..n).map(|i| 2.0 * random_f64(i)).collect();
         assert_eq!(y, bits(&y_expected), "owned output, n = {n}");
+        // The targets: the documented order for the thread count, bit for bit, run
+        // after run.
+        for threads in THREADS {
+            let (a, b, _, _) = on_threads(threads, run);
+            let (a2, b2, _, _) = on_threads(threads, run);
+            assert_eq!((&a, &b), (&a2, &b2), "rerun on {threads} threads, n = {n}");
+            let mut expected = vec![init(lens[0], 10_000), init(lens[1], 20_000)];
+            let s_expected = histogram_copies_emulated(n, threads, &mut expected);
+            assert_eq!(
+                a,
+                bits(&expected[0]),
+                "target 0, {threads} threads, n = {n}"
+            );
+            assert_eq!(
+                b,
+                bits(&expected[1]),
+                "target 1, {threads} threads, n = {n}"
+            );
+            assert_eq!(s, s_expected.to_bits(), "sum, {threads} threads, n = {n}");
+        }
     }
 }
 
-/// A target of 1_100_000 f64 needs 8 copies of 8.8 MB, above the 64 MiB limit.
-const BIG: usize = 1_100_000;
+/// A target of 1_300_000 f64: on 8 threads, 7 copies of 10.4 MB, above the 64 MiB limit.
+const BIG: usize = 1_300_000;
 
 #[test]
 fn atomic_mode_matches_serial_reference_for_integers() {
     let _lock = atomic_mode_lock();
-    assert!(!private_fits(BIG + 37, 8));
     let n = 5000;
-    for threads in THREADS {
+    let expected = || {
+        let mut expected = vec![vec![0.0_f64; BIG], vec![1.0_f64; 37]];
+        let mut y_expected = vec![0.0_f64; n];
+        let s = histogram_serial(n, &mut y_expected, &mut expected, int_value);
+        (expected, y_expected, s)
+    };
+    let (expected, y_expected, s_expected) = expected();
+    // Chosen for the size on 8 threads, and forced on every thread count.
+    for (threads, forced) in [(8, false), (1, true), (2, true), (8, true)] {
         let mut big = vec![0.0_f64; BIG];
         let mut small = vec![1.0_f64; 37];
         let mut y = vec![0.0_f64; n];
         let [s] = on_threads(threads, || {
-            histogram(n, &mut y, vec![&mut big, &mut small], int_value)
+            assert!(forced || !private_fits(BIG + 37, 8));
+            histogram_with(forced, n, &mut y, vec![&mut big, &mut small], int_value)
         });
-
-        let mut expected = vec![vec![0.0_f64; BIG], vec![1.0_f64; 37]];
-        let mut y_expected = vec![0.0_f64; n];
-        let s_expected = histogram_serial(n, &mut y_expected, &mut expected, int_value);
         assert_eq!(y, y_expected, "owned output on {threads} threads");
         assert!(big == expected[0], "big target on {threads} threads");
         assert_eq!(small, expected[1], "small target on {threads} threads");
@@ -200,7 +255,7 @@ fn atomic_mode_sums_are_bitwise_the_same_on_1_2_8_threads() {
     let n = 5000;
     let s = same_on_all_threads(|| {
         let mut big = vec![0.0_f64; BIG];
-        let [s] = for_each_owned_scatter(0..n, (), vec![&mut big], |i, (), scatter| {
+        let [s] = for_each_owned_scatter_atomic(0..n, (), vec![&mut big], |i, (), scatter| {
             scatter.add(0, hash(i) as usize % BIG, random_f64(i));
             [random_f64(i)]
         });
@@ -212,7 +267,7 @@ fn atomic_mode_sums_are_bitwise_the_same_on_1_2_8_threads() {
 
 #[cfg(feature = "count-atomics")]
 #[test]
-fn atomic_mode_counts_its_adds_and_lanes_mode_none() {
+fn atomic_mode_counts_its_adds_and_copies_mode_none() {
     use ad_rayon::{atomic_ops, reset_atomic_ops};
 
     let _lock = atomic_mode_lock();
@@ -220,11 +275,13 @@ fn atomic_mode_counts_its_adds_and_lanes_mode_none() {
     reset_atomic_ops();
     let mut small = vec![0.0_f64; 37];
     let mut y = vec![0.0_f64; n];
-    histogram(n, &mut y, vec![&mut small], int_value);
-    assert_eq!(atomic_ops(), 0, "the lanes mode uses no atomics");
+    on_threads(8, || histogram(n, &mut y, vec![&mut small], int_value));
+    assert_eq!(atomic_ops(), 0, "the copies mode uses no atomics");
 
     let mut big = vec![0.0_f64; BIG];
-    histogram(n, &mut y, vec![&mut big, &mut small], int_value);
+    on_threads(8, || {
+        histogram(n, &mut y, vec![&mut big, &mut small], int_value)
+    });
     assert_eq!(atomic_ops(), n * STEPS, "one atomic add per scatter");
     reset_atomic_ops();
 }
@@ -296,7 +353,7 @@ fn range_not_starting_at_zero_with_rows() {
 
 #[test]
 #[should_panic(expected = "index 10 out of bounds for scatter target 1 of length 10")]
-fn lanes_add_out_of_bounds_panics() {
+fn copies_add_out_of_bounds_panics() {
     let (mut a, mut b) = (vec![0.0_f64; 3], vec![0.0_f64; 10]);
     let _: [f64; 0] = for_each_owned_scatter(0..100, (), vec![&mut a, &mut b], |i, (), scatter| {
         scatter.add(1, i % 11, 1.0);
@@ -306,7 +363,7 @@ fn lanes_add_out_of_bounds_panics() {
 
 #[test]
 #[should_panic(expected = "no scatter target 2 (there are 2)")]
-fn lanes_add_to_missing_target_panics() {
+fn copies_add_to_missing_target_panics() {
     let (mut a, mut b) = (vec![0.0_f64; 3], vec![0.0_f64; 10]);
     let _: [f64; 0] = for_each_owned_scatter(0..100, (), vec![&mut a, &mut b], |_, (), scatter| {
         scatter.add(2, 0, 1.0);
@@ -315,11 +372,11 @@ fn lanes_add_to_missing_target_panics() {
 }
 
 #[test]
-#[should_panic(expected = "index 1100000 out of bounds for scatter target 0 of length 1100000")]
+#[should_panic(expected = "index 1300000 out of bounds for scatter target 0 of length 1300000")]
 fn atomic_add_out_of_bounds_panics() {
     let _lock = atomic_mode_lock();
     let mut big = vec![0.0_f64; BIG];
-    let _: [f64; 0] = for_each_owned_scatter(0..1, (), vec![&mut big], |_, (), scatter| {
+    let _: [f64; 0] = for_each_owned_scatter_atomic(0..1, (), vec![&mut big], |_, (), scatter| {
         scatter.add(0, BIG, 1.0);
         []
     });

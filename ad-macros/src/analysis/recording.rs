@@ -161,6 +161,22 @@ pub fn recompute_inputs(f: &Function, i: Inst) -> Vec<Value> {
     out
 }
 
+/// Whether the integer `v` depends on a buffer's contents (a `Load` within `depth`
+/// arithmetic steps), not only on loop indices, parameters and constants.
+fn data_dependent(f: &Function, v: Value, depth: u32) -> bool {
+    let ValueDef::Result(i, _) = f.value(v).def else {
+        return false;
+    };
+    match &f.inst(i).kind {
+        InstKind::Load(..) => true,
+        InstKind::Unary(..) | InstKind::Binary(..) | InstKind::Cast { .. } if depth > 0 => f
+            .operands(i)
+            .into_iter()
+            .any(|o| data_dependent(f, o, depth - 1)),
+        _ => false,
+    }
+}
+
 /// Whether buffer `buf`, read at instruction `at`, holds the same contents there and during
 /// the whole reverse sweep: it is in scope there (a parameter or a top-level allocation) and
 /// every write of it runs before `at` and never again after (the reverse sweep writes no
@@ -451,7 +467,18 @@ impl<'a> Planner<'a> {
             FConst(_) | IConst(_) | BConst(_) | Param(_) => 0,
             Unary(..) | Binary(..) | Cast { .. } => 1,
             Math(..) => 4,
-            Load(..) | Len(..) if self.stable[i.index()] => 1,
+            // A float read at a data-dependent index (`x[idx[i]]`) is likely a cache miss
+            // (a gather): re-reading it in the reverse sweep would add a second random
+            // access per iteration to the scatter of its adjoint, so it is saved instead,
+            // a sequential write and read.
+            Load(_, idx) if self.stable[i.index()] => {
+                if f.ty(v) == Ty::Float && idx.iter().any(|x| data_dependent(f, *x, 8)) {
+                    limit + 1
+                } else {
+                    1
+                }
+            }
+            Len(..) if self.stable[i.index()] => 1,
             // A branch of arithmetic only (`a && b`, `if c { x } else { y }` on scalars):
             // its instructions, re-run.
             If { .. } if pure_branch(f, i) => {

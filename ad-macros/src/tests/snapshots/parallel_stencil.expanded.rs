@@ -129,13 +129,15 @@ pub fn smooth_rev(
 ) -> (f64, f64) {
     ::phidiff::__private::check_len("u", "du", u.len(), du.len());
     ::phidiff::__private::check_len("out", "dout", out.len(), dout.len());
+    let mut _tape_v26_5 = ::phidiff::__private::Tape::new();
     let _n_1 = u.len();
     let _v3 = out.len();
+    _tape_v26_5.ensure(_v3);
     ::phidiff::__private::par::for_each_owned(
         0.._v3,
-        (&mut out[..],),
+        (&mut out[..], _tape_v26_5.slots_mut()),
         |_i_4, own| {
-            let (out,) = own;
+            let (out, _tape_v26_5) = own;
             let _v6 = _i_4 > 0;
             let _v11 = if _v6 {
                 let _v8 = _n_1 - 1;
@@ -157,6 +159,7 @@ pub fn smooth_rev(
                 let _v24 = r * _v23;
                 let _v25 = idx[_i_4];
                 let _v26 = u[_v25];
+                _tape_v26_5[_i_4] = _v26;
                 let _v27 = _v24 * _v26;
                 let _v28 = _v12 + _v27;
                 out[_i_4] = _v28;
@@ -204,14 +207,14 @@ pub fn smooth_rev(
         },
     );
     let mut _acc_6 = (-0.0f64);
-    let mut _par_du_5 = ::phidiff::__private::par::Scratch::filled(0.0f64, _v3);
     let mut _par_du_6 = ::phidiff::__private::par::Scratch::filled(0.0f64, _v3);
+    let mut _par_du_7 = ::phidiff::__private::par::Scratch::filled(0.0f64, _v3);
     let sums: [f64; 1usize] = ::phidiff::__private::par::for_each_owned_scatter(
         0.._v3,
-        (&mut dout[..], &mut _par_du_5[..], &mut _par_du_6[..]),
+        (&mut dout[..], &mut _par_du_6[..], &mut _par_du_7[..]),
         vec![& mut du[..]],
         |_par_i_58, own, scatter| {
-            let (dout, _par_du_5, _par_du_6) = own;
+            let (dout, _par_du_6, _par_du_7) = own;
             let mut _acc_6: f64 = (-0.0f64);
             let _v60 = _par_i_58 > 0;
             let _v65 = if _v60 {
@@ -238,29 +241,29 @@ pub fn smooth_rev(
                 let _v81 = _par_i_58 + 1;
                 let _v82 = u[_v81];
                 let _v83 = _v79 + _v82;
-                let _v84 = idx[_par_i_58];
-                let _v85 = u[_v84];
-                let _v86 = _adj_v28_11;
-                let _v87 = _v85 * _v86;
-                let _v88 = _v83 * _v87;
-                _acc_6 += _v88;
-                let _v89 = r * _v87;
-                _adj_v15_7 += _v89;
-                let _v90 = 2.0f64 * _v89;
-                let _v91 = _v86 - _v90;
-                _adj_v17_8 += _v91;
-                _adj_v22_9 += _v89;
-                let _v92 = _v83 * r;
-                let _v93 = _v92 * _v86;
-                _adj_v26_10 += _v93;
-                let _v94 = _adj_v26_10;
-                scatter.add(0usize, _v84, _v94);
+                let _v84 = _tape_v26_5[_par_i_58];
+                let _v85 = _adj_v28_11;
+                let _v86 = _v84 * _v85;
+                let _v87 = _v83 * _v86;
+                _acc_6 += _v87;
+                let _v88 = r * _v86;
+                _adj_v15_7 += _v88;
+                let _v89 = 2.0f64 * _v88;
+                let _v90 = _v85 - _v89;
+                _adj_v17_8 += _v90;
+                _adj_v22_9 += _v88;
+                let _v91 = _v83 * r;
+                let _v92 = _v91 * _v85;
+                _adj_v26_10 += _v92;
+                let _v93 = _adj_v26_10;
+                let _v94 = idx[_par_i_58];
+                scatter.add(0usize, _v94, _v93);
                 let _v95 = _adj_v22_9;
-                _par_du_5[_par_i_58] += _v95;
+                _par_du_6[_par_i_58] += _v95;
                 let _v96 = _adj_v17_8;
                 scatter.add(0usize, _par_i_58, _v96);
                 let _v97 = _adj_v15_7;
-                _par_du_6[_par_i_58] += _v97;
+                _par_du_7[_par_i_58] += _v97;
             } else {
                 let mut _adj_v29_12 = (-0.0f64);
                 let _v99 = dout[_par_i_58];
@@ -284,7 +287,7 @@ pub fn smooth_rev(
         |_t_113, own| {
             let (du,) = own;
             let _v114 = _t_113 - 1;
-            let _v115 = _par_du_5[_v114];
+            let _v115 = _par_du_6[_v114];
             du[_t_113] += _v115;
         },
     );
@@ -303,7 +306,7 @@ pub fn smooth_rev(
         |_t_125, own| {
             let (du,) = own;
             let _v126 = _t_125 + 1;
-            let _v127 = _par_du_6[_v126];
+            let _v127 = _par_du_7[_v126];
             du[_t_125] += _v127;
         },
     );
