@@ -14,12 +14,16 @@ use std::collections::HashMap;
 use std::ops::{Deref, DerefMut};
 use std::sync::{Mutex, OnceLock};
 
+use rayon::prelude::*;
+
 /// Buffers kept per element type.
 pub const POOL_BUFFERS: usize = 8;
 /// The largest buffer kept (bytes of capacity); larger ones are freed.
 pub const POOL_MAX_BYTES: usize = 64 << 20;
 /// The most bytes the pool keeps in all.
 pub const POOL_TOTAL_BYTES: usize = 256 << 20;
+/// Elements filled per parallel task by [`Scratch::filled`].
+const FILL_CHUNK: usize = 1 << 15;
 /// The smallest buffer kept: below this the allocator does not unmap.
 const POOL_MIN_BYTES: usize = 64 << 10;
 
@@ -38,10 +42,17 @@ pub struct Scratch<T: Copy + Send + 'static> {
 }
 
 impl<T: Copy + Send + Sync + 'static> Scratch<T> {
-    /// `len` copies of `fill`.
+    /// `len` copies of `fill`. A reused buffer is filled in parallel (blocks of
+    /// [`FILL_CHUNK`] elements), so zeroing the slots of a long loop is not a serial
+    /// pass before it.
     pub fn filled(fill: T, len: usize) -> Self {
         let mut data = take::<T>(len);
-        data.clear();
+        data.truncate(len);
+        if data.len() > FILL_CHUNK {
+            data.par_chunks_mut(FILL_CHUNK).for_each(|c| c.fill(fill));
+        } else {
+            data.fill(fill);
+        }
         data.resize(len, fill);
         Scratch { data }
     }

@@ -5,11 +5,12 @@
 //! - `buf[i] += v`, `i` the loop's index: owned, kept (a plain add, no synchronization).
 //! - `buf[i + c] += v`, `c` a constant (a stencil's neighbours): the iteration adds into
 //!   its own slot `i` of a zeroed buffer for that offset, and a second parallel loop over
-//!   the elements of `buf` gathers `buf[t] += tmp[t − c]`: each element has one owner, no
-//!   atomics, no private copies, and the sum is the same on any number of threads.
+//!   the elements of `buf` gathers `buf[t] += tmp[t − c]` for all offsets at once: each
+//!   element has one owner, no atomics, no private copies, and the sum is the same on any
+//!   number of threads.
 //! - `buf[j] += v` at a computed `j` (`x[idx[i]]`, `means[c·d + j]` in an inner loop):
 //!   a scatter target of the loop ([`Function::scatter`]); the emitted loop adds through
-//!   private per-lane copies, or atomics when the targets are too large to privatize
+//!   a private copy per thread, or atomics when the targets are too large to privatize
 //!   (`ad_rayon::for_each_owned_scatter`).
 //!
 //! The emitted loops (see `codegen`) then check ownership at run time: an access outside
@@ -433,9 +434,8 @@ fn rewrite_loop(f: &mut Function, l: Inst, atomic: bool) -> Result<(), String> {
             }
         }
         for (buf, shifts) in gathers {
-            for g in gather(&mut b, buf, &shifts, start, end) {
-                b.func.parallel.insert(g, span);
-            }
+            let g = gather(&mut b, buf, &shifts, start, end);
+            b.func.parallel.insert(g, span);
         }
         for ((buf, width), shifts) in row_gathers {
             let g = gather_rows(&mut b, buf, width, &shifts, start, end);
@@ -447,22 +447,18 @@ fn rewrite_loop(f: &mut Function, l: Inst, atomic: bool) -> Result<(), String> {
     Ok(())
 }
 
-/// For each offset `c`, in parallel over the targets `t` whose source iteration `t − c`
-/// lies in `start..end` (a contiguous range, clipped to the buffer):
-/// `buf[t] += slot[t − c]`. Returns the loops, one per offset.
-fn gather(
-    b: &mut Builder,
-    buf: Buf,
-    shifts: &[(i128, Buf)],
-    start: Value,
-    end: Value,
-) -> Vec<Inst> {
+/// In parallel over the targets `t` of `buf` that some offset reaches (the union of the
+/// ranges below): for each offset `c` in order whose source iteration `t − c` lies in
+/// `start..end`, `buf[t] += slot[t − c]`. One pass over `buf` for all offsets (a stencil's
+/// `i − 1` and `i + 1` together); the per-element order of the additions is the offsets'
+/// order. Returns the loop.
+fn gather(b: &mut Builder, buf: Buf, shifts: &[(i128, Buf)], start: Value, end: Value) -> Inst {
     let len = b.value(InstKind::Len(buf, vec![]), Ty::Int);
-    let mut loops = Vec::new();
-    for &(offset, slot) in shifts {
+    // Offset `c` reaches [start + c, min(end + c, len)), or for a negative offset
+    // [start − |c|, min(end − |c|, len)) with both ends kept at 0 or above.
+    let mut union: Option<(Value, Value)> = None;
+    for &(offset, _) in shifts {
         let c = b.iconst(offset.abs());
-        // The targets: [start + c, min(end + c, len)), or for a negative offset
-        // [start − |c|, min(end − |c|, len)) with both ends kept at 0 or above.
         let (lo, hi) = if offset >= 0 {
             let hi = b.add(end, c);
             (b.add(start, c), min_of(b, hi, len))
@@ -471,42 +467,57 @@ fn gather(
             let hi = sub_or_zero(b, end, c);
             (lo, min_of(b, hi, len))
         };
-        let ni = b.reserve();
-        let t = b
-            .func
-            .new_value(Ty::Int, ValueDef::LoopIndex(ni), Some("t".into()));
-        let body = b.func.new_block();
-        b.in_block(body, |b| {
-            let k = if offset >= 0 {
-                b.sub(t, c)
-            } else {
-                b.add(t, c)
-            };
-            let v = b.load(slot, vec![k]);
-            b.stmt(InstKind::StoreAdd(buf, vec![t], v));
+        union = Some(match union {
+            None => (lo, hi),
+            Some((l, h)) => (min_of(b, l, lo), max_of(b, h, hi)),
         });
-        b.set_yields(body, vec![]);
-        let trip = b.func.new_value(Ty::Int, ValueDef::Result(ni, 0), None);
-        b.finish(
-            ni,
-            InstKind::For {
-                range: RangeSpec {
-                    start: lo,
-                    end: hi,
-                    step: None,
-                    rev: false,
-                },
-                index: t,
-                params: vec![],
-                inits: vec![],
-                body,
-                exit: vec![],
-            },
-            vec![trip],
-        );
-        loops.push(ni);
     }
-    loops
+    let (lo, hi) = union.expect("a gather has at least one offset");
+    let ni = b.reserve();
+    let t = b
+        .func
+        .new_value(Ty::Int, ValueDef::LoopIndex(ni), Some("t".into()));
+    let body = b.func.new_block();
+    b.in_block(body, |b| {
+        for &(offset, slot) in shifts {
+            let (k, ok) = source(b, t, offset, start, end);
+            let add = b.func.new_block();
+            let skip = b.func.new_block();
+            b.in_block(add, |b| {
+                let v = b.load(slot, vec![k]);
+                b.stmt(InstKind::StoreAdd(buf, vec![t], v));
+            });
+            b.push(
+                InstKind::If {
+                    cond: ok,
+                    then_blk: add,
+                    else_blk: skip,
+                },
+                &[],
+                None,
+            );
+        }
+    });
+    b.set_yields(body, vec![]);
+    let trip = b.func.new_value(Ty::Int, ValueDef::Result(ni, 0), None);
+    b.finish(
+        ni,
+        InstKind::For {
+            range: RangeSpec {
+                start: lo,
+                end: hi,
+                step: None,
+                rev: false,
+            },
+            index: t,
+            params: vec![],
+            inits: vec![],
+            body,
+            exit: vec![],
+        },
+        vec![trip],
+    );
+    ni
 }
 
 /// `a − b` when `a ≥ b`, else 0 (folded when both are constants, so no `0 − 1` is
@@ -529,13 +540,24 @@ fn sub_or_zero(b: &mut Builder, x: Value, y: Value) -> Value {
 /// The smaller of two integers.
 fn min_of(b: &mut Builder, x: Value, y: Value) -> Value {
     let le = b.binary(BinOp::Le, x, y);
+    pick(b, le, x, y)
+}
+
+/// The larger of two integers.
+fn max_of(b: &mut Builder, x: Value, y: Value) -> Value {
+    let ge = b.binary(BinOp::Ge, x, y);
+    pick(b, ge, x, y)
+}
+
+/// `if cond { x } else { y }` for integers.
+fn pick(b: &mut Builder, cond: Value, x: Value, y: Value) -> Value {
     let then = b.func.new_block();
     let els = b.func.new_block();
     b.set_yields(then, vec![x]);
     b.set_yields(els, vec![y]);
     let i = b.push(
         InstKind::If {
-            cond: le,
+            cond,
             then_blk: then,
             else_blk: els,
         },

@@ -281,33 +281,47 @@ pub fn smooth_rev(
     let _v110 = 0 + 1;
     let _v111 = _v109 <= _v107;
     let _v112 = if _v111 { _v109 } else { _v107 };
-    ::phidiff::__private::par::for_each_owned(
-        _v110.._v112,
-        (&mut du[..],),
-        |_t_113, own| {
-            let (du,) = own;
-            let _v114 = _t_113 - 1;
-            let _v115 = _par_du_6[_v114];
-            du[_t_113] += _v115;
-        },
-    );
-    let _v119 = _v3 >= 1;
-    let _v122 = if _v119 {
-        let _v120 = _v3 - 1;
-        _v120
+    let _v115 = _v3 >= 1;
+    let _v118 = if _v115 {
+        let _v116 = _v3 - 1;
+        _v116
     } else {
         0
     };
-    let _v123 = _v122 <= _v107;
-    let _v124 = if _v123 { _v122 } else { _v107 };
+    let _v119 = _v118 <= _v107;
+    let _v120 = if _v119 { _v118 } else { _v107 };
+    let _v121 = _v110 <= 0;
+    let _v122 = if _v121 { _v110 } else { 0 };
+    let _v123 = _v112 >= _v120;
+    let _v124 = if _v123 { _v112 } else { _v120 };
     ::phidiff::__private::par::for_each_owned(
-        0.._v124,
+        _v122.._v124,
         (&mut du[..],),
         |_t_125, own| {
             let (du,) = own;
-            let _v126 = _t_125 + 1;
-            let _v127 = _par_du_7[_v126];
-            du[_t_125] += _v127;
+            let _v127 = 0 + 1;
+            let _v128 = _v3 + 1;
+            let _v129 = _t_125 >= _v127;
+            let _v130 = _t_125 < _v128;
+            let _v131 = _v129 && _v130;
+            let _v134 = if _v131 {
+                let _v132 = _t_125 - 1;
+                _v132
+            } else {
+                0
+            };
+            if _v131 {
+                let _v135 = _par_du_6[_v134];
+                du[_t_125] += _v135;
+            }
+            let _v137 = _t_125 + 1;
+            let _v138 = _v137 >= 0;
+            let _v139 = _v137 < _v3;
+            let _v140 = _v138 && _v139;
+            if _v140 {
+                let _v141 = _par_du_7[_v137];
+                du[_t_125] += _v141;
+            }
         },
     );
     let _v103 = _acc_6;
