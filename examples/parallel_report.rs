@@ -17,11 +17,17 @@
 //! the table shows the fastest of 15 runs (interference only slows runs down). The gradients reuse their buffers, as the primal reuses its output, so
 //! allocation and first-touch page faults are not timed. Ratios come from one run; the
 //! machine is shared, so read them, not the absolute times.
+//!
+//! A last line times the gather's two memory patterns in plain Rust loops: reads at
+//! random indices (its primal) and adds at random indices into one private array per
+//! thread (the least its adjoint's scatter can cost). How far each one speeds up on 2
+//! threads bounds what the gather's gradient speedup can be on the machine.
 
 #[path = "../benches/support/parallel_programs.rs"]
 mod programs;
 use programs::*;
 
+use rayon::prelude::*;
 use std::hint::black_box;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -275,6 +281,45 @@ fn main() -> ExitCode {
             ms(ser),
         );
     }
+    // What the machine allows: the gather's primal reads at random indices, its adjoint
+    // adds at random indices. The same patterns in plain Rust loops (no phidiff): a
+    // parallel sum of `x[idx[i]]`, and `a[idx[i]] += 1` with one private array per thread
+    // (each thread takes half the indices), the cheapest parallel scatter there is.
+    let mut reads = || {
+        black_box(
+            (0..ng)
+                .into_par_iter()
+                .with_min_len(512)
+                .map(|i| xg[idx[i]])
+                .sum::<f64>(),
+        );
+    };
+    let mut arrays = vec![vec![0.0_f64; ng]; 2];
+    let mut adds = || {
+        let (a, b) = arrays.split_at_mut(1);
+        let add = |cells: &mut [f64], part: &[usize]| part.iter().for_each(|&j| cells[j] += 1.0);
+        if rayon::current_num_threads() == 1 {
+            add(&mut a[0], &idx);
+        } else {
+            let (first, second) = idx.split_at(ng / 2);
+            rayon::join(|| add(&mut a[0], first), || add(&mut b[0], second));
+        }
+    };
+    let t = time_interleaved(
+        &mut [&mut reads, &mut adds],
+        &pools,
+        &[(0, 0), (0, 1), (1, 0), (1, 1)],
+    );
+    println!();
+    println!(
+        "machine, plain loops over {ng} random indices: reads {} / {} (speedup {:.2}×), adds into one private array per thread {} / {} (speedup {:.2}×)",
+        ms(t[0]),
+        ms(t[1]),
+        t[0] / t[1],
+        ms(t[2]),
+        ms(t[3]),
+        t[2] / t[3],
+    );
     println!();
     println!(
         "target: gradient speedup ≥ 90 % of the primal's on the same threads; lowest here {:.0} % ({})",
