@@ -156,11 +156,14 @@ numeric_tests! {
         histogram_scatter,
         burgers_step_parallel_equals_serial,
         checkpointed_parallel_stencil,
-        heat2d_rows_parallel_equal_serial,
         nested_recurrence_in_parallel_loop,
         gmm_parallel_over_points,
-        burgers2d_rows_parallel_equal_serial,
         atomic_and_summation_aware_adjoints_equal_serial,
+    ],
+    /// Rayon loops over the rows of a flat 2-D grid (`par_chunks_mut`).
+    parallel_rows: [
+        heat2d_rows_parallel_equal_serial,
+        burgers2d_rows_parallel_equal_serial,
     ],
     /// Branches, data-dependent loops, `match`, `loop`/`break`/`continue`, early `return`.
     control_flow: [

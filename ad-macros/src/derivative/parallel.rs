@@ -481,21 +481,7 @@ fn gather(b: &mut Builder, buf: Buf, shifts: &[(i128, Buf)], start: Value, end: 
     b.in_block(body, |b| {
         for &(offset, slot) in shifts {
             let (k, ok) = source(b, t, offset, start, end);
-            let add = b.func.new_block();
-            let skip = b.func.new_block();
-            b.in_block(add, |b| {
-                let v = b.load(slot, vec![k]);
-                b.stmt(InstKind::StoreAdd(buf, vec![t], v));
-            });
-            b.push(
-                InstKind::If {
-                    cond: ok,
-                    then_blk: add,
-                    else_blk: skip,
-                },
-                &[],
-                None,
-            );
+            add_if(b, ok, buf, t, slot, k);
         }
     });
     b.set_yields(body, vec![]);
@@ -610,21 +596,7 @@ fn gather_rows(
                     let to_in = b.binary(BinOp::Lt, to, len);
                     let at_in = b.binary(BinOp::Lt, at, len);
                     let inside = b.binary(BinOp::And, to_in, at_in);
-                    let add = b.func.new_block();
-                    let skip = b.func.new_block();
-                    b.in_block(add, |b| {
-                        let v = b.load(slot, vec![at]);
-                        b.stmt(InstKind::StoreAdd(buf, vec![to], v));
-                    });
-                    b.push(
-                        InstKind::If {
-                            cond: inside,
-                            then_blk: add,
-                            else_blk: skip,
-                        },
-                        &[],
-                        None,
-                    );
+                    add_if(b, inside, buf, to, slot, at);
                 });
                 b.set_yields(cb, vec![]);
                 let trip = b.func.new_value(Ty::Int, ValueDef::Result(ci, 0), None);
@@ -677,6 +649,25 @@ fn gather_rows(
         vec![trip],
     );
     ni
+}
+
+/// `if cond { buf[to] += slot[at] }`.
+fn add_if(b: &mut Builder, cond: Value, buf: Buf, to: Value, slot: Buf, at: Value) {
+    let add = b.func.new_block();
+    let skip = b.func.new_block();
+    b.in_block(add, |b| {
+        let v = b.load(slot, vec![at]);
+        b.stmt(InstKind::StoreAdd(buf, vec![to], v));
+    });
+    b.push(
+        InstKind::If {
+            cond,
+            then_blk: add,
+            else_blk: skip,
+        },
+        &[],
+        None,
+    );
 }
 
 /// The source iteration `t − offset` of target `t`, and whether it lies in

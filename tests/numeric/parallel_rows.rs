@@ -1,0 +1,218 @@
+//! The user's rayon loops over the rows of a flat 2-D grid (`par_chunks_mut(n)`): a heat
+//! step and a periodic Burgers step, each beside the same computation as serial loops,
+//! with the checks of `parallel.rs` (equal gradients, 1/2/8 threads, finite differences,
+//! the dot-product test).
+
+use super::differentiate;
+use super::parallel::{same_on_1_2_8_threads, Across};
+use crate::common::*;
+use rayon::prelude::*;
+
+/// One step of the 2-D heat equation on an `m × n` grid stored by rows, parallel over
+/// the rows (`par_chunks_mut`): the adjoint adds into the rows above and below (a row
+/// gather) and into the neighbours in the row (its own row).
+#[differentiate(forward, reverse)]
+pub fn heat2d_par(u: &[f64], out: &mut [f64], r: f64, n: usize) -> f64 {
+    let m = u.len() / n;
+    out.par_chunks_mut(n).enumerate().for_each(|(i, row)| {
+        for j in 0..row.len() {
+            if i > 0 && i < m - 1 && j > 0 && j < n - 1 {
+                let c = u[i * n + j];
+                let lap = u[(i - 1) * n + j] + u[(i + 1) * n + j] + u[i * n + j - 1]
+                    + u[i * n + j + 1]
+                    - 4.0 * c;
+                row[j] = c + r * lap * (1.0 + 0.1 * c * c);
+            } else {
+                row[j] = u[i * n + j];
+            }
+        }
+    });
+    out.par_iter().map(|v| v * v).sum()
+}
+
+/// [`heat2d_par`] as serial loops.
+#[differentiate(forward, reverse)]
+pub fn heat2d_serial(u: &[f64], out: &mut [f64], r: f64, n: usize) -> f64 {
+    let m = u.len() / n;
+    for i in 0..m {
+        for j in 0..n {
+            if i > 0 && i < m - 1 && j > 0 && j < n - 1 {
+                let c = u[i * n + j];
+                let lap = u[(i - 1) * n + j] + u[(i + 1) * n + j] + u[i * n + j - 1]
+                    + u[i * n + j + 1]
+                    - 4.0 * c;
+                out[i * n + j] = c + r * lap * (1.0 + 0.1 * c * c);
+            } else {
+                out[i * n + j] = u[i * n + j];
+            }
+        }
+    }
+    let mut s = 0.0;
+    for i in 0..m * n {
+        s += out[i] * out[i];
+    }
+    s
+}
+
+pub fn heat2d_rows_parallel_equal_serial() {
+    type Rev = fn(&[f64], &mut [f64], &mut [f64], &mut [f64], f64, usize, f64) -> (f64, f64);
+    // 700 rows of 37: more rows than one block of iterations.
+    let (m, n) = (700, 37);
+    let u: Vec<f64> = (0..m * n).map(|k| (k as f64 * 0.37).sin() + 1.0).collect();
+    let seed: Vec<f64> = (0..m * n).map(|k| ((k % 5) as f64) * 0.25 - 0.5).collect();
+    let rev = |f: Rev| {
+        let (mut du, mut out, mut dout) = (zeros(m * n), zeros(m * n), seed.clone());
+        let (v, dr) = f(&u, &mut du, &mut out, &mut dout, 0.2, n, 1.0);
+        (v, dr, du, out)
+    };
+    let (v_p, dr_p, du_p, out_p) = rev(heat2d_par_rev);
+    let (v_s, dr_s, du_s, out_s) = rev(heat2d_serial_rev);
+    assert_all_close("heat2d: step", &out_p, &out_s, 0.0, 0.0);
+    let (mut a, mut b) = (zeros(m * n), zeros(m * n));
+    let pa = heat2d_par(&u, &mut a, 0.2, n);
+    let pb = heat2d_serial(&u, &mut b, 0.2, n);
+    assert_all_close("heat2d: primal step", &a, &b, 0.0, 0.0);
+    assert_close("heat2d: primal", pa, pb, 1e-12, 0.0);
+    assert_close("heat2d: value", v_p, v_s, 1e-12, 0.0);
+    assert_all_close("heat2d: ū", &du_p, &du_s, 1e-12, 1e-14);
+    assert_close("heat2d: r̄", dr_p, dr_s, 1e-12, 1e-14);
+    same_on_1_2_8_threads("heat2d", Across::Bitwise, || {
+        let (v, dr, du, _) = rev(heat2d_par_rev);
+        (v, dr, du)
+    });
+    // A grid whose width does not divide the length: a short last row.
+    let (m, n) = (5, 4);
+    let mut point: Vec<f64> = (0..m * n + 2).map(|k| (k as f64 * 0.9).cos() + 1.2).collect();
+    point.push(0.15);
+    let len = m * n + 2;
+    check_fwd_rev(&Case {
+        name: "heat2d_par",
+        x: &point,
+        primal: &|p| {
+            let mut out = zeros(len);
+            let s = heat2d_par(&p[..len], &mut out, p[len], n);
+            out.push(s);
+            out
+        },
+        jvp: &|p, d| {
+            let (mut out, mut dout) = (zeros(len), zeros(len));
+            let (s, ds) = heat2d_par_fwd(&p[..len], &d[..len], &mut out, &mut dout, p[len], d[len], n);
+            out.push(s);
+            dout.push(ds);
+            (out, dout)
+        },
+        vjp: &|p, w| {
+            let (mut du, mut out, mut dout) = (zeros(len), zeros(len), w[..len].to_vec());
+            let (s, dr) = heat2d_par_rev(&p[..len], &mut du, &mut out, &mut dout, p[len], n, w[len]);
+            out.push(s);
+            du.push(dr);
+            (out, du)
+        },
+        tols: TOLS,
+    });
+}
+
+/// One explicit step of 2-D viscous Burgers on a periodic `m × n` grid stored by rows,
+/// parallel over the rows, upwinded by the sign of the velocity in each direction: the
+/// neighbours `((i ± 1) mod m)·n + j` and `i·n + (j ± 1) mod n` are computed indices.
+#[differentiate(forward, reverse)]
+pub fn burgers2d_par(u: &[f64], next: &mut [f64], nu: f64, n: usize) -> f64 {
+    let m = u.len() / n;
+    let h = 1.0 / n as f64;
+    next.par_chunks_mut(n).enumerate().for_each(|(i, row)| {
+        for j in 0..n {
+            let c = u[i * n + j];
+            let w = u[i * n + (j + n - 1) % n];
+            let e = u[i * n + (j + 1) % n];
+            let s = u[((i + m - 1) % m) * n + j];
+            let no = u[((i + 1) % m) * n + j];
+            let adv = if c >= 0.0 { c * (c - w) + c * (c - s) } else { c * (e - c) + c * (no - c) };
+            row[j] = c + 1e-3 * (nu * (w + e + s + no - 4.0 * c) / (h * h) - adv / h);
+        }
+    });
+    next.par_iter().map(|v| v * v).sum()
+}
+
+/// [`burgers2d_par`] as serial loops.
+#[differentiate(forward, reverse)]
+pub fn burgers2d_serial(u: &[f64], next: &mut [f64], nu: f64, n: usize) -> f64 {
+    let m = u.len() / n;
+    let h = 1.0 / n as f64;
+    for i in 0..m {
+        for j in 0..n {
+            let c = u[i * n + j];
+            let w = u[i * n + (j + n - 1) % n];
+            let e = u[i * n + (j + 1) % n];
+            let s = u[((i + m - 1) % m) * n + j];
+            let no = u[((i + 1) % m) * n + j];
+            let adv = if c >= 0.0 { c * (c - w) + c * (c - s) } else { c * (e - c) + c * (no - c) };
+            next[i * n + j] = c + 1e-3 * (nu * (w + e + s + no - 4.0 * c) / (h * h) - adv / h);
+        }
+    }
+    let mut t = 0.0;
+    for k in 0..m * n {
+        t += next[k] * next[k];
+    }
+    t
+}
+
+pub fn burgers2d_rows_parallel_equal_serial() {
+    type Rev = fn(&[f64], &mut [f64], &mut [f64], &mut [f64], f64, usize, f64) -> (f64, f64);
+    let (m, n) = (600, 24);
+    let u: Vec<f64> = (0..m * n)
+        .map(|k| ((k / n) as f64 * 0.05).sin() + ((k % n) as f64 * 0.3).cos() * 0.5)
+        .collect();
+    let rev = |f: Rev| {
+        let (mut du, mut next, mut dnext) = (zeros(m * n), zeros(m * n), zeros(m * n));
+        let (v, dnu) = f(&u, &mut du, &mut next, &mut dnext, 0.01, n, 1.0);
+        (v, dnu, du, next)
+    };
+    let (v_p, dnu_p, du_p, next_p) = rev(burgers2d_par_rev);
+    let (v_s, dnu_s, du_s, next_s) = rev(burgers2d_serial_rev);
+    assert_all_close("burgers2d: step", &next_p, &next_s, 0.0, 0.0);
+    let (mut a, mut b) = (zeros(m * n), zeros(m * n));
+    let pa = burgers2d_par(&u, &mut a, 0.01, n);
+    let pb = burgers2d_serial(&u, &mut b, 0.01, n);
+    assert_all_close("burgers2d: primal step", &a, &b, 0.0, 0.0);
+    assert_close("burgers2d: primal", pa, pb, 1e-12, 0.0);
+    assert_close("burgers2d: value", v_p, v_s, 1e-12, 0.0);
+    assert_all_close("burgers2d: ū", &du_p, &du_s, 1e-12, 1e-14);
+    assert_close("burgers2d: ν̄", dnu_p, dnu_s, 1e-12, 1e-14);
+    same_on_1_2_8_threads("burgers2d", Across::Rounding, || {
+        let (v, dnu, du, _) = rev(burgers2d_par_rev);
+        (v, dnu, du)
+    });
+    // Velocities away from 0: the upwind switch is a kink that finite differences straddle.
+    let (m, n) = (4, 3);
+    let mut point: Vec<f64> = (0..m * n)
+        .map(|k| (k as f64 * 0.9).sin() * 0.5 + if k % 2 == 0 { 0.9 } else { -0.9 })
+        .collect();
+    point.push(0.02);
+    let len = m * n;
+    check_fwd_rev(&Case {
+        name: "burgers2d_par",
+        x: &point,
+        primal: &|p| {
+            let mut next = zeros(len);
+            let s = burgers2d_par(&p[..len], &mut next, p[len], n);
+            next.push(s);
+            next
+        },
+        jvp: &|p, d| {
+            let (mut next, mut dnext) = (zeros(len), zeros(len));
+            let (s, ds) =
+                burgers2d_par_fwd(&p[..len], &d[..len], &mut next, &mut dnext, p[len], d[len], n);
+            next.push(s);
+            dnext.push(ds);
+            (next, dnext)
+        },
+        vjp: &|p, w| {
+            let (mut du, mut next, mut dnext) = (zeros(len), zeros(len), w[..len].to_vec());
+            let (s, dnu) = burgers2d_par_rev(&p[..len], &mut du, &mut next, &mut dnext, p[len], n, w[len]);
+            next.push(s);
+            du.push(dnu);
+            (next, du)
+        },
+        tols: TOLS,
+    });
+}
