@@ -9,6 +9,14 @@ pub mod par {
     pub use ad_rayon::*;
 }
 
+/// Differentiable MPI (feature `mpi`, needs a system MPI): `Comm` and its
+/// communication methods with `_fwd`/`_rev`, so a differentiated function that takes
+/// `comm: &Comm` is differentiated through its communication.
+#[cfg(feature = "mpi")]
+pub mod mpi {
+    pub use ad_mpi::*;
+}
+
 #[doc(hidden)]
 pub mod __private {
     pub use ad_core::__private::*;

@@ -370,7 +370,13 @@ impl Lowerer<'_> {
         for a in args {
             let mutable = matches!(a, Expr::Reference(r) if r.mutability.is_some());
             if let Ok(buf) = self.lower_buf_ref(a) {
-                out.push(CallArg::Buf { buf, mutable });
+                // A `&mut [T]` parameter passed by name (`g(y)`) is reborrowed mutably:
+                // the callee may write it, so it is passed (and differentiated) as `&mut`.
+                let reborrow = matches!(a, Expr::Path(_)) && self.is_mut_param(buf);
+                out.push(CallArg::Buf {
+                    buf,
+                    mutable: mutable || reborrow,
+                });
                 continue;
             }
             let opaque = match a {
@@ -393,6 +399,17 @@ impl Lowerer<'_> {
             out.push(CallArg::Scalar(self.lower_expr(a)?));
         }
         Ok(out)
+    }
+
+    /// Whether `buf` is the storage of a `&mut` buffer parameter.
+    fn is_mut_param(&self, buf: Buf) -> bool {
+        let BufKind::Param(n) = self.b.func.buf(buf).kind else {
+            return false;
+        };
+        matches!(
+            self.b.func.params.get(n).map(|p| &p.kind),
+            Some(ParamKind::Buffer { mutable: true, .. })
+        )
     }
 
     fn call_result_ty(&self, args: &[CallArg]) -> Ty {

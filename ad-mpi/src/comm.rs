@@ -1,0 +1,120 @@
+//! The communicator, its plain methods, and the checks every method shares.
+
+use mpi::datatype::Equivalence;
+use mpi::topology::{Color, SimpleCommunicator};
+use mpi::traits::*;
+use num_traits::Float;
+
+/// A float that [`Comm`] can communicate and differentiate: `f32` or `f64`.
+pub trait CommFloat: Float + Equivalence + Send + Sync + std::fmt::Debug + 'static {}
+
+impl CommFloat for f32 {}
+impl CommFloat for f64 {}
+
+/// A communicator whose methods have derivatives: each communication method `m` comes
+/// with `m_fwd` (tangents travel with the values) and `m_rev` (the adjoint
+/// communication, Enzyme's rules), in the calling convention of `#[differentiate]`, so a
+/// differentiated function that takes `comm: &Comm` and calls `comm.m(..)` gets
+/// `comm.m_fwd(..)` and `comm.m_rev(..)` in its derivatives.
+///
+/// The `_rev` methods update the shadows only: the primal buffers they are passed (the
+/// values at the time of the call) are read where the adjoint needs them and left as
+/// they are. Ranks are `usize`; every rank must call a collective with the same lengths
+/// and root, as MPI requires.
+pub struct Comm {
+    raw: SimpleCommunicator,
+}
+
+impl std::fmt::Debug for Comm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Comm")
+            .field("rank", &self.rank())
+            .field("size", &self.size())
+            .finish()
+    }
+}
+
+impl Comm {
+    /// Wraps an rsmpi communicator.
+    pub fn new(raw: SimpleCommunicator) -> Self {
+        Comm { raw }
+    }
+
+    /// `MPI_COMM_WORLD` of an initialized MPI ([`crate::initialize`]).
+    pub fn world(universe: &mpi::environment::Universe) -> Self {
+        Comm::new(universe.world())
+    }
+
+    /// This process's rank.
+    pub fn rank(&self) -> usize {
+        self.raw.rank() as usize
+    }
+
+    /// The number of processes.
+    pub fn size(&self) -> usize {
+        self.raw.size() as usize
+    }
+
+    /// The communicator of the processes that pass the same `color`, ranked by `key`
+    /// (ties by rank here), as `MPI_Comm_split`.
+    pub fn split(&self, color: usize, key: usize) -> Comm {
+        let color = Color::with_value(to_c_int(color, "split", "color"));
+        let raw = self
+            .raw
+            .split_by_color_with_key(color, to_c_int(key, "split", "key"))
+            .expect("a process with a color gets a communicator");
+        Comm::new(raw)
+    }
+
+    /// Waits until every process has called it. No floats move, so it has no derivative:
+    /// a differentiated function's derivatives call `barrier` itself where the function
+    /// does.
+    pub fn barrier(&self) {
+        self.raw.barrier();
+    }
+
+    /// The rsmpi communicator, for calls this type does not wrap.
+    pub fn raw(&self) -> &SimpleCommunicator {
+        &self.raw
+    }
+
+    /// The process of `rank`, checked against the size.
+    pub(crate) fn process(
+        &self,
+        rank: usize,
+        method: &str,
+        param: &str,
+    ) -> mpi::topology::Process<'_> {
+        let size = self.size();
+        if rank >= size {
+            panic!("ad_mpi::Comm::{method}: `{param}` = {rank} is not a rank (size {size})");
+        }
+        self.raw.process_at_rank(rank as i32)
+    }
+}
+
+/// `value` as a C int, or a panic naming the method and parameter.
+pub(crate) fn to_c_int(value: usize, method: &str, param: &str) -> i32 {
+    i32::try_from(value).unwrap_or_else(|_| {
+        panic!("ad_mpi::Comm::{method}: `{param}` = {value} does not fit an MPI int")
+    })
+}
+
+/// Panics unless `got == want`, naming the method and both lengths.
+pub(crate) fn check_len(method: &str, param: &str, got: usize, what: &str, want: usize) {
+    if got != want {
+        panic!("ad_mpi::Comm::{method}: `{param}` has length {got}, expected {want} ({what})");
+    }
+}
+
+/// `acc[k] += add[k]`.
+pub(crate) fn add_into<T: CommFloat>(acc: &mut [T], add: &[T]) {
+    for (a, b) in acc.iter_mut().zip(add) {
+        *a = *a + *b;
+    }
+}
+
+/// Sets every element to zero.
+pub(crate) fn zero<T: CommFloat>(buf: &mut [T]) {
+    buf.iter_mut().for_each(|x| *x = T::zero());
+}

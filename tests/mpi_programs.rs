@@ -1,0 +1,226 @@
+//! Whole programs with `#[differentiate]` and MPI (`--features mpi`): the test binary
+//! launches itself under `mpirun` with 1, 2 and 4 processes (each run under a time limit).
+//! On every run:
+//! - the known values: `x_r = r + 1`, `y = allreduce_sum(x²)`;
+//! - a periodic 1-D stencil decomposed in chunks with halo exchanges (`sendrecv`) and an
+//!   all-reduce: its gradient on P ranks, gathered, equals the gradient of the same
+//!   computation on one process without MPI (rel 1e-12), with one seed on rank 0;
+//! - the same program and one with `bcast` and `allreduce_max_scalar`: `_fwd` against
+//!   central finite differences (rel 1e-6) and the dot-product test summed over ranks
+//!   (rel 1e-12).
+
+#[path = "../ad-mpi/tests/common/mod.rs"]
+mod common;
+
+use common::{dot, launch, under_mpirun, values};
+use phidiff::differentiate;
+use phidiff::mpi::mpi::collective::SystemOperation;
+use phidiff::mpi::mpi::traits::*;
+use phidiff::mpi::Comm;
+
+#[differentiate(forward, reverse)]
+fn sum_of_squares(comm: &Comm, x: f64) -> f64 {
+    comm.allreduce_sum_scalar(x * x)
+}
+
+/// One explicit step of a nonlinear periodic stencil on this rank's chunk `u`, then the
+/// global `Σ v² sin(v)`; the neighbours' edge values come by halo exchange.
+#[differentiate(forward, reverse)]
+fn stencil_energy(comm: &Comm, u: &[f64], nu: f64) -> f64 {
+    let n = u.len();
+    let p = comm.size();
+    let r = comm.rank();
+    let next = (r + 1) % p;
+    let prev = (r + p - 1) % p;
+    let mut first = vec![0.0; 1];
+    let mut last = vec![0.0; 1];
+    let mut left = vec![0.0; 1];
+    let mut right = vec![0.0; 1];
+    first[0] = u[0];
+    last[0] = u[n - 1];
+    comm.sendrecv(&last, next, &mut left, prev, 0);
+    comm.sendrecv(&first, prev, &mut right, next, 1);
+    let mut s = 0.0;
+    for i in 0..n {
+        let l = if i == 0 { left[0] } else { u[i - 1] };
+        let rr = if i == n - 1 { right[0] } else { u[i + 1] };
+        let v = u[i] + nu * (l - 2.0 * u[i] + rr) * (1.0 + u[i] * u[i]);
+        s += v * v * v.sin();
+    }
+    comm.allreduce_sum_scalar(s)
+}
+
+/// [`stencil_energy`] on the whole vector, one process, no MPI.
+#[differentiate(reverse)]
+fn stencil_energy_serial(u: &[f64], nu: f64) -> f64 {
+    let n = u.len();
+    let mut s = 0.0;
+    for i in 0..n {
+        let l = if i == 0 { u[n - 1] } else { u[i - 1] };
+        let rr = if i == n - 1 { u[0] } else { u[i + 1] };
+        let v = u[i] + nu * (l - 2.0 * u[i] + rr) * (1.0 + u[i] * u[i]);
+        s += v * v * v.sin();
+    }
+    s
+}
+
+/// Weights broadcast from rank 0, a local score, the global maximum.
+#[differentiate(forward, reverse)]
+fn peak_score(comm: &Comm, w: &mut [f64], x: &[f64]) -> f64 {
+    comm.bcast(w, 0);
+    let mut s = 0.0;
+    for k in 0..x.len() {
+        s += (w[k % w.len()] * x[k]).tanh();
+    }
+    comm.allreduce_max_scalar(s)
+}
+
+fn sum_over_ranks(comm: &Comm, x: f64) -> f64 {
+    let mut y = 0.0;
+    comm.raw()
+        .all_reduce_into(&x, &mut y, SystemOperation::sum());
+    y
+}
+
+fn known_values(comm: &Comm) {
+    let x = comm.rank() as f64 + 1.0;
+    let y =
+        comm.size() as f64 * (comm.size() as f64 + 1.0) * (2.0 * comm.size() as f64 + 1.0) / 6.0;
+    let seed0 = if comm.rank() == 0 { 1.0 } else { 0.0 };
+    let (value, dx) = sum_of_squares_rev(comm, x, seed0);
+    assert_eq!(value, y, "Σ (r+1)²");
+    assert_eq!(sum_of_squares(comm, x), y, "the primal");
+    assert_eq!(dx, 2.0 * x, "seed on rank 0 only: x̄_r = 2 x_r");
+    let (_, dx) = sum_of_squares_rev(comm, x, 1.0);
+    assert_eq!(
+        dx,
+        2.0 * x * comm.size() as f64,
+        "seeds on all ranks: x̄_r = 2 P x_r"
+    );
+    if comm.size() == 4 {
+        assert_eq!([2.0, 4.0, 6.0, 8.0][comm.rank()], 2.0 * x);
+    }
+}
+
+/// The global vector of the stencil test and this rank's chunk of it.
+const GLOBAL: usize = 24;
+
+fn chunk(comm: &Comm) -> std::ops::Range<usize> {
+    let (r, p) = (comm.rank(), comm.size());
+    r * GLOBAL / p..(r + 1) * GLOBAL / p
+}
+
+fn global_u() -> Vec<f64> {
+    (0..GLOBAL)
+        .map(|i| 0.4 * (0.7 * i as f64).sin() + 0.1)
+        .collect()
+}
+
+fn distributed_equals_serial(comm: &Comm) {
+    let (u, nu) = (global_u(), 0.15);
+    let mine = chunk(comm);
+    let seed0 = if comm.rank() == 0 { 1.0 } else { 0.0 };
+    let mut du = vec![0.0; mine.len()];
+    let (value, dnu) = stencil_energy_rev(comm, &u[mine.clone()], &mut du, nu, seed0);
+    let mut du_serial = vec![0.0; GLOBAL];
+    let (value_serial, dnu_serial) = stencil_energy_serial_rev(&u, &mut du_serial, nu, 1.0);
+    assert_eq!(
+        value_serial,
+        stencil_energy_serial(&u, nu),
+        "the serial primal"
+    );
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * a.abs().max(b.abs()).max(1.0);
+    assert!(
+        close(value, value_serial),
+        "energy: {value} on {} ranks vs {value_serial}",
+        comm.size()
+    );
+    for (k, i) in mine.enumerate() {
+        assert!(
+            close(du[k], du_serial[i]),
+            "ū[{i}]: {} vs serial {}",
+            du[k],
+            du_serial[i]
+        );
+    }
+    // `nu` is an input of every rank: its adjoint is the sum of the ranks' adjoints.
+    let dnu_total = sum_over_ranks(comm, dnu);
+    assert!(
+        close(dnu_total, dnu_serial),
+        "ν̄: {dnu_total} vs serial {dnu_serial}"
+    );
+}
+
+fn stencil_fd_and_dot(comm: &Comm) {
+    let rank = comm.rank();
+    let u = global_u()[chunk(comm)].to_vec();
+    let nu = 0.15;
+    let (du, dnu) = (values(rank, 1, u.len()), 0.3);
+    let (_, tangent) = stencil_energy_fwd(comm, &u, &du, nu, dnu);
+    let h = 1e-6;
+    let at = |s: f64| {
+        let v: Vec<f64> = u.iter().zip(&du).map(|(x, d)| x + s * h * d).collect();
+        stencil_energy(comm, &v, nu + s * h * dnu)
+    };
+    let fd = (at(1.0) - at(-1.0)) / (2.0 * h);
+    assert!(
+        (fd - tangent).abs() <= 1e-6 * fd.abs().max(1.0),
+        "stencil: _fwd {tangent} vs FD {fd}"
+    );
+    // Every rank's copy of the value is an output with its own seed.
+    let ybar = values(rank, 2, 1)[0];
+    let mut ubar = vec![0.0; u.len()];
+    let (_, nubar) = stencil_energy_rev(comm, &u, &mut ubar, nu, ybar);
+    let lhs = sum_over_ranks(comm, ybar * tangent);
+    let rhs = sum_over_ranks(comm, dot(&ubar, &du) + nubar * dnu);
+    assert!(
+        (lhs - rhs).abs() <= 1e-12 * lhs.abs().max(1.0),
+        "stencil dot product: {lhs} vs {rhs}"
+    );
+}
+
+fn peak_fd_and_dot(comm: &Comm) {
+    let rank = comm.rank();
+    let w0 = values(rank, 3, 3);
+    let x = values(rank, 4, 7);
+    let (dw, dx) = (values(rank, 5, 3), values(rank, 6, 7));
+    let (mut w, mut dw_out) = (w0.clone(), dw.clone());
+    let (_, tangent) = peak_score_fwd(comm, &mut w, &mut dw_out, &x, &dx);
+    let h = 1e-6;
+    let at = |s: f64| {
+        let mut w: Vec<f64> = w0.iter().zip(&dw).map(|(a, d)| a + s * h * d).collect();
+        let x: Vec<f64> = x.iter().zip(&dx).map(|(a, d)| a + s * h * d).collect();
+        peak_score(comm, &mut w, &x)
+    };
+    let fd = (at(1.0) - at(-1.0)) / (2.0 * h);
+    assert!(
+        (fd - tangent).abs() <= 1e-6 * fd.abs().max(1.0),
+        "peak: _fwd {tangent} vs FD {fd}"
+    );
+    // `w` is overwritten by the broadcast: its final value is an output too.
+    let ybar = values(rank, 7, 1)[0];
+    let wbar_final = values(rank, 8, 3);
+    let (mut w, mut wbar, mut xbar) = (w0.clone(), wbar_final.clone(), vec![0.0; 7]);
+    peak_score_rev(comm, &mut w, &mut wbar, &x, &mut xbar, ybar);
+    let lhs = sum_over_ranks(comm, ybar * tangent + dot(&wbar_final, &dw_out));
+    let rhs = sum_over_ranks(comm, dot(&wbar, &dw) + dot(&xbar, &dx));
+    assert!(
+        (lhs - rhs).abs() <= 1e-12 * lhs.abs().max(1.0),
+        "peak dot product: {lhs} vs {rhs}"
+    );
+}
+
+fn main() {
+    if !under_mpirun() {
+        launch("MPI programs");
+        return;
+    }
+    let universe = phidiff::mpi::initialize().expect("MPI initializes once");
+    let comm = Comm::world(&universe);
+    known_values(&comm);
+    distributed_equals_serial(&comm);
+    stencil_fd_and_dot(&comm);
+    peak_fd_and_dot(&comm);
+    comm.barrier();
+    println!("ok rank {} of {}", comm.rank(), comm.size());
+}
