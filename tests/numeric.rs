@@ -107,6 +107,7 @@ numeric_tests! {
     calls: [
         softplus_layer_uses_custom_rules,
         spring_chain_uses_custom_slice_rule,
+        mut_param_passed_by_name,
     ],
     /// Rosenbrock, Himmelblau, Beale, Wood, Speelpenning (published values).
     classic: [

@@ -221,3 +221,85 @@ pub fn spring_chain_uses_custom_slice_rule() {
         tols: TOLS,
     });
 }
+
+/// `y ← a·sin(y)` in place: a custom rule on a `&mut` buffer.
+pub fn damp(y: &mut [f64], a: f64) {
+    for v in y.iter_mut() {
+        *v = a * v.sin();
+    }
+}
+
+/// Custom forward rule of [`damp`]: `ẏ ← a·cos(y)·ẏ + sin(y)·ȧ`.
+pub fn damp_fwd(y: &mut [f64], dy: &mut [f64], a: f64, da: f64) {
+    count_fwd();
+    for (v, d) in y.iter_mut().zip(dy.iter_mut()) {
+        *d = a * v.cos() * *d + v.sin() * da;
+        *v = a * v.sin();
+    }
+}
+
+/// Custom reverse rule of [`damp`]: `y` holds the values before the call, `dy` the
+/// adjoint of the values after it; leaves the adjoint of the values before it in `dy`
+/// and returns `ā`.
+pub fn damp_rev(y: &mut [f64], dy: &mut [f64], a: f64) -> f64 {
+    count_rev();
+    let mut da = 0.0;
+    for (v, d) in y.iter_mut().zip(dy.iter_mut()) {
+        da += v.sin() * *d;
+        *d *= a * v.cos();
+        *v = a * v.sin();
+    }
+    da
+}
+
+/// Two in-place custom-rule calls on a `&mut` parameter passed by name (`damp(y, a)`,
+/// a mutable reborrow), then `Σ y²`.
+#[differentiate(forward, reverse)]
+pub fn damped_energy(y: &mut [f64], a: f64) -> f64 {
+    damp(y, a);
+    damp(y, 0.5 * a);
+    let mut s = 0.0;
+    for i in 0..y.len() {
+        s += y[i] * y[i];
+    }
+    s
+}
+
+pub fn mut_param_passed_by_name() {
+    let y0 = [0.3, -1.1, 0.8, 2.0];
+    let a = 1.3;
+    let point = cat(&[&y0, &[a]]);
+    let f = |p: &[f64]| {
+        let mut y = p[..4].to_vec();
+        damped_energy(&mut y, p[4])
+    };
+    let before = rule_calls();
+    check_grad(
+        "damped_energy",
+        &point,
+        &f,
+        &|p| {
+            let mut y = p[..4].to_vec();
+            let (v, (g, ga)) = damped_energy_grad(&mut y, p[4]);
+            (v, cat(&[&g, &[ga]]))
+        },
+        TOLS,
+    );
+    assert!(rule_calls().1 >= before.1 + 2, "damp_rev was not called twice");
+    check_fwd_rev(&Case {
+        name: "damped_energy",
+        x: &point,
+        primal: &|p| vec![f(p)],
+        jvp: &|p, v| {
+            let (mut y, mut dy) = (p[..4].to_vec(), v[..4].to_vec());
+            let (e, t) = damped_energy_fwd(&mut y, &mut dy, p[4], v[4]);
+            (vec![e], vec![t])
+        },
+        vjp: &|p, w| {
+            let (mut y, mut g) = (p[..4].to_vec(), zeros(4));
+            let (e, ga) = damped_energy_rev(&mut y, &mut g, p[4], w[0]);
+            (vec![e], cat(&[&g, &[ga]]))
+        },
+        tols: TOLS,
+    });
+}
