@@ -11,6 +11,8 @@
 
 #[path = "../ad-mpi/tests/common/mod.rs"]
 mod common;
+#[path = "../examples/mpi_burgers/solver.rs"]
+mod solver;
 
 use common::{dot, launch, under_mpirun, values};
 use phidiff::differentiate;
@@ -210,6 +212,74 @@ fn peak_fd_and_dot(comm: &Comm) {
     );
 }
 
+/// The distributed Burgers solver with its Revolve-checkpointed time loop: the gradient on
+/// P ranks, gathered on rank 0, equals the one-process gradient without MPI; `_fwd`
+/// against finite differences, and the dot-product test.
+fn burgers_equals_serial(comm: &Comm) {
+    let (m, n, nu, dt, steps) = (8, 6, 0.08, 0.1, 12);
+    let u0 = solver::initial(m, n);
+    let rows = solver::strip(comm, m);
+    let mine = &u0[rows.start * n..rows.end * n];
+    let seed0 = if comm.rank() == 0 { 1.0 } else { 0.0 };
+    let mut du = vec![0.0; mine.len()];
+    let (value, _, _) = solver::burgers_energy_rev(comm, mine, &mut du, n, nu, dt, steps, 3, seed0);
+    let mut all = if comm.rank() == 0 {
+        vec![0.0; m * n]
+    } else {
+        Vec::new()
+    };
+    comm.gather(&du, &mut all, 0);
+    let value_serial = solver::burgers_energy_serial(&u0, n, nu, dt, steps);
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * a.abs().max(b.abs()).max(1.0);
+    assert!(
+        close(value, value_serial),
+        "Burgers energy {value} vs serial {value_serial}"
+    );
+    if comm.rank() == 0 {
+        let mut du_serial = vec![0.0; m * n];
+        let (v, _, _) =
+            solver::burgers_energy_serial_rev(&u0, &mut du_serial, n, nu, dt, steps, 1.0);
+        assert!(close(v, value_serial));
+        for k in 0..m * n {
+            assert!(
+                close(all[k], du_serial[k]),
+                "Burgers ū0[{k}]: {} vs serial {}",
+                all[k],
+                du_serial[k]
+            );
+        }
+    }
+    // Tangent against central differences, and the dot product over ranks.
+    let rank = comm.rank();
+    let (dmine, dnu, ddt) = (values(rank, 9, mine.len()), 0.2, 0.0);
+    let (_, tangent) =
+        solver::burgers_energy_fwd(comm, mine, &dmine, n, nu, dnu, dt, ddt, steps, 3);
+    let h = 1e-6;
+    let at = |s: f64| {
+        let v: Vec<f64> = mine
+            .iter()
+            .zip(&dmine)
+            .map(|(x, d)| x + s * h * d)
+            .collect();
+        solver::burgers_energy(comm, &v, n, nu + s * h * dnu, dt, steps, 3)
+    };
+    let fd = (at(1.0) - at(-1.0)) / (2.0 * h);
+    assert!(
+        (fd - tangent).abs() <= 1e-6 * fd.abs().max(1.0),
+        "Burgers: _fwd {tangent} vs FD {fd}"
+    );
+    let ybar = values(rank, 10, 1)[0];
+    let mut ubar = vec![0.0; mine.len()];
+    let (_, nubar, _) =
+        solver::burgers_energy_rev(comm, mine, &mut ubar, n, nu, dt, steps, 3, ybar);
+    let lhs = sum_over_ranks(comm, ybar * tangent);
+    let rhs = sum_over_ranks(comm, dot(&ubar, &dmine) + nubar * dnu);
+    assert!(
+        (lhs - rhs).abs() <= 1e-12 * lhs.abs().max(1.0),
+        "Burgers dot product: {lhs} vs {rhs}"
+    );
+}
+
 fn main() {
     if !under_mpirun() {
         launch("MPI programs");
@@ -221,6 +291,7 @@ fn main() {
     distributed_equals_serial(&comm);
     stencil_fd_and_dot(&comm);
     peak_fd_and_dot(&comm);
+    burgers_equals_serial(&comm);
     comm.barrier();
     println!("ok rank {} of {}", comm.rank(), comm.size());
 }
