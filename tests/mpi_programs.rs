@@ -2,8 +2,8 @@
 //! launches itself under `mpirun` with 1, 2 and 4 processes (each run under a time limit).
 //! On every run:
 //! - the known values: `x_r = r + 1`, `y = allreduce_sum(x²)`;
-//! - a periodic 1-D stencil decomposed in chunks with halo exchanges (`sendrecv`) and an
-//!   all-reduce: its gradient on P ranks, gathered, equals the gradient of the same
+//! - a periodic 1-D stencil decomposed in chunks with halo exchanges (`sendrecv`, and
+//!   `isend`/`irecv`/`wait_*` in a second version) and an all-reduce: its gradient on P ranks, gathered, equals the gradient of the same
 //!   computation on one process without MPI (rel 1e-12), with one seed on rank 0;
 //! - the same program and one with `bcast` and `allreduce_max_scalar`: `_fwd` against
 //!   central finite differences (rel 1e-6) and the dot-product test summed over ranks
@@ -42,6 +42,39 @@ fn stencil_energy(comm: &Comm, u: &[f64], nu: f64) -> f64 {
     last[0] = u[n - 1];
     comm.sendrecv(&last, next, &mut left, prev, 0);
     comm.sendrecv(&first, prev, &mut right, next, 1);
+    let mut s = 0.0;
+    for i in 0..n {
+        let l = if i == 0 { left[0] } else { u[i - 1] };
+        let rr = if i == n - 1 { right[0] } else { u[i + 1] };
+        let v = u[i] + nu * (l - 2.0 * u[i] + rr) * (1.0 + u[i] * u[i]);
+        s += v * v * v.sin();
+    }
+    comm.allreduce_sum_scalar(s)
+}
+
+/// [`stencil_energy`] with nonblocking halo exchanges: both receives posted, then both
+/// sends, then the waits.
+#[differentiate(forward, reverse)]
+fn stencil_energy_nonblocking(comm: &Comm, u: &[f64], nu: f64) -> f64 {
+    let n = u.len();
+    let p = comm.size();
+    let r = comm.rank();
+    let next = (r + 1) % p;
+    let prev = (r + p - 1) % p;
+    let mut first = vec![0.0; 1];
+    let mut last = vec![0.0; 1];
+    let mut left = vec![0.0; 1];
+    let mut right = vec![0.0; 1];
+    first[0] = u[0];
+    last[0] = u[n - 1];
+    comm.irecv(&mut left, prev, 0);
+    comm.irecv(&mut right, next, 1);
+    comm.isend(&last, next, 0);
+    comm.isend(&first, prev, 1);
+    comm.wait_recv(&mut left, prev, 0);
+    comm.wait_recv(&mut right, next, 1);
+    comm.wait_send(&last, next, 0);
+    comm.wait_send(&first, prev, 1);
     let mut s = 0.0;
     for i in 0..n {
         let l = if i == 0 { left[0] } else { u[i - 1] };
@@ -118,12 +151,16 @@ fn global_u() -> Vec<f64> {
         .collect()
 }
 
-fn distributed_equals_serial(comm: &Comm) {
+type Primal = fn(&Comm, &[f64], f64) -> f64;
+type Fwd = fn(&Comm, &[f64], &[f64], f64, f64) -> (f64, f64);
+type Rev = fn(&Comm, &[f64], &mut [f64], f64, f64) -> (f64, f64);
+
+fn distributed_equals_serial(comm: &Comm, rev: Rev) {
     let (u, nu) = (global_u(), 0.15);
     let mine = chunk(comm);
     let seed0 = if comm.rank() == 0 { 1.0 } else { 0.0 };
     let mut du = vec![0.0; mine.len()];
-    let (value, dnu) = stencil_energy_rev(comm, &u[mine.clone()], &mut du, nu, seed0);
+    let (value, dnu) = rev(comm, &u[mine.clone()], &mut du, nu, seed0);
     let mut du_serial = vec![0.0; GLOBAL];
     let (value_serial, dnu_serial) = stencil_energy_serial_rev(&u, &mut du_serial, nu, 1.0);
     assert_eq!(
@@ -153,16 +190,16 @@ fn distributed_equals_serial(comm: &Comm) {
     );
 }
 
-fn stencil_fd_and_dot(comm: &Comm) {
+fn stencil_fd_and_dot(comm: &Comm, primal: Primal, fwd: Fwd, rev: Rev) {
     let rank = comm.rank();
     let u = global_u()[chunk(comm)].to_vec();
     let nu = 0.15;
     let (du, dnu) = (values(rank, 1, u.len()), 0.3);
-    let (_, tangent) = stencil_energy_fwd(comm, &u, &du, nu, dnu);
+    let (_, tangent) = fwd(comm, &u, &du, nu, dnu);
     let h = 1e-6;
     let at = |s: f64| {
         let v: Vec<f64> = u.iter().zip(&du).map(|(x, d)| x + s * h * d).collect();
-        stencil_energy(comm, &v, nu + s * h * dnu)
+        primal(comm, &v, nu + s * h * dnu)
     };
     let fd = (at(1.0) - at(-1.0)) / (2.0 * h);
     assert!(
@@ -172,7 +209,7 @@ fn stencil_fd_and_dot(comm: &Comm) {
     // Every rank's copy of the value is an output with its own seed.
     let ybar = values(rank, 2, 1)[0];
     let mut ubar = vec![0.0; u.len()];
-    let (_, nubar) = stencil_energy_rev(comm, &u, &mut ubar, nu, ybar);
+    let (_, nubar) = rev(comm, &u, &mut ubar, nu, ybar);
     let lhs = sum_over_ranks(comm, ybar * tangent);
     let rhs = sum_over_ranks(comm, dot(&ubar, &du) + nubar * dnu);
     assert!(
@@ -288,8 +325,20 @@ fn main() {
     let universe = phidiff::mpi::initialize().expect("MPI initializes once");
     let comm = Comm::world(&universe);
     known_values(&comm);
-    distributed_equals_serial(&comm);
-    stencil_fd_and_dot(&comm);
+    distributed_equals_serial(&comm, stencil_energy_rev);
+    stencil_fd_and_dot(
+        &comm,
+        stencil_energy,
+        stencil_energy_fwd,
+        stencil_energy_rev,
+    );
+    distributed_equals_serial(&comm, stencil_energy_nonblocking_rev);
+    stencil_fd_and_dot(
+        &comm,
+        stencil_energy_nonblocking,
+        stencil_energy_nonblocking_fwd,
+        stencil_energy_nonblocking_rev,
+    );
     peak_fd_and_dot(&comm);
     burgers_equals_serial(&comm);
     comm.barrier();

@@ -108,6 +108,7 @@ numeric_tests! {
         softplus_layer_uses_custom_rules,
         spring_chain_uses_custom_slice_rule,
         mut_param_passed_by_name,
+        data_through_an_opaque_channel,
     ],
     /// Rosenbrock, Himmelblau, Beale, Wood, Speelpenning (published values).
     classic: [

@@ -23,6 +23,8 @@ impl CommFloat for f64 {}
 /// and root, as MPI requires.
 pub struct Comm {
     raw: SimpleCommunicator,
+    /// Nonblocking operations posted and not yet completed, oldest first.
+    pub(crate) requests: std::cell::RefCell<crate::nonblocking::Requests>,
 }
 
 impl std::fmt::Debug for Comm {
@@ -37,7 +39,10 @@ impl std::fmt::Debug for Comm {
 impl Comm {
     /// Wraps an rsmpi communicator.
     pub fn new(raw: SimpleCommunicator) -> Self {
-        Comm { raw }
+        Comm {
+            raw,
+            requests: Default::default(),
+        }
     }
 
     /// `MPI_COMM_WORLD` of an initialized MPI ([`crate::initialize`]).
@@ -90,6 +95,22 @@ impl Comm {
             panic!("ad_mpi::Comm::{method}: `{param}` = {rank} is not a rank (size {size})");
         }
         self.raw.process_at_rank(rank as i32)
+    }
+}
+
+/// A communicator must not end with nonblocking operations in flight: MPI may still read
+/// or write their buffers. They are leaked, and the drop panics naming them (unless the
+/// thread is already panicking).
+impl Drop for Comm {
+    fn drop(&mut self) {
+        let left = self.requests.get_mut().abandon();
+        if !left.is_empty() && !std::thread::panicking() {
+            panic!(
+                "ad_mpi::Comm dropped with {} nonblocking operation(s) never completed: {}",
+                left.len(),
+                left.join(", ")
+            );
+        }
     }
 }
 

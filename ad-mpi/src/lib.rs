@@ -11,6 +11,8 @@
 //! | `send(buf → dest)` | receive the adjoint from `dest`, add into `dbuf` |
 //! | `recv(buf ← source)` | send `dbuf` to `source`, then `dbuf = 0` |
 //! | `sendrecv` (halo exchange) | the reverse exchange |
+//! | `isend` / `wait_send` | complete the adjoint receive and accumulate / post a receive of the adjoint |
+//! | `irecv` / `wait_recv` | complete the adjoint send / post a send of `dbuf`, then `dbuf = 0` |
 //! | `allreduce_sum` | `allreduce_sum` of the adjoints |
 //! | `allreduce_max` / `_min` | the adjoint sum goes to the owner of the extremum (lowest rank on ties) |
 //! | `reduce_sum` to a root | broadcast of the root's adjoint |
@@ -26,6 +28,7 @@
 
 mod collective;
 mod comm;
+mod nonblocking;
 mod p2p;
 
 pub use comm::{Comm, CommFloat};

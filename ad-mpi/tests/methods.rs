@@ -240,6 +240,33 @@ fn methods(size: usize) -> Vec<Method> {
             }),
         },
         Method {
+            name: "isend/irecv/wait (ring)",
+            lens: Box::new(move |_, _| (n, n)),
+            primal: Box::new(|c, s, r| {
+                let (next, prev) = neighbours(c);
+                c.irecv(r, prev, 5);
+                c.isend(s, next, 5);
+                c.wait_recv(r, prev, 5);
+                c.wait_send(s, next, 5);
+            }),
+            fwd: Box::new(|c, s, ds, r, dr| {
+                let (next, prev) = neighbours(c);
+                c.irecv_fwd(r, dr, prev, 5);
+                c.isend_fwd(s, ds, next, 5);
+                c.wait_recv_fwd(r, dr, prev, 5);
+                c.wait_send_fwd(s, ds, next, 5);
+            }),
+            rev: Box::new(|c, s, ds, r, dr| {
+                // The reverse program: the waits' adjoints post, the posts' adjoints
+                // complete.
+                let (next, prev) = neighbours(c);
+                c.wait_send_rev(s, ds, next, 5);
+                c.wait_recv_rev(r, dr, prev, 5);
+                c.isend_rev(s, ds, next, 5);
+                c.irecv_rev(r, dr, prev, 5);
+            }),
+        },
+        Method {
             name: "sendrecv (ring)",
             lens: Box::new(move |_, _| (n, n)),
             primal: Box::new(|c, s, r| {
@@ -363,6 +390,30 @@ fn misuse(comm: &Comm) {
             panic!("alltoall: `send` has length (any length divides 1 rank)");
         }
     });
+    panics(
+        "wait without post",
+        "wait_send: no pending isend with peer 0 and tag 9",
+        &|| comm.wait_send(&[1.0_f64], 0, 9),
+    );
+    panics(
+        "reverse post before its wait",
+        "isend_rev: no pending adjoint receive",
+        &|| comm.isend_rev(&[1.0_f64], &mut [0.0], 0, 9),
+    );
+    // A communicator dropped with operations never waited for panics, naming them. Here
+    // they are a message to itself and its receive, which match, so no communication is
+    // left open when MPI finalizes.
+    let me = comm.rank();
+    panics(
+        "drop with pending operations",
+        "dropped with 2 nonblocking operation(s) never completed",
+        &|| {
+            let dup = Comm::new(comm.raw().duplicate());
+            dup.irecv(&mut [0.0_f64; 2], me, 11);
+            dup.isend(&[1.0_f64, 2.0], me, 11);
+            drop(dup);
+        },
+    );
     let _ = std::panic::take_hook();
 }
 

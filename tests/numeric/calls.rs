@@ -303,3 +303,87 @@ pub fn mut_param_passed_by_name() {
         tols: TOLS,
     });
 }
+
+/// A mailbox between calls, like a communicator: `post` queues a copy of a buffer and
+/// `take` moves the oldest one into another buffer. Data goes from one call to another
+/// through the opaque `&Mailbox`, which the compiler cannot see; it treats such a value
+/// as a channel between all the calls that get it.
+#[derive(Default)]
+pub struct Mailbox {
+    values: std::cell::RefCell<std::collections::VecDeque<Vec<f64>>>,
+    tangents: std::cell::RefCell<std::collections::VecDeque<Vec<f64>>>,
+    adjoints: std::cell::RefCell<std::collections::VecDeque<Vec<f64>>>,
+}
+
+impl Mailbox {
+    pub fn post(&self, a: &[f64]) {
+        self.values.borrow_mut().push_back(a.to_vec());
+    }
+    pub fn take(&self, b: &mut [f64]) {
+        b.copy_from_slice(&self.values.borrow_mut().pop_front().expect("a posted buffer"));
+    }
+    pub fn post_fwd(&self, a: &[f64], da: &[f64]) {
+        self.post(a);
+        self.tangents.borrow_mut().push_back(da.to_vec());
+    }
+    pub fn take_fwd(&self, b: &mut [f64], db: &mut [f64]) {
+        self.take(b);
+        db.copy_from_slice(&self.tangents.borrow_mut().pop_front().expect("a posted tangent"));
+    }
+    /// The reverse of `take` runs first: it queues the adjoint of what was taken.
+    pub fn take_rev(&self, _b: &mut [f64], db: &mut [f64]) {
+        self.adjoints.borrow_mut().push_back(db.to_vec());
+        db.iter_mut().for_each(|d| *d = 0.0);
+    }
+    /// The reverse of `post`: adds the queued adjoint into the posted buffer's shadow.
+    pub fn post_rev(&self, _a: &[f64], da: &mut [f64]) {
+        let adjoint = self.adjoints.borrow_mut().pop_front().expect("take_rev ran first");
+        da.iter_mut().zip(&adjoint).for_each(|(d, g)| *d += g);
+    }
+}
+
+/// A value that reaches the result only through the mailbox: `b` is taken from what
+/// `a` posted, and neither call sees both.
+#[differentiate(forward, reverse)]
+pub fn relay(mb: &Mailbox, x: &[f64], w: f64) -> f64 {
+    let mut a = vec![0.0; 2];
+    let mut b = vec![0.0; 2];
+    a[0] = x[0] * w;
+    a[1] = x[1].sin();
+    mb.post(&a);
+    mb.take(&mut b);
+    b[0] * b[1] + x[2] * w
+}
+
+pub fn data_through_an_opaque_channel() {
+    let mb = Mailbox::default();
+    let point = [0.7, -0.4, 1.5, 1.3];
+    let f = |p: &[f64]| relay(&mb, &p[..3], p[3]);
+    check_grad(
+        "relay",
+        &point,
+        &f,
+        &|p| {
+            let (v, (g, gw)) = relay_grad(&mb, &p[..3], p[3]);
+            (v, cat(&[&g, &[gw]]))
+        },
+        TOLS,
+    );
+    check_fwd_rev(&Case {
+        name: "relay",
+        x: &point,
+        primal: &|p| vec![f(p)],
+        jvp: &|p, v| {
+            let (y, t) = relay_fwd(&mb, &p[..3], &v[..3], p[3], v[3]);
+            (vec![y], vec![t])
+        },
+        vjp: &|p, w| {
+            let mut g = zeros(3);
+            let (y, gw) = relay_rev(&mb, &p[..3], &mut g, p[3], w[0]);
+            (vec![y], cat(&[&g, &[gw]]))
+        },
+        tols: TOLS,
+    });
+    // Every post was taken, every adjoint consumed.
+    assert!(mb.values.borrow().is_empty() && mb.adjoints.borrow().is_empty());
+}

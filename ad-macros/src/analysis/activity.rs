@@ -70,6 +70,10 @@ enum Direction {
 struct Facts {
     values: Vec<bool>,
     bufs: Vec<bool>,
+    /// Opaque values that carry data between calls (`comm` in `comm.isend(&a, ..)` and
+    /// `comm.wait_recv(&mut b, ..)`), marked once a call puts varied data into them
+    /// (varied) or takes useful data out of them (useful).
+    channels: std::collections::BTreeSet<String>,
     changed: bool,
 }
 
@@ -86,6 +90,11 @@ impl Facts {
             self.changed = true;
         }
     }
+    fn mark_channel(&mut self, c: &str) {
+        if self.channels.insert(c.to_string()) {
+            self.changed = true;
+        }
+    }
     fn v(&self, v: Value) -> bool {
         self.values[v.index()]
     }
@@ -98,6 +107,7 @@ fn solve(f: &Function, active_params: &[bool], dir: Direction) -> Facts {
     let mut facts = Facts {
         values: vec![false; f.values.len()],
         bufs: vec![false; f.bufs.len()],
+        channels: Default::default(),
         changed: true,
     };
     // Seeds.
@@ -220,18 +230,41 @@ fn transfer(f: &Function, i: Inst, active_params: &[bool], dir: Direction, facts
                 flow!(params[k], res[k]);
             }
         }
-        Call { args, .. } => {
-            // Conservative: everything the call reads may reach everything it writes.
+        Call { args, callee, .. } => {
+            // Conservative: everything the call reads may reach everything it writes. A
+            // call also reads and writes the opaque values it gets (its receiver and
+            // opaque arguments, such as a communicator): data put into them by one call
+            // may come out of another (`comm.isend(&a, ..)` ... `comm.wait_recv(&mut b,
+            // ..)`), so they are channels between all the calls that get them.
             let ins: Vec<CallArg> = args.clone();
-            let any_in = ins.iter().any(|a| match a {
+            let channels: Vec<String> = callee
+                .receiver
+                .iter()
+                .cloned()
+                .chain(ins.iter().filter_map(|a| match a {
+                    CallArg::Opaque(text) => Some(text.clone()),
+                    _ => None,
+                }))
+                .map(|c| c.trim_start_matches('&').trim().to_string())
+                .collect();
+            let through_channel = channels.iter().any(|c| facts.channels.contains(c));
+            let mut any_in = ins.iter().any(|a| match a {
                 CallArg::Scalar(v) => facts.v(*v),
                 CallArg::Buf { buf, .. } => facts.b(*buf),
                 CallArg::Opaque(_) => false,
             });
-            let any_out = res.first().is_some_and(|r| facts.v(*r))
+            let mut any_out = res.first().is_some_and(|r| facts.v(*r))
                 || ins
                     .iter()
                     .any(|a| matches!(a, CallArg::Buf { buf, mutable: true } if facts.b(*buf)));
+            if varied && any_in || !varied && any_out {
+                channels.iter().for_each(|c| facts.mark_channel(c));
+            }
+            if varied {
+                any_in |= through_channel;
+            } else {
+                any_out |= through_channel;
+            }
             if varied && any_in {
                 res.iter().for_each(|r| facts.mark(*r));
                 for a in &ins {
