@@ -18,7 +18,7 @@ use common::{dot, launch, under_mpirun, values};
 use phidiff::differentiate;
 use phidiff::mpi::mpi::collective::SystemOperation;
 use phidiff::mpi::mpi::traits::*;
-use phidiff::mpi::Comm;
+use phidiff::mpi::{Comm, Op};
 
 #[differentiate(forward, reverse)]
 fn sum_of_squares(comm: &Comm, x: f64) -> f64 {
@@ -108,6 +108,70 @@ fn peak_score(comm: &Comm, w: &mut [f64], x: &[f64]) -> f64 {
         s += (w[k % w.len()] * x[k]).tanh();
     }
     comm.allreduce_max_scalar(s)
+}
+
+/// `‖Σ_ranks x‖²` through `allreduce(.., Op::Sum)`: the operation is an argument.
+#[differentiate(forward, reverse)]
+fn norm_of_sum(comm: &Comm, x: &[f64]) -> f64 {
+    let mut total = vec![0.0; x.len()];
+    comm.allreduce(x, &mut total, Op::Sum);
+    let mut s = 0.0;
+    for k in 0..total.len() {
+        s += total[k] * total[k];
+    }
+    s
+}
+
+/// `Π_ranks x[0]`: the product reduction has no derivative, so `_rev` panics.
+#[differentiate(reverse)]
+fn product_all(comm: &Comm, x: &[f64]) -> f64 {
+    let mut p = vec![0.0; x.len()];
+    comm.allreduce(x, &mut p, Op::Prod);
+    p[0]
+}
+
+fn reduction_as_argument(comm: &Comm) {
+    let rank = comm.rank();
+    let x = values(rank, 11, 3);
+    let mut total = vec![0.0; 3];
+    comm.allreduce_sum(&x, &mut total);
+    // Seed on rank 0: x̄_r = 2 Σx on every rank.
+    let mut xbar = vec![0.0; 3];
+    let value = norm_of_sum_rev(comm, &x, &mut xbar, if rank == 0 { 1.0 } else { 0.0 });
+    assert_eq!(value, norm_of_sum(comm, &x));
+    for k in 0..3 {
+        assert!(
+            (xbar[k] - 2.0 * total[k]).abs() <= 1e-14,
+            "x̄[{k}] = {} vs 2Σx = {}",
+            xbar[k],
+            2.0 * total[k]
+        );
+    }
+    let dx = values(rank, 12, 3);
+    let (_, tangent) = norm_of_sum_fwd(comm, &x, &dx);
+    let mut dtotal = vec![0.0; 3];
+    comm.allreduce_sum(&dx, &mut dtotal);
+    let want = 2.0 * dot(&total, &dtotal);
+    assert!(
+        (tangent - want).abs() <= 1e-12 * want.abs().max(1.0),
+        "tangent {tangent} vs {want}"
+    );
+    // The product: a value, and a panic naming the operation for the adjoint.
+    assert_eq!(
+        product_all(comm, &[2.0, 1.0]),
+        2f64.powi(comm.size() as i32)
+    );
+    std::panic::set_hook(Box::new(|_| {}));
+    let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        product_all_rev(comm, &[2.0, 1.0], &mut [0.0; 2], 1.0)
+    }))
+    .expect_err("the product's adjoint panics");
+    let _ = std::panic::take_hook();
+    let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(
+        msg.contains("`Op::Prod` has no derivative"),
+        "panic message: {msg:?}"
+    );
 }
 
 fn sum_over_ranks(comm: &Comm, x: f64) -> f64 {
@@ -341,6 +405,7 @@ fn main() {
     );
     peak_fd_and_dot(&comm);
     burgers_equals_serial(&comm);
+    reduction_as_argument(&comm);
     comm.barrier();
     println!("ok rank {} of {}", comm.rank(), comm.size());
 }

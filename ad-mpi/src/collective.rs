@@ -817,3 +817,87 @@ enum Extremum {
     Max,
     Min,
 }
+
+/// A reduction operation for [`Comm::allreduce`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// Sum: differentiable.
+    Sum,
+    /// Maximum: differentiable (the adjoint goes to the owner, lowest rank on ties).
+    Max,
+    /// Minimum: differentiable, as `Max`.
+    Min,
+    /// Product: the primal only; its `_fwd` and `_rev` panic.
+    Prod,
+}
+
+impl Comm {
+    /// `recv[k] = op_ranks send[k]` on every rank, for an operation chosen by value.
+    pub fn allreduce<T: CommFloat>(&self, send: &[T], recv: &mut [T], op: Op) {
+        match op {
+            Op::Sum => self.allreduce_sum(send, recv),
+            Op::Max => self.allreduce_max(send, recv),
+            Op::Min => self.allreduce_min(send, recv),
+            Op::Prod => {
+                check_len(
+                    "allreduce",
+                    "recv",
+                    recv.len(),
+                    "the length of `send`",
+                    send.len(),
+                );
+                self.raw()
+                    .all_reduce_into(send, recv, SystemOperation::product());
+            }
+        }
+    }
+
+    /// [`allreduce`](Self::allreduce) with tangents.
+    ///
+    /// # Panics
+    /// For [`Op::Prod`], which has no derivative here.
+    pub fn allreduce_fwd<T: CommFloat>(
+        &self,
+        send: &[T],
+        dsend: &[T],
+        recv: &mut [T],
+        drecv: &mut [T],
+        op: Op,
+    ) {
+        match op {
+            Op::Sum => self.allreduce_sum_fwd(send, dsend, recv, drecv),
+            Op::Max => self.allreduce_max_fwd(send, dsend, recv, drecv),
+            Op::Min => self.allreduce_min_fwd(send, dsend, recv, drecv),
+            Op::Prod => unsupported("allreduce_fwd"),
+        }
+    }
+
+    /// The adjoint of [`allreduce`](Self::allreduce).
+    ///
+    /// # Panics
+    /// For [`Op::Prod`], which has no derivative here.
+    pub fn allreduce_rev<T: CommFloat>(
+        &self,
+        send: &[T],
+        dsend: &mut [T],
+        recv: &mut [T],
+        drecv: &mut [T],
+        op: Op,
+    ) {
+        match op {
+            Op::Sum => self.allreduce_sum_rev(send, dsend, recv, drecv),
+            Op::Max => self.allreduce_max_rev(send, dsend, recv, drecv),
+            Op::Min => self.allreduce_min_rev(send, dsend, recv, drecv),
+            Op::Prod => unsupported("allreduce_rev"),
+        }
+    }
+}
+
+/// The panic of a derivative of an operation that has none.
+fn unsupported(method: &str) -> ! {
+    panic!(
+        "ad_mpi::Comm::{method}: the reduction `Op::Prod` has no derivative here \
+         (supported: Op::Sum, Op::Max, Op::Min); for a product of positive values, \
+         all-reduce the sum of their logarithms and take `exp`"
+    )
+}

@@ -31,6 +31,7 @@ mod comm;
 mod nonblocking;
 mod p2p;
 
+pub use collective::Op;
 pub use comm::{Comm, CommFloat};
 pub use mpi;
 

@@ -11,7 +11,7 @@ mod common;
 
 use ad_mpi::mpi::collective::SystemOperation;
 use ad_mpi::mpi::traits::*;
-use ad_mpi::Comm;
+use ad_mpi::{Comm, Op};
 use common::{dot, launch, under_mpirun, values};
 
 type Primal = Box<dyn Fn(&Comm, &[f64], &mut [f64])>;
@@ -203,6 +203,27 @@ fn methods(size: usize) -> Vec<Method> {
         slices!("allgather", move |_, size| (n, size * n), allgather),
         slices!("alltoall", move |_, size| (2 * size, 2 * size), alltoall),
         Method {
+            name: "allreduce(Op::Max) and allreduce(Op::Sum)",
+            lens: Box::new(move |_, _| (n, n)),
+            primal: Box::new(|c, s, r| {
+                let mut t = vec![0.0; r.len()];
+                c.allreduce(s, &mut t, Op::Max);
+                c.allreduce(&t, r, Op::Sum);
+            }),
+            fwd: Box::new(|c, s, ds, r, dr| {
+                let (mut t, mut dt) = (vec![0.0; r.len()], vec![0.0; r.len()]);
+                c.allreduce_fwd(s, ds, &mut t, &mut dt, Op::Max);
+                c.allreduce_fwd(&t, &dt, r, dr, Op::Sum);
+            }),
+            rev: Box::new(|c, s, ds, r, dr| {
+                let mut t = vec![0.0; r.len()];
+                c.allreduce(s, &mut t, Op::Max);
+                let mut dt = vec![0.0; r.len()];
+                c.allreduce_rev(&t, &mut dt, r, dr, Op::Sum);
+                c.allreduce_rev(s, ds, &mut t.clone(), &mut dt, Op::Max);
+            }),
+        },
+        Method {
             name: "bcast",
             lens: Box::new(move |_, _| (0, n)),
             primal: Box::new(move |c, _, r| c.bcast(r, last)),
@@ -351,6 +372,31 @@ fn known_values(comm: &Comm) {
     assert_eq!(grad(1.0), 4.0 * want, "seeds on all ranks");
 }
 
+/// `f32` slices and scalars, and the primal product: exact small integers.
+fn f32_and_product(comm: &Comm) {
+    let (r, p) = (comm.rank() as f32, comm.size());
+    let mut sum = [0.0_f32; 2];
+    comm.allreduce_sum(&[r + 1.0, 2.0], &mut sum);
+    let want = (p * (p + 1) / 2) as f32;
+    assert_eq!(sum, [want, 2.0 * p as f32], "f32 allreduce_sum");
+    let (_, adjoint) = comm.allreduce_sum_scalar_rev(r, 1.0_f32);
+    assert_eq!(adjoint, p as f32, "f32 scalar adjoint");
+    let mut gathered = vec![0.0_f32; p];
+    comm.allgather(&[r], &mut gathered);
+    assert_eq!(
+        gathered,
+        (0..p).map(|q| q as f32).collect::<Vec<_>>(),
+        "f32 allgather"
+    );
+    let mut product = [0.0_f64];
+    comm.allreduce(&[r as f64 + 1.0], &mut product, Op::Prod);
+    assert_eq!(
+        product[0],
+        (1..=p).product::<usize>() as f64,
+        "Op::Prod primal"
+    );
+}
+
 /// Misuse panics before any communication, naming the method and the parameter.
 fn misuse(comm: &Comm) {
     let panics = |what: &str, expected: &str, f: &dyn Fn()| {
@@ -391,6 +437,11 @@ fn misuse(comm: &Comm) {
         }
     });
     panics(
+        "product adjoint",
+        "allreduce_rev: the reduction `Op::Prod` has no derivative",
+        &|| comm.allreduce_rev(&[2.0_f64], &mut [0.0], &mut [0.0], &mut [1.0], Op::Prod),
+    );
+    panics(
         "wait without post",
         "wait_send: no pending isend with peer 0 and tag 9",
         &|| comm.wait_send(&[1.0_f64], 0, 9),
@@ -428,6 +479,7 @@ fn main() {
         check(&comm, m, 10 * k);
     }
     known_values(&comm);
+    f32_and_product(&comm);
     misuse(&comm);
     comm.barrier();
     println!("ok rank {} of {}", comm.rank(), comm.size());

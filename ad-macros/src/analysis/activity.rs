@@ -246,6 +246,8 @@ fn transfer(f: &Function, i: Inst, active_params: &[bool], dir: Direction, facts
                     _ => None,
                 }))
                 .map(|c| c.trim_start_matches('&').trim().to_string())
+                // Paths (`Op::Sum`) are constants, not variables that carry data.
+                .filter(|c| !c.contains("::"))
                 .collect();
             let through_channel = channels.iter().any(|c| facts.channels.contains(c));
             let mut any_in = ins.iter().any(|a| match a {

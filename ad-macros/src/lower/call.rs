@@ -396,6 +396,17 @@ impl Lowerer<'_> {
                 out.push(CallArg::Opaque(text(a)));
                 continue;
             }
+            // A path that is not a float constant (`Op::Sum`, `Mode::Fast`): a constant
+            // of a type the compiler does not model, passed through as written.
+            if let Expr::Path(p) = a {
+                if p.qself.is_none() && p.path.segments.len() >= 2 {
+                    match self.path_constant(&p.path) {
+                        Some(c) => out.push(CallArg::Scalar(c)),
+                        None => out.push(CallArg::Opaque(text(a))),
+                    }
+                    continue;
+                }
+            }
             out.push(CallArg::Scalar(self.lower_expr(a)?));
         }
         Ok(out)

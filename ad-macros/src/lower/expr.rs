@@ -324,7 +324,7 @@ impl Lowerer<'_> {
     }
 
     /// `f64::consts::PI`, `std::f64::consts::E`, `f64::EPSILON`, `usize::MAX`, ...
-    fn path_constant(&mut self, path: &syn::Path) -> Option<Value> {
+    pub(super) fn path_constant(&mut self, path: &syn::Path) -> Option<Value> {
         let segs: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
         let segs: Vec<&str> = segs
             .iter()
