@@ -152,7 +152,6 @@ impl Comm {
         tag: usize,
         len: usize,
         method: &str,
-        hint: &str,
     ) -> Vec<T> {
         let pending = {
             let mut requests = self.requests.borrow_mut();
@@ -161,7 +160,19 @@ impl Comm {
                 .iter()
                 .position(|p| p.kind == kind && p.role == role && p.peer == peer && p.tag == tag);
             let Some(at) = at else {
-                panic!("ad_mpi::Comm::{method}: no pending {hint} with peer {peer} and tag {tag}");
+                let what = match (kind, role) {
+                    (Kind::Send, Role::Value) => "isend",
+                    (Kind::Send, Role::Tangent) => "isend of the tangent (isend_fwd)",
+                    (Kind::Send, Role::Adjoint) => {
+                        "adjoint send (posted by wait_recv_rev, which must run first)"
+                    }
+                    (Kind::Recv, Role::Value) => "irecv",
+                    (Kind::Recv, Role::Tangent) => "irecv of the tangent (irecv_fwd)",
+                    (Kind::Recv, Role::Adjoint) => {
+                        "adjoint receive (posted by wait_send_rev, which must run first)"
+                    }
+                };
+                panic!("ad_mpi::Comm::{method}: no pending {what} with peer {peer} and tag {tag}");
             };
             requests.pending.remove(at).expect("position is in range")
         };
@@ -226,15 +237,8 @@ impl Comm {
             "the length of `buf`",
             buf.len(),
         );
-        let adjoint: Vec<T> = self.complete(
-            Kind::Recv,
-            Role::Adjoint,
-            dest,
-            tag,
-            buf.len(),
-            "isend_rev",
-            "adjoint receive (posted by wait_send_rev, which must run first)",
-        );
+        let adjoint: Vec<T> =
+            self.complete(Kind::Recv, Role::Adjoint, dest, tag, buf.len(), "isend_rev");
         add_into(dbuf, &adjoint);
     }
 
@@ -244,15 +248,7 @@ impl Comm {
     /// # Panics
     /// If no such isend is pending, or its length differs.
     pub fn wait_send<T: CommFloat>(&self, buf: &[T], dest: usize, tag: usize) {
-        let _: Vec<T> = self.complete(
-            Kind::Send,
-            Role::Value,
-            dest,
-            tag,
-            buf.len(),
-            "wait_send",
-            "isend",
-        );
+        let _: Vec<T> = self.complete(Kind::Send, Role::Value, dest, tag, buf.len(), "wait_send");
     }
 
     /// [`wait_send`](Self::wait_send) of the value and the tangent.
@@ -271,7 +267,6 @@ impl Comm {
             tag,
             buf.len(),
             "wait_send_fwd",
-            "isend",
         );
         let _: Vec<T> = self.complete(
             Kind::Send,
@@ -280,7 +275,6 @@ impl Comm {
             tag,
             buf.len(),
             "wait_send_fwd",
-            "isend of the tangent (isend_fwd)",
         );
     }
 
@@ -375,7 +369,6 @@ impl Comm {
             tag,
             buf.len(),
             "irecv_rev",
-            "adjoint send (posted by wait_recv_rev, which must run first)",
         );
     }
 
@@ -385,15 +378,8 @@ impl Comm {
     /// # Panics
     /// If no such irecv is pending, or its length differs from `buf`'s.
     pub fn wait_recv<T: CommFloat>(&self, buf: &mut [T], source: usize, tag: usize) {
-        let data: Vec<T> = self.complete(
-            Kind::Recv,
-            Role::Value,
-            source,
-            tag,
-            buf.len(),
-            "wait_recv",
-            "irecv",
-        );
+        let data: Vec<T> =
+            self.complete(Kind::Recv, Role::Value, source, tag, buf.len(), "wait_recv");
         buf.copy_from_slice(&data);
     }
 
@@ -420,7 +406,6 @@ impl Comm {
             tag,
             buf.len(),
             "wait_recv_fwd",
-            "irecv of the tangent (irecv_fwd)",
         );
         dbuf.copy_from_slice(&data);
     }
