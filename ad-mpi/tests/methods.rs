@@ -4,8 +4,10 @@
 //! remains), and the dot-product test summed over the ranks, `Σ_r ȳ·(J ẋ) = Σ_r (Jᵀȳ)·ẋ`
 //! (rel 1e-12). Each method is seen as a function of every rank's `(send, recv before)`
 //! with value `recv after`, so a buffer a call overwrites, or leaves alone, is covered
-//! too. Also: the known values of the issue, and misuse (length mismatches, a bad rank)
-//! panicking with the method and parameter named.
+//! too. Also: the known values of the issue, ties of an extremum (the lowest rank gets
+//! the adjoint), `f32`, and misuse panicking with the method and parameter named (length
+//! mismatches, a bad rank, a product adjoint, a wait without a post, a reverse post before
+//! its wait, a communicator dropped with operations in flight).
 
 mod common;
 
@@ -372,6 +374,38 @@ fn known_values(comm: &Comm) {
     assert_eq!(grad(1.0), 4.0 * want, "seeds on all ranks");
 }
 
+/// Ties of an extremum: the whole adjoint goes to the lowest rank that holds it.
+fn ties_go_to_the_lowest_rank(comm: &Comm) {
+    let rank = comm.rank();
+    // Every rank holds the maximum 5.0 in element 0; in element 1 ranks ≥ 1 tie at 3.0
+    // (rank 0 has less, unless it is alone).
+    let send = [
+        5.0,
+        if rank == 0 && comm.size() > 1 {
+            1.0
+        } else {
+            3.0
+        },
+    ];
+    let (mut recv, mut drecv, mut dsend) = ([0.0; 2], [1.0, 2.0], [0.0; 2]);
+    comm.allreduce_max(&send, &mut recv);
+    comm.allreduce_max_rev(&send, &mut dsend, &mut recv, &mut drecv);
+    let p = comm.size() as f64;
+    let owner1 = if comm.size() > 1 { 1 } else { 0 };
+    let want = [
+        if rank == 0 { p } else { 0.0 },
+        if rank == owner1 { 2.0 * p } else { 0.0 },
+    ];
+    assert_eq!(dsend, want, "max ties on rank {rank}");
+    assert_eq!(drecv, [0.0; 2]);
+    let (_, d) = comm.allreduce_min_scalar_rev(-1.0, 1.0);
+    assert_eq!(
+        d,
+        if rank == 0 { p } else { 0.0 },
+        "min scalar tie on rank {rank}"
+    );
+}
+
 /// `f32` slices and scalars, and the primal product: exact small integers.
 fn f32_and_product(comm: &Comm) {
     let (r, p) = (comm.rank() as f32, comm.size());
@@ -480,6 +514,7 @@ fn main() {
     }
     known_values(&comm);
     f32_and_product(&comm);
+    ties_go_to_the_lowest_rank(&comm);
     misuse(&comm);
     comm.barrier();
     println!("ok rank {} of {}", comm.rank(), comm.size());
