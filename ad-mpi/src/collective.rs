@@ -7,7 +7,7 @@
 use mpi::collective::SystemOperation;
 use mpi::traits::*;
 
-use crate::comm::{add_into, check_len, zero, Comm, CommFloat};
+use crate::comm::{add_into, check_len, check_shadows, zero, Comm, CommFloat};
 
 impl Comm {
     // ----- all-reduce: sum -------------------------------------------------------------
@@ -36,19 +36,12 @@ impl Comm {
         recv: &mut [T],
         drecv: &mut [T],
     ) {
-        check_len(
+        check_shadows(
             "allreduce_sum_fwd",
-            "dsend",
-            dsend.len(),
-            "the length of `send`",
             send.len(),
-        );
-        check_len(
-            "allreduce_sum_fwd",
-            "drecv",
-            drecv.len(),
-            "the length of `recv`",
+            dsend.len(),
             recv.len(),
+            drecv.len(),
         );
         self.allreduce_sum(send, recv);
         self.raw()
@@ -71,19 +64,12 @@ impl Comm {
             "the length of `send`",
             send.len(),
         );
-        check_len(
+        check_shadows(
             "allreduce_sum_rev",
-            "dsend",
-            dsend.len(),
-            "the length of `send`",
             send.len(),
-        );
-        check_len(
-            "allreduce_sum_rev",
-            "drecv",
-            drecv.len(),
-            "the length of `recv`",
+            dsend.len(),
             recv.len(),
+            drecv.len(),
         );
         let mut total = vec![T::zero(); drecv.len()];
         self.raw()
@@ -375,19 +361,12 @@ impl Comm {
         drecv: &mut [T],
         root: usize,
     ) {
-        check_len(
+        check_shadows(
             "reduce_sum_fwd",
-            "dsend",
-            dsend.len(),
-            "the length of `send`",
             send.len(),
-        );
-        check_len(
-            "reduce_sum_fwd",
-            "drecv",
-            drecv.len(),
-            "the length of `recv`",
+            dsend.len(),
             recv.len(),
+            drecv.len(),
         );
         self.reduce_sum(send, recv, root);
         self.reduce_sum(dsend, drecv, root);
@@ -403,19 +382,12 @@ impl Comm {
         drecv: &mut [T],
         root: usize,
     ) {
-        check_len(
+        check_shadows(
             "reduce_sum_rev",
-            "dsend",
-            dsend.len(),
-            "the length of `send`",
             send.len(),
-        );
-        check_len(
-            "reduce_sum_rev",
-            "drecv",
-            drecv.len(),
-            "the length of `recv`",
+            dsend.len(),
             recv.len(),
+            drecv.len(),
         );
         let process = self.process(root, "reduce_sum_rev", "root");
         let mut seed = if self.rank() == root {
@@ -528,19 +500,12 @@ impl Comm {
         drecv: &mut [T],
         root: usize,
     ) {
-        check_len(
+        check_shadows(
             "gather_fwd",
-            "dsend",
-            dsend.len(),
-            "the length of `send`",
             send.len(),
-        );
-        check_len(
-            "gather_fwd",
-            "drecv",
-            drecv.len(),
-            "the length of `recv`",
+            dsend.len(),
             recv.len(),
+            drecv.len(),
         );
         self.gather(send, recv, root);
         self.gather(dsend, drecv, root);
@@ -556,19 +521,12 @@ impl Comm {
         drecv: &mut [T],
         root: usize,
     ) {
-        check_len(
+        check_shadows(
             "gather_rev",
-            "dsend",
-            dsend.len(),
-            "the length of `send`",
             send.len(),
-        );
-        check_len(
-            "gather_rev",
-            "drecv",
-            drecv.len(),
-            "the length of `recv`",
+            dsend.len(),
             recv.len(),
+            drecv.len(),
         );
         let mut part = vec![T::zero(); send.len()];
         self.scatter(&*drecv, &mut part, root);
@@ -605,19 +563,12 @@ impl Comm {
         drecv: &mut [T],
         root: usize,
     ) {
-        check_len(
+        check_shadows(
             "scatter_fwd",
-            "dsend",
-            dsend.len(),
-            "the length of `send`",
             send.len(),
-        );
-        check_len(
-            "scatter_fwd",
-            "drecv",
-            drecv.len(),
-            "the length of `recv`",
+            dsend.len(),
             recv.len(),
+            drecv.len(),
         );
         self.scatter(send, recv, root);
         self.scatter(dsend, drecv, root);
@@ -633,19 +584,12 @@ impl Comm {
         drecv: &mut [T],
         root: usize,
     ) {
-        check_len(
+        check_shadows(
             "scatter_rev",
-            "dsend",
-            dsend.len(),
-            "the length of `send`",
             send.len(),
-        );
-        check_len(
-            "scatter_rev",
-            "drecv",
-            drecv.len(),
-            "the length of `recv`",
+            dsend.len(),
             recv.len(),
+            drecv.len(),
         );
         let mut all = if self.rank() == root {
             vec![T::zero(); send.len()]
@@ -680,19 +624,12 @@ impl Comm {
         recv: &mut [T],
         drecv: &mut [T],
     ) {
-        check_len(
+        check_shadows(
             "allgather_fwd",
-            "dsend",
-            dsend.len(),
-            "the length of `send`",
             send.len(),
-        );
-        check_len(
-            "allgather_fwd",
-            "drecv",
-            drecv.len(),
-            "the length of `recv`",
+            dsend.len(),
             recv.len(),
+            drecv.len(),
         );
         self.allgather(send, recv);
         self.allgather(dsend, drecv);
@@ -714,19 +651,12 @@ impl Comm {
             "size · the length of `send`",
             self.size() * send.len(),
         );
-        check_len(
+        check_shadows(
             "allgather_rev",
-            "dsend",
-            dsend.len(),
-            "the length of `send`",
             send.len(),
-        );
-        check_len(
-            "allgather_rev",
-            "drecv",
-            drecv.len(),
-            "the length of `recv`",
+            dsend.len(),
             recv.len(),
+            drecv.len(),
         );
         let mut part = vec![T::zero(); send.len()];
         self.raw()
@@ -763,19 +693,12 @@ impl Comm {
         recv: &mut [T],
         drecv: &mut [T],
     ) {
-        check_len(
+        check_shadows(
             "alltoall_fwd",
-            "dsend",
-            dsend.len(),
-            "the length of `send`",
             send.len(),
-        );
-        check_len(
-            "alltoall_fwd",
-            "drecv",
-            drecv.len(),
-            "the length of `recv`",
+            dsend.len(),
             recv.len(),
+            drecv.len(),
         );
         self.alltoall(send, recv);
         self.alltoall(dsend, drecv);
@@ -790,19 +713,12 @@ impl Comm {
         recv: &mut [T],
         drecv: &mut [T],
     ) {
-        check_len(
+        check_shadows(
             "alltoall_rev",
-            "dsend",
-            dsend.len(),
-            "the length of `send`",
             send.len(),
-        );
-        check_len(
-            "alltoall_rev",
-            "drecv",
-            drecv.len(),
-            "the length of `recv`",
+            dsend.len(),
             recv.len(),
+            drecv.len(),
         );
         let mut back = vec![T::zero(); send.len()];
         self.alltoall(&*drecv, &mut back);

@@ -128,6 +128,12 @@ pub(crate) fn check_len(method: &str, param: &str, got: usize, what: &str, want:
     }
 }
 
+/// Panics unless the shadows `dsend` and `drecv` have the lengths of `send` and `recv`.
+pub(crate) fn check_shadows(method: &str, send: usize, dsend: usize, recv: usize, drecv: usize) {
+    check_len(method, "dsend", dsend, "the length of `send`", send);
+    check_len(method, "drecv", drecv, "the length of `recv`", recv);
+}
+
 /// `acc[k] += add[k]`.
 pub(crate) fn add_into<T: CommFloat>(acc: &mut [T], add: &[T]) {
     for (a, b) in acc.iter_mut().zip(add) {

@@ -5,7 +5,7 @@
 use mpi::point_to_point::send_receive_into_with_tags;
 use mpi::traits::*;
 
-use crate::comm::{add_into, check_len, to_c_int, zero, Comm, CommFloat};
+use crate::comm::{add_into, check_len, check_shadows, to_c_int, zero, Comm, CommFloat};
 
 impl Comm {
     /// Sends `buf` to rank `dest` with `tag` (a blocking standard send).
@@ -126,19 +126,12 @@ impl Comm {
         source: usize,
         tag: usize,
     ) {
-        check_len(
+        check_shadows(
             "sendrecv_fwd",
-            "dsend",
-            dsend.len(),
-            "the length of `send`",
             send.len(),
-        );
-        check_len(
-            "sendrecv_fwd",
-            "drecv",
-            drecv.len(),
-            "the length of `recv`",
+            dsend.len(),
             recv.len(),
+            drecv.len(),
         );
         self.sendrecv(send, dest, recv, source, tag);
         self.sendrecv(dsend, dest, drecv, source, tag);
@@ -158,19 +151,12 @@ impl Comm {
         source: usize,
         tag: usize,
     ) {
-        check_len(
+        check_shadows(
             "sendrecv_rev",
-            "dsend",
-            dsend.len(),
-            "the length of `send`",
             send.len(),
-        );
-        check_len(
-            "sendrecv_rev",
-            "drecv",
-            drecv.len(),
-            "the length of `recv`",
+            dsend.len(),
             recv.len(),
+            drecv.len(),
         );
         let mut adjoint = vec![T::zero(); send.len()];
         self.sendrecv(&*drecv, source, &mut adjoint, dest, tag);
