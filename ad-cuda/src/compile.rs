@@ -1,0 +1,71 @@
+//! NVRTC compilation, once per source text.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use cudarc::nvrtc::{compile_ptx_with_opts, CompileError, CompileOptions, Ptx};
+
+use crate::CudaError;
+
+/// Whether `libnvrtc` can be loaded on this machine.
+pub fn nvrtc_available() -> bool {
+    // SAFETY: `is_culib_present` only tries to open the library (libloading) and reports
+    // whether it succeeded; no symbol of it is called.
+    unsafe { cudarc::nvrtc::sys::is_culib_present() }
+}
+
+/// Compiled sources and how many compilations ran.
+fn cache() -> &'static Mutex<HashMap<String, Arc<Ptx>>> {
+    static CACHE: OnceLock<Mutex<HashMap<String, Arc<Ptx>>>> = OnceLock::new();
+    CACHE.get_or_init(Default::default)
+}
+
+static COMPILATIONS: AtomicUsize = AtomicUsize::new(0);
+
+/// How many times NVRTC has compiled a source in this process (a cached source is
+/// compiled once).
+pub fn compile_count() -> usize {
+    COMPILATIONS.load(Ordering::Relaxed)
+}
+
+/// The PTX of the CUDA C `source`, whose kernel is named `kernel` (for messages),
+/// compiled by NVRTC the first time this source is seen and taken from a process-wide
+/// cache after that.
+///
+/// # Errors
+/// [`CudaError::NoNvrtc`] without libnvrtc; [`CudaError::Compile`] with NVRTC's log if
+/// the source does not compile.
+pub fn compile(kernel: &str, source: &str) -> Result<Arc<Ptx>, CudaError> {
+    if let Some(ptx) = cache()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(source)
+    {
+        return Ok(ptx.clone());
+    }
+    if !nvrtc_available() {
+        return Err(CudaError::NoNvrtc);
+    }
+    let opts = CompileOptions {
+        name: Some(format!("{kernel}.cu")),
+        ..Default::default()
+    };
+    let ptx = compile_ptx_with_opts(source, opts).map_err(|e| match e {
+        CompileError::CompileError { log, .. } => CudaError::Compile {
+            kernel: kernel.to_string(),
+            log: log.to_string_lossy().into_owned(),
+        },
+        other => CudaError::Compile {
+            kernel: kernel.to_string(),
+            log: other.to_string(),
+        },
+    })?;
+    COMPILATIONS.fetch_add(1, Ordering::Relaxed);
+    let ptx = Arc::new(ptx);
+    cache()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(source.to_string(), ptx.clone());
+    Ok(ptx)
+}
