@@ -17,6 +17,13 @@ pub mod mpi {
     pub use ad_mpi::*;
 }
 
+/// The CUDA runtime (feature `cuda`): NVRTC compilation with a cache, devices and
+/// launches over cudarc, for the kernels of `#[differentiate(reverse, cuda)]`.
+#[cfg(feature = "cuda")]
+pub mod cuda {
+    pub use ad_cuda::*;
+}
+
 #[doc(hidden)]
 pub mod __private {
     pub use ad_core::__private::*;

@@ -23,6 +23,9 @@ fn cache() -> &'static Mutex<HashMap<String, Arc<Ptx>>> {
 
 static COMPILATIONS: AtomicUsize = AtomicUsize::new(0);
 
+/// The virtual architecture kernels are compiled for.
+pub const ARCH: &str = "compute_70";
+
 /// How many times NVRTC has compiled a source in this process (a cached source is
 /// compiled once).
 pub fn compile_count() -> usize {
@@ -49,6 +52,9 @@ pub fn compile(kernel: &str, source: &str) -> Result<Arc<Ptx>, CudaError> {
     }
     let opts = CompileOptions {
         name: Some(format!("{kernel}.cu")),
+        // `atomicAdd` on doubles needs compute capability 6.0, warp-synchronous
+        // shuffles and `__activemask` 7.0 (Volta, 2017, and later).
+        arch: Some(ARCH),
         ..Default::default()
     };
     let ptx = compile_ptx_with_opts(source, opts).map_err(|e| match e {

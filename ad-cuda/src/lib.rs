@@ -12,7 +12,7 @@ pub mod cpu;
 mod device;
 mod error;
 
-pub use compile::{compile, compile_count, nvrtc_available};
+pub use compile::{compile, compile_count, nvrtc_available, ARCH};
 pub use cudarc;
 pub use device::{driver_available, Gpu};
 pub use error::CudaError;

@@ -4,6 +4,7 @@
 //! accumulators. The runtime is reached only through `#krate::__private`.
 
 mod checkpoint;
+pub mod cuda;
 mod parallel;
 pub mod signature;
 

@@ -30,6 +30,8 @@ pub struct Options {
     /// `parallel_adjoint = atomic`: every `+=` of a parallel adjoint into a shared array
     /// is an atomic add (the ablation baseline of the summation-aware adjoint).
     pub atomic_adjoint: bool,
+    /// `cuda`: also emit the CUDA C of the element function's primal and adjoint kernels.
+    pub cuda: bool,
     /// `forward`/`reverse` without a name: the defaults are derived from the function name.
     pub forward_requested: bool,
     pub reverse_requested: bool,
@@ -65,6 +67,7 @@ impl Parse for Options {
             coarsen: true,
             segment_limit: DEFAULT_SEGMENT_LIMIT,
             atomic_adjoint: false,
+            cuda: false,
             forward_requested: false,
             reverse_requested: false,
         };
@@ -87,6 +90,7 @@ impl Parse for Options {
                         opts.reverse = name;
                     }
                 }
+                "cuda" => opts.cuda = true,
                 "wrt" => {
                     let content;
                     syn::parenthesized!(content in input);
@@ -151,7 +155,7 @@ impl Parse for Options {
                         key.span(),
                         format!(
                         "unknown differentiate option `{other}`; expected `forward`, `reverse`, \
-                             `wrt(..)`, `crate = path`, `coarsen = on|off`, `coarsen(limit = N)` \
+                             `wrt(..)`, `cuda`, `crate = path`, `coarsen = on|off`, `coarsen(limit = N)` \
                              or `parallel_adjoint = summation_aware|atomic`"
                     ),
                     ))

@@ -218,3 +218,83 @@ fn parallel_stencil_and_sum() {
         },
     );
 }
+
+/// The CUDA C of an element function's primal and adjoint kernels, pinned as
+/// `src/tests/snapshots/{name}.cu` (bless as above).
+fn check_cuda(name: &str, item: proc_macro2::TokenStream) {
+    let item: syn::ItemFn = syn::parse2(item).expect("a function");
+    let compiled = crate::expand::compile_with_for_tests("reverse, cuda", &item).expect("compiles");
+    let float = crate::parse::signature::FloatTy::F64;
+    let int_elem = |_: &str| Some("unsigned long long");
+    let fname = item.sig.ident.to_string();
+    let primal = crate::codegen::cuda::kernel(&compiled.primal, &fname, &float, &int_elem)
+        .expect("primal kernel");
+    let adjoint = crate::codegen::cuda::kernel(
+        &compiled.reverse,
+        &format!("{fname}_rev"),
+        &float,
+        &int_elem,
+    )
+    .expect("adjoint kernel");
+    let text = format!("{primal}\n{adjoint}");
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("src/tests/snapshots/{name}.cu"));
+    if std::env::var_os("PHIDIFF_BLESS").is_some() || !path.exists() {
+        std::fs::write(&path, &text).expect("write snapshot");
+        return;
+    }
+    let want = std::fs::read_to_string(&path).expect("read snapshot");
+    assert!(want == text, "CUDA text of `{name}` changed; rerun with PHIDIFF_BLESS=1 and review.\n--- got ---\n{text}");
+}
+
+#[test]
+fn cuda_stencil_kernels() {
+    check_cuda(
+        "cuda_heat",
+        quote! {
+            pub fn heat(i: usize, u: &[f64], out: &mut [f64], r: f64) {
+                let n = u.len();
+                if i == 0 || i == n - 1 {
+                    out[i] = u[i];
+                    return;
+                }
+                out[i] = u[i] + r * (u[i - 1] - 2.0 * u[i] + u[i + 1]) * (1.0 + u[i].sin());
+            }
+        },
+    );
+}
+
+#[test]
+fn cuda_reduction_and_gather_kernels() {
+    check_cuda(
+        "cuda_energy",
+        quote! {
+            pub fn energy(i: usize, x: &[f64], w: f64, total: &mut [f64]) {
+                total[0] += w * x[i] * x[i].exp();
+            }
+        },
+    );
+    check_cuda(
+        "cuda_gather",
+        quote! {
+            pub fn gather(i: usize, x: &[f64], idx: &[usize], y: &mut [f64]) {
+                y[i] = (0.3 * x[idx[i]]).sin() * x[i];
+            }
+        },
+    );
+}
+
+#[test]
+fn cuda_rejects_what_a_kernel_cannot_do() {
+    let item: syn::ItemFn = syn::parse_quote! {
+        pub fn k(i: usize, x: &[f64], y: &mut [f64]) {
+            let t = vec![0.0; 3];
+            y[i] = x[i] + t[0];
+        }
+    };
+    let compiled = crate::expand::compile_with_for_tests("reverse, cuda", &item).expect("compiles");
+    let float = crate::parse::signature::FloatTy::F64;
+    let err = crate::codegen::cuda::kernel(&compiled.primal, "k", &float, &|_| None)
+        .expect_err("a local buffer");
+    assert!(err.contains("a buffer allocated in a CUDA kernel"), "{err}");
+}
