@@ -44,7 +44,30 @@ pub fn gather(i: usize, x: &[f64], idx: &[usize], y: &mut [f64]) {
     y[i] = (0.3 * x[idx[i]]).sin() * x[i];
 }
 
-fn kernels() -> [(&'static str, &'static str, &'static str, &'static str); 4] {
+/// Pose scoring in the spirit of miniBUDE: pose `i` (a translation) against every atom
+/// (position and charge), a branch on the distance.
+#[differentiate(forward, reverse, cuda)]
+pub fn score(i: usize, poses: &[f64], atoms: &[f64], energy: &mut [f64]) {
+    let tx = poses[3 * i];
+    let ty = poses[3 * i + 1];
+    let tz = poses[3 * i + 2];
+    let mut e = 0.0;
+    for a in 0..atoms.len() / 4 {
+        let dx = atoms[4 * a] - tx;
+        let dy = atoms[4 * a + 1] - ty;
+        let dz = atoms[4 * a + 2] - tz;
+        let r2 = dx * dx + dy * dy + dz * dz + 0.5;
+        let q = atoms[4 * a + 3];
+        if r2 < 4.0 {
+            e += q / r2;
+        } else {
+            e += q * (-r2).exp();
+        }
+    }
+    energy[i] = e;
+}
+
+fn kernels() -> [(&'static str, &'static str, &'static str, &'static str); 5] {
     [
         (
             saxpy_cuda::PRIMAL_NAME,
@@ -69,6 +92,12 @@ fn kernels() -> [(&'static str, &'static str, &'static str, &'static str); 4] {
             gather_cuda::PRIMAL,
             gather_cuda::ADJOINT_NAME,
             gather_cuda::ADJOINT,
+        ),
+        (
+            score_cuda::PRIMAL_NAME,
+            score_cuda::PRIMAL,
+            score_cuda::ADJOINT_NAME,
+            score_cuda::ADJOINT,
         ),
     ]
 }
@@ -125,9 +154,7 @@ fn cpu_reference_saxpy() {
         .collect();
     let primal = |p: &[f64]| {
         let (x, mut y, a) = (&p[..N], p[N..2 * N].to_vec(), p[2 * N]);
-        for i in 0..N {
-            saxpy(i, a, x, &mut y);
-        }
+        saxpy_cuda::cpu(N, a, x, &mut y);
         y
     };
     check_fwd_rev(&Case {
@@ -144,10 +171,8 @@ fn cpu_reference_saxpy() {
         },
         vjp: &|p, w| {
             let (x, mut y, a) = (&p[..N], p[N..2 * N].to_vec(), p[2 * N]);
-            let (mut dx, mut dy, mut da) = (zeros(N), w.to_vec(), 0.0);
-            for i in 0..N {
-                da += saxpy_rev(i, a, x, &mut dx, &mut y, &mut dy);
-            }
+            let (mut dx, mut dy) = (zeros(N), w.to_vec());
+            let da = saxpy_cuda::cpu_rev(N, a, x, &mut dx, &mut y, &mut dy);
             (y, cat(&[&dx, &dy, &[da]]))
         },
         tols: TOLS,
@@ -160,9 +185,7 @@ fn cpu_reference_heat() {
     let point: Vec<f64> = (0..N + 1).map(|k| (0.53 * k as f64).cos() * 0.4).collect();
     let primal = |p: &[f64]| {
         let mut out = zeros(N);
-        for i in 0..N {
-            heat(i, &p[..N], &mut out, p[N]);
-        }
+        heat_cuda::cpu(N, &p[..N], &mut out, p[N]);
         out
     };
     check_fwd_rev(&Case {
@@ -177,10 +200,8 @@ fn cpu_reference_heat() {
             (out, dout)
         },
         vjp: &|p, w| {
-            let (mut out, mut dout, mut du, mut dr) = (zeros(N), w.to_vec(), zeros(N), 0.0);
-            for i in 0..N {
-                dr += heat_rev(i, &p[..N], &mut du, &mut out, &mut dout, p[N]);
-            }
+            let (mut out, mut dout, mut du) = (zeros(N), w.to_vec(), zeros(N));
+            let dr = heat_cuda::cpu_rev(N, &p[..N], &mut du, &mut out, &mut dout, p[N]);
             (out, cat(&[&du, &[dr]]))
         },
         tols: TOLS,
@@ -193,9 +214,7 @@ fn cpu_reference_energy() {
     let point: Vec<f64> = (0..N + 2).map(|k| (0.29 * k as f64).sin()).collect();
     let primal = |p: &[f64]| {
         let mut total = vec![p[N + 1]];
-        for i in 0..N {
-            energy(i, &p[..N], p[N], &mut total);
-        }
+        energy_cuda::cpu(N, &p[..N], p[N], &mut total);
         total
     };
     check_fwd_rev(&Case {
@@ -210,10 +229,8 @@ fn cpu_reference_energy() {
             (t, dt)
         },
         vjp: &|p, w| {
-            let (mut t, mut dt, mut dx, mut dw) = (vec![p[N + 1]], w.to_vec(), zeros(N), 0.0);
-            for i in 0..N {
-                dw += energy_rev(i, &p[..N], &mut dx, p[N], &mut t, &mut dt);
-            }
+            let (mut t, mut dt, mut dx) = (vec![p[N + 1]], w.to_vec(), zeros(N));
+            let dw = energy_cuda::cpu_rev(N, &p[..N], &mut dx, p[N], &mut t, &mut dt);
             (t, cat(&[&dx, &[dw], &dt]))
         },
         tols: TOLS,
@@ -226,9 +243,7 @@ fn cpu_reference_gather() {
     let point: Vec<f64> = (0..N).map(|k| (0.61 * k as f64).cos() + 0.1).collect();
     let primal = |p: &[f64]| {
         let mut y = zeros(N);
-        for i in 0..N {
-            gather(i, p, &idx, &mut y);
-        }
+        gather_cuda::cpu(N, p, &idx, &mut y);
         y
     };
     check_fwd_rev(&Case {
@@ -244,11 +259,181 @@ fn cpu_reference_gather() {
         },
         vjp: &|p, w| {
             let (mut y, mut dy, mut dx) = (zeros(N), w.to_vec(), zeros(N));
-            for i in 0..N {
-                gather_rev(i, p, &mut dx, &idx, &mut y, &mut dy);
-            }
+            gather_cuda::cpu_rev(N, p, &mut dx, &idx, &mut y, &mut dy);
             (y, dx)
         },
         tols: TOLS,
     });
+}
+
+#[test]
+fn cpu_reference_score() {
+    // 4 poses (x, y, z) and 6 atoms (x, y, z, charge): inputs poses then atoms.
+    let (np, na) = (4, 6);
+    let point: Vec<f64> = (0..3 * np + 4 * na)
+        .map(|k| 1.3 * (0.71 * k as f64).sin())
+        .collect();
+    let split_at = 3 * np;
+    let primal = |p: &[f64]| {
+        let mut e = zeros(np);
+        score_cuda::cpu(np, &p[..split_at], &p[split_at..], &mut e);
+        e
+    };
+    // Both branches are taken at this point.
+    let (mut near, mut far) = (false, false);
+    for i in 0..np {
+        for a in 0..na {
+            let r2: f64 = (0..3)
+                .map(|c| (point[split_at + 4 * a + c] - point[3 * i + c]).powi(2))
+                .sum::<f64>()
+                + 0.5;
+            near |= r2 < 4.0;
+            far |= r2 >= 4.0;
+        }
+    }
+    assert!(near && far, "both branches");
+    check_fwd_rev(&Case {
+        name: "score kernel (CPU)",
+        x: &point,
+        primal: &primal,
+        jvp: &|p, v| {
+            let (mut e, mut de) = (zeros(np), zeros(np));
+            for i in 0..np {
+                score_fwd(
+                    i,
+                    &p[..split_at],
+                    &v[..split_at],
+                    &p[split_at..],
+                    &v[split_at..],
+                    &mut e,
+                    &mut de,
+                );
+            }
+            (e, de)
+        },
+        vjp: &|p, w| {
+            let (mut e, mut de) = (zeros(np), w.to_vec());
+            let (mut dposes, mut datoms) = (zeros(split_at), zeros(4 * na));
+            score_cuda::cpu_rev(
+                np,
+                &p[..split_at],
+                &mut dposes,
+                &p[split_at..],
+                &mut datoms,
+                &mut e,
+                &mut de,
+            );
+            (e, cat(&[&dposes, &datoms]))
+        },
+        tols: TOLS,
+    });
+}
+
+/// With a CUDA device: every kernel's primal and adjoint launch equal the CPU reference.
+/// Without one, a notice.
+#[test]
+fn gpu_matches_cpu() {
+    use phidiff::cuda::Gpu;
+    let gpu = match Gpu::new(0) {
+        Ok(gpu) => gpu,
+        Err(e) => {
+            eprintln!("gpu_matches_cpu: skipped, {e}");
+            return;
+        }
+    };
+    let n = 1000;
+    let close = |what: &str, got: &[f64], want: &[f64]| {
+        let scale = want.iter().fold(1.0_f64, |m, v| m.max(v.abs()));
+        for (k, (g, w)) in got.iter().zip(want).enumerate() {
+            assert!(
+                (g - w).abs() <= 1e-12 * scale,
+                "{what}[{k}]: GPU {g} vs CPU {w}"
+            );
+        }
+    };
+    let field = |salt: f64| -> Vec<f64> { (0..n).map(|k| (salt * k as f64).sin()).collect() };
+
+    // saxpy
+    let (x, y0, a) = (field(0.1), field(0.2), 1.7);
+    let (dx_d, mut y_d) = (gpu.upload(&x).unwrap(), gpu.upload(&y0).unwrap());
+    saxpy_cuda::launch(&gpu, n, a, &dx_d, &mut y_d).unwrap();
+    let mut y = y0.clone();
+    saxpy_cuda::cpu(n, a, &x, &mut y);
+    close("saxpy y", &gpu.download(&y_d).unwrap(), &y);
+    let ybar = field(0.3);
+    let (mut y_d, mut gx_d, mut gy_d) = (
+        gpu.upload(&y0).unwrap(),
+        gpu.zeros::<f64>(n).unwrap(),
+        gpu.upload(&ybar).unwrap(),
+    );
+    let ga = saxpy_cuda::launch_rev(&gpu, n, a, &dx_d, &mut gx_d, &mut y_d, &mut gy_d).unwrap();
+    let (mut y, mut gx, mut gy) = (y0.clone(), zeros(n), ybar.clone());
+    let ga_cpu = saxpy_cuda::cpu_rev(n, a, &x, &mut gx, &mut y, &mut gy);
+    close("saxpy x̄", &gpu.download(&gx_d).unwrap(), &gx);
+    close("saxpy ā", &[ga], &[ga_cpu]);
+
+    // heat
+    let u = field(0.05);
+    let u_d = gpu.upload(&u).unwrap();
+    let (mut out_d, mut dout_d, mut du_d) = (
+        gpu.zeros::<f64>(n).unwrap(),
+        gpu.upload(&ybar).unwrap(),
+        gpu.zeros::<f64>(n).unwrap(),
+    );
+    let dr = heat_cuda::launch_rev(&gpu, n, &u_d, &mut du_d, &mut out_d, &mut dout_d, 0.2).unwrap();
+    let (mut out, mut dout, mut du) = (zeros(n), ybar.clone(), zeros(n));
+    let dr_cpu = heat_cuda::cpu_rev(n, &u, &mut du, &mut out, &mut dout, 0.2);
+    close("heat ū", &gpu.download(&du_d).unwrap(), &du);
+    close("heat r̄", &[dr], &[dr_cpu]);
+
+    // energy (warp-aggregated reduction)
+    let (mut t_d, mut dt_d, mut dx_d) = (
+        gpu.upload(&[0.5]).unwrap(),
+        gpu.upload(&[1.0]).unwrap(),
+        gpu.zeros::<f64>(n).unwrap(),
+    );
+    let x_d = gpu.upload(&x).unwrap();
+    energy_cuda::launch(&gpu, n, &x_d, 0.3, &mut t_d).unwrap();
+    let mut t = vec![0.5];
+    energy_cuda::cpu(n, &x, 0.3, &mut t);
+    close("energy total", &gpu.download(&t_d).unwrap(), &t);
+    let mut t_d = gpu.upload(&[0.5]).unwrap();
+    let dw = energy_cuda::launch_rev(&gpu, n, &x_d, &mut dx_d, 0.3, &mut t_d, &mut dt_d).unwrap();
+    let (mut t, mut dt, mut gx) = (vec![0.5], vec![1.0], zeros(n));
+    let dw_cpu = energy_cuda::cpu_rev(n, &x, &mut gx, 0.3, &mut t, &mut dt);
+    close("energy x̄", &gpu.download(&dx_d).unwrap(), &gx);
+    close("energy w̄", &[dw], &[dw_cpu]);
+
+    // gather (atomic scatter)
+    let idx: Vec<usize> = (0..n).map(|k| (k * 7919 + 13) % n).collect();
+    let idx_d = gpu.upload(&idx).unwrap();
+    let (mut y_d, mut dy_d, mut gx_d) = (
+        gpu.zeros::<f64>(n).unwrap(),
+        gpu.upload(&ybar).unwrap(),
+        gpu.zeros::<f64>(n).unwrap(),
+    );
+    gather_cuda::launch_rev(&gpu, n, &x_d, &mut gx_d, &idx_d, &mut y_d, &mut dy_d).unwrap();
+    let (mut y, mut dy, mut gx) = (zeros(n), ybar.clone(), zeros(n));
+    gather_cuda::cpu_rev(n, &x, &mut gx, &idx, &mut y, &mut dy);
+    close("gather x̄", &gpu.download(&gx_d).unwrap(), &gx);
+
+    // score
+    let (np, na) = (256, 64);
+    let poses: Vec<f64> = (0..3 * np).map(|k| 2.0 * (0.37 * k as f64).sin()).collect();
+    let atoms: Vec<f64> = (0..4 * na).map(|k| 2.0 * (0.53 * k as f64).cos()).collect();
+    let (p_d, a_d) = (gpu.upload(&poses).unwrap(), gpu.upload(&atoms).unwrap());
+    let ebar: Vec<f64> = (0..np).map(|k| (0.11 * k as f64).cos()).collect();
+    let (mut e_d, mut de_d) = (gpu.zeros::<f64>(np).unwrap(), gpu.upload(&ebar).unwrap());
+    let (mut dp_d, mut da_d) = (
+        gpu.zeros::<f64>(3 * np).unwrap(),
+        gpu.zeros::<f64>(4 * na).unwrap(),
+    );
+    score_cuda::launch_rev(
+        &gpu, np, &p_d, &mut dp_d, &a_d, &mut da_d, &mut e_d, &mut de_d,
+    )
+    .unwrap();
+    let (mut e, mut de, mut dp, mut da) = (zeros(np), ebar.clone(), zeros(3 * np), zeros(4 * na));
+    score_cuda::cpu_rev(np, &poses, &mut dp, &atoms, &mut da, &mut e, &mut de);
+    close("score pose adjoints", &gpu.download(&dp_d).unwrap(), &dp);
+    close("score atom adjoints", &gpu.download(&da_d).unwrap(), &da);
 }

@@ -221,6 +221,8 @@ fn cuda_module(
         .map_err(at_fn)?;
     let adjoint = codegen::cuda::kernel(&compiled.reverse, &adjoint_name, &sig.float, &int_elem)
         .map_err(at_fn)?;
+    let n_adjoints = compiled.reverse.block(compiled.reverse.body).yields.len();
+    let launchers = codegen::cuda_launch::launchers(sig, &opts.krate, name, n_adjoints);
     let module = format_ident!("{}_cuda", name);
     let vis = &item.vis;
     let doc =
@@ -237,6 +239,7 @@ fn cuda_module(
             pub const ADJOINT_NAME: &str = #adjoint_name;
             /// The adjoint kernel: each thread runs the element's forward then reverse sweep.
             pub const ADJOINT: &str = #adjoint;
+            #launchers
         }
     })
 }

@@ -369,7 +369,20 @@ impl Cx<'_> {
             "recip" => format!("(({real})1 / {})", a(0)),
             "abs" => format!("fabs({})", a(0)),
             "signum" => format!("(isnan({0}) ? {0} : copysign(({real})1, {0}))", a(0)),
-            "powi" => format!("pow({}, ({real}){})", a(0), a(1)),
+            // A small constant power as products (`pow` is slow on a GPU).
+            "powi" => match args[1].strip_suffix("LL").and_then(|k| k.parse::<i64>().ok()) {
+                Some(0) => format!("(({real})1)"),
+                Some(k) if (1..=4).contains(&k.abs()) => {
+                    let x = a(0);
+                    let prod = vec![x.as_str(); k.unsigned_abs() as usize].join(" * ");
+                    if k > 0 {
+                        format!("({prod})")
+                    } else {
+                        format!("(({real})1 / ({prod}))")
+                    }
+                }
+                _ => format!("pow({}, ({real}){})", a(0), a(1)),
+            },
             "powf" => format!("pow({}, {})", a(0), a(1)),
             "atan2" => format!("atan2({}, {})", a(0), a(1)),
             "hypot" => format!("hypot({}, {})", a(0), a(1)),

@@ -5,6 +5,7 @@
 
 mod checkpoint;
 pub mod cuda;
+pub mod cuda_launch;
 mod parallel;
 pub mod signature;
 

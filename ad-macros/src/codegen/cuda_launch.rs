@@ -1,0 +1,211 @@
+//! The launchers of an element function's kernels (`#[differentiate(reverse, cuda)]`):
+//! on a device through `ad_cuda` (`launch`, `launch_rev`), and on the CPU (`cpu`,
+//! `cpu_rev`: the element function and its `_rev` for every index, in order), the
+//! reference and fallback. Their parameters follow the kernels': the element function's
+//! less the thread index, with `n` threads first; `launch_rev` and `cpu_rev` take a shadow
+//! after each active slice and return the adjoints of the active scalars, summed over the
+//! threads.
+
+use crate::parse::signature::{BufForm, ParamClass, Signature};
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+
+/// The element type of a slice parameter type (`&[usize]` → `usize`).
+fn slice_elem(ty: &syn::Type) -> TokenStream {
+    match ty {
+        syn::Type::Reference(r) => match &*r.elem {
+            syn::Type::Slice(s) => {
+                let e = &s.elem;
+                quote!(#e)
+            }
+            other => quote!(#other),
+        },
+        other => quote!(#other),
+    }
+}
+
+pub fn launchers(
+    sig: &Signature,
+    krate: &syn::Path,
+    fname: &syn::Ident,
+    n_adjoints: usize,
+) -> TokenStream {
+    let rt = quote!(#krate::cuda);
+    let ft = sig.float.tokens();
+    let rev_fn = format_ident!("{}_rev", fname);
+    let params = &sig.params[1..];
+
+    // Device launchers: parameters, locals (lengths, widened integers) and kernel args.
+    let mut p_params = Vec::new();
+    let mut r_params = Vec::new();
+    let mut p_args = Vec::new();
+    let mut r_args = Vec::new();
+    let mut locals = Vec::new();
+    let mut r_locals = Vec::new();
+    // CPU launchers: parameters and call arguments.
+    let mut cp_params = Vec::new();
+    let mut cr_params = Vec::new();
+    let mut cp_args = Vec::new();
+    let mut cr_args = Vec::new();
+    for p in params {
+        let name = &p.name;
+        let ty = &p.ty;
+        match &p.class {
+            ParamClass::Buffer { form, .. } => {
+                let elem = slice_elem(ty);
+                let len = format_ident!("__len_{}", name);
+                locals.push(quote!(let #len = #name.len() as u64;));
+                let mutable = *form == BufForm::MutRef;
+                let dev_ty = if mutable {
+                    quote!(&mut #rt::cudarc::driver::CudaSlice<#elem>)
+                } else {
+                    quote!(&#rt::cudarc::driver::CudaSlice<#elem>)
+                };
+                let push = if mutable {
+                    quote!(__b.arg(&mut *#name); __b.arg(&#len);)
+                } else {
+                    quote!(__b.arg(#name); __b.arg(&#len);)
+                };
+                p_params.push(quote!(#name: #dev_ty));
+                r_params.push(quote!(#name: #dev_ty));
+                p_args.push(push.clone());
+                r_args.push(push);
+                cp_params.push(quote!(#name: #ty));
+                cr_params.push(quote!(#name: #ty));
+                cp_args.push(quote!(#name));
+                cr_args.push(quote!(#name));
+                if p.is_active_buffer() {
+                    let d = format_ident!("d{}", name);
+                    let dlen = format_ident!("__len_d{}", name);
+                    r_locals.push(quote!(let #dlen = #d.len() as u64;));
+                    r_params.push(quote!(#d: &mut #rt::cudarc::driver::CudaSlice<#ft>));
+                    r_args.push(quote!(__b.arg(&mut *#d); __b.arg(&#dlen);));
+                    cr_params.push(quote!(#d: &mut [#ft]));
+                    cr_args.push(quote!(#d));
+                }
+            }
+            ParamClass::Int => {
+                let wide = format_ident!("__wide_{}", name);
+                locals.push(quote!(let #wide = #name as i64;));
+                for v in [&mut p_params, &mut r_params, &mut cp_params, &mut cr_params] {
+                    v.push(quote!(#name: #ty));
+                }
+                p_args.push(quote!(__b.arg(&#wide);));
+                r_args.push(quote!(__b.arg(&#wide);));
+                cp_args.push(quote!(#name));
+                cr_args.push(quote!(#name));
+            }
+            ParamClass::Float | ParamClass::Bool | ParamClass::Opaque => {
+                for v in [&mut p_params, &mut r_params, &mut cp_params, &mut cr_params] {
+                    v.push(quote!(#name: #ty));
+                }
+                p_args.push(quote!(__b.arg(&#name);));
+                r_args.push(quote!(__b.arg(&#name);));
+                cp_args.push(quote!(#name));
+                cr_args.push(quote!(#name));
+            }
+        }
+    }
+
+    let adjoint_ty = match n_adjoints {
+        0 => quote!(()),
+        1 => quote!(#ft),
+        k => {
+            let ts = (0..k).map(|_| quote!(#ft));
+            quote!((#(#ts),*))
+        }
+    };
+    let (adj_alloc, adj_arg, adj_result) = if n_adjoints == 0 {
+        (quote!(), quote!(), quote!(Ok(())))
+    } else {
+        let picks = (0..n_adjoints).map(|k| quote!(__h[#k]));
+        let result = if n_adjoints == 1 {
+            quote!(Ok(__h[0]))
+        } else {
+            quote!(Ok((#(#picks),*)))
+        };
+        (
+            quote!(let mut __adj = gpu.zeros::<#ft>(#n_adjoints)?;),
+            quote!(__b.arg(&mut __adj);),
+            quote!(gpu.synchronize()?; let __h = gpu.download(&__adj)?; #result),
+        )
+    };
+    let driver = quote!(|e| #rt::CudaError::Driver(format!("{e:?}")));
+    // The CPU adjoint: the scalar adjoints of every index, summed.
+    let (cpu_acc, cpu_add, cpu_result) = match n_adjoints {
+        0 => (
+            quote!(),
+            quote!(super::#rev_fn(__i, #(#cr_args),*);),
+            quote!(),
+        ),
+        1 => (
+            quote!(let mut __acc: #ft = 0.0 as #ft;),
+            quote!(__acc += super::#rev_fn(__i, #(#cr_args),*);),
+            quote!(__acc),
+        ),
+        k => {
+            let idx: Vec<syn::Index> = (0..k).map(syn::Index::from).collect();
+            (
+                quote!(let mut __acc = [0.0 as #ft; #k];),
+                quote!(let __r = super::#rev_fn(__i, #(#cr_args),*); #(__acc[#idx] += __r.#idx;)*),
+                {
+                    let picks = (0..k).map(|j| quote!(__acc[#j]));
+                    quote!((#(#picks),*))
+                },
+            )
+        }
+    };
+    quote! {
+        /// Runs [`PRIMAL`] on `gpu` with `n` threads (compiled once with NVRTC, cached).
+        pub fn launch(gpu: &#rt::Gpu, n: usize, #(#p_params),*) -> Result<(), #rt::CudaError> {
+            use #rt::cudarc::driver::PushKernelArg;
+            let __f = gpu.kernel(PRIMAL_NAME, PRIMAL)?;
+            #(#locals)*
+            let __n = n as u64;
+            let mut __b = gpu.stream().launch_builder(&__f);
+            #(#p_args)*
+            __b.arg(&__n);
+            // SAFETY: the arguments are pushed in the order and with the types of the
+            // kernel's parameters, both generated from the same signature.
+            unsafe { __b.launch(gpu.config(n)) }.map_err(#driver)?;
+            Ok(())
+        }
+
+        /// Runs [`ADJOINT`] on `gpu` with `n` threads: the shadows get the adjoints as
+        /// `_rev` gives them; returns the adjoints of the active scalars, summed over the
+        /// threads.
+        pub fn launch_rev(gpu: &#rt::Gpu, n: usize, #(#r_params),*) -> Result<#adjoint_ty, #rt::CudaError> {
+            use #rt::cudarc::driver::PushKernelArg;
+            let __f = gpu.kernel(ADJOINT_NAME, ADJOINT)?;
+            #(#locals)*
+            #(#r_locals)*
+            let __n = n as u64;
+            #adj_alloc
+            let mut __b = gpu.stream().launch_builder(&__f);
+            #(#r_args)*
+            __b.arg(&__n);
+            #adj_arg
+            // SAFETY: as in `launch`.
+            unsafe { __b.launch(gpu.config(n)) }.map_err(#driver)?;
+            #adj_result
+        }
+
+        /// The CPU reference of [`launch`]: the element function for every index in
+        /// `0..n`, in order.
+        pub fn cpu(n: usize, #(#cp_params),*) {
+            for __i in 0..n {
+                super::#fname(__i, #(#cp_args),*);
+            }
+        }
+
+        /// The CPU reference of [`launch_rev`]: the element function's `_rev` for every
+        /// index in `0..n`, in order; the scalar adjoints summed.
+        pub fn cpu_rev(n: usize, #(#cr_params),*) -> #adjoint_ty {
+            #cpu_acc
+            for __i in 0..n {
+                #cpu_add
+            }
+            #cpu_result
+        }
+    }
+}
