@@ -12,60 +12,12 @@
 
 mod common;
 
+#[path = "../benches/support/cuda_kernels.rs"]
+mod kernels;
+
 use common::*;
+use kernels::*;
 use phidiff::cuda::{compile, nvrtc_available, CudaError};
-use phidiff::differentiate;
-
-#[differentiate(forward, reverse, cuda)]
-pub fn saxpy(i: usize, a: f64, x: &[f64], y: &mut [f64]) {
-    y[i] = a * x[i] + y[i];
-}
-
-/// A nonlinear heat step with fixed ends (an early return at the boundary).
-#[differentiate(forward, reverse, cuda)]
-pub fn heat(i: usize, u: &[f64], out: &mut [f64], r: f64) {
-    let n = u.len();
-    if i == 0 || i == n - 1 {
-        out[i] = u[i];
-        return;
-    }
-    out[i] = u[i] + r * (u[i - 1] - 2.0 * u[i] + u[i + 1]) * (1.0 + u[i].sin());
-}
-
-/// A reduction of every element into one scalar (a uniform address).
-#[differentiate(forward, reverse, cuda)]
-pub fn energy(i: usize, x: &[f64], w: f64, total: &mut [f64]) {
-    total[0] += w * x[i] * x[i].exp();
-}
-
-/// A gather at random indices (atomic adds in the adjoint).
-#[differentiate(forward, reverse, cuda)]
-pub fn gather(i: usize, x: &[f64], idx: &[usize], y: &mut [f64]) {
-    y[i] = (0.3 * x[idx[i]]).sin() * x[i];
-}
-
-/// Pose scoring in the spirit of miniBUDE: pose `i` (a translation) against every atom
-/// (position and charge), a branch on the distance.
-#[differentiate(forward, reverse, cuda)]
-pub fn score(i: usize, poses: &[f64], atoms: &[f64], energy: &mut [f64]) {
-    let tx = poses[3 * i];
-    let ty = poses[3 * i + 1];
-    let tz = poses[3 * i + 2];
-    let mut e = 0.0;
-    for a in 0..atoms.len() / 4 {
-        let dx = atoms[4 * a] - tx;
-        let dy = atoms[4 * a + 1] - ty;
-        let dz = atoms[4 * a + 2] - tz;
-        let r2 = dx * dx + dy * dy + dz * dz + 0.5;
-        let q = atoms[4 * a + 3];
-        if r2 < 4.0 {
-            e += q / r2;
-        } else {
-            e += q * (-r2).exp();
-        }
-    }
-    energy[i] = e;
-}
 
 fn kernels() -> [(&'static str, &'static str, &'static str, &'static str); 5] {
     [

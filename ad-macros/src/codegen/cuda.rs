@@ -370,7 +370,10 @@ impl Cx<'_> {
             "abs" => format!("fabs({})", a(0)),
             "signum" => format!("(isnan({0}) ? {0} : copysign(({real})1, {0}))", a(0)),
             // A small constant power as products (`pow` is slow on a GPU).
-            "powi" => match args[1].strip_suffix("LL").and_then(|k| k.parse::<i64>().ok()) {
+            "powi" => match args[1]
+                .strip_suffix("LL")
+                .and_then(|k| k.parse::<i64>().ok())
+            {
                 Some(0) => format!("(({real})1)"),
                 Some(k) if (1..=4).contains(&k.abs()) => {
                     let x = a(0);
