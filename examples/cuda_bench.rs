@@ -75,6 +75,15 @@ fn main() -> Result<(), CudaError> {
     })?;
     rows.push(("heat", n, p, r));
 
+    let w = 4096;
+    let p = fastest(&gpu, &mut || {
+        heat2d_cuda::launch(&gpu, n, &u_d, &mut out_d, w, 0.2)
+    })?;
+    let r = fastest(&gpu, &mut || {
+        heat2d_cuda::launch_rev(&gpu, n, &u_d, &mut du_d, &mut out_d, &mut dout_d, w, 0.2).map(drop)
+    })?;
+    rows.push(("heat2d", n, p, r));
+
     let (mut t_d, mut dt_d) = (gpu.upload(&[0.0])?, gpu.upload(&[1.0])?);
     let p = fastest(&gpu, &mut || {
         energy_cuda::launch(&gpu, n, &x_d, 0.3, &mut t_d)

@@ -19,7 +19,7 @@ use common::*;
 use kernels::*;
 use phidiff::cuda::{compile, nvrtc_available, CudaError};
 
-fn kernels() -> [(&'static str, &'static str, &'static str, &'static str); 5] {
+fn kernels() -> [(&'static str, &'static str, &'static str, &'static str); 6] {
     [
         (
             saxpy_cuda::PRIMAL_NAME,
@@ -44,6 +44,12 @@ fn kernels() -> [(&'static str, &'static str, &'static str, &'static str); 5] {
             gather_cuda::PRIMAL,
             gather_cuda::ADJOINT_NAME,
             gather_cuda::ADJOINT,
+        ),
+        (
+            heat2d_cuda::PRIMAL_NAME,
+            heat2d_cuda::PRIMAL,
+            heat2d_cuda::ADJOINT_NAME,
+            heat2d_cuda::ADJOINT,
         ),
         (
             score_cuda::PRIMAL_NAME,
@@ -338,6 +344,36 @@ fn gpu_matches_cpu() {
     close("heat ū", &gpu.download(&du_d).unwrap(), &du);
     close("heat r̄", &[dr], &[dr_cpu]);
 
+    // heat2d (a 2-D stencil step)
+    let w = 40;
+    let cells = (n / w) * w;
+    let u2 = field(0.03)[..cells].to_vec();
+    let u2_d = gpu.upload(&u2).unwrap();
+    let (mut out_d, mut dout_d, mut du_d) = (
+        gpu.zeros::<f64>(cells).unwrap(),
+        gpu.upload(&ybar[..cells]).unwrap(),
+        gpu.zeros::<f64>(cells).unwrap(),
+    );
+    heat2d_cuda::launch(&gpu, cells, &u2_d, &mut out_d, w, 0.2).unwrap();
+    let mut out = zeros(cells);
+    heat2d_cuda::cpu(cells, &u2, &mut out, w, 0.2);
+    close("heat2d out", &gpu.download(&out_d).unwrap(), &out);
+    let dr = heat2d_cuda::launch_rev(
+        &gpu,
+        cells,
+        &u2_d,
+        &mut du_d,
+        &mut out_d,
+        &mut dout_d,
+        w,
+        0.2,
+    )
+    .unwrap();
+    let (mut out, mut dout, mut du) = (zeros(cells), ybar[..cells].to_vec(), zeros(cells));
+    let dr_cpu = heat2d_cuda::cpu_rev(cells, &u2, &mut du, &mut out, &mut dout, w, 0.2);
+    close("heat2d ū", &gpu.download(&du_d).unwrap(), &du);
+    close("heat2d r̄", &[dr], &[dr_cpu]);
+
     // energy (warp-aggregated reduction)
     let (mut t_d, mut dt_d, mut dx_d) = (
         gpu.upload(&[0.5]).unwrap(),
@@ -388,4 +424,56 @@ fn gpu_matches_cpu() {
     score_cuda::cpu_rev(np, &poses, &mut dp, &atoms, &mut da, &mut e, &mut de);
     close("score pose adjoints", &gpu.download(&dp_d).unwrap(), &dp);
     close("score atom adjoints", &gpu.download(&da_d).unwrap(), &da);
+}
+
+#[test]
+fn cpu_reference_heat2d() {
+    // A 5 × 4 grid: inputs u and r; outputs out.
+    let (m, w) = (5, 4);
+    let cells = m * w;
+    let point: Vec<f64> = (0..cells + 1)
+        .map(|k| (0.47 * k as f64).sin() * 0.8)
+        .collect();
+    let primal = |p: &[f64]| {
+        let mut out = zeros(cells);
+        heat2d_cuda::cpu(cells, &p[..cells], &mut out, w, p[cells]);
+        out
+    };
+    check_fwd_rev(&Case {
+        name: "heat2d kernel (CPU)",
+        x: &point,
+        primal: &primal,
+        jvp: &|p, v| {
+            let (mut out, mut dout) = (zeros(cells), zeros(cells));
+            for i in 0..cells {
+                heat2d_fwd(
+                    i,
+                    &p[..cells],
+                    &v[..cells],
+                    &mut out,
+                    &mut dout,
+                    w,
+                    p[cells],
+                    v[cells],
+                );
+            }
+            (out, dout)
+        },
+        vjp: &|p, wbar| {
+            let (mut out, mut dout, mut du) = (zeros(cells), wbar.to_vec(), zeros(cells));
+            let dr = heat2d_cuda::cpu_rev(
+                cells,
+                &p[..cells],
+                &mut du,
+                &mut out,
+                &mut dout,
+                w,
+                p[cells],
+            );
+            (out, cat(&[&du, &[dr]]))
+        },
+        tols: TOLS,
+    });
+    // The four neighbours are atomic adds in the adjoint kernel.
+    assert!(heat2d_cuda::ADJOINT.matches("atomicAdd(&du[").count() >= 4);
 }

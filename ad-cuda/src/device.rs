@@ -19,6 +19,8 @@ pub struct Gpu {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     block: u32,
+    /// Kernels loaded into this context, by name and source.
+    loaded: std::sync::Mutex<std::collections::HashMap<(String, String), CudaFunction>>,
 }
 
 impl std::fmt::Debug for Gpu {
@@ -54,6 +56,7 @@ impl Gpu {
             ctx,
             stream,
             block: 256,
+            loaded: Default::default(),
         })
     }
 
@@ -86,11 +89,26 @@ impl Gpu {
         &self.stream
     }
 
-    /// Kernel `name` of the CUDA C `source`, compiled with NVRTC (cached) and loaded.
+    /// Kernel `name` of the CUDA C `source`, compiled with NVRTC (cached per process) and
+    /// loaded into this device's context once.
     pub fn kernel(&self, name: &str, source: &str) -> Result<CudaFunction, CudaError> {
+        let key = (name.to_string(), source.to_string());
+        if let Some(f) = self
+            .loaded
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
+            return Ok(f.clone());
+        }
         let ptx = compile(name, source)?;
         let module = self.ctx.load_module((*ptx).clone()).map_err(driver)?;
-        module.load_function(name).map_err(driver)
+        let f = module.load_function(name).map_err(driver)?;
+        self.loaded
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, f.clone());
+        Ok(f)
     }
 
     /// A device copy of `host`.

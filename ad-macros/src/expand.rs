@@ -222,7 +222,12 @@ fn cuda_module(
     let adjoint = codegen::cuda::kernel(&compiled.reverse, &adjoint_name, &sig.float, &int_elem)
         .map_err(at_fn)?;
     let n_adjoints = compiled.reverse.block(compiled.reverse.body).yields.len();
-    let launchers = codegen::cuda_launch::launchers(sig, &opts.krate, name, n_adjoints);
+    let index_is_usize = matches!(item.sig.inputs.first(), Some(syn::FnArg::Typed(t))
+        if { let ty = &t.ty; quote!(#ty).to_string() == "usize" });
+    let parallel_body =
+        (index_is_usize && codegen::cuda::owned_only(&compiled.primal)).then_some(&*item.block);
+    let launchers =
+        codegen::cuda_launch::launchers(sig, &opts.krate, name, n_adjoints, parallel_body);
     let module = format_ident!("{}_cuda", name);
     let vis = &item.vis;
     let doc =

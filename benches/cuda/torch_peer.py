@@ -55,6 +55,21 @@ def heat(u, r):
 
 
 case("heat", lambda: (lin(n, 0.05), torch.tensor(0.2, device=dev, dtype=f64)), heat)
+W = 4096
+
+
+def heat2d(u, r):
+    g = u.view(-1, W)
+    c = g[1:-1, 1:-1]
+    lap = g[:-2, 1:-1] + g[2:, 1:-1] + g[1:-1, :-2] + g[1:-1, 2:] - 4 * c
+    inner = c + r * lap * (1 + 0.1 * c * c)
+    out = torch.nn.functional.pad(inner, (1, 1, 1, 1))
+    mask = torch.ones_like(g, dtype=torch.bool)
+    mask[1:-1, 1:-1] = False
+    return torch.where(mask, g, out).view(-1)
+
+
+case("heat2d", lambda: (lin(n, 0.05), torch.tensor(0.2, device=dev, dtype=f64)), heat2d)
 case("energy", lambda: (lin(n, 0.1), torch.tensor(0.3, device=dev, dtype=f64)),
      lambda x, w: (w * x * torch.exp(x)).sum())
 idx = (torch.arange(n, device=dev) * 7919 + 13) % n

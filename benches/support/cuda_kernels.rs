@@ -55,3 +55,19 @@ pub fn score(i: usize, poses: &[f64], atoms: &[f64], energy: &mut [f64]) {
     }
     energy[i] = e;
 }
+
+/// One explicit 2-D heat step on a `m × w` grid stored by rows, one thread per cell, with a
+/// nonlinear conductivity; the boundary cells are copied.
+#[differentiate(forward, reverse, cuda)]
+pub fn heat2d(i: usize, u: &[f64], out: &mut [f64], w: usize, r: f64) {
+    let m = u.len() / w;
+    let row = i / w;
+    let col = i % w;
+    if row == 0 || row == m - 1 || col == 0 || col == w - 1 {
+        out[i] = u[i];
+        return;
+    }
+    let c = u[i];
+    let lap = u[i - w] + u[i + w] + u[i - 1] + u[i + 1] - 4.0 * c;
+    out[i] = c + r * lap * (1.0 + 0.1 * c * c);
+}

@@ -725,3 +725,38 @@ pub fn check_syntax(item: &syn::ItemFn) -> syn::Result<()> {
         None => Ok(()),
     }
 }
+
+/// Whether the element function `f` (its primal program) touches each slice it writes
+/// only at the thread index, and never asks such a slice's length: then its iterations
+/// are independent, and the CPU launcher can run them in parallel with owned views.
+pub fn owned_only(f: &Function) -> bool {
+    let mut thread = None;
+    f.walk(f.body, &mut |i| {
+        if let InstKind::Param(0) = f.inst(i).kind {
+            thread = Some(f.inst(i).results[0]);
+        }
+    });
+    let Some(thread) = thread else {
+        return false;
+    };
+    let is_thread = |k: Value| {
+        k == thread
+            || matches!(f.value(k).def, ValueDef::Result(d, 0)
+                if matches!(f.inst(d).kind, InstKind::Cast { value, .. } if value == thread))
+    };
+    let written = |b: Buf| {
+        matches!(f.buf(b).kind, BufKind::Param(n)
+            if matches!(f.params[n].kind, ParamKind::Buffer { mutable: true, .. }))
+    };
+    let mut ok = true;
+    f.walk(f.body, &mut |i| match &f.inst(i).kind {
+        InstKind::Load(b, idx) | InstKind::Store(b, idx, _) | InstKind::StoreAdd(b, idx, _)
+            if written(*b) =>
+        {
+            ok &= idx.len() == 1 && is_thread(idx[0]);
+        }
+        InstKind::Len(b, _) if written(*b) => ok = false,
+        _ => {}
+    });
+    ok
+}

@@ -24,11 +24,17 @@ fn slice_elem(ty: &syn::Type) -> TokenStream {
     }
 }
 
+/// The launchers of an element function's kernels. `parallel_body`: the element
+/// function's body when its iterations are independent (it writes each slice only at the
+/// thread index, see `cuda::owned_only`) and its index is a `usize`: then `cpu` runs the
+/// body in parallel with rayon, each iteration seeing only its own element of the written
+/// slices (`ad_rayon::for_each_owned`).
 pub fn launchers(
     sig: &Signature,
     krate: &syn::Path,
     fname: &syn::Ident,
     n_adjoints: usize,
+    parallel_body: Option<&syn::Block>,
 ) -> TokenStream {
     let rt = quote!(#krate::cuda);
     let ft = sig.float.tokens();
@@ -155,6 +161,44 @@ pub fn launchers(
             )
         }
     };
+    let cpu_primal = match parallel_body {
+        Some(body) => {
+            let index = &sig.params[0].name;
+            let written: Vec<&syn::Ident> = params
+                .iter()
+                .filter(|p| {
+                    matches!(
+                        p.class,
+                        ParamClass::Buffer {
+                            form: BufForm::MutRef,
+                            ..
+                        }
+                    )
+                })
+                .map(|p| &p.name)
+                .collect();
+            quote! {
+                /// The CPU launcher of [`launch`]: the element function for every index in
+                /// `0..n`, in parallel with rayon (its iterations are independent: each
+                /// writes its own element of every slice it writes).
+                pub fn cpu(n: usize, #(#cp_params),*) {
+                    #krate::par::for_each_owned(0..n, (#(&mut *#written,)*), |#index, __views| {
+                        let (#(#written,)*) = __views;
+                        #body
+                    });
+                }
+            }
+        }
+        None => quote! {
+            /// The CPU launcher of [`launch`]: the element function for every index in
+            /// `0..n`, in order (its iterations share an element of a slice they write).
+            pub fn cpu(n: usize, #(#cp_params),*) {
+                for __i in 0..n {
+                    super::#fname(__i, #(#cp_args),*);
+                }
+            }
+        },
+    };
     quote! {
         /// Runs [`PRIMAL`] on `gpu` with `n` threads (compiled once with NVRTC, cached).
         pub fn launch(gpu: &#rt::Gpu, n: usize, #(#p_params),*) -> Result<(), #rt::CudaError> {
@@ -190,13 +234,7 @@ pub fn launchers(
             #adj_result
         }
 
-        /// The CPU reference of [`launch`]: the element function for every index in
-        /// `0..n`, in order.
-        pub fn cpu(n: usize, #(#cp_params),*) {
-            for __i in 0..n {
-                super::#fname(__i, #(#cp_args),*);
-            }
-        }
+        #cpu_primal
 
         /// The CPU reference of [`launch_rev`]: the element function's `_rev` for every
         /// index in `0..n`, in order; the scalar adjoints summed.
