@@ -109,6 +109,7 @@ numeric_tests! {
         spring_chain_uses_custom_slice_rule,
         mut_param_passed_by_name,
         data_through_an_opaque_channel,
+        configuration_is_not_a_channel,
     ],
     /// Rosenbrock, Himmelblau, Beale, Wood, Speelpenning (published values).
     classic: [

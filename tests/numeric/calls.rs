@@ -387,3 +387,58 @@ pub fn data_through_an_opaque_channel() {
     // Every post was taken, every adjoint consumed.
     assert!(mb.values.borrow().is_empty() && mb.adjoints.borrow().is_empty());
 }
+
+/// A configuration passed to calls: not a channel (no call only takes floats into it), so
+/// `fill`, which only writes constants, stays a plain call with no `_fwd`/`_rev`.
+pub struct Config {
+    pub scale: f64,
+}
+
+pub fn fill(cfg: &Config, buf: &mut [f64]) {
+    for b in buf.iter_mut() {
+        *b = cfg.scale;
+    }
+}
+
+pub fn model(cfg: &Config, x: &[f64]) -> f64 {
+    cfg.scale * x[0] * x[1]
+}
+
+pub fn model_fwd(cfg: &Config, x: &[f64], dx: &[f64]) -> (f64, f64) {
+    (model(cfg, x), cfg.scale * (dx[0] * x[1] + x[0] * dx[1]))
+}
+
+pub fn model_rev(cfg: &Config, x: &[f64], dx: &mut [f64], seed: f64) -> f64 {
+    dx[0] += seed * cfg.scale * x[1];
+    dx[1] += seed * cfg.scale * x[0];
+    model(cfg, x)
+}
+
+#[differentiate(forward, reverse)]
+pub fn configured(cfg: &Config, x: &[f64]) -> f64 {
+    let mut buf = vec![0.0; 2];
+    fill(cfg, &mut buf);
+    model(cfg, x) * buf[1] + x[0]
+}
+
+pub fn configuration_is_not_a_channel() {
+    let cfg = Config { scale: 1.5 };
+    let point = [0.4, -1.2];
+    let f = |p: &[f64]| configured(&cfg, p);
+    check_grad("configured", &point, &f, &|p| configured_grad(&cfg, p), TOLS);
+    check_fwd_rev(&Case {
+        name: "configured",
+        x: &point,
+        primal: &|p| vec![f(p)],
+        jvp: &|p, v| {
+            let (y, t) = configured_fwd(&cfg, p, v);
+            (vec![y], vec![t])
+        },
+        vjp: &|p, w| {
+            let mut g = zeros(2);
+            let y = configured_rev(&cfg, p, &mut g, w[0]);
+            (vec![y], g)
+        },
+        tols: TOLS,
+    });
+}

@@ -4,6 +4,7 @@
 //! (one fact per buffer), values per SSA definition; both are solved to a fixed point.
 
 use crate::ir::*;
+use std::collections::BTreeSet;
 
 pub struct Activity {
     values: Vec<bool>,
@@ -73,7 +74,9 @@ struct Facts {
     /// Opaque values that carry data between calls (`comm` in `comm.isend(&a, ..)` and
     /// `comm.wait_recv(&mut b, ..)`), marked once a call puts varied data into them
     /// (varied) or takes useful data out of them (useful).
-    channels: std::collections::BTreeSet<String>,
+    channels: BTreeSet<String>,
+    /// The opaque values that can be channels at all (see [`channels`]).
+    capable: BTreeSet<String>,
     changed: bool,
 }
 
@@ -103,11 +106,63 @@ impl Facts {
     }
 }
 
+/// The opaque values a call gets (its receiver and opaque arguments), by their text; paths
+/// (`Op::Sum`) are constants, not variables that carry data.
+fn opaque_values(callee: &Callee, args: &[CallArg]) -> Vec<String> {
+    callee
+        .receiver
+        .iter()
+        .cloned()
+        .chain(args.iter().filter_map(|a| match a {
+            CallArg::Opaque(text) => Some(text.clone()),
+            _ => None,
+        }))
+        .map(|c| c.trim_start_matches('&').trim().to_string())
+        .filter(|c| !c.contains("::"))
+        .collect()
+}
+
+/// The opaque values that can carry floats from one call to another: some call gets one
+/// and only takes floats in (a *sink*: float arguments, no float result, no `&mut` float
+/// slice, like `comm.isend(&a, ..)`), and some call gets it and only gives floats out (a
+/// *source*: `&mut` float slices or a float result, no other float argument, like
+/// `comm.wait_recv(&mut b, ..)`). A value passed to calls that each take and give floats
+/// (`model(cfg, x)`) or only give them (`fill(cfg, &mut buf)`), such as a configuration,
+/// is not a channel, so its calls do not become active through it.
+fn channels(f: &Function) -> BTreeSet<String> {
+    let (mut sinks, mut sources) = (BTreeSet::new(), BTreeSet::new());
+    f.walk(f.body, &mut |i| {
+        let InstKind::Call { callee, args, .. } = &f.inst(i).kind else {
+            return;
+        };
+        let float_in = args.iter().any(|a| match a {
+            CallArg::Scalar(v) => f.ty(*v) == Ty::Float,
+            CallArg::Buf {
+                buf,
+                mutable: false,
+            } => f.buf(*buf).elem == Ty::Float,
+            _ => false,
+        });
+        let float_out = f.inst(i).results.iter().any(|r| f.ty(*r) == Ty::Float)
+            || args.iter().any(|a| {
+                matches!(a, CallArg::Buf { buf, mutable: true } if f.buf(*buf).elem == Ty::Float)
+            });
+        let values = opaque_values(callee, args);
+        if float_in && !float_out {
+            sinks.extend(values);
+        } else if float_out && !float_in {
+            sources.extend(values);
+        }
+    });
+    sinks.intersection(&sources).cloned().collect()
+}
+
 fn solve(f: &Function, active_params: &[bool], dir: Direction) -> Facts {
     let mut facts = Facts {
         values: vec![false; f.values.len()],
         bufs: vec![false; f.bufs.len()],
         channels: Default::default(),
+        capable: channels(f),
         changed: true,
     };
     // Seeds.
@@ -235,19 +290,11 @@ fn transfer(f: &Function, i: Inst, active_params: &[bool], dir: Direction, facts
             // call also reads and writes the opaque values it gets (its receiver and
             // opaque arguments, such as a communicator): data put into them by one call
             // may come out of another (`comm.isend(&a, ..)` ... `comm.wait_recv(&mut b,
-            // ..)`), so they are channels between all the calls that get them.
+            // ..)`), so such values (see [`channels`]) link all the calls that get them.
             let ins: Vec<CallArg> = args.clone();
-            let channels: Vec<String> = callee
-                .receiver
-                .iter()
-                .cloned()
-                .chain(ins.iter().filter_map(|a| match a {
-                    CallArg::Opaque(text) => Some(text.clone()),
-                    _ => None,
-                }))
-                .map(|c| c.trim_start_matches('&').trim().to_string())
-                // Paths (`Op::Sum`) are constants, not variables that carry data.
-                .filter(|c| !c.contains("::"))
+            let channels: Vec<String> = opaque_values(callee, &ins)
+                .into_iter()
+                .filter(|c| facts.capable.contains(c))
                 .collect();
             let through_channel = channels.iter().any(|c| facts.channels.contains(c));
             let mut any_in = ins.iter().any(|a| match a {
