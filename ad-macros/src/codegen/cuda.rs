@@ -2,7 +2,7 @@
 //! (`#[differentiate(reverse, cuda)]` on `fn k(i: usize, ..)`), one thread per element.
 //!
 //! The first parameter is the global thread index. Each slice becomes a device pointer
-//! (`const` when read-only) followed by its length; scalars are passed by value; the
+//! (`const` when read-only) followed by its length (`phidiff_len_<name>`); scalars are passed by value; the
 //! kernel's last parameters are the number of threads and, for an adjoint with scalar
 //! adjoints, an array they are added into. Values stay in registers: the adjoint kernel
 //! runs the element's forward sweep then its reverse sweep in the same thread.
@@ -173,9 +173,15 @@ impl Cx<'_> {
         self.out.push('\n');
     }
 
+    /// A parameter's C name: its Rust name, with `_` appended where that would collide
+    /// with a C keyword or a name of the generated code (`v12`, `c3`, `next0`, `phidiff_*`).
     fn param_name(&self, n: usize) -> String {
         let name = &self.f.params[n].name;
-        if RESERVED.contains(&name.as_str()) {
+        let generated = ["v", "c", "next"].iter().any(|p| {
+            name.strip_prefix(p)
+                .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+        }) || name.starts_with("phidiff_");
+        if RESERVED.contains(&name.as_str()) || generated {
             format!("{name}_")
         } else {
             name.clone()
@@ -217,7 +223,7 @@ impl Cx<'_> {
                     };
                     let c = if *mutable { "" } else { "const " };
                     out.push(format!("{c}{elem}* __restrict__ {name}"));
-                    out.push(format!("const unsigned long long {name}_len"));
+                    out.push(format!("const unsigned long long phidiff_len_{name}"));
                 }
                 ParamKind::Opaque => {
                     return Err(format!(
@@ -461,7 +467,7 @@ impl Cx<'_> {
                 let BufKind::Param(n) = f.buf(*buf).kind else {
                     return Err(format!("`{}`: a buffer made inside a CUDA kernel", f.buf(*buf).name));
                 };
-                let e = format!("(long long){}_len", self.param_name(n));
+                let e = format!("(long long)phidiff_len_{}", self.param_name(n));
                 self.let_value(i, e);
             }
             Assert { cond, .. } => {

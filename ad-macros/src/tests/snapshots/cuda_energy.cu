@@ -13,7 +13,7 @@ __device__ __forceinline__ void phidiff_add_uniform(T* address, T value) {
         atomicAdd(address, value);
     }
 }
-extern "C" __global__ void energy(const double* __restrict__ x, const unsigned long long x_len, const double w, double* __restrict__ total, const unsigned long long total_len, const unsigned long long phidiff_n) {
+extern "C" __global__ void energy(const double* __restrict__ x, const unsigned long long phidiff_len_x, const double w, double* __restrict__ total, const unsigned long long phidiff_len_total, const unsigned long long phidiff_n) {
     const long long i = (long long)(blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x);
     if (i >= (long long)phidiff_n) return;
     const double v3 = x[i];
@@ -39,7 +39,7 @@ __device__ __forceinline__ void phidiff_add_uniform(T* address, T value) {
         atomicAdd(address, value);
     }
 }
-extern "C" __global__ void energy_rev(const double* __restrict__ x, const unsigned long long x_len, double* __restrict__ dx, const unsigned long long dx_len, const double w, double* __restrict__ total, const unsigned long long total_len, double* __restrict__ dtotal, const unsigned long long dtotal_len, const unsigned long long phidiff_n, double* phidiff_adjoints) {
+extern "C" __global__ void energy_rev(const double* __restrict__ x, const unsigned long long phidiff_len_x, double* __restrict__ dx, const unsigned long long phidiff_len_dx, const double w, double* __restrict__ total, const unsigned long long phidiff_len_total, double* __restrict__ dtotal, const unsigned long long phidiff_len_dtotal, const unsigned long long phidiff_n, double* phidiff_adjoints) {
     const long long i = (long long)(blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x);
     if (i >= (long long)phidiff_n) return;
     const double v3 = x[i];
