@@ -2,9 +2,9 @@
 //! (`#[differentiate(reverse, cuda)]` on `fn k(i: usize, ..)`), one thread per element.
 //!
 //! The first parameter is the global thread index. Each slice becomes a device pointer
-//! (`const` when read-only) followed by its length (`phidiff_len_<name>`); scalars are passed by value; the
-//! kernel's last parameters are the number of threads and, for an adjoint with scalar
-//! adjoints, an array they are added into. Values stay in registers: the adjoint kernel
+//! (`const` when read-only) followed by its length (`phidiff_len_<name>`); scalars are
+//! passed by value; the kernel's last parameters are the number of threads and, for an
+//! adjoint with scalar adjoints, an array they are added into. Values stay in registers: the adjoint kernel
 //! runs the element's forward sweep then its reverse sweep in the same thread.
 //!
 //! A `+=` into a buffer is classified by its index, as in the rayon adjoint:
