@@ -36,16 +36,9 @@ impl Comm {
         recv: &mut [T],
         drecv: &mut [T],
     ) {
-        check_shadows(
-            "allreduce_sum_fwd",
-            send.len(),
-            dsend.len(),
-            recv.len(),
-            drecv.len(),
-        );
-        self.allreduce_sum(send, recv);
-        self.raw()
-            .all_reduce_into(dsend, drecv, SystemOperation::sum());
+        self.linear_fwd("allreduce_sum_fwd", send, dsend, recv, drecv, |c, s, r| {
+            c.allreduce_sum(s, r)
+        });
     }
 
     /// The adjoint of [`allreduce_sum`](Self::allreduce_sum): `dsend += Σ_ranks drecv`,
@@ -361,15 +354,9 @@ impl Comm {
         drecv: &mut [T],
         root: usize,
     ) {
-        check_shadows(
-            "reduce_sum_fwd",
-            send.len(),
-            dsend.len(),
-            recv.len(),
-            drecv.len(),
-        );
-        self.reduce_sum(send, recv, root);
-        self.reduce_sum(dsend, drecv, root);
+        self.linear_fwd("reduce_sum_fwd", send, dsend, recv, drecv, |c, s, r| {
+            c.reduce_sum(s, r, root)
+        });
     }
 
     /// The adjoint of [`reduce_sum`](Self::reduce_sum): the root broadcasts its `drecv`,
@@ -500,15 +487,9 @@ impl Comm {
         drecv: &mut [T],
         root: usize,
     ) {
-        check_shadows(
-            "gather_fwd",
-            send.len(),
-            dsend.len(),
-            recv.len(),
-            drecv.len(),
-        );
-        self.gather(send, recv, root);
-        self.gather(dsend, drecv, root);
+        self.linear_fwd("gather_fwd", send, dsend, recv, drecv, |c, s, r| {
+            c.gather(s, r, root)
+        });
     }
 
     /// The adjoint of [`gather`](Self::gather): the root scatters its `drecv`, every rank
@@ -563,15 +544,9 @@ impl Comm {
         drecv: &mut [T],
         root: usize,
     ) {
-        check_shadows(
-            "scatter_fwd",
-            send.len(),
-            dsend.len(),
-            recv.len(),
-            drecv.len(),
-        );
-        self.scatter(send, recv, root);
-        self.scatter(dsend, drecv, root);
+        self.linear_fwd("scatter_fwd", send, dsend, recv, drecv, |c, s, r| {
+            c.scatter(s, r, root)
+        });
     }
 
     /// The adjoint of [`scatter`](Self::scatter): the root gathers every `drecv` and adds
@@ -624,15 +599,9 @@ impl Comm {
         recv: &mut [T],
         drecv: &mut [T],
     ) {
-        check_shadows(
-            "allgather_fwd",
-            send.len(),
-            dsend.len(),
-            recv.len(),
-            drecv.len(),
-        );
-        self.allgather(send, recv);
-        self.allgather(dsend, drecv);
+        self.linear_fwd("allgather_fwd", send, dsend, recv, drecv, |c, s, r| {
+            c.allgather(s, r)
+        });
     }
 
     /// The adjoint of [`allgather`](Self::allgather): a reduce-scatter of the sums, `dsend
@@ -693,15 +662,9 @@ impl Comm {
         recv: &mut [T],
         drecv: &mut [T],
     ) {
-        check_shadows(
-            "alltoall_fwd",
-            send.len(),
-            dsend.len(),
-            recv.len(),
-            drecv.len(),
-        );
-        self.alltoall(send, recv);
-        self.alltoall(dsend, drecv);
+        self.linear_fwd("alltoall_fwd", send, dsend, recv, drecv, |c, s, r| {
+            c.alltoall(s, r)
+        });
     }
 
     /// The adjoint of [`alltoall`](Self::alltoall): an all-to-all of the adjoints back,
@@ -724,6 +687,24 @@ impl Comm {
         self.alltoall(&*drecv, &mut back);
         add_into(dsend, &back);
         zero(drecv);
+    }
+}
+
+impl Comm {
+    /// The tangent of a linear communication is the same communication: `op` on the
+    /// values, then on the tangents.
+    fn linear_fwd<T: CommFloat>(
+        &self,
+        method: &str,
+        send: &[T],
+        dsend: &[T],
+        recv: &mut [T],
+        drecv: &mut [T],
+        op: impl Fn(&Self, &[T], &mut [T]),
+    ) {
+        check_shadows(method, send.len(), dsend.len(), recv.len(), drecv.len());
+        op(self, send, recv);
+        op(self, dsend, drecv);
     }
 }
 
