@@ -122,20 +122,30 @@ fn opaque_values(callee: &Callee, args: &[CallArg]) -> Vec<String> {
         .collect()
 }
 
-/// The opaque values that can carry floats from one call to another: some call gets one
-/// and only takes floats in (a *sink*: float arguments, no float result, no `&mut` float
-/// slice, like `comm.isend(&a, ..)`), and some call gets it and only gives floats out (a
-/// *source*: `&mut` float slices or a float result, no other float argument, like
-/// `comm.wait_recv(&mut b, ..)`). A value passed to calls that each take and give floats
-/// (`model(cfg, x)`) or only give them (`fill(cfg, &mut buf)`), such as a configuration,
-/// is not a channel, so its calls do not become active through it.
+/// The opaque values that can carry floats from one call to another. A call that gets an
+/// opaque value (as receiver or argument) is a *sink* when it takes floats and gives none
+/// (`comm.isend(&a, ..)`), a *source* when it gives floats and takes none
+/// (`comm.wait_recv(&mut b, ..)`), *mixed* when it does both (`comm.sendrecv(..)`,
+/// `model(cfg, x)`). A value is a channel when
+/// - some sink gets it and some other call gives floats out of it: what a sink takes has
+///   no visible effect but through the value; or
+/// - it is the receiver of a source and of a mixed call (a receive of what a blocking
+///   exchange sent).
+///
+/// A configuration passed as an argument to `model(cfg, x)` and `fill(cfg, &mut buf)` is
+/// none of these, so its calls do not become active through it.
 fn channels(f: &Function) -> BTreeSet<String> {
-    let (mut sinks, mut sources) = (BTreeSet::new(), BTreeSet::new());
+    let (mut sinks, mut float_out, mut source_recv, mut mixed_recv) = (
+        BTreeSet::new(),
+        BTreeSet::new(),
+        BTreeSet::new(),
+        BTreeSet::new(),
+    );
     f.walk(f.body, &mut |i| {
         let InstKind::Call { callee, args, .. } = &f.inst(i).kind else {
             return;
         };
-        let float_in = args.iter().any(|a| match a {
+        let gives_in = args.iter().any(|a| match a {
             CallArg::Scalar(v) => f.ty(*v) == Ty::Float,
             CallArg::Buf {
                 buf,
@@ -143,18 +153,33 @@ fn channels(f: &Function) -> BTreeSet<String> {
             } => f.buf(*buf).elem == Ty::Float,
             _ => false,
         });
-        let float_out = f.inst(i).results.iter().any(|r| f.ty(*r) == Ty::Float)
+        let gives_out = f.inst(i).results.iter().any(|r| f.ty(*r) == Ty::Float)
             || args.iter().any(|a| {
                 matches!(a, CallArg::Buf { buf, mutable: true } if f.buf(*buf).elem == Ty::Float)
             });
         let values = opaque_values(callee, args);
-        if float_in && !float_out {
-            sinks.extend(values);
-        } else if float_out && !float_in {
-            sources.extend(values);
+        let receiver = callee
+            .receiver
+            .as_ref()
+            .map(|r| r.trim_start_matches('&').trim().to_string());
+        if gives_in && !gives_out {
+            sinks.extend(values.iter().cloned());
+        }
+        if gives_out {
+            float_out.extend(values.iter().cloned());
+        }
+        if let Some(r) = receiver {
+            if gives_out && !gives_in {
+                source_recv.insert(r.clone());
+            }
+            if gives_out && gives_in {
+                mixed_recv.insert(r);
+            }
         }
     });
-    sinks.intersection(&sources).cloned().collect()
+    let by_sink = sinks.intersection(&float_out).cloned();
+    let by_receiver = source_recv.intersection(&mixed_recv).cloned();
+    by_sink.chain(by_receiver).collect()
 }
 
 fn solve(f: &Function, active_params: &[bool], dir: Direction) -> Facts {
@@ -333,5 +358,59 @@ fn transfer(f: &Function, i: Inst, active_params: &[bool], dir: Direction, facts
             }
         }
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::channels;
+
+    fn channels_of(item: syn::ItemFn) -> Vec<String> {
+        let compiled = crate::expand::compile_with_for_tests("reverse", &item).expect("compiles");
+        channels(&compiled.primal).into_iter().collect()
+    }
+
+    #[test]
+    fn which_opaque_values_are_channels() {
+        // A sink (isend) and a source (wait_recv).
+        let nonblocking: syn::ItemFn = syn::parse_quote! {
+            fn f(comm: &Comm, x: &[f64]) -> f64 {
+                let mut b = vec![0.0; 1];
+                comm.isend(x, 1, 0);
+                comm.wait_recv(&mut b, 1, 0);
+                b[0]
+            }
+        };
+        assert_eq!(channels_of(nonblocking), ["comm"]);
+        // A sink and a mixed call (an exchange that receives what the isend sent).
+        let mixed: syn::ItemFn = syn::parse_quote! {
+            fn f(comm: &Comm, x: &[f64], c: &[f64]) -> f64 {
+                let mut b = vec![0.0; 1];
+                comm.isend(x, 1, 0);
+                comm.sendrecv(c, 1, &mut b, 1, 0);
+                b[0]
+            }
+        };
+        assert_eq!(channels_of(mixed), ["comm"]);
+        // The receiver of a source and of a mixed call (a receive of what an exchange sent).
+        let receive_after_exchange: syn::ItemFn = syn::parse_quote! {
+            fn f(comm: &Comm, x: &[f64]) -> f64 {
+                let mut b = vec![0.0; 1];
+                let mut c = vec![0.0; 1];
+                comm.sendrecv(x, 1, &mut c, 1, 0);
+                comm.wait_recv(&mut b, 1, 0);
+                b[0] + c[0]
+            }
+        };
+        assert_eq!(channels_of(receive_after_exchange), ["comm"]);
+        // A configuration passed to a mixed call and a source: not a channel.
+        let config: syn::ItemFn = syn::parse_quote! {
+            fn f(cfg: &Config, x: &[f64]) -> f64 {
+                let mut buf = vec![0.0; 2];
+                fill(cfg, &mut buf);
+                model(cfg, x) * buf[1]
+            }
+        };
+        assert!(channels_of(config).is_empty());
     }
 }
