@@ -7,6 +7,8 @@ mod common;
 mod adbench;
 #[path = "../benches/support/gmm.rs"]
 mod gmm;
+#[path = "../benches/support/lstm.rs"]
+mod lstm;
 
 use common::*;
 
@@ -96,4 +98,65 @@ fn gmm_gradient_passes_finite_differences() {
             TOLS,
         );
     }
+}
+
+#[test]
+fn lstm_objective_matches_adbench_reference() {
+    let p = adbench::read_lstm(&adbench::data("lstm/lstm_l2_c1024.txt"));
+    assert_eq!((p.l, p.c, p.b), (2, 1024, 14));
+    let mut state = p.state.clone();
+    let loss = lstm::lstm_objective(
+        &p.main_params,
+        &p.extra_params,
+        &mut state,
+        &p.sequence,
+        p.l,
+        p.c,
+        p.b,
+    );
+    // ADBench's published reference objective for lstm_l2_c1024 (8 significant digits).
+    let reference = 0.666_665_18;
+    assert!(
+        (loss - reference).abs() <= 5e-9,
+        "loss {loss:.10} vs ADBench's {reference}"
+    );
+}
+
+#[test]
+fn lstm_gradient_passes_finite_differences() {
+    // A shorter sequence of the same file keeps the finite differences quick.
+    let p = adbench::read_lstm(&adbench::data("lstm/lstm_l2_c1024.txt"));
+    let c = 6;
+    let sequence = &p.sequence[..c * p.b];
+    let nm = p.main_params.len();
+    let point = cat(&[&p.main_params, &p.extra_params]);
+    let f = |q: &[f64]| {
+        let mut state = p.state.clone();
+        lstm::lstm_objective(&q[..nm], &q[nm..], &mut state, sequence, p.l, c, p.b)
+    };
+    check_grad(
+        "lstm (6 steps)",
+        &point,
+        &f,
+        &|q| {
+            let mut state = p.state.clone();
+            let mut dstate = zeros(state.len());
+            let (mut dm, mut de) = (zeros(nm), zeros(q.len() - nm));
+            let v = lstm::lstm_objective_rev(
+                &q[..nm],
+                &mut dm,
+                &q[nm..],
+                &mut de,
+                &mut state,
+                &mut dstate,
+                sequence,
+                p.l,
+                c,
+                p.b,
+                1.0,
+            );
+            (v, cat(&[&dm, &de]))
+        },
+        TOLS,
+    );
 }

@@ -85,6 +85,16 @@ fn compile(opts: &Options, item: &syn::ItemFn) -> syn::Result<(signature::Signat
     reverse::check_checkpoints(&primal)?;
     let active: Vec<bool> = sig.params.iter().map(|p| p.active).collect();
     let act = activity::analyze(&primal, &active);
+    if let Some(&n) = act.carriers.first() {
+        let p = &sig.params[n];
+        return Err(syn::Error::new_spanned(
+            &p.name,
+            format!(
+                "phidiff: `{0}` is left out of `wrt(..)`, but the function writes values that depend on the active parameters into it and reads them back, so the derivative flows through it; add `{0}` to `wrt(..)` (its shadow then holds its adjoint, which you may ignore)",
+                p.name
+            ),
+        ));
+    }
     let name = item.sig.ident.to_string();
     let fwd = forward::forward(&primal, &act, &active, &format!("{name}_fwd"));
     verify(&fwd).map_err(|e| internal("forward mode", e, &fwd))?;

@@ -70,6 +70,46 @@ pub fn read_gmm(path: &Path) -> Gmm {
     }
 }
 
+/// An LSTM problem: `l` layers of width `b`, a sequence of `c` steps.
+pub struct Lstm {
+    pub l: usize,
+    pub c: usize,
+    pub b: usize,
+    /// Per layer: weights then biases, `4b` each.
+    pub main_params: Vec<f64>,
+    /// `3b`: input scale, output scale, output offset.
+    pub extra_params: Vec<f64>,
+    /// Per layer: hidden state then cell, `b` each.
+    pub state: Vec<f64>,
+    /// `c × b`.
+    pub sequence: Vec<f64>,
+}
+
+/// Reads an ADBench LSTM file: `l c b`, main parameters, extra parameters, state, sequence.
+pub fn read_lstm(path: &Path) -> Lstm {
+    let v = numbers(path);
+    let (l, c, b) = (v[0] as usize, v[1] as usize, v[2] as usize);
+    let mut at = 3;
+    let mut take = |len: usize| {
+        let part = v[at..at + len].to_vec();
+        at += len;
+        part
+    };
+    let main_params = take(8 * l * b);
+    let extra_params = take(3 * b);
+    let state = take(2 * l * b);
+    let sequence = take(c * b);
+    Lstm {
+        l,
+        c,
+        b,
+        main_params,
+        extra_params,
+        state,
+        sequence,
+    }
+}
+
 /// `ln Γ(z)` for `z > 0`: Lanczos' approximation (g = 7, 9 coefficients; about 15
 /// significant digits), with the reflection formula below 0.5.
 pub fn ln_gamma(z: f64) -> f64 {

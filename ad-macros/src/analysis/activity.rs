@@ -9,6 +9,9 @@ use std::collections::BTreeSet;
 pub struct Activity {
     values: Vec<bool>,
     bufs: Vec<bool>,
+    /// Buffer parameters left out of the active set (`wrt`) that nevertheless carry values
+    /// depending on the active inputs: written from them and read back.
+    pub carriers: Vec<usize>,
 }
 
 impl Activity {
@@ -35,12 +38,17 @@ pub fn analyze(f: &Function, active_params: &[bool]) -> Activity {
     let mut bufs: Vec<bool> = (0..f.bufs.len())
         .map(|k| varied.bufs[k] && useful.bufs[k])
         .collect();
+    let mut carriers = Vec::new();
     for (k, b) in f.bufs.iter().enumerate() {
         if b.elem != Ty::Float {
             bufs[k] = false;
         }
         if let BufKind::Param(n) = b.kind {
-            // The contract gives every active buffer parameter a shadow.
+            // The contract gives every active buffer parameter a shadow; an inactive one
+            // has none, so one that carries active values cannot be differentiated.
+            if !active_params[n] && bufs[k] && b.elem == Ty::Float {
+                carriers.push(n);
+            }
             bufs[k] = active_params[n] && b.elem == Ty::Float;
         }
     }
@@ -59,7 +67,11 @@ pub fn analyze(f: &Function, active_params: &[bool]) -> Activity {
             }
         });
     }
-    Activity { values, bufs }
+    Activity {
+        values,
+        bufs,
+        carriers,
+    }
 }
 
 #[derive(Copy, Clone, PartialEq)]
