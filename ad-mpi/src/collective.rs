@@ -7,7 +7,7 @@
 use mpi::collective::SystemOperation;
 use mpi::traits::*;
 
-use crate::comm::{add_into, check_len, check_shadows, zero, Comm, CommFloat};
+use crate::comm::{add_into, check_dbuf, check_len, check_shadows, zero, Comm, CommFloat};
 
 impl Comm {
     // ----- all-reduce: sum -------------------------------------------------------------
@@ -403,13 +403,7 @@ impl Comm {
 
     /// [`bcast`](Self::bcast) with tangents.
     pub fn bcast_fwd<T: CommFloat>(&self, buf: &mut [T], dbuf: &mut [T], root: usize) {
-        check_len(
-            "bcast_fwd",
-            "dbuf",
-            dbuf.len(),
-            "the length of `buf`",
-            buf.len(),
-        );
+        check_dbuf("bcast_fwd", buf.len(), dbuf.len());
         self.bcast(buf, root);
         self.bcast(dbuf, root);
     }
@@ -418,13 +412,7 @@ impl Comm {
     /// (a reduction to the root), the other ranks' `dbuf` becomes 0 (the call overwrote
     /// their `buf`).
     pub fn bcast_rev<T: CommFloat>(&self, buf: &mut [T], dbuf: &mut [T], root: usize) {
-        check_len(
-            "bcast_rev",
-            "dbuf",
-            dbuf.len(),
-            "the length of `buf`",
-            buf.len(),
-        );
+        check_dbuf("bcast_rev", buf.len(), dbuf.len());
         let process = self.process(root, "bcast_rev", "root");
         if self.rank() == root {
             let mut total = vec![T::zero(); dbuf.len()];

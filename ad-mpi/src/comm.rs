@@ -128,6 +128,11 @@ pub(crate) fn check_len(method: &str, param: &str, got: usize, what: &str, want:
     }
 }
 
+/// Panics unless the shadow `dbuf` has the length of `buf`.
+pub(crate) fn check_dbuf(method: &str, buf: usize, dbuf: usize) {
+    check_len(method, "dbuf", dbuf, "the length of `buf`", buf);
+}
+
 /// Panics unless the shadows `dsend` and `drecv` have the lengths of `send` and `recv`.
 pub(crate) fn check_shadows(method: &str, send: usize, dsend: usize, recv: usize, drecv: usize) {
     check_len(method, "dsend", dsend, "the length of `send`", send);

@@ -22,7 +22,7 @@ use std::collections::VecDeque;
 use mpi::request::{Request, StaticScope};
 use mpi::traits::*;
 
-use crate::comm::{add_into, check_len, to_c_int, zero, Comm, CommFloat};
+use crate::comm::{add_into, check_dbuf, to_c_int, zero, Comm, CommFloat};
 
 /// What a pending operation does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -142,6 +142,18 @@ impl Comm {
         });
     }
 
+    /// Posts a receive of `len` elements into a zeroed buffer of its own.
+    fn post_recv<T: CommFloat>(
+        &self,
+        role: Role,
+        len: usize,
+        peer: usize,
+        tag: usize,
+        method: &str,
+    ) {
+        self.post(Kind::Recv, role, vec![T::zero(); len], peer, tag, method);
+    }
+
     /// Completes the oldest pending operation of this kind, role, peer and tag, whose
     /// buffer has `len` elements; returns its buffer.
     fn complete<T: CommFloat>(
@@ -198,13 +210,7 @@ impl Comm {
 
     /// [`isend`](Self::isend) of the value and the tangent.
     pub fn isend_fwd<T: CommFloat>(&self, buf: &[T], dbuf: &[T], dest: usize, tag: usize) {
-        check_len(
-            "isend_fwd",
-            "dbuf",
-            dbuf.len(),
-            "the length of `buf`",
-            buf.len(),
-        );
+        check_dbuf("isend_fwd", buf.len(), dbuf.len());
         self.post(
             Kind::Send,
             Role::Value,
@@ -230,13 +236,7 @@ impl Comm {
     /// If no adjoint receive from `dest` with `tag` is pending (`wait_send_rev` did not
     /// run first, as the reverse of a program runs its waits before their posts).
     pub fn isend_rev<T: CommFloat>(&self, buf: &[T], dbuf: &mut [T], dest: usize, tag: usize) {
-        check_len(
-            "isend_rev",
-            "dbuf",
-            dbuf.len(),
-            "the length of `buf`",
-            buf.len(),
-        );
+        check_dbuf("isend_rev", buf.len(), dbuf.len());
         let adjoint: Vec<T> =
             self.complete(Kind::Recv, Role::Adjoint, dest, tag, buf.len(), "isend_rev");
         add_into(dbuf, &adjoint);
@@ -253,13 +253,7 @@ impl Comm {
 
     /// [`wait_send`](Self::wait_send) of the value and the tangent.
     pub fn wait_send_fwd<T: CommFloat>(&self, buf: &[T], dbuf: &[T], dest: usize, tag: usize) {
-        check_len(
-            "wait_send_fwd",
-            "dbuf",
-            dbuf.len(),
-            "the length of `buf`",
-            buf.len(),
-        );
+        check_dbuf("wait_send_fwd", buf.len(), dbuf.len());
         let _: Vec<T> = self.complete(
             Kind::Send,
             Role::Value,
@@ -281,35 +275,15 @@ impl Comm {
     /// The adjoint of [`wait_send`](Self::wait_send): posts the receive of the message's
     /// adjoint from `dest`, which [`isend_rev`](Self::isend_rev) completes.
     pub fn wait_send_rev<T: CommFloat>(&self, buf: &[T], dbuf: &mut [T], dest: usize, tag: usize) {
-        check_len(
-            "wait_send_rev",
-            "dbuf",
-            dbuf.len(),
-            "the length of `buf`",
-            buf.len(),
-        );
-        self.post(
-            Kind::Recv,
-            Role::Adjoint,
-            vec![T::zero(); buf.len()],
-            dest,
-            tag,
-            "wait_send_rev",
-        );
+        check_dbuf("wait_send_rev", buf.len(), dbuf.len());
+        self.post_recv::<T>(Role::Adjoint, buf.len(), dest, tag, "wait_send_rev");
     }
 
     /// Starts receiving `buf.len()` elements from `source` with `tag`;
     /// [`wait_recv`](Self::wait_recv) on the same buffer fills it. `buf` is not touched
     /// here.
     pub fn irecv<T: CommFloat>(&self, buf: &mut [T], source: usize, tag: usize) {
-        self.post(
-            Kind::Recv,
-            Role::Value,
-            vec![T::zero(); buf.len()],
-            source,
-            tag,
-            "irecv",
-        );
+        self.post_recv::<T>(Role::Value, buf.len(), source, tag, "irecv");
     }
 
     /// [`irecv`](Self::irecv) of the value and the tangent.
@@ -320,29 +294,9 @@ impl Comm {
         source: usize,
         tag: usize,
     ) {
-        check_len(
-            "irecv_fwd",
-            "dbuf",
-            dbuf.len(),
-            "the length of `buf`",
-            buf.len(),
-        );
-        self.post(
-            Kind::Recv,
-            Role::Value,
-            vec![T::zero(); buf.len()],
-            source,
-            tag,
-            "irecv_fwd",
-        );
-        self.post(
-            Kind::Recv,
-            Role::Tangent,
-            vec![T::zero(); buf.len()],
-            source,
-            tag,
-            "irecv_fwd",
-        );
+        check_dbuf("irecv_fwd", buf.len(), dbuf.len());
+        self.post_recv::<T>(Role::Value, buf.len(), source, tag, "irecv_fwd");
+        self.post_recv::<T>(Role::Tangent, buf.len(), source, tag, "irecv_fwd");
     }
 
     /// The adjoint of [`irecv`](Self::irecv): completes the adjoint send that
@@ -355,13 +309,7 @@ impl Comm {
         source: usize,
         tag: usize,
     ) {
-        check_len(
-            "irecv_rev",
-            "dbuf",
-            dbuf.len(),
-            "the length of `buf`",
-            buf.len(),
-        );
+        check_dbuf("irecv_rev", buf.len(), dbuf.len());
         let _: Vec<T> = self.complete(
             Kind::Send,
             Role::Adjoint,
@@ -391,13 +339,7 @@ impl Comm {
         source: usize,
         tag: usize,
     ) {
-        check_len(
-            "wait_recv_fwd",
-            "dbuf",
-            dbuf.len(),
-            "the length of `buf`",
-            buf.len(),
-        );
+        check_dbuf("wait_recv_fwd", buf.len(), dbuf.len());
         self.wait_recv(buf, source, tag);
         let data: Vec<T> = self.complete(
             Kind::Recv,
@@ -420,13 +362,7 @@ impl Comm {
         source: usize,
         tag: usize,
     ) {
-        check_len(
-            "wait_recv_rev",
-            "dbuf",
-            dbuf.len(),
-            "the length of `buf`",
-            buf.len(),
-        );
+        check_dbuf("wait_recv_rev", buf.len(), dbuf.len());
         self.post(
             Kind::Send,
             Role::Adjoint,

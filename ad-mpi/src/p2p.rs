@@ -5,7 +5,9 @@
 use mpi::point_to_point::send_receive_into_with_tags;
 use mpi::traits::*;
 
-use crate::comm::{add_into, check_len, check_shadows, to_c_int, zero, Comm, CommFloat};
+use crate::comm::{
+    add_into, check_dbuf, check_len, check_shadows, to_c_int, zero, Comm, CommFloat,
+};
 
 impl Comm {
     /// Sends `buf` to rank `dest` with `tag` (a blocking standard send).
@@ -16,13 +18,7 @@ impl Comm {
 
     /// [`send`](Self::send) with the tangent: `buf`, then `dbuf`, same tag.
     pub fn send_fwd<T: CommFloat>(&self, buf: &[T], dbuf: &[T], dest: usize, tag: usize) {
-        check_len(
-            "send_fwd",
-            "dbuf",
-            dbuf.len(),
-            "the length of `buf`",
-            buf.len(),
-        );
+        check_dbuf("send_fwd", buf.len(), dbuf.len());
         self.send(buf, dest, tag);
         self.send(dbuf, dest, tag);
     }
@@ -30,13 +26,7 @@ impl Comm {
     /// The adjoint of [`send`](Self::send): receives the adjoint of the message from
     /// `dest` (sent by its [`recv_rev`](Self::recv_rev)) and adds it into `dbuf`.
     pub fn send_rev<T: CommFloat>(&self, buf: &[T], dbuf: &mut [T], dest: usize, tag: usize) {
-        check_len(
-            "send_rev",
-            "dbuf",
-            dbuf.len(),
-            "the length of `buf`",
-            buf.len(),
-        );
+        check_dbuf("send_rev", buf.len(), dbuf.len());
         let mut adjoint = vec![T::zero(); buf.len()];
         self.recv(&mut adjoint, dest, tag);
         add_into(dbuf, &adjoint);
@@ -65,13 +55,7 @@ impl Comm {
     /// [`recv`](Self::recv) with the tangent (the second message of
     /// [`send_fwd`](Self::send_fwd)).
     pub fn recv_fwd<T: CommFloat>(&self, buf: &mut [T], dbuf: &mut [T], source: usize, tag: usize) {
-        check_len(
-            "recv_fwd",
-            "dbuf",
-            dbuf.len(),
-            "the length of `buf`",
-            buf.len(),
-        );
+        check_dbuf("recv_fwd", buf.len(), dbuf.len());
         self.recv(buf, source, tag);
         self.recv(dbuf, source, tag);
     }
@@ -79,13 +63,7 @@ impl Comm {
     /// The adjoint of [`recv`](Self::recv): sends `dbuf` back to `source` (received by
     /// its [`send_rev`](Self::send_rev)), then sets it to 0.
     pub fn recv_rev<T: CommFloat>(&self, buf: &mut [T], dbuf: &mut [T], source: usize, tag: usize) {
-        check_len(
-            "recv_rev",
-            "dbuf",
-            dbuf.len(),
-            "the length of `buf`",
-            buf.len(),
-        );
+        check_dbuf("recv_rev", buf.len(), dbuf.len());
         self.send(&*dbuf, source, tag);
         zero(dbuf);
     }
