@@ -146,3 +146,46 @@ pub fn ln_multigamma(a: f64, p: usize) -> f64 {
     }
     out
 }
+
+/// A bundle adjustment problem: `n` cameras, `m` points, `p` observations.
+pub struct Ba {
+    pub n: usize,
+    pub m: usize,
+    pub p: usize,
+    /// `n × 11` cameras: Rodrigues rotation (3), centre (3), focal length, principal
+    /// point (2), radial distortion (2).
+    pub cams: Vec<f64>,
+    /// `m × 3` points.
+    pub x: Vec<f64>,
+    /// `p` observation weights.
+    pub w: Vec<f64>,
+    /// `p × 2`: the camera and the point of each observation.
+    pub obs: Vec<usize>,
+    /// `p × 2` measured features (pixel coordinates).
+    pub feats: Vec<f64>,
+}
+
+/// Reads an ADBench BA file: `n m p`, then one camera, one point, one weight and one
+/// feature, which ADBench's reader tiles to all cameras, points and observations;
+/// observation `i` sees camera `i mod n` and point `i mod m`.
+pub fn read_ba(path: &Path) -> Ba {
+    let v = numbers(path);
+    assert_eq!(
+        v.len(),
+        20,
+        "{}: an ADBench BA file holds 20 numbers",
+        path.display()
+    );
+    let (n, m, p) = (v[0] as usize, v[1] as usize, v[2] as usize);
+    let (cam, point, weight, feat) = (&v[3..14], &v[14..17], v[17], &v[18..20]);
+    Ba {
+        n,
+        m,
+        p,
+        cams: cam.repeat(n),
+        x: point.repeat(m),
+        w: vec![weight; p],
+        obs: (0..p).flat_map(|i| [i % n, i % m]).collect(),
+        feats: feat.repeat(p),
+    }
+}

@@ -1,0 +1,460 @@
+#!/usr/bin/env python3
+"""JAX (jit, CPU) and PyTorch (CPU) peers of the scoreboard (`examples/scoreboard`).
+
+The scoreboard writes a manifest (one program per line: `key kind path [params...]`) and
+runs this script with the virtual environment's Python; each program is written the way a
+user of the framework writes it (vectorized array code, `jax.grad` under `jax.jit`,
+`torch.autograd`), in float64. For every tool and program one JSON line goes to stdout:
+
+    {"tool": "jax", "program": KEY, "primal": s, "grad": s, "value": f, "grad_norm": f}
+
+(median seconds over interleaved repetitions) or {"tool": ..., "skipped": reason} when the
+framework is not installed. The scoreboard checks `value` and `grad_norm` against phidiff's
+before it uses the times.
+
+    python benches/peers/jax_torch.py MANIFEST [--reps N] [--threads T]
+"""
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from types import SimpleNamespace
+
+
+def numbers(path):
+    with open(path) as f:
+        return [float(t) for t in f.read().split()]
+
+
+# ---------------------------------------------------------------- inputs (ADBench formats)
+
+
+def read_gmm(path):
+    v = numbers(path)
+    d, k, n = int(v[0]), int(v[1]), int(v[2])
+    p = 3
+    icf_sz = d * (d + 1) // 2
+    alphas = v[p : p + k]
+    p += k
+    means = v[p : p + k * d]
+    p += k * d
+    icf = v[p : p + k * icf_sz]
+    p += k * icf_sz
+    x = v[p : p + n * d]
+    p += n * d
+    gamma, m = v[p], int(v[p + 1])
+    return dict(d=d, k=k, n=n, alphas=alphas, means=means, icf=icf, x=x, gamma=gamma, m=m)
+
+
+def read_lstm(path):
+    v = numbers(path)
+    l, c, b = int(v[0]), int(v[1]), int(v[2])
+    p = 3
+    main = v[p : p + 8 * l * b]
+    p += 8 * l * b
+    extra = v[p : p + 3 * b]
+    p += 3 * b
+    state = v[p : p + 2 * l * b]
+    p += 2 * l * b
+    seq = v[p : p + c * b]
+    return dict(l=l, c=c, b=b, main=main, extra=extra, state=state, seq=seq)
+
+
+def read_ba(path):
+    v = numbers(path)
+    n, m, p = int(v[0]), int(v[1]), int(v[2])
+    cam, x, w, feat = v[3:14], v[14:17], v[17], v[18:20]
+    # ADBench tiles one camera, point, weight and feature; observation i sees camera
+    # i % n and point i % m.
+    return dict(n=n, m=m, p=p, cam=cam, x=x, w=w, feat=feat)
+
+
+def ln_multigamma(a, p):
+    return 0.25 * p * (p - 1) * math.log(math.pi) + sum(
+        math.lgamma(a + 0.5 * (1 - j)) for j in range(1, p + 1)
+    )
+
+
+def ltri_index(d):
+    rows, cols = [], []
+    for c in range(d):
+        for r in range(c + 1, d):
+            rows.append(r)
+            cols.append(c)
+    return rows, cols
+
+
+# ---------------------------------------------------------------- programs, per framework
+
+
+def programs(np, lib):
+    """The objectives over array namespace `np` (jax.numpy or a torch shim)."""
+
+    def gmm(alphas, means, icf, x, d, k, gamma, m, rows, cols, lg):
+        n = x.shape[0]
+        qdiag = np.exp(icf[:, :d])
+        sum_qs = np.sum(icf[:, :d], 1)
+        ls = lib.lower(icf[:, d:], k, d, rows, cols)
+        xc = x[:, None, :] - means[None, :, :]
+        qxc = qdiag[None] * xc + np.einsum("kij,nkj->nki", ls, xc)
+        main = alphas[None] + sum_qs[None] - 0.5 * np.sum(qxc * qxc, 2)
+        slse = np.sum(lib.logsumexp(main, 1))
+        const = -n * d * 0.5 * math.log(2 * math.pi)
+        err = const + slse - n * lib.logsumexp(alphas, 0)
+        dof = d + m + 1
+        c = dof * d * (math.log(gamma) - 0.5 * math.log(2)) - lg
+        fro = np.sum(qdiag * qdiag) + np.sum(icf[:, d:] * icf[:, d:])
+        return err + 0.5 * gamma * gamma * fro - m * np.sum(sum_qs) - k * c
+
+    def lstm(main, extra, state, seq, l, c, b):
+        w = main.reshape(l, 8, b)
+        st = state.reshape(l, 2, b)
+        hs = [st[i, 0] for i in range(l)]
+        cs = [st[i, 1] for i in range(l)]
+        total = 0.0
+        for t in range(c - 1):
+            x = seq[t] * extra[0]
+            for i in range(l):
+                g = w[i]
+                forget = lib.sigmoid(x * g[0] + g[4])
+                ingate = lib.sigmoid(hs[i] * g[1] + g[5])
+                outgate = lib.sigmoid(x * g[2] + g[6])
+                change = np.tanh(hs[i] * g[3] + g[7])
+                cs[i] = cs[i] * forget + ingate * change
+                hs[i] = outgate * np.tanh(cs[i])
+                x = hs[i]
+            ypred = x * extra[1] + extra[2]
+            lse = np.log(np.sum(np.exp(ypred)) + 2.0)
+            total = total + np.sum(seq[t + 1] * (ypred - lse))
+        return -total / ((c - 1) * b)
+
+    def reproj(params, feat):
+        # params: 11 camera, 3 point, 1 weight.
+        rot, center, f = params[0:3], params[3:6], params[6]
+        x0, kappa, pt, w = params[7:9], params[9:11], params[11:14], params[14]
+        xm = pt - center
+        sqtheta = np.sum(rot * rot)
+        theta = np.sqrt(sqtheta)
+        wv = rot / theta
+        cross = lib.cross(wv, xm)
+        tmp = np.sum(wv * xm) * (1.0 - np.cos(theta))
+        xcam = xm * np.cos(theta) + cross * np.sin(theta) + wv * tmp
+        p = xcam[0:2] / xcam[2]
+        rsq = np.sum(p * p)
+        lfac = 1.0 + kappa[0] * rsq + kappa[1] * rsq * rsq
+        proj = p * lfac * f + x0
+        return w * (proj - feat)
+
+    def rosenbrock(x):
+        a = x[1:] - x[:-1] * x[:-1]
+        b = 1.0 - x[:-1]
+        return np.sum(100.0 * a * a + b * b)
+
+    def burgers_step(u, dt, nudt):
+        w = lib.roll(u, 1, 1)
+        e = lib.roll(u, -1, 1)
+        no = lib.roll(u, 1, 0)
+        so = lib.roll(u, -1, 0)
+        adv = np.where(u > 0, u * (u - w) + u * (u - no), u * (e - u) + u * (so - u))
+        return u - dt * adv + nudt * (w + e + no + so - 4.0 * u)
+
+    def heat2d(u, r):
+        c = u[1:-1, 1:-1]
+        lap = u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:] - 4.0 * c
+        inner = c + r * lap * (1.0 + 0.1 * c * c)
+        total = np.sum(u * u) - np.sum(c * c)
+        return total + np.sum(inner * inner)
+
+    return dict(gmm=gmm, lstm=lstm, reproj=reproj, rosenbrock=rosenbrock,
+                burgers_step=burgers_step, heat2d=heat2d)
+
+
+def median_times(fns, reps):
+    """Interleaved repetitions: each round runs every function once (batched to ~20 ms)."""
+    batches = []
+    for f in fns:
+        f()
+        t = time.perf_counter()
+        f()
+        one = max(time.perf_counter() - t, 1e-9)
+        batches.append(max(1, min(100000, int(0.02 / one))))
+    samples = [[] for _ in fns]
+    for _ in range(reps):
+        for i, f in enumerate(fns):
+            t = time.perf_counter()
+            for _ in range(batches[i]):
+                f()
+            samples[i].append((time.perf_counter() - t) / batches[i])
+    return [sorted(s)[len(s) // 2] for s in samples]
+
+
+# ---------------------------------------------------------------- JAX
+
+
+def run_jax(manifest, reps, emit, threads):
+    if threads == 1:
+        os.environ.setdefault(
+            "XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
+    try:
+        import jax
+
+        jax.config.update("jax_enable_x64", True)
+        import jax.numpy as jnp
+        from jax.scipy.special import logsumexp
+    except ImportError as e:
+        emit({"tool": "jax", "skipped": f"not installed ({e})"})
+        return
+    emit({"tool": "jax", "version": jax.__version__})
+
+    def lower(vals, k, d, rows, cols):
+        return jnp.zeros((k, d, d)).at[:, rows, cols].set(vals)
+
+    lib = SimpleNamespace(lower=lower, logsumexp=logsumexp, sigmoid=jax.nn.sigmoid,
+                          cross=jnp.cross, roll=jnp.roll)
+    P = programs(jnp, lib)
+    for key, kind, path, params in manifest:
+        f, grad, args = jax_problem(P, jnp, jax, kind, path, params)
+        fj, gj = jax.jit(f), jax.jit(grad)
+
+        def primal():
+            jax.block_until_ready(fj(*args))
+
+        def gradient():
+            jax.block_until_ready(gj(*args))
+
+        value = float(fj(*args))
+        leaves = jax.tree_util.tree_leaves(gj(*args))
+        norm = math.sqrt(sum(float(jnp.sum(g * g)) for g in leaves))
+        tp, tg = median_times([primal, gradient], reps)
+        emit({"tool": "jax", "program": key, "primal": tp, "grad": tg, "value": value,
+              "grad_norm": norm})
+
+
+def jax_problem(P, jnp, jax, kind, path, params):
+    """(objective, gradient or Jacobian, arguments) of one manifest program."""
+
+    def with_grad(f, args, active=None):
+        return f, jax.grad(f, argnums=tuple(range(active or len(args)))), args
+
+    if kind == "gmm":
+        g = read_gmm(path)
+        d, k, n = g["d"], g["k"], g["n"]
+        rows, cols = ltri_index(d)
+        lg = ln_multigamma(0.5 * (d + g["m"] + 1), d)
+        x = jnp.array(g["x"]).reshape(n, d)
+        args = (jnp.array(g["alphas"]), jnp.array(g["means"]).reshape(k, d),
+                jnp.array(g["icf"]).reshape(k, d * (d + 1) // 2))
+        return with_grad(
+            lambda a, mu, q: P["gmm"](a, mu, q, x, d, k, g["gamma"], g["m"], rows, cols, lg),
+            args)
+    if kind == "lstm":
+        s = read_lstm(path)
+        l, c, b = s["l"], s["c"], s["b"]
+        seq = jnp.array(s["seq"]).reshape(c, b)
+        args = (jnp.array(s["main"]), jnp.array(s["extra"]).reshape(3, b),
+                jnp.array(s["state"]))
+        # The gradient with respect to the parameters (ADBench's), not the initial state.
+        return with_grad(lambda mp, ep, st: lstm_scan(jax, jnp, mp, ep, st, seq, l, c, b), args, 2)
+    if kind == "ba":
+        bp = read_ba(path)
+        prm, feats, w = ba_params(bp, jnp.array)
+
+        def residuals(prm, feats, w):
+            r = jax.vmap(P["reproj"])(prm, feats)
+            return jnp.concatenate([r.reshape(-1), 1.0 - w * w])
+
+        def jacobian(prm, feats, w):
+            return jax.vmap(jax.jacrev(P["reproj"]))(prm, feats), -2.0 * w
+
+        return (lambda *a: jnp.sum(residuals(*a) ** 2)), jacobian, (prm, feats, w)
+    if kind == "rosenbrock":
+        return with_grad(P["rosenbrock"], (jnp.array(numbers(path)),))
+    if kind == "burgers":
+        n, nu, dt, steps = int(params[0]), float(params[1]), float(params[2]), int(params[3])
+        u0 = jnp.array(numbers(path)).reshape(-1, n)
+
+        def f(u):
+            u = jax.lax.fori_loop(0, steps, lambda _, v: P["burgers_step"](v, dt, nu * dt), u)
+            return 0.5 * jnp.sum(u * u)
+
+        return with_grad(f, (u0,))
+    if kind == "heat2d":
+        n, r = int(params[0]), float(params[1])
+        u = jnp.array(numbers(path)).reshape(-1, n)
+        return with_grad(lambda v: P["heat2d"](v, r), (u,))
+    raise ValueError(kind)
+
+
+def lstm_scan(jax, jnp, main, extra, state, seq, l, c, b):
+    """The LSTM over the sequence as a `lax.scan` (the JAX way to write a recurrence)."""
+    w = main.reshape(l, 8, b)
+    st = state.reshape(l, 2, b)
+    sig = jax.nn.sigmoid
+
+    def step(carry, t):
+        hs, cs = carry
+        x = seq[t] * extra[0]
+        new_h, new_c = [], []
+        for i in range(l):
+            g = w[i]
+            forget = sig(x * g[0] + g[4])
+            ingate = sig(hs[i] * g[1] + g[5])
+            outgate = sig(x * g[2] + g[6])
+            change = jnp.tanh(hs[i] * g[3] + g[7])
+            ci = cs[i] * forget + ingate * change
+            hi = outgate * jnp.tanh(ci)
+            new_h.append(hi)
+            new_c.append(ci)
+            x = hi
+        ypred = x * extra[1] + extra[2]
+        lse = jnp.log(jnp.sum(jnp.exp(ypred)) + 2.0)
+        return (jnp.stack(new_h), jnp.stack(new_c)), jnp.sum(seq[t + 1] * (ypred - lse))
+
+    _, terms = jax.lax.scan(step, (st[:, 0], st[:, 1]), jnp.arange(c - 1))
+    return -jnp.sum(terms) / ((c - 1) * b)
+
+
+def ba_params(bp, np_array):
+    """Per observation: its 15 parameters (camera, point, weight), feature and weight."""
+    obs = bp["p"]
+    one = bp["cam"] + bp["x"] + [bp["w"]]
+    return np_array([one] * obs), np_array([bp["feat"]] * obs), np_array([bp["w"]] * obs)
+
+
+# ---------------------------------------------------------------- PyTorch
+
+
+def run_torch(manifest, reps, emit, threads):
+    try:
+        import torch
+    except ImportError as e:
+        emit({"tool": "pytorch", "skipped": f"not installed ({e})"})
+        return
+    emit({"tool": "pytorch", "version": torch.__version__})
+    torch.set_num_threads(threads)
+    torch.set_default_dtype(torch.float64)
+
+    def lower(vals, k, d, rows, cols):
+        ls = torch.zeros(k, d, d, dtype=vals.dtype)
+        index = (torch.arange(k)[:, None], torch.tensor(rows, dtype=torch.long)[None],
+                 torch.tensor(cols, dtype=torch.long)[None])
+        return ls.index_put(index, vals)
+
+    def total(a, dim=None):
+        return torch.sum(a) if dim is None else torch.sum(a, dim)
+
+    np_ = SimpleNamespace(exp=torch.exp, log=torch.log, tanh=torch.tanh, sqrt=torch.sqrt,
+                          cos=torch.cos, sin=torch.sin, einsum=torch.einsum,
+                          where=torch.where, sum=total)
+    lib = SimpleNamespace(lower=lower, logsumexp=torch.logsumexp, sigmoid=torch.sigmoid,
+                          cross=lambda a, b: torch.linalg.cross(a, b), roll=torch.roll)
+    P = programs(np_, lib)
+    t = lambda v: torch.tensor(v, dtype=torch.float64)
+    for key, kind, path, params in manifest:
+        active = None
+        if kind == "gmm":
+            g = read_gmm(path)
+            d, k, n = g["d"], g["k"], g["n"]
+            rows, cols = ltri_index(d)
+            lg = ln_multigamma(0.5 * (d + g["m"] + 1), d)
+            x = t(g["x"]).reshape(n, d)
+            args = [t(g["alphas"]), t(g["means"]).reshape(k, d),
+                    t(g["icf"]).reshape(k, d * (d + 1) // 2)]
+            f = lambda a, mu, q: P["gmm"](a, mu, q, x, d, k, g["gamma"], g["m"], rows, cols, lg)
+        elif kind == "lstm":
+            s = read_lstm(path)
+            l, c, b = s["l"], s["c"], s["b"]
+            seq = t(s["seq"]).reshape(c, b)
+            args = [t(s["main"]), t(s["extra"]).reshape(3, b), t(s["state"])]
+            f = lambda mp, ep, st: P["lstm"](mp, ep, st, seq, l, c, b)
+            active = 2  # the parameters, not the initial state
+        elif kind == "ba":
+            bp = read_ba(path)
+            prm, feats, w = ba_params(bp, t)
+            from torch.func import jacrev, vmap
+
+            def primal():
+                r = vmap(P["reproj"])(prm, feats)
+                return torch.cat([r.reshape(-1), 1.0 - w * w])
+
+            jac = vmap(jacrev(P["reproj"]))
+
+            def grad():
+                return jac(prm, feats), -2.0 * w
+
+            value = float(torch.sum(primal() ** 2))
+            blocks, wd = grad()
+            norm = math.sqrt(float(torch.sum(blocks * blocks) + torch.sum(wd * wd)))
+            tp, tg = median_times([primal, grad], reps)
+            emit({"tool": "pytorch", "program": key, "primal": tp, "grad": tg,
+                  "value": value, "grad_norm": norm})
+            continue
+        elif kind == "rosenbrock":
+            args = [t(numbers(path))]
+            f = P["rosenbrock"]
+        elif kind == "burgers":
+            n, nu, dt, steps = int(params[0]), float(params[1]), float(params[2]), int(params[3])
+            args = [t(numbers(path)).reshape(-1, n)]
+
+            def f(u):
+                for _ in range(steps):
+                    u = P["burgers_step"](u, dt, nu * dt)
+                return 0.5 * torch.sum(u * u)
+        elif kind == "heat2d":
+            n, r = int(params[0]), float(params[1])
+            args = [t(numbers(path)).reshape(-1, n)]
+            f = lambda v: P["heat2d"](v, r)
+        else:
+            raise ValueError(kind)
+
+        def primal():
+            with torch.no_grad():
+                return f(*args)
+
+        active = active or len(args)
+        leaves = [a.detach().clone().requires_grad_(i < active) for i, a in enumerate(args)]
+
+        def grad():
+            for a in leaves:
+                a.grad = None
+            y = f(*leaves)
+            y.backward()
+            return [a.grad for a in leaves[:active]]
+
+        value = float(primal())
+        gs = grad()
+        norm = math.sqrt(sum(float(torch.sum(g * g)) for g in gs))
+        tp, tg = median_times([primal, grad], reps)
+        emit({"tool": "pytorch", "program": key, "primal": tp, "grad": tg, "value": value,
+              "grad_norm": norm})
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("manifest")
+    ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--tools", default="jax,pytorch")
+    a = ap.parse_args()
+    manifest = []
+    with open(a.manifest) as f:
+        for line in f:
+            parts = line.split()
+            if parts:
+                manifest.append((parts[0], parts[1], parts[2], parts[3:]))
+
+    def emit(obj):
+        print(json.dumps(obj), flush=True)
+
+    tools = a.tools.split(",")
+    if "jax" in tools:
+        run_jax(manifest, a.reps, emit, a.threads)
+    if "pytorch" in tools:
+        run_torch(manifest, a.reps, emit, a.threads)
+
+
+if __name__ == "__main__":
+    main()

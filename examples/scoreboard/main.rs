@@ -1,0 +1,172 @@
+//! The scoreboard (issue 8): phidiff's gradients against the tools a Rust user would
+//! otherwise pick, measured side by side in one run on one machine.
+//!
+//! ```text
+//! cargo run --release --example scoreboard [-- --rounds N] [--quick] [--update-readme] [--out DIR]
+//! ```
+//!
+//! Programs: ADBench GMM (d = 2 … 64, K = 5 … 100, n = 1000), ADBench LSTM (l = 2,
+//! c = 1024), ADBench BA (ba1: the sparse Jacobian, reverse sweeps per observation),
+//! Rosenbrock, 2-D Burgers (Revolve, and fully taped) and a rayon stencil. Peers: a
+//! hand-written adjoint, central finite differences, echidna (tape-based reverse mode),
+//! num-dual (forward mode), and JAX (jit) and PyTorch through `benches/peers/jax_torch.py`
+//! when `.venv-peers/` exists (`scripts/peers-venv` makes it; `PHIDIFF_PEERS_PYTHON` names
+//! another interpreter). Everything runs on one thread: phidiff's rayon stencil in a
+//! one-thread pool, PyTorch with `set_num_threads(1)`, XLA without its thread pool.
+//!
+//! Before any timing, every peer's result is checked against phidiff's: the hand
+//! gradient and echidna's to 1e-10, num-dual's tangent and one finite-difference
+//! direction against `∇f·v`, JAX's and PyTorch's objective and gradient norm. Finite
+//! differences and num-dual give one directional derivative per evaluation, so their
+//! gradient time is `n ×` the measured time of one direction (marked †); BA's Jacobian is
+//! measured whole for every tool.
+//!
+//! Writes `scoreboard.md` (the table) and `scoreboard.svg` (the ratios as bars) into
+//! `benches/results/` (or `--out`), and with `--update-readme` replaces the table in
+//! README.md between its scoreboard markers.
+
+#[path = "../../benches/support/adbench.rs"]
+mod adbench;
+#[path = "../../benches/support/burgers2d.rs"]
+mod burgers2d;
+#[path = "../../benches/support/functions.rs"]
+mod functions;
+#[path = "../../benches/support/gmm.rs"]
+mod gmm;
+#[path = "../../benches/support/lstm.rs"]
+mod lstm;
+#[path = "../../benches/support/parallel_programs.rs"]
+mod parallel_programs;
+#[path = "../../benches/support/peers.rs"]
+mod peers;
+
+mod external;
+mod programs;
+mod report;
+mod timing;
+
+use std::path::PathBuf;
+
+/// The columns after phidiff's own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Peer {
+    Hand,
+    Fd,
+    Echidna,
+    NumDual,
+    Jax,
+    PyTorch,
+}
+
+impl Peer {
+    pub const ALL: [Peer; 6] = [
+        Peer::Hand,
+        Peer::Fd,
+        Peer::Echidna,
+        Peer::NumDual,
+        Peer::Jax,
+        Peer::PyTorch,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Peer::Hand => "hand-written",
+            Peer::Fd => "finite diff.",
+            Peer::Echidna => "echidna",
+            Peer::NumDual => "num-dual",
+            Peer::Jax => "JAX",
+            Peer::PyTorch => "PyTorch",
+        }
+    }
+
+    pub fn index(self) -> usize {
+        Peer::ALL.iter().position(|&p| p == self).unwrap()
+    }
+}
+
+/// One measured program: phidiff's times and each peer's gradient time.
+pub struct Row {
+    pub title: String,
+    pub size: String,
+    pub primal: f64,
+    pub grad: f64,
+    /// Per [`Peer::ALL`]: gradient seconds, whether it is `n ×` one direction, or why not.
+    pub peers: Vec<Cell>,
+}
+
+#[derive(Clone, Debug)]
+pub enum Cell {
+    Time { secs: f64, per_direction: bool },
+    Missing(String),
+}
+
+pub struct Options {
+    pub rounds: usize,
+    pub quick: bool,
+    pub update_readme: bool,
+    pub out: PathBuf,
+}
+
+fn options() -> Options {
+    let mut o = Options {
+        rounds: 9,
+        quick: false,
+        update_readme: false,
+        out: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/results"),
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--rounds" => {
+                o.rounds = args
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .filter(|&r| r > 0)
+                    .expect("--rounds takes a positive number")
+            }
+            "--quick" => o.quick = true,
+            "--update-readme" => o.update_readme = true,
+            "--out" => o.out = PathBuf::from(args.next().expect("--out takes a directory")),
+            other => panic!(
+                "scoreboard: unknown argument `{other}` (use --rounds N, --quick, --update-readme, --out DIR)"
+            ),
+        }
+    }
+    if o.quick {
+        o.rounds = o.rounds.min(3);
+    }
+    o
+}
+
+fn main() {
+    let opts = options();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .expect("a one-thread rayon pool");
+    let mut inputs = programs::Inputs::create(opts.quick);
+    let pool: &'static rayon::ThreadPool = Box::leak(Box::new(pool));
+    let mut benches = programs::all(&mut inputs, pool);
+    let external = external::run(&inputs, opts.rounds);
+    let mut rows = Vec::new();
+    for b in benches.iter_mut() {
+        eprintln!("timing {} ({}) ...", b.title, b.size);
+        rows.push(b.measure(opts.rounds, &external.results));
+    }
+    let machine = report::machine(&external.versions);
+    let table = report::markdown(&rows, &machine, &external.note);
+    println!("{table}");
+    std::fs::create_dir_all(&opts.out)
+        .unwrap_or_else(|e| panic!("cannot create {}: {e}", opts.out.display()));
+    let md = opts.out.join("scoreboard.md");
+    std::fs::write(&md, &table).unwrap_or_else(|e| panic!("cannot write {}: {e}", md.display()));
+    let svg = opts.out.join("scoreboard.svg");
+    std::fs::write(&svg, report::svg(&rows))
+        .unwrap_or_else(|e| panic!("cannot write {}: {e}", svg.display()));
+    eprintln!("wrote {} and {}", md.display(), svg.display());
+    if opts.update_readme {
+        let readme = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("README.md");
+        report::update_readme(&readme, &table);
+        eprintln!("updated the scoreboard in {}", readme.display());
+    }
+}

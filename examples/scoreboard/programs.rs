@@ -1,0 +1,603 @@
+//! The scoreboard's programs: inputs, the check of every peer against phidiff, and the
+//! timers.
+
+use crate::timing::{self, Timer};
+use crate::{adbench, burgers2d, functions, gmm, lstm, parallel_programs, peers};
+use crate::{Cell, Peer, Row};
+use echidna::Reverse64;
+use num_dual::Dual64;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+/// The input files of the run: ADBench's, and the generated ones in a private temporary
+/// directory that is removed when the run ends (also on a panic).
+pub struct Inputs {
+    pub dir: PathBuf,
+    /// `(key, kind, path, params)` of every program, for the Python peers.
+    pub manifest: Vec<(String, String, PathBuf, String)>,
+    pub quick: bool,
+}
+
+impl Inputs {
+    pub fn create(quick: bool) -> Inputs {
+        let dir = std::env::temp_dir().join(format!("phidiff-scoreboard-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)
+            .unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
+        Inputs {
+            dir,
+            manifest: Vec::new(),
+            quick,
+        }
+    }
+
+    /// Writes `values` (one per line) as `<dir>/<name>`.
+    fn write(&self, name: &str, values: &[f64]) -> PathBuf {
+        let path = self.dir.join(name);
+        let text: String = values.iter().map(|v| format!("{v:e}\n")).collect();
+        std::fs::write(&path, text)
+            .unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+        path
+    }
+}
+
+impl Drop for Inputs {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// One program ready to time.
+pub struct Bench {
+    pub title: String,
+    pub size: String,
+    key: String,
+    value: f64,
+    grad_norm: f64,
+    primal: Timer,
+    ours: Timer,
+    /// (peer, timer, how many timed calls make one gradient).
+    peers: Vec<(Peer, Timer, f64)>,
+}
+
+impl Bench {
+    /// Times phidiff and the Rust peers (interleaved), and takes the Python peers'
+    /// times after checking their objective and gradient norm.
+    pub fn measure(&mut self, rounds: usize, external: &[crate::external::Result]) -> Row {
+        {
+            let mut timers: Vec<&mut Timer> = vec![&mut self.primal, &mut self.ours];
+            timers.extend(self.peers.iter_mut().map(|(_, t, _)| t));
+            timing::run(&mut timers, rounds);
+        }
+        let mut cells = vec![Cell::Missing("—".into()); Peer::ALL.len()];
+        for (peer, t, times) in &self.peers {
+            cells[peer.index()] = Cell::Time {
+                secs: t.median() * times,
+                per_direction: *times != 1.0,
+            };
+        }
+        for r in external.iter().filter(|r| r.program == self.key) {
+            let ok_value = close(r.value, self.value, 1e-9);
+            let ok_grad = close(r.grad_norm, self.grad_norm, 1e-8);
+            cells[r.peer.index()] = if ok_value && ok_grad {
+                Cell::Time {
+                    secs: r.grad,
+                    per_direction: false,
+                }
+            } else {
+                eprintln!(
+                    "  {} on {}: value {} vs {}, |∇| {} vs {}: not used",
+                    r.peer.name(),
+                    self.key,
+                    r.value,
+                    self.value,
+                    r.grad_norm,
+                    self.grad_norm
+                );
+                Cell::Missing("differs".into())
+            };
+        }
+        Row {
+            title: self.title.clone(),
+            size: self.size.clone(),
+            primal: self.primal.median(),
+            grad: self.ours.median(),
+            peers: cells,
+        }
+    }
+}
+
+fn close(a: f64, b: f64, rel: f64) -> bool {
+    (a - b).abs() <= rel * b.abs().max(1e-300)
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+fn norm(a: &[f64]) -> f64 {
+    dot(a, a).sqrt()
+}
+
+/// max |a − b| / max |b|.
+fn rel_err(a: &[f64], b: &[f64]) -> f64 {
+    let scale = b.iter().fold(0.0_f64, |m, v| m.max(v.abs())).max(1e-300);
+    a.iter()
+        .zip(b)
+        .fold(0.0_f64, |m, (x, y)| m.max((x - y).abs()))
+        / scale
+}
+
+type Primal = Rc<dyn Fn(&[f64]) -> f64>;
+type Gradient = Box<dyn FnMut(&[f64], &mut [f64]) -> f64>;
+
+/// A scalar program over one flat input vector, and its peers.
+struct Scalar {
+    title: String,
+    size: String,
+    key: String,
+    x: Vec<f64>,
+    /// The objective (the user's `f64` function).
+    primal: Primal,
+    /// phidiff: adds `∇f` into the second argument, returns `f`.
+    grad: Gradient,
+    hand: Option<Gradient>,
+    echidna: Option<Rc<dyn Fn(&[Reverse64]) -> Reverse64>>,
+    dual: Option<Rc<dyn Fn(&[Dual64]) -> Dual64>>,
+}
+
+impl Scalar {
+    /// Checks every peer against phidiff at `x`, then builds the timers.
+    fn bench(mut self) -> Bench {
+        let n = self.x.len();
+        let x = Rc::new(self.x);
+        let mut g = vec![0.0; n];
+        let value = (self.grad)(&x, &mut g);
+        let f0 = (self.primal)(&x);
+        assert!(
+            close(value, f0, 1e-12),
+            "{}: phidiff's value {value} vs the primal's {f0}",
+            self.title
+        );
+        let v = phidiff::check::random_vector(11, n);
+        let gv = dot(&g, &v);
+        let scale = norm(&g) * norm(&v);
+        let mut peers = Vec::new();
+
+        if let Some(mut hand) = self.hand.take() {
+            let mut gh = vec![0.0; n];
+            let vh = hand(&x, &mut gh);
+            let e = rel_err(&gh, &g);
+            assert!(
+                close(vh, value, 1e-12) && e <= 1e-10,
+                "{}: hand gradient differs by {e:e}",
+                self.title
+            );
+            let (x, mut gh) = (x.clone(), gh);
+            peers.push((
+                Peer::Hand,
+                Timer::new(move || {
+                    gh.fill(0.0);
+                    hand(&x, &mut gh)
+                }),
+                1.0,
+            ));
+        }
+
+        // Central finite differences along v, the step scaled to x.
+        let h = 1e-6 * x.iter().fold(1.0_f64, |m, v| m.max(v.abs()));
+        let fd_dir = {
+            let (primal, x, v) = (self.primal.clone(), x.clone(), v.clone());
+            let (mut xp, mut xm) = (vec![0.0; n], vec![0.0; n]);
+            move || {
+                for i in 0..x.len() {
+                    xp[i] = x[i] + h * v[i];
+                    xm[i] = x[i] - h * v[i];
+                }
+                (primal(&xp) - primal(&xm)) / (2.0 * h)
+            }
+        };
+        let mut fd_dir = fd_dir;
+        let fd = fd_dir();
+        assert!(
+            (fd - gv).abs() <= 1e-5 * scale,
+            "{}: finite differences {fd} vs ∇f·v {gv}",
+            self.title
+        );
+        peers.push((Peer::Fd, Timer::new(fd_dir), n as f64));
+
+        if let Some(f) = self.echidna.take() {
+            let ge = peers::echidna_grad(|p| f(p), &x);
+            let e = rel_err(&ge, &g);
+            assert!(
+                e <= 1e-10,
+                "{}: echidna's gradient differs by {e:e}",
+                self.title
+            );
+            let x = x.clone();
+            peers.push((
+                Peer::Echidna,
+                Timer::new(move || peers::echidna_grad(|p| f(p), &x)[0]),
+                1.0,
+            ));
+        }
+
+        if let Some(f) = self.dual.take() {
+            let t = peers::dual_tangent(|p| f(p), &x, &v);
+            assert!(
+                (t - gv).abs() <= 1e-10 * scale,
+                "{}: num-dual's tangent {t} vs ∇f·v {gv}",
+                self.title
+            );
+            let (x, v) = (x.clone(), v.clone());
+            peers.push((
+                Peer::NumDual,
+                Timer::new(move || peers::dual_tangent(|p| f(p), &x, &v)),
+                n as f64,
+            ));
+        }
+
+        let primal = {
+            let (p, x) = (self.primal.clone(), x.clone());
+            Timer::new(move || p(&x))
+        };
+        let ours = {
+            let (mut grad, x, mut g) = (self.grad, x.clone(), vec![0.0; n]);
+            Timer::new(move || {
+                g.fill(0.0);
+                grad(&x, &mut g)
+            })
+        };
+        Bench {
+            title: self.title,
+            size: self.size,
+            key: self.key,
+            value,
+            grad_norm: norm(&g),
+            primal,
+            ours,
+            peers,
+        }
+    }
+}
+
+/// Every program of the scoreboard, checked and ready to time.
+pub fn all(inputs: &mut Inputs, pool: &'static rayon::ThreadPool) -> Vec<Bench> {
+    let mut out = Vec::new();
+    let gmms: &[(&str, usize, usize)] = if inputs.quick {
+        &[
+            ("gmm/1k/gmm_d2_K5.txt", 2, 5),
+            ("gmm/1k/gmm_d10_K25.txt", 10, 25),
+        ]
+    } else {
+        &[
+            ("gmm/1k/gmm_d2_K5.txt", 2, 5),
+            ("gmm/1k/gmm_d10_K25.txt", 10, 25),
+            ("", 20, 50),
+            ("", 64, 100),
+        ]
+    };
+    for &(file, d, k) in gmms {
+        let path = if file.is_empty() {
+            write_gmm(inputs, d, k, 1000)
+        } else {
+            adbench::data(file)
+        };
+        out.push(gmm_bench(inputs, &path, d, k));
+    }
+    out.push(lstm_bench(inputs));
+    out.push(rosenbrock_bench(inputs));
+    out.extend(burgers_benches(inputs));
+    out.push(stencil_bench(inputs, pool));
+    out
+}
+
+fn record(inputs: &mut Inputs, key: &str, kind: &str, path: &Path, params: &str) {
+    inputs
+        .manifest
+        .push((key.into(), kind.into(), path.to_path_buf(), params.into()));
+}
+
+/// A GMM input in ADBench's format: `d k n`, alphas, means, icf, points, `gamma m`.
+fn write_gmm(inputs: &Inputs, d: usize, k: usize, n: usize) -> PathBuf {
+    let icf_sz = d * (d + 1) / 2;
+    let alphas = phidiff::check::random_vector(21, k);
+    let means: Vec<f64> = phidiff::check::random_vector(22, k * d)
+        .iter()
+        .map(|v| 0.5 + 0.5 * v)
+        .collect();
+    let icf: Vec<f64> = phidiff::check::random_vector(23, k * icf_sz)
+        .iter()
+        .map(|v| 0.5 * v)
+        .collect();
+    let x: Vec<f64> = phidiff::check::random_vector(24, n * d)
+        .iter()
+        .map(|v| 0.5 + 0.5 * v)
+        .collect();
+    let mut text = format!("{d} {k} {n}\n");
+    for part in [&alphas, &means, &icf, &x] {
+        for v in part.iter() {
+            text.push_str(&format!("{v:e}\n"));
+        }
+    }
+    text.push_str("1 0\n");
+    let path = inputs.dir.join(format!("gmm_d{d}_K{k}.txt"));
+    std::fs::write(&path, text).unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+    path
+}
+
+fn gmm_bench(inputs: &mut Inputs, path: &Path, d: usize, k: usize) -> Bench {
+    let g = Rc::new(adbench::read_gmm(path));
+    assert_eq!((g.d, g.k), (d, k), "{}", path.display());
+    let key = format!("gmm_d{d}_K{k}");
+    record(inputs, &key, "gmm", path, "");
+    let lg = adbench::ln_multigamma(0.5 * (g.d + g.m + 1) as f64, g.d);
+    let (na, nm) = (g.alphas.len(), g.means.len());
+    let x = [&g.alphas[..], &g.means, &g.icf].concat();
+    let primal: Primal = {
+        let g = g.clone();
+        Rc::new(move |p: &[f64]| {
+            gmm::gmm_objective(
+                &p[..na],
+                &p[na..na + nm],
+                &p[na + nm..],
+                &g.x,
+                g.d,
+                g.k,
+                g.n,
+                g.gamma,
+                g.m,
+                lg,
+            )
+        })
+    };
+    let grad: Gradient = {
+        let g = g.clone();
+        Box::new(move |p: &[f64], out: &mut [f64]| {
+            let (da, rest) = out.split_at_mut(na);
+            let (dm, di) = rest.split_at_mut(nm);
+            gmm::gmm_objective_rev(
+                &p[..na],
+                da,
+                &p[na..na + nm],
+                dm,
+                &p[na + nm..],
+                di,
+                &g.x,
+                g.d,
+                g.k,
+                g.n,
+                g.gamma,
+                g.m,
+                lg,
+                1.0,
+            )
+        })
+    };
+    let echidna = {
+        let g = g.clone();
+        Rc::new(move |p: &[Reverse64]| {
+            peers::gmm(
+                &p[..na],
+                &p[na..na + nm],
+                &p[na + nm..],
+                &g.x,
+                g.d,
+                g.k,
+                g.n,
+                g.gamma,
+                g.m,
+                lg,
+            )
+        })
+    };
+    let dual = {
+        let g = g.clone();
+        Rc::new(move |p: &[Dual64]| {
+            peers::gmm(
+                &p[..na],
+                &p[na..na + nm],
+                &p[na + nm..],
+                &g.x,
+                g.d,
+                g.k,
+                g.n,
+                g.gamma,
+                g.m,
+                lg,
+            )
+        })
+    };
+    Scalar {
+        title: format!("GMM d={d} K={k}"),
+        size: format!("n={}, {} inputs", g.n, x.len()),
+        key,
+        x,
+        primal,
+        grad,
+        hand: None,
+        echidna: Some(echidna),
+        dual: Some(dual),
+    }
+    .bench()
+}
+
+fn lstm_bench(inputs: &mut Inputs) -> Bench {
+    let path = adbench::data("lstm/lstm_l2_c1024.txt");
+    record(inputs, "lstm_l2_c1024", "lstm", &path, "");
+    let s = Rc::new(adbench::read_lstm(&path));
+    let nm = s.main_params.len();
+    let x = [&s.main_params[..], &s.extra_params].concat();
+    let primal: Primal = {
+        let s = s.clone();
+        Rc::new(move |p: &[f64]| {
+            let mut state = s.state.clone();
+            lstm::lstm_objective(&p[..nm], &p[nm..], &mut state, &s.sequence, s.l, s.c, s.b)
+        })
+    };
+    let grad: Gradient = {
+        let s = s.clone();
+        let mut dstate = vec![0.0; s.state.len()];
+        Box::new(move |p: &[f64], out: &mut [f64]| {
+            let mut state = s.state.clone();
+            dstate.fill(0.0);
+            let (dm, de) = out.split_at_mut(nm);
+            lstm::lstm_objective_rev(
+                &p[..nm],
+                dm,
+                &p[nm..],
+                de,
+                &mut state,
+                &mut dstate,
+                &s.sequence,
+                s.l,
+                s.c,
+                s.b,
+                1.0,
+            )
+        })
+    };
+    let echidna = {
+        let s = s.clone();
+        Rc::new(move |p: &[Reverse64]| {
+            let mut state: Vec<Reverse64> =
+                s.state.iter().map(|&v| Reverse64::constant(v)).collect();
+            peers::lstm(&p[..nm], &p[nm..], &mut state, &s.sequence, s.l, s.c, s.b)
+        })
+    };
+    let dual = {
+        let s = s.clone();
+        Rc::new(move |p: &[Dual64]| {
+            let mut state: Vec<Dual64> = s.state.iter().map(|&v| Dual64::from_re(v)).collect();
+            peers::lstm(&p[..nm], &p[nm..], &mut state, &s.sequence, s.l, s.c, s.b)
+        })
+    };
+    Scalar {
+        title: "LSTM l=2 c=1024".into(),
+        size: format!("b={}, {} inputs", s.b, x.len()),
+        key: "lstm_l2_c1024".into(),
+        x,
+        primal,
+        grad,
+        hand: None,
+        echidna: Some(echidna),
+        dual: Some(dual),
+    }
+    .bench()
+}
+
+fn rosenbrock_bench(inputs: &mut Inputs) -> Bench {
+    let n = if inputs.quick { 10_000 } else { 100_000 };
+    let x: Vec<f64> = phidiff::check::random_vector(1, n)
+        .iter()
+        .map(|v| 1.0 + 0.5 * v)
+        .collect();
+    let path = inputs.write("rosenbrock.txt", &x);
+    record(inputs, "rosenbrock", "rosenbrock", &path, "");
+    Scalar {
+        title: "Rosenbrock".into(),
+        size: format!("{n} inputs"),
+        key: "rosenbrock".into(),
+        x,
+        primal: Rc::new(functions::rosenbrock),
+        grad: Box::new(|x: &[f64], g: &mut [f64]| functions::rosenbrock_rev(x, g, 1.0)),
+        hand: Some(Box::new(|x: &[f64], g: &mut [f64]| {
+            functions::rosenbrock_hand(x, g, 1.0)
+        })),
+        echidna: Some(Rc::new(|p: &[Reverse64]| peers::rosenbrock(p))),
+        dual: Some(Rc::new(|p: &[Dual64]| peers::rosenbrock(p))),
+    }
+    .bench()
+}
+
+fn burgers_benches(inputs: &mut Inputs) -> Vec<Bench> {
+    let (m, n, steps, snaps) = if inputs.quick {
+        (32, 32, 50, 5)
+    } else {
+        (64, 64, 200, 10)
+    };
+    let (nu, dt) = (0.01, 0.002);
+    let u0 = burgers2d::initial(m, n);
+    let path = inputs.write("burgers2d.txt", &u0);
+    let params = format!("{n} {nu} {dt} {steps}");
+    record(inputs, "burgers2d", "burgers", &path, &params);
+    let mut out = Vec::new();
+    for revolve in [true, false] {
+        let grad: Gradient = if revolve {
+            Box::new(move |u: &[f64], g: &mut [f64]| {
+                burgers2d::burgers2d_revolve_rev(u, g, n, nu, dt, steps, snaps, 1.0)
+            })
+        } else {
+            Box::new(move |u: &[f64], g: &mut [f64]| {
+                burgers2d::burgers2d_full_rev(u, g, n, nu, dt, steps, 1.0)
+            })
+        };
+        let hand: Gradient = Box::new(move |u: &[f64], g: &mut [f64]| {
+            burgers2d::burgers2d_hand(u, g, n, nu, dt, steps, 1.0)
+        });
+        let mut b = Scalar {
+            title: if revolve {
+                format!("2-D Burgers, Revolve ({snaps} snapshots)")
+            } else {
+                "2-D Burgers, full tape".into()
+            },
+            size: format!("{m}×{n}, {steps} steps"),
+            key: "burgers2d".into(),
+            x: u0.clone(),
+            primal: Rc::new(move |u: &[f64]| burgers2d::burgers2d_full(u, n, nu, dt, steps)),
+            grad,
+            hand: Some(hand),
+            echidna: Some(Rc::new(move |p: &[Reverse64]| {
+                peers::burgers2d(p, n, nu, dt, steps)
+            })),
+            dual: Some(Rc::new(move |p: &[Dual64]| {
+                peers::burgers2d(p, n, nu, dt, steps)
+            })),
+        }
+        .bench();
+        if !revolve {
+            // The Python peers are compared once, on the Revolve row.
+            b.key = "burgers2d_full".into();
+        }
+        out.push(b);
+    }
+    out
+}
+
+fn stencil_bench(inputs: &mut Inputs, pool: &'static rayon::ThreadPool) -> Bench {
+    let n = if inputs.quick { 200 } else { 1000 };
+    let r = 0.2;
+    let u = parallel_programs::field(n * n);
+    let path = inputs.write("stencil.txt", &u);
+    record(inputs, "stencil", "heat2d", &path, &format!("{n} {r}"));
+    let primal: Primal = {
+        let out = std::sync::Mutex::new(vec![0.0; n * n]);
+        Rc::new(move |u: &[f64]| {
+            pool.install(|| parallel_programs::heat2d_par(u, &mut out.lock().unwrap(), r, n))
+        })
+    };
+    let grad: Gradient = {
+        let (mut out, mut dout) = (vec![0.0; n * n], vec![0.0; n * n]);
+        Box::new(move |u: &[f64], g: &mut [f64]| {
+            dout.fill(0.0);
+            pool.install(|| {
+                parallel_programs::heat2d_par_rev(u, g, &mut out, &mut dout, r, n, 1.0).0
+            })
+        })
+    };
+    let hand: Gradient = {
+        let mut out = vec![0.0; n * n];
+        Box::new(move |u: &[f64], g: &mut [f64]| burgers2d::heat2d_hand(u, &mut out, g, r, n, 1.0))
+    };
+    Scalar {
+        title: "rayon stencil (1 thread)".into(),
+        size: format!("{n}×{n}"),
+        key: "stencil".into(),
+        x: u,
+        primal,
+        grad,
+        hand: Some(hand),
+        echidna: Some(Rc::new(move |p: &[Reverse64]| peers::heat2d(p, r, n))),
+        dual: Some(Rc::new(move |p: &[Dual64]| peers::heat2d(p, r, n))),
+    }
+    .bench()
+}

@@ -1,0 +1,229 @@
+//! The scoreboard's outputs: the markdown table, the SVG bar chart of the ratios, and the
+//! README section between its markers.
+
+use crate::timing::fmt_time;
+use crate::{Cell, Peer, Row};
+use std::path::Path;
+
+/// The versions of a crate in Cargo.lock (empty when it is not there).
+fn locked_version(name: &str) -> String {
+    let lock = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.lock"));
+    let key = format!("name = \"{name}\"\nversion = \"");
+    lock.find(&key)
+        .and_then(|at| lock[at + key.len()..].split('"').next())
+        .unwrap_or("")
+        .to_string()
+}
+
+/// The machine line: processor, threads used, compiler and the peers' versions, date.
+pub fn machine(python_versions: &str) -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|s| s.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown processor".into());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let rustc =
+        std::process::Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()))
+            .arg("--version")
+            .output()
+            .ok()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_else(|| "rustc (unknown version)".into());
+    let mut peers = format!(
+        "echidna {}, num-dual {}",
+        locked_version("echidna"),
+        locked_version("num-dual")
+    );
+    if !python_versions.is_empty() {
+        peers.push_str(", ");
+        peers.push_str(python_versions);
+    }
+    format!(
+        "{cpu} ({cores} cores, every tool on 1 thread), {rustc}, {peers}; measured {}",
+        today()
+    )
+}
+
+/// `YYYY-MM-DD` (UTC) from the system clock.
+fn today() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
+    let z = (secs / 86_400) as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// The table: per program, phidiff's primal and gradient times and each peer's gradient
+/// time with its ratio to phidiff's.
+pub fn markdown(rows: &[Row], machine: &str, note: &str) -> String {
+    let mut s = String::new();
+    s.push_str(&format!("Measured on {machine}.\n\n"));
+    s.push_str("| program | size | primal | phidiff ∇ | ∇ / primal |");
+    for p in Peer::ALL {
+        s.push_str(&format!(" {} |", p.name()));
+    }
+    s.push_str("\n|---|---|---:|---:|---:|");
+    for _ in Peer::ALL {
+        s.push_str("---:|");
+    }
+    s.push('\n');
+    for r in rows {
+        s.push_str(&format!(
+            "| {} | {} | {} | {} | {:.2}× |",
+            r.title,
+            r.size,
+            fmt_time(r.primal),
+            fmt_time(r.grad),
+            r.grad / r.primal
+        ));
+        for c in &r.peers {
+            match c {
+                Cell::Time {
+                    secs,
+                    per_direction,
+                } => s.push_str(&format!(
+                    " {}{} ({:.2}×) |",
+                    fmt_time(*secs),
+                    if *per_direction { "†" } else { "" },
+                    secs / r.grad
+                )),
+                Cell::Missing(why) => s.push_str(&format!(" {why} |")),
+            }
+        }
+        s.push('\n');
+    }
+    s.push_str(
+        "\nTimes are medians over interleaved rounds; a peer's (×) is its gradient time over \
+         phidiff's (above 1: phidiff is faster). † = `n ×` the time of one directional \
+         derivative (finite differences: two primal runs; num-dual: one dual-number run), \
+         since these tools need one run per input. BA: the whole sparse Jacobian for every \
+         tool. Every peer's result is checked against phidiff's before it is timed. The \
+         hand-written Burgers adjoint keeps every state, like the full-tape row; the \
+         Revolve row trades recomputation for memory.",
+    );
+    if !note.is_empty() {
+        s.push(' ');
+        s.push_str(note);
+    }
+    s.push('\n');
+    s
+}
+
+/// A horizontal bar per (program, peer): the peer's gradient time over phidiff's, on a
+/// log scale with 1× marked.
+pub fn svg(rows: &[Row]) -> String {
+    const COLORS: [&str; 6] = [
+        "#4c72b0", "#8c8c8c", "#dd8452", "#55a868", "#c44e52", "#8172b3",
+    ];
+    let (left, width, bar, gap) = (230.0, 560.0, 9.0, 10.0);
+    let (lo, hi) = (-1.0_f64, 4.0_f64); // log10 of the ratio axis: 0.1× … 10⁴×
+    let x_of = |ratio: f64| left + (ratio.log10().clamp(lo, hi) - lo) / (hi - lo) * width;
+    let group = |r: &Row| {
+        r.peers
+            .iter()
+            .filter(|c| matches!(c, Cell::Time { .. }))
+            .count() as f64
+            * bar
+            + gap
+    };
+    let top = 60.0;
+    let height = top + rows.iter().map(group).sum::<f64>() + 70.0;
+    let total_w = left + width + 30.0;
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{total_w}\" height=\"{height}\" \
+         font-family=\"sans-serif\" font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
+         <text x=\"{left}\" y=\"18\" font-size=\"13\">Gradient time of each peer / phidiff's (log scale; right of 1×: phidiff is faster)</text>\n"
+    );
+    for e in lo as i32..=hi as i32 {
+        let x = x_of(10f64.powi(e));
+        let label = if e < 0 {
+            "0.1×".to_string()
+        } else {
+            format!("{}×", 10u64.pow(e as u32))
+        };
+        let stroke = if e == 0 { "#000" } else { "#ddd" };
+        s.push_str(&format!(
+            "<line x1=\"{x}\" y1=\"{}\" x2=\"{x}\" y2=\"{}\" stroke=\"{stroke}\"/>\n<text x=\"{x}\" y=\"{}\" text-anchor=\"middle\">{label}</text>\n",
+            top - 8.0,
+            height - 60.0,
+            top - 12.0
+        ));
+    }
+    let mut y = top;
+    for r in rows {
+        let h = group(r);
+        s.push_str(&format!(
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n",
+            left - 6.0,
+            y + (h - gap) / 2.0 + 4.0,
+            escape(&r.title)
+        ));
+        for (i, c) in r.peers.iter().enumerate() {
+            if let Cell::Time { secs, .. } = c {
+                let x1 = x_of(secs / r.grad);
+                let (a, b) = (x_of(1.0).min(x1), x_of(1.0).max(x1));
+                s.push_str(&format!(
+                    "<rect x=\"{a:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{}\" fill=\"{}\"><title>{}: {:.2}×</title></rect>\n",
+                    (b - a).max(1.0),
+                    bar - 1.0,
+                    COLORS[i],
+                    Peer::ALL[i].name(),
+                    secs / r.grad
+                ));
+                y += bar;
+            }
+        }
+        y += gap;
+    }
+    let mut lx = left;
+    for (i, p) in Peer::ALL.iter().enumerate() {
+        s.push_str(&format!(
+            "<rect x=\"{lx}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text>\n",
+            height - 40.0,
+            COLORS[i],
+            lx + 14.0,
+            height - 31.0,
+            p.name()
+        ));
+        lx += 95.0;
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+fn escape(t: &str) -> String {
+    t.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+const BEGIN: &str = "<!-- scoreboard:begin (written by `cargo run --release --example scoreboard -- --update-readme`) -->";
+const END: &str = "<!-- scoreboard:end -->";
+
+/// Replaces the README's text between the scoreboard markers with `table`.
+pub fn update_readme(path: &Path, table: &str) {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let (Some(a), Some(b)) = (text.find(BEGIN), text.find(END)) else {
+        panic!(
+            "{} has no scoreboard markers ({BEGIN} … {END})",
+            path.display()
+        );
+    };
+    let new = format!("{}{BEGIN}\n{table}{}", &text[..a], &text[b..]);
+    std::fs::write(path, new).unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+}

@@ -1,0 +1,8 @@
+//! A [GradBench](https://github.com/gradbench/gradbench) tool for phidiff: each eval's
+//! function is written once with `#[differentiate]` (in `evals`), and its derivative is
+//! the generated `_grad`/`_rev`/`_fwd`. `protocol` speaks GradBench's JSON-lines protocol,
+//! `runs` times the evaluations.
+
+pub mod evals;
+pub mod protocol;
+pub mod runs;
