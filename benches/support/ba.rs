@@ -68,7 +68,7 @@ pub fn weight_error(w: f64) -> f64 {
 }
 
 /// The camera, the point, the weight and the feature of observation `i`.
-fn observation(ba: &Ba, i: usize) -> (&[f64], &[f64], f64, &[f64]) {
+pub fn observation(ba: &Ba, i: usize) -> (&[f64], &[f64], f64, &[f64]) {
     let (c, p) = (ba.obs[2 * i], ba.obs[2 * i + 1]);
     (
         &ba.cams[N_CAM * c..N_CAM * (c + 1)],

@@ -24,11 +24,15 @@ pub fn gmm_objective(
     log_gamma_term: f64,
 ) -> f64 {
     let icf_sz = d * (d + 1) / 2;
+    // Per component: the diagonal of the inverse-covariance factor, exp(icf), and the sum
+    // of its logarithms (ADBench's `preprocess_qs`).
     let mut sum_qs = vec![0.0; k];
+    let mut qdiags = vec![0.0; k * d];
     for ik in 0..k {
         let mut s = 0.0;
         for j in 0..d {
             s += icf[ik * icf_sz + j];
+            qdiags[ik * d + j] = icf[ik * icf_sz + j].exp();
         }
         sum_qs[ik] = s;
     }
@@ -42,7 +46,7 @@ pub fn gmm_objective(
                 xc[j] = x[ix * d + j] - means[ik * d + j];
             }
             for j in 0..d {
-                qxc[j] = icf[ik * icf_sz + j].exp() * xc[j];
+                qxc[j] = qdiags[ik * d + j] * xc[j];
             }
             let mut li = d;
             for c in 0..d {
@@ -88,7 +92,7 @@ pub fn gmm_objective(
     for ik in 0..k {
         let mut fro = 0.0;
         for j in 0..d {
-            let q = icf[ik * icf_sz + j].exp();
+            let q = qdiags[ik * d + j];
             fro += q * q;
         }
         for j in d..icf_sz {

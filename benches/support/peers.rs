@@ -169,6 +169,7 @@ pub fn gmm<T: Real>(
             s
         })
         .collect();
+    let qdiags: Vec<T> = (0..k * d).map(|i| icf[(i / d) * icf_sz + i % d].exp()).collect();
     let mut xc = vec![zero; d];
     let mut qxc = vec![zero; d];
     let mut main_term = vec![zero; k];
@@ -179,7 +180,7 @@ pub fn gmm<T: Real>(
                 xc[j] = T::cst(x[ix * d + j]) - means[ik * d + j];
             }
             for j in 0..d {
-                qxc[j] = icf[ik * icf_sz + j].exp() * xc[j];
+                qxc[j] = qdiags[ik * d + j] * xc[j];
             }
             let mut li = d;
             for c in 0..d {
@@ -222,7 +223,7 @@ pub fn gmm<T: Real>(
     for ik in 0..k {
         let mut fro = zero;
         for j in 0..d {
-            let q = icf[ik * icf_sz + j].exp();
+            let q = qdiags[ik * d + j];
             fro += q * q;
         }
         for j in d..icf_sz {
@@ -348,4 +349,34 @@ pub fn heat2d<T: Real>(u: &[T], r: f64, n: usize) -> T {
         }
     }
     s
+}
+
+/// ADBench's BA reprojection error (`ba.rs`, `reproj_error`), over `T`.
+pub fn ba_reproj<T: Real>(cam: &[T], x: &[T], w: T, feat: &[f64]) -> [T; 2] {
+    let p = [x[0] - cam[3], x[1] - cam[4], x[2] - cam[5]];
+    let sqtheta = cam[0] * cam[0] + cam[1] * cam[1] + cam[2] * cam[2];
+    let q = if sqtheta.value() != 0.0 {
+        let theta = sqtheta.sqrt();
+        let (costheta, sintheta) = (theta.cos(), theta.sin());
+        let a = [cam[0] / theta, cam[1] / theta, cam[2] / theta];
+        let along = (a[0] * p[0] + a[1] * p[1] + a[2] * p[2]) * (T::cst(1.0) - costheta);
+        [
+            p[0] * costheta + (a[1] * p[2] - a[2] * p[1]) * sintheta + a[0] * along,
+            p[1] * costheta + (a[2] * p[0] - a[0] * p[2]) * sintheta + a[1] * along,
+            p[2] * costheta + (a[0] * p[1] - a[1] * p[0]) * sintheta + a[2] * along,
+        ]
+    } else {
+        [
+            p[0] + (cam[1] * p[2] - cam[2] * p[1]),
+            p[1] + (cam[2] * p[0] - cam[0] * p[2]),
+            p[2] + (cam[0] * p[1] - cam[1] * p[0]),
+        ]
+    };
+    let (u, v) = (q[0] / q[2], q[1] / q[2]);
+    let rsq = u * u + v * v;
+    let distortion = T::cst(1.0) + cam[9] * rsq + cam[10] * rsq * rsq;
+    [
+        w * (u * distortion * cam[6] + cam[7] - T::cst(feat[0])),
+        w * (v * distortion * cam[6] + cam[8] - T::cst(feat[1])),
+    ]
 }

@@ -27,14 +27,20 @@
 
 #[path = "../../benches/support/adbench.rs"]
 mod adbench;
+#[path = "../../benches/support/ba.rs"]
+mod ba;
 #[path = "../../benches/support/burgers2d.rs"]
 mod burgers2d;
 #[path = "../../benches/support/functions.rs"]
 mod functions;
 #[path = "../../benches/support/gmm.rs"]
 mod gmm;
+#[path = "../../benches/support/gmm_hand.rs"]
+mod gmm_hand;
 #[path = "../../benches/support/lstm.rs"]
 mod lstm;
+#[path = "../../benches/support/lstm_hand.rs"]
+mod lstm_hand;
 #[path = "../../benches/support/parallel_programs.rs"]
 mod parallel_programs;
 #[path = "../../benches/support/peers.rs"]

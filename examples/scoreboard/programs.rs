@@ -2,7 +2,7 @@
 //! timers.
 
 use crate::timing::{self, Timer};
-use crate::{adbench, burgers2d, functions, gmm, lstm, parallel_programs, peers};
+use crate::{adbench, ba, burgers2d, functions, gmm, gmm_hand, lstm, lstm_hand, parallel_programs, peers};
 use crate::{Cell, Peer, Row};
 use echidna::Reverse64;
 use num_dual::Dual64;
@@ -285,6 +285,7 @@ pub fn all(inputs: &mut Inputs, pool: &'static rayon::ThreadPool) -> Vec<Bench> 
         out.push(gmm_bench(inputs, &path, d, k));
     }
     out.push(lstm_bench(inputs));
+    out.push(ba_bench(inputs));
     out.push(rosenbrock_bench(inputs));
     out.extend(burgers_benches(inputs));
     out.push(stencil_bench(inputs, pool));
@@ -373,6 +374,28 @@ fn gmm_bench(inputs: &mut Inputs, path: &Path, d: usize, k: usize) -> Bench {
             )
         })
     };
+    let hand: Gradient = {
+        let g = g.clone();
+        Box::new(move |p: &[f64], out: &mut [f64]| {
+            let (da, rest) = out.split_at_mut(na);
+            let (dm, di) = rest.split_at_mut(nm);
+            gmm_hand::gmm_objective_hand(
+                &p[..na],
+                &p[na..na + nm],
+                &p[na + nm..],
+                &g.x,
+                g.d,
+                g.k,
+                g.n,
+                g.gamma,
+                g.m,
+                lg,
+                da,
+                dm,
+                di,
+            )
+        })
+    };
     let echidna = {
         let g = g.clone();
         Rc::new(move |p: &[Reverse64]| {
@@ -414,7 +437,7 @@ fn gmm_bench(inputs: &mut Inputs, path: &Path, d: usize, k: usize) -> Bench {
         x,
         primal,
         grad,
-        hand: None,
+        hand: Some(hand),
         echidna: Some(echidna),
         dual: Some(dual),
     }
@@ -456,6 +479,16 @@ fn lstm_bench(inputs: &mut Inputs) -> Bench {
             )
         })
     };
+    let hand: Gradient = {
+        let s = s.clone();
+        let mut dstate = vec![0.0; s.state.len()];
+        Box::new(move |p: &[f64], out: &mut [f64]| {
+            let mut state = s.state.clone();
+            dstate.fill(0.0);
+            let (dm, de) = out.split_at_mut(nm);
+            lstm_hand::lstm_objective_hand(&p[..nm], &p[nm..], &mut state, &s.sequence, s.l, s.c, s.b, dm, de, &mut dstate)
+        })
+    };
     let echidna = {
         let s = s.clone();
         Rc::new(move |p: &[Reverse64]| {
@@ -478,7 +511,7 @@ fn lstm_bench(inputs: &mut Inputs) -> Bench {
         x,
         primal,
         grad,
-        hand: None,
+        hand: Some(hand),
         echidna: Some(echidna),
         dual: Some(dual),
     }
@@ -600,4 +633,158 @@ fn stencil_bench(inputs: &mut Inputs, pool: &'static rayon::ThreadPool) -> Bench
         dual: Some(Rc::new(move |p: &[Dual64]| peers::heat2d(p, r, n))),
     }
     .bench()
+}
+
+/// ADBench BA on ba1: the whole sparse Jacobian for every tool (15 nonzeros per
+/// reprojection row, 1 per weight row), checked entry by entry against phidiff's.
+fn ba_bench(inputs: &mut Inputs) -> Bench {
+    let path = adbench::data("ba/ba1_n49_m7776_p31843.txt");
+    record(inputs, "ba1", "ba", &path, "");
+    let b = Rc::new(adbench::read_ba(&path));
+    let p = b.p;
+    let mut ours = ba::SparseJ::new(&b);
+    ba::ba_jacobian(&b, &mut ours);
+    let mut res = vec![0.0; 3 * p];
+    ba::ba_residuals(&b, &mut res);
+    let value = dot(&res, &res);
+    let tol = 1e-10 * ours.vals.iter().fold(0.0_f64, |m, v| m.max(v.abs()));
+    let check = |name: &str, j: &ba::SparseJ, tol: f64| {
+        let e = j.vals.iter().zip(&ours.vals).fold(0.0_f64, |m, (a, b)| m.max((a - b).abs()));
+        assert!(e <= tol, "BA: {name}'s Jacobian differs from phidiff's by {e:e} (tolerance {tol:e})");
+    };
+
+    let timer = |f: fn(&adbench::Ba, &mut ba::SparseJ)| {
+        let (b, mut j) = (b.clone(), ba::SparseJ::new(&b));
+        Timer::new(move || {
+            f(&b, &mut j);
+            j.vals[0]
+        })
+    };
+    let mut hand = ba::SparseJ::new(&b);
+    ba::ba_jacobian_hand(&b, &mut hand);
+    check("the hand-written", &hand, tol);
+    let mut fd = ba::SparseJ::new(&b);
+    ba_jacobian_fd(&b, &mut fd);
+    check("finite differences'", &fd, 1e-6 * tol / 1e-10);
+    let mut ech = ba::SparseJ::new(&b);
+    ba_jacobian_echidna(&b, &mut ech);
+    check("echidna", &ech, tol);
+    let mut dual = ba::SparseJ::new(&b);
+    ba_jacobian_dual(&b, &mut dual);
+    check("num-dual", &dual, tol);
+
+    let primal = {
+        let (b, mut res) = (b.clone(), res.clone());
+        Timer::new(move || {
+            ba::ba_residuals(&b, &mut res);
+            res[0]
+        })
+    };
+    Bench {
+        title: "BA (ba1), sparse Jacobian".into(),
+        size: format!("{p} observations, {} nonzeros", ours.vals.len()),
+        key: "ba1".into(),
+        value,
+        grad_norm: norm(&ours.vals),
+        primal,
+        ours: timer(ba::ba_jacobian),
+        peers: vec![
+            (Peer::Hand, timer(ba::ba_jacobian_hand), 1.0),
+            (Peer::Fd, timer(ba_jacobian_fd), 1.0),
+            (Peer::Echidna, timer(ba_jacobian_echidna), 1.0),
+            (Peer::NumDual, timer(ba_jacobian_dual), 1.0),
+        ],
+    }
+}
+
+/// The 15 parameters of observation `i`: camera, point, weight.
+fn ba_params(b: &adbench::Ba, i: usize) -> ([f64; 15], &[f64]) {
+    let (cam, x, w, feat) = ba::observation(b, i);
+    let mut q = [0.0; 15];
+    q[..11].copy_from_slice(cam);
+    q[11..14].copy_from_slice(x);
+    q[14] = w;
+    (q, feat)
+}
+
+/// Each tool fills the rows of observation `i` from `row(i, q, feat, two rows)`, and the
+/// weight rows with `weight(w)`.
+fn ba_fill(b: &adbench::Ba, j: &mut ba::SparseJ, mut row: impl FnMut(&[f64; 15], &[f64], &mut [f64]), weight: impl Fn(f64) -> f64) {
+    let (reproj, weights) = j.vals.split_at_mut(2 * b.p * ba::N_ROW);
+    for (i, block) in reproj.chunks_exact_mut(2 * ba::N_ROW).enumerate() {
+        let (q, feat) = ba_params(b, i);
+        row(&q, feat, block);
+    }
+    for (d, &w) in weights.iter_mut().zip(&b.w) {
+        *d = weight(w);
+    }
+}
+
+/// Central differences, one column (of 15) at a time.
+fn ba_jacobian_fd(b: &adbench::Ba, j: &mut ba::SparseJ) {
+    ba_fill(
+        b,
+        j,
+        |q, feat, block| {
+            let mut qq = *q;
+            let (mut ep, mut em) = ([0.0; 2], [0.0; 2]);
+            for c in 0..15 {
+                let h = 1e-6 * q[c].abs().max(1.0);
+                qq[c] = q[c] + h;
+                ba::reproj_error(&qq[..11], &qq[11..14], qq[14], feat, &mut ep);
+                qq[c] = q[c] - h;
+                ba::reproj_error(&qq[..11], &qq[11..14], qq[14], feat, &mut em);
+                qq[c] = q[c];
+                block[c] = (ep[0] - em[0]) / (2.0 * h);
+                block[ba::N_ROW + c] = (ep[1] - em[1]) / (2.0 * h);
+            }
+        },
+        |w| {
+            let h = 1e-6 * w.abs().max(1.0);
+            (ba::weight_error(w + h) - ba::weight_error(w - h)) / (2.0 * h)
+        },
+    );
+}
+
+/// echidna: one taped evaluation and reverse sweep per residual (two per observation).
+fn ba_jacobian_echidna(b: &adbench::Ba, j: &mut ba::SparseJ) {
+    ba_fill(
+        b,
+        j,
+        |q, feat, block| {
+            for (out, row) in block.chunks_exact_mut(ba::N_ROW).enumerate() {
+                let mut wt = [0.0; 2];
+                wt[out] = 1.0;
+                let (_, g) = echidna::vjp(
+                    |p: &[Reverse64]| peers::ba_reproj(&p[..11], &p[11..14], p[14], feat).to_vec(),
+                    q,
+                    &wt,
+                );
+                row.copy_from_slice(&g);
+            }
+        },
+        |w| peers::echidna_grad(|p| Reverse64::constant(1.0) - p[0] * p[0], &[w])[0],
+    );
+}
+
+/// num-dual: one dual-number evaluation per column (15 per observation).
+fn ba_jacobian_dual(b: &adbench::Ba, j: &mut ba::SparseJ) {
+    ba_fill(
+        b,
+        j,
+        |q, feat, block| {
+            let mut p: [Dual64; 15] = q.map(Dual64::from_re);
+            for c in 0..15 {
+                p[c].eps = 1.0;
+                let e = peers::ba_reproj(&p[..11], &p[11..14], p[14], feat);
+                p[c].eps = 0.0;
+                block[c] = e[0].eps;
+                block[ba::N_ROW + c] = e[1].eps;
+            }
+        },
+        |w| {
+            let x = Dual64::new(w, 1.0);
+            (Dual64::from_re(1.0) - x * x).eps
+        },
+    );
 }
