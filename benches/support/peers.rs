@@ -169,7 +169,9 @@ pub fn gmm<T: Real>(
             s
         })
         .collect();
-    let qdiags: Vec<T> = (0..k * d).map(|i| icf[(i / d) * icf_sz + i % d].exp()).collect();
+    let qdiags: Vec<T> = (0..k * d)
+        .map(|i| icf[(i / d) * icf_sz + i % d].exp())
+        .collect();
     let mut xc = vec![zero; d];
     let mut qxc = vec![zero; d];
     let mut main_term = vec![zero; k];

@@ -2,7 +2,9 @@
 //! timers.
 
 use crate::timing::{self, Timer};
-use crate::{adbench, ba, burgers2d, functions, gmm, gmm_hand, lstm, lstm_hand, parallel_programs, peers};
+use crate::{
+    adbench, ba, burgers2d, functions, gmm, gmm_hand, lstm, lstm_hand, parallel_programs, peers,
+};
 use crate::{Cell, Peer, Row};
 use echidna::Reverse64;
 use num_dual::Dual64;
@@ -326,109 +328,77 @@ fn write_gmm(inputs: &Inputs, d: usize, k: usize, n: usize) -> PathBuf {
     path
 }
 
+/// A GMM problem with its prior's constant, split the same way for every tool: the flat
+/// input is alphas, then means, then icf.
+struct GmmProblem {
+    g: adbench::Gmm,
+    lg: f64,
+}
+
+impl GmmProblem {
+    fn new(g: adbench::Gmm) -> Self {
+        let lg = adbench::ln_multigamma(0.5 * (g.d + g.m + 1) as f64, g.d);
+        GmmProblem { g, lg }
+    }
+
+    fn parts<'a, T>(&self, p: &'a [T]) -> (&'a [T], &'a [T], &'a [T]) {
+        let (a, rest) = p.split_at(self.g.alphas.len());
+        let (m, i) = rest.split_at(self.g.means.len());
+        (a, m, i)
+    }
+
+    fn parts_mut<'a>(&self, p: &'a mut [f64]) -> (&'a mut [f64], &'a mut [f64], &'a mut [f64]) {
+        let (a, rest) = p.split_at_mut(self.g.alphas.len());
+        let (m, i) = rest.split_at_mut(self.g.means.len());
+        (a, m, i)
+    }
+
+    /// The objective over a peer's number type.
+    fn peer<T: peers::Real>(&self, p: &[T]) -> T {
+        let ((a, m, i), g) = (self.parts(p), &self.g);
+        peers::gmm(a, m, i, &g.x, g.d, g.k, g.n, g.gamma, g.m, self.lg)
+    }
+}
+
 fn gmm_bench(inputs: &mut Inputs, path: &Path, d: usize, k: usize) -> Bench {
-    let g = Rc::new(adbench::read_gmm(path));
-    assert_eq!((g.d, g.k), (d, k), "{}", path.display());
+    let pb = Rc::new(GmmProblem::new(adbench::read_gmm(path)));
+    assert_eq!((pb.g.d, pb.g.k), (d, k), "{}", path.display());
     let key = format!("gmm_d{d}_K{k}");
     record(inputs, &key, "gmm", path, "");
-    let lg = adbench::ln_multigamma(0.5 * (g.d + g.m + 1) as f64, g.d);
-    let (na, nm) = (g.alphas.len(), g.means.len());
+    let g = &pb.g;
     let x = [&g.alphas[..], &g.means, &g.icf].concat();
     let primal: Primal = {
-        let g = g.clone();
+        let pb = pb.clone();
         Rc::new(move |p: &[f64]| {
-            gmm::gmm_objective(
-                &p[..na],
-                &p[na..na + nm],
-                &p[na + nm..],
-                &g.x,
-                g.d,
-                g.k,
-                g.n,
-                g.gamma,
-                g.m,
-                lg,
-            )
+            let ((a, m, i), g) = (pb.parts(p), &pb.g);
+            gmm::gmm_objective(a, m, i, &g.x, g.d, g.k, g.n, g.gamma, g.m, pb.lg)
         })
     };
     let grad: Gradient = {
-        let g = g.clone();
+        let pb = pb.clone();
         Box::new(move |p: &[f64], out: &mut [f64]| {
-            let (da, rest) = out.split_at_mut(na);
-            let (dm, di) = rest.split_at_mut(nm);
+            let ((a, m, i), (da, dm, di), g) = (pb.parts(p), pb.parts_mut(out), &pb.g);
             gmm::gmm_objective_rev(
-                &p[..na],
-                da,
-                &p[na..na + nm],
-                dm,
-                &p[na + nm..],
-                di,
-                &g.x,
-                g.d,
-                g.k,
-                g.n,
-                g.gamma,
-                g.m,
-                lg,
-                1.0,
+                a, da, m, dm, i, di, &g.x, g.d, g.k, g.n, g.gamma, g.m, pb.lg, 1.0,
             )
         })
     };
     let hand: Gradient = {
-        let g = g.clone();
+        let pb = pb.clone();
         Box::new(move |p: &[f64], out: &mut [f64]| {
-            let (da, rest) = out.split_at_mut(na);
-            let (dm, di) = rest.split_at_mut(nm);
+            let ((a, m, i), (da, dm, di), g) = (pb.parts(p), pb.parts_mut(out), &pb.g);
             gmm_hand::gmm_objective_hand(
-                &p[..na],
-                &p[na..na + nm],
-                &p[na + nm..],
-                &g.x,
-                g.d,
-                g.k,
-                g.n,
-                g.gamma,
-                g.m,
-                lg,
-                da,
-                dm,
-                di,
+                a, m, i, &g.x, g.d, g.k, g.n, g.gamma, g.m, pb.lg, da, dm, di,
             )
         })
     };
     let echidna = {
-        let g = g.clone();
-        Rc::new(move |p: &[Reverse64]| {
-            peers::gmm(
-                &p[..na],
-                &p[na..na + nm],
-                &p[na + nm..],
-                &g.x,
-                g.d,
-                g.k,
-                g.n,
-                g.gamma,
-                g.m,
-                lg,
-            )
-        })
+        let pb = pb.clone();
+        Rc::new(move |p: &[Reverse64]| pb.peer(p))
     };
     let dual = {
-        let g = g.clone();
-        Rc::new(move |p: &[Dual64]| {
-            peers::gmm(
-                &p[..na],
-                &p[na..na + nm],
-                &p[na + nm..],
-                &g.x,
-                g.d,
-                g.k,
-                g.n,
-                g.gamma,
-                g.m,
-                lg,
-            )
-        })
+        let pb = pb.clone();
+        Rc::new(move |p: &[Dual64]| pb.peer(p))
     };
     Scalar {
         title: format!("GMM d={d} K={k}"),
@@ -486,7 +456,18 @@ fn lstm_bench(inputs: &mut Inputs) -> Bench {
             let mut state = s.state.clone();
             dstate.fill(0.0);
             let (dm, de) = out.split_at_mut(nm);
-            lstm_hand::lstm_objective_hand(&p[..nm], &p[nm..], &mut state, &s.sequence, s.l, s.c, s.b, dm, de, &mut dstate)
+            lstm_hand::lstm_objective_hand(
+                &p[..nm],
+                &p[nm..],
+                &mut state,
+                &s.sequence,
+                s.l,
+                s.c,
+                s.b,
+                dm,
+                de,
+                &mut dstate,
+            )
         })
     };
     let echidna = {
@@ -649,8 +630,15 @@ fn ba_bench(inputs: &mut Inputs) -> Bench {
     let value = dot(&res, &res);
     let tol = 1e-10 * ours.vals.iter().fold(0.0_f64, |m, v| m.max(v.abs()));
     let check = |name: &str, j: &ba::SparseJ, tol: f64| {
-        let e = j.vals.iter().zip(&ours.vals).fold(0.0_f64, |m, (a, b)| m.max((a - b).abs()));
-        assert!(e <= tol, "BA: {name}'s Jacobian differs from phidiff's by {e:e} (tolerance {tol:e})");
+        let e = j
+            .vals
+            .iter()
+            .zip(&ours.vals)
+            .fold(0.0_f64, |m, (a, b)| m.max((a - b).abs()));
+        assert!(
+            e <= tol,
+            "BA: {name}'s Jacobian differs from phidiff's by {e:e} (tolerance {tol:e})"
+        );
     };
 
     let timer = |f: fn(&adbench::Ba, &mut ba::SparseJ)| {
@@ -709,7 +697,12 @@ fn ba_params(b: &adbench::Ba, i: usize) -> ([f64; 15], &[f64]) {
 
 /// Each tool fills the rows of observation `i` from `row(i, q, feat, two rows)`, and the
 /// weight rows with `weight(w)`.
-fn ba_fill(b: &adbench::Ba, j: &mut ba::SparseJ, mut row: impl FnMut(&[f64; 15], &[f64], &mut [f64]), weight: impl Fn(f64) -> f64) {
+fn ba_fill(
+    b: &adbench::Ba,
+    j: &mut ba::SparseJ,
+    mut row: impl FnMut(&[f64; 15], &[f64], &mut [f64]),
+    weight: impl Fn(f64) -> f64,
+) {
     let (reproj, weights) = j.vals.split_at_mut(2 * b.p * ba::N_ROW);
     for (i, block) in reproj.chunks_exact_mut(2 * ba::N_ROW).enumerate() {
         let (q, feat) = ba_params(b, i);
