@@ -43,9 +43,12 @@ pub struct HaloChunk<'a, T> {
     /// below it (from `start + rows.len()`).
     halo: Vec<T>,
     above_start: usize,
-    /// The current iteration's window: global elements `[lo, hi)`.
+    /// The current iteration's window: global elements `[lo, hi)`, and its part in the
+    /// block's rows `[in_lo, in_hi)`.
     lo: usize,
     hi: usize,
+    in_lo: usize,
+    in_hi: usize,
     width: usize,
     reach: usize,
     /// The target's length.
@@ -56,27 +59,30 @@ pub struct HaloChunk<'a, T> {
     after: &'a mut [T],
 }
 
-/// Where a global element of a [`HaloChunk`] lives.
-enum Place {
-    Row(usize),
-    Halo(usize),
-}
-
 impl<T> HaloChunk<'_, T> {
-    /// Where global element `j` lives, or a panic naming `verb`.
+    /// Position in the block's rows of global element `j`; elsewhere, the halo
+    /// ([`HaloChunk::halo_slot`]).
     #[inline]
-    fn place(&self, j: usize, verb: &str) -> Place {
-        if j < self.lo || j >= self.hi {
-            outside(verb, j, self.lo, self.hi);
+    fn local(&self, j: usize) -> Option<usize> {
+        // The hot path costs what an owned row's does: two comparisons and a subtraction.
+        if j < self.in_lo || j >= self.in_hi {
+            return None;
         }
-        let end = self.start + self.rows.len();
-        if j >= self.start && j < end {
-            Place::Row(j - self.start)
-        } else if j < self.start {
-            Place::Halo(j - self.above_start)
-        } else {
-            Place::Halo(self.start - self.above_start + (j - end))
-        }
+        Some(j - self.start)
+    }
+
+    /// Position in the halo of global element `j`, or a panic naming `verb` when `j` lies
+    /// outside the current iteration's reach.
+    #[inline]
+    fn halo_slot(&self, j: usize, verb: &str) -> usize {
+        // Scalars only: a cold call that took `&self` would make every field a reload
+        // after each store of the hot loop.
+        halo_position(
+            verb,
+            j,
+            (self.lo, self.hi),
+            (self.above_start, self.start, self.rows.len()),
+        )
     }
 
     /// Global element range the current iteration may touch.
@@ -90,9 +96,9 @@ impl<T> Index<usize> for HaloChunk<'_, T> {
     type Output = T;
     #[inline]
     fn index(&self, j: usize) -> &T {
-        match self.place(j, "read") {
-            Place::Row(at) => &self.rows[at],
-            Place::Halo(at) => &self.halo[at],
+        match self.local(j) {
+            Some(at) => &self.rows[at],
+            None => &self.halo[self.halo_slot(j, "read")],
         }
     }
 }
@@ -101,10 +107,35 @@ impl<T> Index<usize> for HaloChunk<'_, T> {
 impl<T> IndexMut<usize> for HaloChunk<'_, T> {
     #[inline]
     fn index_mut(&mut self, j: usize) -> &mut T {
-        match self.place(j, "wrote") {
-            Place::Row(at) => &mut self.rows[at],
-            Place::Halo(at) => &mut self.halo[at],
+        match self.local(j) {
+            Some(at) => &mut self.rows[at],
+            None => {
+                let at = self.halo_slot(j, "wrote");
+                &mut self.halo[at]
+            }
         }
+    }
+}
+
+/// Position in the halo of global element `j` (see [`HaloChunk::halo_slot`]): `window`
+/// is the iteration's `[lo, hi)`, `block` is `(above_start, start, rows)`.
+#[cold]
+#[inline(never)]
+fn halo_position(
+    verb: &str,
+    j: usize,
+    window: (usize, usize),
+    block: (usize, usize, usize),
+) -> usize {
+    let (lo, hi) = window;
+    let (above_start, start, rows) = block;
+    if j < lo || j >= hi {
+        outside(verb, j, lo, hi);
+    }
+    if j < start {
+        j - above_start
+    } else {
+        start - above_start + (j - start - rows)
     }
 }
 
@@ -159,6 +190,8 @@ where
                     above_start,
                     lo: 0,
                     hi: 0,
+                    in_lo: 0,
+                    in_hi: 0,
                     width,
                     reach,
                     len,
@@ -181,6 +214,8 @@ where
     fn focus(chunk: &mut Self::Chunk, i: usize) {
         chunk.lo = i.saturating_sub(chunk.reach) * chunk.width;
         chunk.hi = ((i + chunk.reach + 1) * chunk.width).min(chunk.len);
+        chunk.in_lo = chunk.lo.max(chunk.start);
+        chunk.in_hi = chunk.hi.min(chunk.start + chunk.rows.len());
     }
 
     /// Adds the halos into the buffer: block by block in order, each block's rows above
