@@ -27,7 +27,8 @@
 //! |--------------------------------------------------------|----------|
 //! | parallel loop writing nothing shared                   | [`for_each`] |
 //! | `.par_iter().map(..).sum()`, scalar adjoints           | [`sum`] |
-//! | `+=` at the parallel index (or a gather for `i±1`)     | [`for_each_owned`] |
+//! | `+=` at the parallel index                             | [`for_each_owned`] |
+//! | `+=` at a constant shift of it (`i±1`, rows `i±1`)     | [`for_each_owned`] with a [`Halo`] |
 //! | the same plus scalar adjoints                          | [`for_each_owned_sum`] |
 //! | `+=` at computed indices, anywhere in the body         | [`for_each_owned_scatter`]: a private copy per thread, or atomics when [`private_fits`] says no |
 //! | a scatter recorded beforehand                          | [`scatter_private`], or [`AtomicF64Slice::add`] inside [`for_each`] |
@@ -72,6 +73,7 @@
 mod atomic;
 mod blocks;
 mod counter;
+mod halo;
 mod owned;
 mod private;
 mod scatter;
@@ -80,6 +82,7 @@ mod scratch;
 pub use atomic::{AtomicF32Slice, AtomicF64Slice};
 pub use blocks::{block_count, block_range, for_each, sum, BLOCK};
 pub use counter::{atomic_ops, reset_atomic_ops};
+pub use halo::{Halo, HaloChunk};
 pub use num_traits::Zero;
 pub use owned::{for_each_owned, for_each_owned_sum, Owned, OwnedChunk, Parts, Rows};
 pub use private::{

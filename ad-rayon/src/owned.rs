@@ -136,6 +136,10 @@ pub trait Owned {
 
     /// Restricts `chunk` to the row of iteration `i`.
     fn focus(chunk: &mut Self::Chunk, i: usize);
+
+    /// Called once after the loop with every block's chunk, in block order (a
+    /// [`Halo`](crate::Halo) adds its halos into the buffer here).
+    fn finish(_chunks: Vec<Self::Chunk>) {}
 }
 
 impl<'a, T: Send> Owned for Rows<'a, T> {
@@ -239,6 +243,9 @@ pub trait Parts {
 
     /// Restricts every chunk of `views` to the row of iteration `i`.
     fn focus(views: &mut Self::Views, i: usize);
+
+    /// After the loop: every block's views, in block order ([`Owned::finish`] of each spec).
+    fn finish(views: Vec<Self::Views>);
 }
 
 macro_rules! impl_parts {
@@ -255,6 +262,14 @@ macro_rules! impl_parts {
 
             fn focus(views: &mut Self::Views, i: usize) {
                 $($spec::focus(&mut views.$idx, i);)+
+            }
+
+            fn finish(views: Vec<Self::Views>) {
+                $(let mut $chunks = Vec::with_capacity(views.len());)+
+                for v in views {
+                    $($chunks.push(v.$idx);)+
+                }
+                $($spec::finish($chunks);)+
             }
         }
     };
@@ -326,16 +341,18 @@ where
     if range.is_empty() {
         return zeros();
     }
-    let partials: Vec<[T; K]> = parts
+    let (partials, views): (Vec<[T; K]>, Vec<P::Views>) = parts
         .split_blocks(&range)
         .into_par_iter()
         .enumerate()
         .map(|(k, mut views)| {
-            block_range(&range, k).fold(zeros(), |acc, i| {
+            let partial = block_range(&range, k).fold(zeros(), |acc, i| {
                 P::focus(&mut views, i);
                 add_into(acc, body(i, &mut views))
-            })
+            });
+            (partial, views)
         })
-        .collect();
+        .unzip();
+    P::finish(views);
     combine_in_order(partials)
 }

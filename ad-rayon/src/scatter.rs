@@ -158,6 +158,8 @@ impl Parts for () {
     }
 
     fn focus(_views: &mut (), _i: usize) {}
+
+    fn finish(_views: Vec<()>) {}
 }
 
 /// [`for_each_owned_sum`](crate::for_each_owned_sum) whose body can also
@@ -285,14 +287,17 @@ where
         drop(scatter);
         (copies, partials)
     };
-    let results: Vec<(Vec<Scratch<T>>, Vec<(usize, [T; K])>)> =
+    let results: Vec<(Vec<Scratch<T>>, Vec<(usize, [T; K], P::Views)>)> =
         work.into_par_iter().map(run_lane).collect();
 
     let mut partials = vec![zeros(); n_blocks];
+    let mut views = Vec::with_capacity(n_blocks);
     let mut copies = Vec::with_capacity(lanes - 1);
     for (lane_copies, lane_partials) in results {
-        for (k, partial) in lane_partials {
+        // Lanes hold contiguous runs of blocks in order, so the views come back in order.
+        for (k, partial, block_views) in lane_partials {
             partials[k] = partial;
+            views.push(block_views);
         }
         if !lane_copies.is_empty() {
             copies.push(lane_copies);
@@ -313,17 +318,18 @@ where
                 });
         }
     }
+    P::finish(views);
     combine_in_order(partials)
 }
 
 /// Runs `blocks` (each with its owned views) in order, each block's
-/// iterations in order, and returns each block's partial sums.
+/// iterations in order, and returns each block's partial sums and its views.
 fn run_blocks<P, T, const K: usize, F>(
     range: &Range<usize>,
     blocks: Vec<(usize, P::Views)>,
     body: &F,
     scatter: &mut Scatter<'_, T>,
-) -> Vec<(usize, [T; K])>
+) -> Vec<(usize, [T; K], P::Views)>
 where
     P: Parts,
     T: ScatterFloat,
@@ -336,7 +342,7 @@ where
             P::focus(&mut views, i);
             partial = add_into(partial, body(i, &mut views, scatter));
         }
-        partials.push((k, partial));
+        partials.push((k, partial, views));
     }
     partials
 }
@@ -371,7 +377,7 @@ where
         T::atomic_add(target_cells, j, value);
     };
     let add: &(dyn Fn(usize, usize, T) + Sync) = &add;
-    let partials: Vec<[T; K]> = parts
+    let (partials, views): (Vec<[T; K]>, Vec<P::Views>) = parts
         .split_blocks(&range)
         .into_par_iter()
         .enumerate()
@@ -380,11 +386,13 @@ where
                 cells: Vec::new(),
                 miss: Miss::Atomic(add),
             };
-            block_range(&range, k).fold(zeros(), |acc, i| {
+            let partial = block_range(&range, k).fold(zeros(), |acc, i| {
                 P::focus(&mut views, i);
                 add_into(acc, body(i, &mut views, &mut scatter))
-            })
+            });
+            (partial, views)
         })
-        .collect();
+        .unzip();
+    P::finish(views);
     combine_in_order(partials)
 }

@@ -105,6 +105,11 @@ impl Ctx<'_> {
                 } else {
                     quote!(&mut #n[..])
                 };
+                if let Some(halo) = f.halo.get(&i).and_then(|h| h.get(b)) {
+                    let w = halo.width.map_or(quote!(1), |w| self.val(w));
+                    let reach = halo.reach as usize;
+                    return quote!(#rt::par::Halo { data: #data, width: #w, reach: #reach });
+                }
                 match owned[b] {
                     None => data,
                     Some(w) => {

@@ -420,6 +420,18 @@ pub struct Function {
     pub scatter: std::collections::HashMap<Inst, (Inst, usize)>,
     /// Scatter targets take atomic adds whatever their size (`parallel_adjoint = atomic`).
     pub atomic_scatter: bool,
+    /// The buffers each parallel loop adds into at constant shifts of its index (a
+    /// stencil's neighbours, derivative programs), with their row width and reach (see
+    /// `derivative::parallel`).
+    pub halo: std::collections::HashMap<Inst, std::collections::BTreeMap<Buf, HaloSpec>>,
+}
+
+/// How far from its own row an iteration of a parallel loop adds into a buffer:
+/// rows `i − reach ..= i + reach`, of `width` elements (`None`: elements).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HaloSpec {
+    pub width: Option<Value>,
+    pub reach: u64,
 }
 
 impl Function {
@@ -437,6 +449,7 @@ impl Function {
             parallel: Default::default(),
             scatter: Default::default(),
             atomic_scatter: false,
+            halo: Default::default(),
         };
         f.body = f.new_block();
         f

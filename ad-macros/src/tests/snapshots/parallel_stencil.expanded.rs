@@ -207,14 +207,12 @@ pub fn smooth_rev(
         },
     );
     let mut _acc_6 = (-0.0f64);
-    let mut _par_du_6 = ::phidiff::__private::par::Scratch::filled(0.0f64, _v3);
-    let mut _par_du_7 = ::phidiff::__private::par::Scratch::filled(0.0f64, _v3);
     let sums: [f64; 1usize] = ::phidiff::__private::par::for_each_owned_scatter(
         0.._v3,
-        (&mut dout[..], &mut _par_du_6[..], &mut _par_du_7[..]),
+        (&mut dout[..],),
         vec![& mut du[..]],
         |_par_i_58, own, scatter| {
-            let (dout, _par_du_6, _par_du_7) = own;
+            let (dout,) = own;
             let mut _acc_6: f64 = (-0.0f64);
             let _v60 = _par_i_58 > 0;
             let _v65 = if _v60 {
@@ -259,11 +257,11 @@ pub fn smooth_rev(
                 let _v94 = idx[_par_i_58];
                 scatter.add(0usize, _v94, _v93);
                 let _v95 = _adj_v22_9;
-                _par_du_6[_par_i_58] += _v95;
+                scatter.add(0usize, _v81, _v95);
                 let _v96 = _adj_v17_8;
                 scatter.add(0usize, _par_i_58, _v96);
                 let _v97 = _adj_v15_7;
-                _par_du_7[_par_i_58] += _v97;
+                scatter.add(0usize, _v74, _v97);
             } else {
                 let mut _adj_v29_12 = (-0.0f64);
                 let _v99 = dout[_par_i_58];
@@ -276,54 +274,6 @@ pub fn smooth_rev(
         },
     );
     _acc_6 += sums[0usize];
-    let _v107 = du.len();
-    let _v109 = _v3 + 1;
-    let _v110 = 0 + 1;
-    let _v111 = _v109 <= _v107;
-    let _v112 = if _v111 { _v109 } else { _v107 };
-    let _v115 = _v3 >= 1;
-    let _v118 = if _v115 {
-        let _v116 = _v3 - 1;
-        _v116
-    } else {
-        0
-    };
-    let _v119 = _v118 <= _v107;
-    let _v120 = if _v119 { _v118 } else { _v107 };
-    let _v121 = _v110 <= 0;
-    let _v122 = if _v121 { _v110 } else { 0 };
-    let _v123 = _v112 >= _v120;
-    let _v124 = if _v123 { _v112 } else { _v120 };
-    ::phidiff::__private::par::for_each_owned(
-        _v122.._v124,
-        (&mut du[..],),
-        |_t_125, own| {
-            let (du,) = own;
-            let _v127 = 0 + 1;
-            let _v128 = _v3 + 1;
-            let _v129 = _t_125 >= _v127;
-            let _v130 = _t_125 < _v128;
-            let _v131 = _v129 && _v130;
-            let _v134 = if _v131 {
-                let _v132 = _t_125 - 1;
-                _v132
-            } else {
-                0
-            };
-            if _v131 {
-                let _v135 = _par_du_6[_v134];
-                du[_t_125] += _v135;
-            }
-            let _v137 = _t_125 + 1;
-            let _v138 = _v137 >= 0;
-            let _v139 = _v137 < _v3;
-            let _v140 = _v138 && _v139;
-            if _v140 {
-                let _v141 = _par_du_7[_v137];
-                du[_t_125] += _v141;
-            }
-        },
-    );
     let _v103 = _acc_6;
     _adj_r_0 += _v103;
     let _v104 = _adj_r_0;

@@ -1,0 +1,370 @@
+//! Halo writes: parallel loops in which iteration `i` adds into rows `i − reach ..= i +
+//! reach` of a buffer (the adjoint of a stencil that reads its neighbours), with no
+//! atomics and no buffer as large as the target.
+
+use std::ops::{Add, Index, IndexMut};
+
+use num_traits::Zero;
+
+use crate::blocks::{block_range, BLOCK};
+use crate::owned::Owned;
+
+/// A buffer that iteration `i` adds into at rows `i − reach ..= i + reach` (rows of
+/// `width` elements; `width == 1`: elements), e.g. `du[(i ± 1)·n + j] += …` in the adjoint
+/// of a 2-D stencil over rows.
+///
+/// Block `k` of the loop (rows `[a, b)`, [`BLOCK`] rows each) adds into its own rows in
+/// place, and into rows `[a − reach, a)` and `[b, b + reach)` through a zeroed halo of its
+/// own. After the loop the halos are added into the buffer serially, block by block in
+/// order (the rows above a block, then those below it). The blocks never depend on the
+/// thread count, so neither does any sum: an element gets the adds of its own block in
+/// iteration order, then the halos of the neighbouring blocks in block order. On one
+/// thread this is the serial loop, plus `2·reach` rows of halo per [`BLOCK`] rows.
+#[derive(Debug)]
+pub struct Halo<'a, T> {
+    /// The whole buffer; it may be longer than the loop's range needs.
+    pub data: &'a mut [T],
+    /// Elements per row (per iteration); at least 1.
+    pub width: usize,
+    /// How many rows above and below its own an iteration may add into.
+    pub reach: usize,
+}
+
+/// What the loop body sees of a [`Halo`] buffer: the block's rows and its halo, indexed
+/// by global element. An access outside rows `i − reach ..= i + reach` of the current
+/// iteration `i` panics, so a wrong claim by the generator cannot become a data race or
+/// a thread-count dependent result.
+#[derive(Debug)]
+pub struct HaloChunk<'a, T> {
+    /// The block's rows: global elements `[start, start + rows.len())`.
+    rows: &'a mut [T],
+    start: usize,
+    /// The rows above the block (global elements `[above_start, start)`), then those
+    /// below it (from `start + rows.len()`).
+    halo: Vec<T>,
+    above_start: usize,
+    /// The current iteration's window: global elements `[lo, hi)`, and its part in the
+    /// block's rows `[in_lo, in_hi)`.
+    lo: usize,
+    hi: usize,
+    in_lo: usize,
+    in_hi: usize,
+    width: usize,
+    reach: usize,
+    /// The target's length.
+    len: usize,
+    /// The elements before the loop's rows (first block only) and after them (last block
+    /// only): the halos may add there, in `finish`.
+    before: &'a mut [T],
+    after: &'a mut [T],
+}
+
+impl<T> HaloChunk<'_, T> {
+    /// Position in the block's rows of global element `j`; elsewhere, the halo
+    /// ([`HaloChunk::halo_slot`]).
+    #[inline]
+    fn local(&self, j: usize) -> Option<usize> {
+        // The hot path costs what an owned row's does: two comparisons and a subtraction.
+        if j < self.in_lo || j >= self.in_hi {
+            return None;
+        }
+        Some(j - self.start)
+    }
+
+    /// Position in the halo of global element `j`, or a panic naming `verb` when `j` lies
+    /// outside the current iteration's reach.
+    #[inline]
+    fn halo_slot(&self, j: usize, verb: &str) -> usize {
+        // Scalars only: a cold call that took `&self` would make every field a reload
+        // after each store of the hot loop.
+        halo_position(
+            verb,
+            j,
+            (self.lo, self.hi),
+            (self.above_start, self.start, self.rows.len()),
+        )
+    }
+
+    /// Global element range the current iteration may touch.
+    pub fn window(&self) -> std::ops::Range<usize> {
+        self.lo..self.hi
+    }
+}
+
+/// `chunk[j]` reads global element `j`.
+impl<T> Index<usize> for HaloChunk<'_, T> {
+    type Output = T;
+    #[inline]
+    fn index(&self, j: usize) -> &T {
+        match self.local(j) {
+            Some(at) => &self.rows[at],
+            None => &self.halo[self.halo_slot(j, "read")],
+        }
+    }
+}
+
+/// `chunk[j] += v` on global element `j`.
+impl<T> IndexMut<usize> for HaloChunk<'_, T> {
+    #[inline]
+    fn index_mut(&mut self, j: usize) -> &mut T {
+        match self.local(j) {
+            Some(at) => &mut self.rows[at],
+            None => {
+                let at = self.halo_slot(j, "wrote");
+                &mut self.halo[at]
+            }
+        }
+    }
+}
+
+/// Position in the halo of global element `j` (see [`HaloChunk::halo_slot`]): `window`
+/// is the iteration's `[lo, hi)`, `block` is `(above_start, start, rows)`.
+#[cold]
+#[inline(never)]
+fn halo_position(
+    verb: &str,
+    j: usize,
+    window: (usize, usize),
+    block: (usize, usize, usize),
+) -> usize {
+    let (lo, hi) = window;
+    let (above_start, start, rows) = block;
+    if j < lo || j >= hi {
+        outside(verb, j, lo, hi);
+    }
+    if j < start {
+        j - above_start
+    } else {
+        start - above_start + (j - start - rows)
+    }
+}
+
+/// The panic of an access outside the iteration's reach (kept out of line).
+#[cold]
+#[inline(never)]
+fn outside(verb: &str, j: usize, lo: usize, hi: usize) -> ! {
+    panic!("parallel iteration {verb} outside the rows it may reach: index {j}, reach {lo}..{hi}")
+}
+
+impl<'a, T> Owned for Halo<'a, T>
+where
+    T: Copy + Send + Zero + Add<Output = T>,
+{
+    type Chunk = HaloChunk<'a, T>;
+
+    fn split_blocks(self, range: &std::ops::Range<usize>, position: usize) -> Vec<Self::Chunk> {
+        let Halo { data, width, reach } = self;
+        assert!(
+            width > 0,
+            "owned buffer {position}: width must be at least 1"
+        );
+        let needed = match range.end {
+            0 => 0,
+            end => (end - 1) * width + 1,
+        };
+        assert!(
+            range.is_empty() || data.len() >= needed,
+            "owned buffer {position}: has {} elements, range {}..{} with width {width} needs {needed}",
+            data.len(),
+            range.start,
+            range.end
+        );
+        let len = data.len();
+        let end = (range.end * width).min(len);
+        let start = (range.start * width).min(end);
+        let (mut before, rest) = data.split_at_mut(start);
+        let (rows, mut after) = rest.split_at_mut(end - start);
+        let n_blocks = rows.len().div_ceil(BLOCK * width);
+        rows.chunks_mut(BLOCK * width)
+            .enumerate()
+            .map(|(k, rows)| {
+                let first_row = block_range(range, k).start;
+                let start = first_row * width;
+                let above_start = first_row.saturating_sub(reach) * width;
+                let below_end = (start + rows.len() + reach * width).min(len);
+                let halo_len = (start - above_start) + (below_end - start - rows.len());
+                let mut chunk = HaloChunk {
+                    rows,
+                    start,
+                    halo: vec![T::zero(); halo_len],
+                    above_start,
+                    lo: 0,
+                    hi: 0,
+                    in_lo: 0,
+                    in_hi: 0,
+                    width,
+                    reach,
+                    len,
+                    before: &mut [],
+                    after: &mut [],
+                };
+                if k == 0 {
+                    chunk.before = std::mem::take(&mut before);
+                }
+                if k + 1 == n_blocks {
+                    chunk.after = std::mem::take(&mut after);
+                }
+                Self::focus(&mut chunk, first_row);
+                chunk
+            })
+            .collect()
+    }
+
+    #[inline]
+    fn focus(chunk: &mut Self::Chunk, i: usize) {
+        chunk.lo = i.saturating_sub(chunk.reach) * chunk.width;
+        chunk.hi = ((i + chunk.reach + 1) * chunk.width).min(chunk.len);
+        chunk.in_lo = chunk.lo.max(chunk.start);
+        chunk.in_hi = chunk.hi.min(chunk.start + chunk.rows.len());
+    }
+
+    /// Adds the halos into the buffer: block by block in order, each block's rows above
+    /// it, then those below it.
+    fn finish(chunks: Vec<Self::Chunk>) {
+        // The buffer's pieces by their first global element, in order, and the halos.
+        let mut pieces: Vec<(usize, &mut [T])> = Vec::with_capacity(chunks.len() + 2);
+        // Each block's halo: its rows above from `above_start`, those below from `end`.
+        let mut halos: Vec<(usize, usize, usize, Vec<T>)> = Vec::with_capacity(chunks.len());
+        for c in chunks {
+            if !c.before.is_empty() {
+                pieces.push((0, c.before));
+            }
+            let end = c.start + c.rows.len();
+            pieces.push((c.start, c.rows));
+            if !c.after.is_empty() {
+                pieces.push((end, c.after));
+            }
+            halos.push((c.above_start, c.start, end, c.halo));
+        }
+        for (above_start, start, end, values) in halos {
+            let (above, below) = values.split_at(start - above_start);
+            add_run(&mut pieces, above_start, above);
+            add_run(&mut pieces, end, below);
+        }
+    }
+}
+
+/// Adds `values` into the elements from global `first` on, across `pieces` (contiguous,
+/// in order, each named by its first global element).
+fn add_run<T: Copy + Add<Output = T>>(
+    pieces: &mut [(usize, &mut [T])],
+    first: usize,
+    values: &[T],
+) {
+    let mut g = first;
+    let mut rest = values;
+    while !rest.is_empty() {
+        let k = pieces.partition_point(|(s, _)| *s <= g) - 1;
+        let (s, piece) = &mut pieces[k];
+        let piece = &mut piece[g - *s..];
+        let n = piece.len().min(rest.len());
+        assert!(n > 0, "halo element {g} lies outside the buffer");
+        for (o, &v) in piece[..n].iter_mut().zip(&rest[..n]) {
+            *o = *o + v;
+        }
+        g += n;
+        rest = &rest[n..];
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::for_each_owned;
+
+    /// A 1-D three-point adjoint on `n` cells: iteration `i` adds `w[i]` into cells
+    /// `i − 1`, `i`, `i + 1`.
+    fn stencil(n: usize, target: &mut [f64], w: &[f64]) {
+        for_each_owned(
+            0..n,
+            (Halo {
+                data: target,
+                width: 1,
+                reach: 1,
+            },),
+            |i, (t,)| {
+                if i > 0 {
+                    t[i - 1] += w[i];
+                }
+                t[i] += 2.0 * w[i];
+                if i + 1 < t.len {
+                    t[i + 1] += w[i];
+                }
+            },
+        );
+    }
+
+    #[test]
+    fn matches_the_serial_loop_across_blocks_and_threads() {
+        let n = 3 * BLOCK + 17;
+        let w: Vec<f64> = (0..n)
+            .map(|i| ((i * 7919) % 101) as f64 * 0.37 - 11.0)
+            .collect();
+        let mut want = vec![0.5; n];
+        for i in 0..n {
+            if i > 0 {
+                want[i - 1] += w[i];
+            }
+            want[i] += 2.0 * w[i];
+            if i + 1 < n {
+                want[i + 1] += w[i];
+            }
+        }
+        let mut bits = Vec::new();
+        for threads in [1, 2, 5] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let mut got = vec![0.5; n];
+            pool.install(|| stencil(n, &mut got, &w));
+            for (g, e) in got.iter().zip(&want) {
+                assert!((g - e).abs() <= 1e-12 * e.abs().max(1.0), "{g} vs {e}");
+            }
+            bits.push(got.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
+        }
+        assert!(
+            bits.windows(2).all(|p| p[0] == p[1]),
+            "thread counts differ"
+        );
+    }
+
+    #[test]
+    fn rows_reach_past_the_loop() {
+        // 3 rows of width 2 over a target of 5 rows: iteration i adds 1 into rows i, i + 2.
+        let mut target = vec![0.0_f64; 10];
+        for_each_owned(
+            0..3,
+            (Halo {
+                data: &mut target,
+                width: 2,
+                reach: 2,
+            },),
+            |i, (t,)| {
+                for j in 0..2 {
+                    t[i * 2 + j] += 1.0;
+                    t[(i + 2) * 2 + j] += 10.0;
+                }
+            },
+        );
+        assert_eq!(
+            target,
+            [1.0, 1.0, 1.0, 1.0, 11.0, 11.0, 10.0, 10.0, 10.0, 10.0]
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "outside the rows it may reach")]
+    fn an_add_past_the_reach_panics() {
+        let mut target = vec![0.0_f64; 8];
+        for_each_owned(
+            0..8,
+            (Halo {
+                data: &mut target,
+                width: 1,
+                reach: 1,
+            },),
+            |i, (t,)| t[(i + 2) % 8] += 1.0,
+        );
+    }
+}
