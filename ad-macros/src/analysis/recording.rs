@@ -269,14 +269,15 @@ pub fn step_stable_reads(f: &Function, structure: &Structure, l: Inst) -> Vec<In
 
 /// Loads whose buffer is better saved whole than element by element: for each float load
 /// of a rank-1 buffer inside a loop, the outermost loop `L` around it that never writes the
-/// buffer, when `L` reads the buffer at two or more places (a stencil reading `u[k − 1]`,
+/// buffer, when `L` reads the buffer at two or more distinct indices (a stencil reading `u[k − 1]`,
 /// `u[k]`, `u[k + 1]` of a state the enclosing time loop overwrites). One copy of the
 /// buffer per entry of `L` then replaces a tape entry per load and iteration (ParDiff's
 /// tape of whole tensors); the reverse sweep reads the copy at the recomputed indices.
 /// No loop around the load may be parallel or checkpointed (their tapes have other rows).
 pub fn row_snapshots(f: &Function, structure: &Structure) -> BTreeMap<Inst, Inst> {
     let mut candidates: BTreeMap<Inst, Inst> = BTreeMap::new();
-    let mut count: BTreeMap<(Inst, Buf), usize> = BTreeMap::new();
+    // The distinct index lists each loop reads each buffer at (`q[j] * q[j]` is one).
+    let mut places: BTreeMap<(Inst, Buf), BTreeSet<Vec<Value>>> = BTreeMap::new();
     let writes_in = |l: Inst, buf: Buf| {
         let mut w = false;
         for blk in f.child_blocks(l) {
@@ -285,9 +286,10 @@ pub fn row_snapshots(f: &Function, structure: &Structure) -> BTreeMap<Inst, Inst
         w
     };
     f.walk(f.body, &mut |i| {
-        let InstKind::Load(buf, _) = f.inst(i).kind else {
+        let InstKind::Load(buf, idx) = &f.inst(i).kind else {
             return;
         };
+        let buf = *buf;
         if f.buf(buf).rank != 1 || f.ty(f.inst(i).results[0]) != Ty::Float {
             return;
         }
@@ -310,7 +312,7 @@ pub fn row_snapshots(f: &Function, structure: &Structure) -> BTreeMap<Inst, Inst
         }
         if let Some(l) = loops.iter().copied().find(|l| !writes_in(*l, buf)) {
             candidates.insert(i, l);
-            *count.entry((l, buf)).or_default() += 1;
+            places.entry((l, buf)).or_default().insert(idx.clone());
         }
     });
     candidates
@@ -319,7 +321,7 @@ pub fn row_snapshots(f: &Function, structure: &Structure) -> BTreeMap<Inst, Inst
             let InstKind::Load(buf, _) = f.inst(*i).kind else {
                 unreachable!()
             };
-            count[&(*l, buf)] >= 2
+            places[&(*l, buf)].len() >= 2
         })
         .collect()
 }
@@ -638,9 +640,10 @@ impl<'a> Planner<'a> {
         }
         match self.decide(v) {
             Storage::Alias(w) => self.is_free(w),
-            Storage::Tape(_) | Storage::Slot => false,
-            // The copy of the buffer serves every read of it in the loop.
-            Storage::Row(_) => true,
+            // A row read is not free: a segment whose intermediate needs several of them
+            // saves the intermediate (a heat stencil's `u[i−1] − 2u[i] + u[i+1]`), and
+            // the buffer is then copied only if other reads remain.
+            Storage::Tape(_) | Storage::Slot | Storage::Row(_) => false,
             _ => true,
         }
     }
