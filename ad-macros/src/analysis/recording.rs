@@ -26,6 +26,9 @@ pub enum Storage {
     Induction,
     /// A load of what an earlier loop stored, re-evaluated (see [`Fill`](crate::analysis::reuse::Fill)).
     Fill,
+    /// A load of a buffer that loop `L` (this instruction) never writes, read from the copy
+    /// of the buffer saved when the forward sweep entered `L` (see [`row_snapshots`]).
+    Row(Inst),
     /// A loop-carried parameter of this checkpointed loop, reversed from its restored state
     /// (see [`Planner::with_steps`]): the reverse sweep reads it from the state.
     State(Inst),
@@ -264,12 +267,73 @@ pub fn step_stable_reads(f: &Function, structure: &Structure, l: Inst) -> Vec<In
         .collect()
 }
 
+/// Loads whose buffer is better saved whole than element by element: for each float load
+/// of a rank-1 buffer inside a loop, the outermost loop `L` around it that never writes the
+/// buffer, when `L` reads the buffer at two or more distinct indices (a stencil reading `u[k − 1]`,
+/// `u[k]`, `u[k + 1]` of a state the enclosing time loop overwrites). One copy of the
+/// buffer per entry of `L` then replaces a tape entry per load and iteration (ParDiff's
+/// tape of whole tensors); the reverse sweep reads the copy at the recomputed indices.
+/// No loop around the load may be parallel or checkpointed (their tapes have other rows).
+pub fn row_snapshots(f: &Function, structure: &Structure) -> BTreeMap<Inst, Inst> {
+    let mut candidates: BTreeMap<Inst, Inst> = BTreeMap::new();
+    // The distinct index lists each loop reads each buffer at (`q[j] * q[j]` is one).
+    let mut places: BTreeMap<(Inst, Buf), BTreeSet<Vec<Value>>> = BTreeMap::new();
+    let writes_in = |l: Inst, buf: Buf| {
+        let mut w = false;
+        for blk in f.child_blocks(l) {
+            f.walk(blk, &mut |i| w |= f.written_bufs(i).contains(&buf));
+        }
+        w
+    };
+    f.walk(f.body, &mut |i| {
+        let InstKind::Load(buf, idx) = &f.inst(i).kind else {
+            return;
+        };
+        let buf = *buf;
+        if f.buf(buf).rank != 1 || f.ty(f.inst(i).results[0]) != Ty::Float {
+            return;
+        }
+        let chain = structure.chain(i);
+        let loops: Vec<Inst> = chain[..chain.len() - 1]
+            .iter()
+            .copied()
+            .filter(|l| {
+                matches!(
+                    f.inst(*l).kind,
+                    InstKind::For { .. } | InstKind::While { .. }
+                )
+            })
+            .collect();
+        if loops
+            .iter()
+            .any(|l| f.parallel.contains_key(l) || f.checkpoints.contains_key(l))
+        {
+            return;
+        }
+        if let Some(l) = loops.iter().copied().find(|l| !writes_in(*l, buf)) {
+            candidates.insert(i, l);
+            places.entry((l, buf)).or_default().insert(idx.clone());
+        }
+    });
+    candidates
+        .into_iter()
+        .filter(|(i, l)| {
+            let InstKind::Load(buf, _) = f.inst(*i).kind else {
+                unreachable!()
+            };
+            places[&(*l, buf)].len() >= 2
+        })
+        .collect()
+}
+
 pub struct Recording {
     pub storage: BTreeMap<Value, Storage>,
     /// Values saved in the forward sweep.
     pub saved: BTreeSet<Value>,
     /// Buffer arguments of calls copied before the call, for the callee's reverse.
     pub snapshots: BTreeSet<(Inst, usize)>,
+    /// Buffers copied whole when the forward sweep enters a loop ([`Storage::Row`]).
+    pub rows: BTreeSet<(Inst, Buf)>,
     /// Values rebuilt from others (aliases, inductions, fills).
     pub reuse: Reuse,
 }
@@ -281,6 +345,7 @@ impl Recording {
         let inside = |i: Inst| structure.chain(i).contains(&l);
         self.saved.iter().any(|v| inside(f.def_inst(*v)))
             || self.snapshots.iter().any(|(i, _)| inside(*i))
+            || self.rows.iter().any(|(i, _)| inside(*i))
     }
 }
 
@@ -302,6 +367,9 @@ pub struct Planner<'a> {
     reuse: Reuse,
     /// Checkpointed loops reversed from their restored state (see [`Self::with_steps`]).
     steps: BTreeSet<Inst>,
+    /// Loads that may be read from a copy of their buffer (see [`row_snapshots`]).
+    row_candidates: BTreeMap<Inst, Inst>,
+    rows: BTreeSet<(Inst, Buf)>,
 }
 
 impl<'a> Planner<'a> {
@@ -325,7 +393,13 @@ impl<'a> Planner<'a> {
         let structure = Structure::new(f);
         let stable = stable_reads(f, &structure);
         let reuse = Reuse::new(f, &structure);
+        let row_candidates = match budget {
+            0 => BTreeMap::new(),
+            _ => row_snapshots(f, &structure),
+        };
         Planner {
+            row_candidates,
+            rows: BTreeSet::new(),
             reuse,
             f,
             structure,
@@ -358,6 +432,16 @@ impl<'a> Planner<'a> {
                 self.saved.insert(v);
             }
             Storage::Alias(w) => self.need(w),
+            Storage::Row(l) => {
+                let i = self.f.def_inst(v);
+                let InstKind::Load(buf, idx) = &self.f.inst(i).kind else {
+                    unreachable!("row reads are loads")
+                };
+                self.rows.insert((l, *buf));
+                for x in idx.clone() {
+                    self.need(x);
+                }
+            }
             Storage::Induction => {
                 let ind = self.reuse.inductions[&v].clone();
                 let InstKind::For { range, index, .. } = &self.f.inst(ind.lp).kind else {
@@ -412,6 +496,14 @@ impl<'a> Planner<'a> {
         }
         if self.budget > 0 && self.reuse.fills.contains_key(&v) {
             return Storage::Fill;
+        }
+        if let Some(l) = self.row_candidates.get(&f.def_inst(v)).copied() {
+            let InstKind::Load(_, idx) = &f.inst(f.def_inst(v)).kind else {
+                unreachable!("row candidates are loads")
+            };
+            if idx.iter().all(|x| self.is_free(*x)) {
+                return Storage::Row(l);
+            }
         }
         match self.structure.enclosing_loop(f, block) {
             Some(l) => Storage::Tape(l),
@@ -505,6 +597,41 @@ impl<'a> Planner<'a> {
         Some(total)
     }
 
+    /// Records that the reverse sweep reads `v` from where the forward sweep saved it (a
+    /// slot, or the tape of its innermost loop), never recomputed: a coarsened segment keeps
+    /// a costly intermediate it computed anyway. Values in scope stay read directly.
+    pub fn keep(&mut self, v: Value) {
+        let f = self.f;
+        let block = self.structure.def_block(f, v);
+        if block == f.body || !matches!(f.value(v).def, ValueDef::Result(..)) {
+            return self.need(v);
+        }
+        // A checkpointed step reversed from its restored state saves nothing.
+        let chain = self.structure.chain(f.def_inst(v));
+        if chain.iter().any(|l| self.steps.contains(l)) {
+            return self.need(v);
+        }
+        let s = match self.structure.enclosing_loop(f, block) {
+            Some(l) => Storage::Tape(l),
+            None => Storage::Slot,
+        };
+        match self.storage.get(&v) {
+            Some(Storage::Tape(_) | Storage::Slot) => {}
+            // Already planned another way (recomputed for another reader): saving it
+            // serves both readers.
+            _ => {
+                self.storage.insert(v, s);
+                self.saved.insert(v);
+            }
+        }
+    }
+
+    /// Whether `v` is defined inside a loop (saving it costs a tape entry per iteration).
+    pub fn in_loop(&self, v: Value) -> bool {
+        let block = self.structure.def_block(self.f, v);
+        self.structure.enclosing_loop(self.f, block).is_some()
+    }
+
     /// Whether the reverse sweep gets `v` without saving it (in scope, an index, cheap to
     /// recompute) or already saves it for another reader.
     pub fn is_free(&mut self, v: Value) -> bool {
@@ -513,7 +640,10 @@ impl<'a> Planner<'a> {
         }
         match self.decide(v) {
             Storage::Alias(w) => self.is_free(w),
-            Storage::Tape(_) | Storage::Slot => false,
+            // A row read is not free: a segment whose intermediate needs several of them
+            // saves the intermediate (a heat stencil's `u[i−1] − 2u[i] + u[i+1]`), and
+            // the buffer is then copied only if other reads remain.
+            Storage::Tape(_) | Storage::Slot | Storage::Row(_) => false,
             _ => true,
         }
     }
@@ -535,6 +665,7 @@ impl<'a> Planner<'a> {
                 storage: self.storage,
                 saved: self.saved,
                 snapshots: self.snapshots,
+                rows: self.rows,
                 reuse: self.reuse,
             },
             self.structure,

@@ -270,7 +270,28 @@ impl<'f> Machine<'f> {
                     .flatten()
                     .ok_or_else(|| format!("parameter {n} is not a scalar"))?,
             ),
-            SaveRow { .. } => return Err("the interpreter does not run call snapshots".into()),
+            SaveRow { tape, idx, src } => {
+                let row = self.int(*idx)? as usize;
+                let copy: Vec<RtVal> = match self.storage(*src)? {
+                    buffers::Storage::R1(v) => v.clone(),
+                    buffers::Storage::R2(_) => {
+                        return Err(format!("{}: a copy of a 2-D buffer", self.name(*src)))
+                    }
+                };
+                let name = self.name(*tape);
+                match self.storage_mut(*tape)? {
+                    buffers::Storage::R2(rows) => {
+                        if rows.len() <= row {
+                            rows.resize(row + 1, Vec::new());
+                        }
+                        rows[row] = copy;
+                    }
+                    buffers::Storage::R1(_) => {
+                        return Err(format!("{name}: rows of a rank-1 tape"))
+                    }
+                }
+                Out::Zero
+            }
             CkNew { .. } | CkForwardStep { .. } | CkEndForward { .. } | CkReverse { .. } => {
                 return Err("the interpreter does not run checkpointed loops".into())
             }

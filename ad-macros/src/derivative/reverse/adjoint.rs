@@ -31,6 +31,15 @@ impl Rev<'_> {
                 b.load(self.tape[&v], idx)
             }
             Storage::Slot => b.get(self.slot[&v]),
+            Storage::Row(l) => {
+                let InstKind::Load(buf, idx) = &self.f.inst(self.f.def_inst(v)).kind else {
+                    unreachable!("row reads are loads")
+                };
+                let t = self.rows[&(l, *buf)];
+                let mut at = vec![self.snapshot_row(b, l)];
+                at.extend(self.fetch_all(b, &idx.clone())?);
+                b.load(t, at)
+            }
             Storage::State(l) => {
                 return Err(format!(
                     "phidiff internal error: state of {l} read outside its reversed iteration"

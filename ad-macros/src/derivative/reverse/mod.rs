@@ -126,6 +126,9 @@ struct Rev<'a> {
     work: HashMap<Inst, bool>,
     /// Snapshot tape of each copied call argument.
     snap: HashMap<(Inst, usize), Buf>,
+    /// The tape of each buffer copied when the forward sweep enters a loop
+    /// ([`Storage::Row`]), one row per entry.
+    rows: HashMap<(Inst, Buf), Buf>,
     /// The coarsened segments (empty with `coarsen = off`).
     seg: Segmentation,
     /// Segment nodes read from the forward sweep instead of recomputed, per segment.
@@ -212,6 +215,7 @@ impl<'a> Rev<'a> {
             memo: Vec::new(),
             work: rv_work,
             snap: HashMap::new(),
+            rows: HashMap::new(),
             seg,
             saved_nodes,
             current_saved: Default::default(),
@@ -278,6 +282,24 @@ impl<'a> Rev<'a> {
                     self.slot.insert(v, c);
                 }
                 _ => unreachable!("only tape and slot values are saved"),
+            }
+        }
+        let rows: Vec<(Inst, Buf)> = self.rec.rows.iter().copied().collect();
+        for (l, buf) in rows {
+            let data = self.f.buf(buf);
+            let t = b.func.new_buf(BufData {
+                name: format!("rows_{}", data.name),
+                rank: 2,
+                elem: data.elem,
+                kind: BufKind::Tape,
+            });
+            self.rows.insert((l, buf), t);
+            if let Some(p) = self.loop_of(l) {
+                if !self.counter.contains_key(&p) && !self.ck.contains_key(&p) {
+                    let z = b.iconst(0);
+                    let c = b.cell(Ty::Int, "iter", z);
+                    self.counter.insert(p, c);
+                }
             }
         }
         let snaps: Vec<(Inst, usize)> = self.rec.snapshots.iter().copied().collect();

@@ -72,9 +72,19 @@ impl Plan<'_> {
                         set.extend(saves[&c].iter().copied());
                     }
                     // Several saved live-ins, or one behind a costly operation (a square
-                    // root or a transcendental costs more than a tape read).
-                    let costly = !set.is_empty() && is_costly(seg.expr.node(s));
-                    if (set.len() > 1 || costly) && seg.orig.contains_key(&s) {
+                    // root or a transcendental costs more than a tape read). Outside loops
+                    // a costly operation or a division is kept whatever its inputs: its
+                    // slot is a local variable, cheaper than computing it again.
+                    let node = seg.expr.node(s);
+                    let worth_keeping = match seg.orig.get(&s) {
+                        Some(v) => {
+                            set.len() > 1
+                                || (!set.is_empty() && is_costly(node))
+                                || (!p.in_loop(*v) && (is_costly(node) || is_division(node)))
+                        }
+                        None => false,
+                    };
+                    if worth_keeping {
                         saved_nodes.insert(s);
                         set = BTreeSet::from([s]);
                     }
@@ -91,8 +101,12 @@ impl Plan<'_> {
                 continue;
             }
             if let Some(v) = seg.orig.get(&s) {
-                if top(v) || saved_nodes.contains(&s) {
+                if top(v) {
                     p.need(*v);
+                    continue;
+                }
+                if saved_nodes.contains(&s) {
+                    p.keep(*v);
                     continue;
                 }
             }
@@ -126,6 +140,12 @@ fn is_costly(n: &Node) -> bool {
         ),
         _ => false,
     }
+}
+
+/// A float division: outside loops its saved quotient is a local variable, cheaper than
+/// dividing again.
+fn is_division(n: &Node) -> bool {
+    matches!(n, Node::Bin(BinOp::Div, ..))
 }
 
 fn plan_inst(cx: &Plan, i: Inst, p: &mut Planner, work: &mut HashMap<Inst, bool>) -> bool {

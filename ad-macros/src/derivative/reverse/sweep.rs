@@ -143,6 +143,24 @@ impl Rev<'_> {
         if checkpointed {
             self.ck_before_loop(b, i);
         }
+        // Buffers the loop reads but never writes, copied whole for the reverse sweep.
+        if !self.plain {
+            let mut rows: Vec<(Buf, Buf)> = self
+                .rows
+                .iter()
+                .filter(|((l, _), _)| *l == i)
+                .map(|((_, buf), t)| (*buf, *t))
+                .collect();
+            rows.sort();
+            for (buf, t) in rows {
+                let idx = self.snapshot_row(b, i);
+                b.stmt(InstKind::SaveRow {
+                    tape: t,
+                    idx,
+                    src: self.m.b(buf),
+                });
+            }
+        }
         // A parallel loop's iteration `i` saves into slot `i` (direct-indexed: iterations
         // own their slots), so its tapes hold `end` slots.
         let parallel = f.parallel.get(&i).copied();

@@ -60,95 +60,97 @@ __device__ __forceinline__ void phidiff_add_uniform(T* address, T value) {
 extern "C" __global__ void heat_rev(const double* __restrict__ u, const unsigned long long phidiff_len_u, double* __restrict__ du, const unsigned long long phidiff_len_du, double* __restrict__ out, const unsigned long long phidiff_len_out, double* __restrict__ dout, const unsigned long long phidiff_len_dout, const double r, const unsigned long long phidiff_n, double* phidiff_adjoints) {
     const long long i = (long long)(blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x);
     if (i >= (long long)phidiff_n) return;
-    const long long v3 = (long long)phidiff_len_u;
-    const bool v5 = i == 0LL;
-    bool v10;
-    if (v5) {
-        v10 = true;
+    double c0 = 0.0;
+    const long long v4 = (long long)phidiff_len_u;
+    const bool v6 = i == 0LL;
+    bool v11;
+    if (v6) {
+        v11 = true;
     } else {
-        const long long v8 = v3 - 1LL;
-        const bool v9 = i == v8;
-        v10 = v9;
+        const long long v9 = v4 - 1LL;
+        const bool v10 = i == v9;
+        v11 = v10;
     }
-    bool v14;
-    if (v10) {
-        const double v11 = u[i];
-        out[i] = v11;
-        v14 = true;
+    bool v15;
+    if (v11) {
+        const double v12 = u[i];
+        out[i] = v12;
+        v15 = true;
     } else {
-        v14 = false;
+        v15 = false;
     }
-    const bool v15 = !v14;
-    if (v15) {
-        const double v16 = u[i];
-        const long long v18 = i - 1LL;
-        const double v19 = u[v18];
-        const double v21 = u[i];
-        const double v22 = 2.0 * v21;
-        const double v23 = v19 - v22;
-        const long long v25 = i + 1LL;
-        const double v26 = u[v25];
-        const double v27 = v23 + v26;
-        const double v28 = r * v27;
-        const double v30 = u[i];
-        const double v31 = sin(v30);
-        const double v32 = 1.0 + v31;
-        const double v33 = v28 * v32;
-        const double v34 = v16 + v33;
-        out[i] = v34;
+    const bool v16 = !v15;
+    if (v16) {
+        const double v17 = u[i];
+        const long long v19 = i - 1LL;
+        const double v20 = u[v19];
+        const double v22 = u[i];
+        const double v23 = 2.0 * v22;
+        const double v24 = v20 - v23;
+        const long long v26 = i + 1LL;
+        const double v27 = u[v26];
+        const double v28 = v24 + v27;
+        const double v29 = r * v28;
+        const double v31 = u[i];
+        const double v32 = sin(v31);
+        c0 = v32;
+        const double v33 = 1.0 + v32;
+        const double v34 = v29 * v33;
+        const double v35 = v17 + v34;
+        out[i] = v35;
     } else {
     }
-    double c0 = (-0.0);
-    if (v15) {
-        double c1 = (-0.0);
+    double c1 = (-0.0);
+    if (v16) {
         double c2 = (-0.0);
         double c3 = (-0.0);
         double c4 = (-0.0);
-        const double v40 = dout[i];
-        c4 += v40;
-        dout[i] = 0.0;
-        const long long v43 = i - 1LL;
-        const double v44 = u[v43];
-        const double v46 = u[i];
-        const double v47 = 2.0 * v46;
-        const double v48 = v44 - v47;
-        const long long v50 = i + 1LL;
-        const double v51 = u[v50];
-        const double v52 = v48 + v51;
-        const double v54 = sin(v46);
-        const double v55 = 1.0 + v54;
-        const double v56 = c4;
-        const double v57 = v55 * v56;
-        const double v58 = v52 * v57;
-        c0 += v58;
-        const double v59 = r * v57;
-        c1 += v59;
-        const double v60 = v52 * r;
-        const double v61 = v60 * v56;
-        const double v62 = cos(v46);
-        const double v63 = v61 * v62;
-        const double v64 = v56 + v63;
-        const double v65 = 2.0 * v59;
-        const double v66 = v64 - v65;
-        c2 += v66;
-        c3 += v59;
-        const double v67 = c3;
-        atomicAdd(&du[v50], v67);
-        const double v68 = c2;
-        du[i] += v68;
-        const double v69 = c1;
-        atomicAdd(&du[v43], v69);
-    } else {
-    }
-    if (v10) {
         double c5 = (-0.0);
-        const double v71 = dout[i];
-        c5 += v71;
+        const double v41 = dout[i];
+        c5 += v41;
         dout[i] = 0.0;
-        const double v73 = c5;
-        du[i] += v73;
+        const long long v44 = i - 1LL;
+        const double v45 = u[v44];
+        const double v47 = u[i];
+        const double v48 = 2.0 * v47;
+        const double v49 = v45 - v48;
+        const long long v51 = i + 1LL;
+        const double v52 = u[v51];
+        const double v53 = v49 + v52;
+        const double v55 = c0;
+        const double v56 = 1.0 + v55;
+        const double v57 = c5;
+        const double v58 = v56 * v57;
+        const double v59 = v53 * v58;
+        c1 += v59;
+        const double v60 = r * v58;
+        c2 += v60;
+        const double v61 = v53 * r;
+        const double v62 = v61 * v57;
+        const double v63 = cos(v47);
+        const double v64 = v62 * v63;
+        const double v65 = v57 + v64;
+        const double v66 = 2.0 * v60;
+        const double v67 = v65 - v66;
+        c3 += v67;
+        c4 += v60;
+        const double v68 = c4;
+        atomicAdd(&du[v51], v68);
+        const double v69 = c3;
+        du[i] += v69;
+        const double v70 = c2;
+        atomicAdd(&du[v44], v70);
     } else {
     }
-    const double v74 = c0;
-    phidiff_add_uniform(&phidiff_adjoints[0], v74);
+    if (v11) {
+        double c6 = (-0.0);
+        const double v72 = dout[i];
+        c6 += v72;
+        dout[i] = 0.0;
+        const double v74 = c6;
+        du[i] += v74;
+    } else {
+    }
+    const double v75 = c1;
+    phidiff_add_uniform(&phidiff_adjoints[0], v75);
 }
