@@ -89,8 +89,7 @@ fn main() -> ExitCode {
         );
     }
     let mut serial = vec![0.0; m * n];
-    let (serial_energy, _, _) =
-        solver::burgers_energy_serial_rev(&u0, &mut serial, n, nu, dt, steps, 1.0);
+    let serial_energy = solver::burgers_energy_serial_rev(&u0, &mut serial, n, nu, dt, steps, 1.0);
     let scale = serial.iter().fold(f64::MIN_POSITIVE, |s, v| s.max(v.abs()));
     let diff = all
         .iter()
