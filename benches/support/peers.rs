@@ -122,14 +122,6 @@ impl Real for num_dual::Dual64 {
     }
 }
 
-/// echidna's gradient of `f` at `x` (one taped evaluation, one reverse sweep).
-pub fn echidna_grad(
-    f: impl FnOnce(&[echidna::Reverse64]) -> echidna::Reverse64,
-    x: &[f64],
-) -> Vec<f64> {
-    echidna::grad(f, x)
-}
-
 /// num-dual's directional derivative of `f` at `x` along `v` (one forward pass).
 pub fn dual_tangent(
     f: impl FnOnce(&[num_dual::Dual64]) -> num_dual::Dual64,

@@ -187,7 +187,7 @@ impl Scalar {
 
         // Central finite differences along v, the step scaled to x.
         let h = 1e-6 * x.iter().fold(1.0_f64, |m, v| m.max(v.abs()));
-        let fd_dir = {
+        let mut fd_dir = {
             let (primal, x, v) = (self.primal.clone(), x.clone(), v.clone());
             let (mut xp, mut xm) = (vec![0.0; n], vec![0.0; n]);
             move || {
@@ -198,7 +198,6 @@ impl Scalar {
                 (primal(&xp) - primal(&xm)) / (2.0 * h)
             }
         };
-        let mut fd_dir = fd_dir;
         let fd = fd_dir();
         assert!(
             (fd - gv).abs() <= 1e-5 * scale,
@@ -208,7 +207,7 @@ impl Scalar {
         peers.push((Peer::Fd, Timer::new(fd_dir), n as f64));
 
         if let Some(f) = self.echidna.take() {
-            let ge = peers::echidna_grad(|p| f(p), &x);
+            let ge = echidna::grad(|p| f(p), &x);
             let e = rel_err(&ge, &g);
             assert!(
                 e <= 1e-10,
@@ -218,7 +217,7 @@ impl Scalar {
             let x = x.clone();
             peers.push((
                 Peer::Echidna,
-                Timer::new(move || peers::echidna_grad(|p| f(p), &x)[0]),
+                Timer::new(move || echidna::grad(|p| f(p), &x)[0]),
                 1.0,
             ));
         }
@@ -756,7 +755,7 @@ fn ba_jacobian_echidna(b: &adbench::Ba, j: &mut ba::SparseJ) {
                 row.copy_from_slice(&g);
             }
         },
-        |w| peers::echidna_grad(|p| Reverse64::constant(1.0) - p[0] * p[0], &[w])[0],
+        |w| echidna::grad(|p| Reverse64::constant(1.0) - p[0] * p[0], &[w])[0],
     );
 }
 
