@@ -36,7 +36,7 @@ mod dual;
 mod float;
 mod nonsmooth;
 mod rng;
-mod tape;
+pub mod tape;
 
 pub use dual::Dual;
 pub use float::Float;

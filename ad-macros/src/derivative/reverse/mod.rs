@@ -11,6 +11,7 @@ mod checkpoint;
 pub use checkpoint::check as check_checkpoints;
 mod control;
 mod plan;
+mod promote;
 mod segment;
 mod sweep;
 
@@ -92,6 +93,7 @@ pub fn reverse(
     }
     b.set_yields(body, yields);
     carry::carry_shifted_adds(&mut out);
+    promote::promote_invariant_adds(&mut out);
     super::parallel::summation_aware(&mut out, coarsening.atomic_adjoint)?;
     Ok(out)
 }
