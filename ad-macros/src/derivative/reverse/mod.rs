@@ -10,6 +10,7 @@ mod carry;
 mod checkpoint;
 pub use checkpoint::check as check_checkpoints;
 mod control;
+mod hoist;
 mod plan;
 mod promote;
 mod segment;
@@ -94,6 +95,7 @@ pub fn reverse(
     b.set_yields(body, yields);
     carry::carry_shifted_adds(&mut out);
     promote::promote_invariant_adds(&mut out);
+    hoist::hoist_invariant_index_math(&mut out);
     super::parallel::summation_aware(&mut out, coarsening.atomic_adjoint)?;
     Ok(out)
 }

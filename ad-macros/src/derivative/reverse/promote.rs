@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 /// them and loops holding one are left alone: their iterations run on several threads.
 pub fn promote_invariant_adds(f: &mut Function) {
     let mut loops = Vec::new();
-    collect(f, f.body, &mut loops);
+    collect_loops(f, f.body, &mut loops);
     let mut parent = parents(f);
     for l in loops {
         apply(f, &mut parent, l);
@@ -29,7 +29,7 @@ pub fn promote_invariant_adds(f: &mut Function) {
 
 /// The `for` loops of block `b` and its nested blocks, inner loops before outer ones,
 /// without parallel loops, what they contain, and the loops that contain them.
-fn collect(f: &Function, b: Block, out: &mut Vec<Inst>) -> bool {
+pub(super) fn collect_loops(f: &Function, b: Block, out: &mut Vec<Inst>) -> bool {
     let mut clean = true;
     for &i in &f.block(b).insts {
         if f.parallel.contains_key(&i) || is_checkpoint(f, i) {
@@ -38,7 +38,7 @@ fn collect(f: &Function, b: Block, out: &mut Vec<Inst>) -> bool {
         }
         let mut inner_clean = true;
         for c in f.child_blocks(i) {
-            inner_clean &= collect(f, c, out);
+            inner_clean &= collect_loops(f, c, out);
         }
         clean &= inner_clean;
         if let InstKind::For { exit, .. } = &f.inst(i).kind {
