@@ -10,9 +10,19 @@ pub enum CudaError {
     /// `libcuda` (the driver) could not be loaded: no NVIDIA driver on this machine.
     NoDriver,
     /// The driver is there but reports no device with this ordinal.
-    NoDevice { ordinal: usize, count: usize },
+    NoDevice {
+        /// The ordinal asked for.
+        ordinal: usize,
+        /// How many devices the driver reports.
+        count: usize,
+    },
     /// NVRTC rejected a kernel: its name and NVRTC's log.
-    Compile { kernel: String, log: String },
+    Compile {
+        /// The kernel's name.
+        kernel: String,
+        /// NVRTC's compilation log.
+        log: String,
+    },
     /// A driver call failed.
     Driver(String),
 }

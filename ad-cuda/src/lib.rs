@@ -7,6 +7,9 @@
 //! return a [`CudaError`] that says what is missing, and code can fall back to the CPU
 //! launcher ([`cpu::for_each`]).
 
+#![warn(missing_docs)]
+#![warn(rustdoc::broken_intra_doc_links)]
+
 mod compile;
 pub mod cpu;
 mod device;

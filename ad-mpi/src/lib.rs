@@ -26,6 +26,9 @@
 //! lengths, as MPI requires; a length that does not fit panics with a message naming
 //! the method and the parameter.
 
+#![warn(missing_docs)]
+#![warn(rustdoc::broken_intra_doc_links)]
+
 mod collective;
 mod comm;
 mod nonblocking;

@@ -43,7 +43,7 @@ pub struct Scratch<T: Copy + Send + 'static> {
 
 impl<T: Copy + Send + Sync + 'static> Scratch<T> {
     /// `len` copies of `fill`. A reused buffer is filled in parallel (blocks of
-    /// [`FILL_CHUNK`] elements), so zeroing the slots of a long loop is not a serial
+    /// 32 768 elements), so zeroing the slots of a long loop is not a serial
     /// pass before it.
     pub fn filled(fill: T, len: usize) -> Self {
         let mut data = take::<T>(len);
