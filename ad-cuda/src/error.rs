@@ -2,7 +2,15 @@
 
 use std::fmt;
 
-/// An error of the CUDA runtime.
+/// An error of the CUDA runtime. Its `Display` says what to do about it.
+///
+/// ```
+/// use ad_cuda::CudaError;
+///
+/// let e = CudaError::NoDevice { ordinal: 1, count: 1 };
+/// assert_eq!(e.to_string(), "there is no CUDA device 1 (1 device(s) present)");
+/// assert!(CudaError::NoNvrtc.to_string().contains("LD_LIBRARY_PATH"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CudaError {
     /// `libnvrtc` could not be loaded.
