@@ -774,7 +774,27 @@ enum Extremum {
     Min,
 }
 
-/// A reduction operation for [`Comm::allreduce`].
+/// A reduction operation for [`Comm::allreduce`], chosen at run time.
+///
+/// ```
+/// use ad_mpi::{initialize, Comm, Op};
+///
+/// let universe = initialize().unwrap();
+/// let comm = Comm::world(&universe);
+/// let x = [2.0, -1.0];
+/// let (mut y, mut ybar, mut xbar) = ([0.0; 2], [1.0; 2], [0.0; 2]);
+/// comm.allreduce(&x, &mut y, Op::Max);
+/// comm.allreduce_rev(&x, &mut xbar, &mut y, &mut ybar, Op::Max);
+/// if comm.size() == 1 {
+///     assert_eq!((y, xbar), (x, [1.0, 1.0]));
+/// }
+/// // A product has a value but no derivative here: its `_rev` panics and says so.
+/// let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+///     comm.allreduce_rev(&x, &mut [0.0; 2], &mut [0.0; 2], &mut [1.0; 2], Op::Prod)
+/// }));
+/// let message = panic.unwrap_err().downcast::<String>().unwrap();
+/// assert!(message.contains("`Op::Prod` has no derivative here"));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Op {
     /// Sum: differentiable.
