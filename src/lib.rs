@@ -69,13 +69,15 @@
 //!
 //! # Examples of the repository
 //!
-//! `examples/` holds programs to copy, each checking its own gradient: `fit_oscillator`
+//! `examples/` holds programs to copy that check their own gradients: `fit_oscillator`
 //! (least squares with L-BFGS), `checkpoint_memory` (a loop whose full tape would need
-//! 8 GiB), `mpi_burgers` (distributed 2-D Burgers under `mpirun`), and the per-crate
-//! examples of `ad-core`, `ad-rayon`, `ad-mpi` and `ad-cuda`. The README lists them all.
+//! 8 GiB), `mpi_burgers` (distributed 2-D Burgers under `mpirun`), `cuda_heat` (generated
+//! CUDA kernels, with the CPU as fallback); each runtime crate has its own in
+//! `<crate>/examples/`. The README's table lists them all.
 
 #![warn(missing_docs)]
 #![warn(rustdoc::broken_intra_doc_links)]
+
 pub use ad_core::*;
 /// Differentiates a function at compile time: writes `NAME_fwd`, `NAME_rev` and
 /// `NAME_grad` next to it. Examples first; the reference follows them.
