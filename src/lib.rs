@@ -69,8 +69,9 @@
 //!
 //! # Examples of the repository
 //!
-//! `examples/` holds programs to copy that check their own gradients: `fit_oscillator`
-//! (least squares with L-BFGS), `checkpoint_memory` (a loop whose full tape would need
+//! `examples/` holds programs to copy that check their own gradients: `heat_inverse` (the
+//! initial state of a 2-D heat equation recovered with L-BFGS, through a checkpointed
+//! loop of rayon steps), `fit_oscillator` (least squares with L-BFGS), `checkpoint_memory` (a loop whose full tape would need
 //! 8 GiB), `mpi_burgers` (distributed 2-D Burgers under `mpirun`), `cuda_heat` (generated
 //! CUDA kernels, with the CPU as fallback); each runtime crate has its own in
 //! `<crate>/examples/`. The README's table lists them all.
