@@ -75,7 +75,7 @@ use proc_macro::TokenStream;
 /// | argument | effect |
 /// |---|---|
 /// | `forward`, `forward(name = f_tan)` | generate the tangent function (default name `NAME_fwd`) |
-/// | `reverse`, `reverse(name = f_adj)` | generate the adjoint function (default `NAME_rev`) and, for a float result, `NAME_grad` |
+/// | `reverse`, `reverse(name = f_adj)` | generate the adjoint function (default `NAME_rev`) and, for a float result, `NAME_grad` (named after the function whatever the adjoint's name) |
 /// | `wrt(a, b)` | only `a` and `b` are active; the other parameters are constant |
 /// | `coarsen = off` | one adjoint per operation, every intermediate taped (the baseline the coarsening is measured against); default `on` |
 /// | `coarsen(limit = N)` | the largest symbolically differentiated segment, in expression nodes (default 64, at least 2) |
