@@ -29,6 +29,7 @@
 //! ```
 
 #![warn(missing_docs)]
+#![warn(rustdoc::broken_intra_doc_links)]
 
 pub mod check;
 pub mod checkpoint;
