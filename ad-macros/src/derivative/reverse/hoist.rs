@@ -132,7 +132,7 @@ fn apply(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst) {
                     continue;
                 }
                 // Operands computed in the loop are hoisted ones or constants.
-                let mut map = |b: &mut Builder, v: Value| match fresh.get(&v) {
+                let map = |b: &mut Builder, v: Value| match fresh.get(&v) {
                     Some(h) => *h,
                     None => match b.func.value(v).def {
                         ValueDef::Result(j, 0) if inside.contains(&j) => {
