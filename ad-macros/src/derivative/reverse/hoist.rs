@@ -1,26 +1,32 @@
-//! Integer index arithmetic fixed for a loop computed once before it.
+//! Arithmetic and reads fixed for a loop computed once before it.
 //!
 //! A stencil on a periodic grid reads `u[((i + 1) % m) * n + j]` inside `for j in 0..n`;
 //! its adjoint adds into the same element and recomputes the same index in each branch of
 //! the reversed body. The remainders are integer divisions (tens of cycles each) that the
 //! compiler leaves in the inner loop, since hoisting a division it cannot prove nonzero
-//! past the loop's entry check would change where a panic happens. Here the arithmetic
-//! that every iteration computes from values fixed for the loop moves before it, under
-//! the check that the loop runs at all (so nothing is computed that the loop would not
-//! have computed), and copies of the same expression in the loop's branches use that
-//! value too.
+//! past the loop's entry check would change where a panic happens. Likewise the adjoint of
+//! a triangular product recomputes `x[c] - mu[c]` for every row `r`. Here what every
+//! iteration computes from values fixed for the loop (pure arithmetic, math functions,
+//! casts, and reads of buffers the loop does not write) moves before it, under the check
+//! that the loop runs at all (so nothing is computed, and nothing can panic, that the loop
+//! would not have), and copies of the same expression in the loop's branches use that
+//! value too. The operations and their operands are unchanged, so results are bitwise
+//! the same.
 
 use super::promote::collect_loops;
 use crate::ir::builder::Builder;
 use crate::ir::*;
 use std::collections::{HashMap, HashSet};
 
-/// A pure integer expression over values fixed for the loop.
+/// A pure expression over values fixed for the loop.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 enum Key {
-    Const(i128),
+    Int(i128),
+    Float(u64),
+    Bool(bool),
     Outside(Value),
-    Expr(BinOp, Box<Key>, Box<Key>),
+    /// The instruction's kind with its operands replaced by the keys' positions.
+    Op(String, Vec<Key>),
 }
 
 /// Rewrites the loops of `f`, innermost first.
@@ -47,11 +53,32 @@ fn parents(f: &Function) -> HashMap<Inst, Block> {
     m
 }
 
-fn is_index_op(op: BinOp) -> bool {
-    matches!(
-        op,
-        BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem
-    )
+/// The operands of a pure instruction the pass may move, and the name of its operation.
+fn pure_parts(kind: &InstKind) -> Option<(String, Vec<Value>)> {
+    Some(match kind {
+        InstKind::Binary(op, a, b) => (format!("{op:?}"), vec![*a, *b]),
+        InstKind::Unary(op, a) => (format!("{op:?}"), vec![*a]),
+        InstKind::Math(name, args) => (name.to_string(), args.clone()),
+        InstKind::Cast { value, to, rust_ty } => (format!("as {to:?} {rust_ty:?}"), vec![*value]),
+        InstKind::Load(buf, idx) => (format!("{buf}"), idx.clone()),
+        _ => return None,
+    })
+}
+
+/// `kind` with its operands replaced, in [`pure_parts`]' order.
+fn with_operands(kind: &InstKind, ops: &[Value]) -> InstKind {
+    match kind {
+        InstKind::Binary(op, ..) => InstKind::Binary(*op, ops[0], ops[1]),
+        InstKind::Unary(op, _) => InstKind::Unary(*op, ops[0]),
+        InstKind::Math(name, _) => InstKind::Math(name, ops.to_vec()),
+        InstKind::Cast { to, rust_ty, .. } => InstKind::Cast {
+            value: ops[0],
+            to: *to,
+            rust_ty: rust_ty.clone(),
+        },
+        InstKind::Load(buf, _) => InstKind::Load(*buf, ops.to_vec()),
+        _ => unreachable!("not a movable instruction"),
+    }
 }
 
 fn apply(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst) {
@@ -62,12 +89,19 @@ fn apply(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst) {
     f.walk(body, &mut |i| {
         inside.insert(i);
     });
-    // The key of every integer expression of the loop over values fixed for it.
+    // Buffers the loop writes: their reads stay in it.
+    let mut written = HashSet::new();
+    for &i in &inside {
+        written.extend(f.written_bufs(i));
+    }
+    // The key of every pure expression of the loop over values fixed for it.
     let mut keys: HashMap<Value, Key> = HashMap::new();
     let key_of = |f: &Function, keys: &HashMap<Value, Key>, v: Value| -> Option<Key> {
         match f.value(v).def {
             ValueDef::Result(i, 0) if inside.contains(&i) => match f.inst(i).kind {
-                InstKind::IConst(c) => Some(Key::Const(c)),
+                InstKind::IConst(c) => Some(Key::Int(c)),
+                InstKind::FConst(c) => Some(Key::Float(c.to_bits())),
+                InstKind::BConst(c) => Some(Key::Bool(c)),
                 _ => keys.get(&v).cloned(),
             },
             ValueDef::Result(i, _) if inside.contains(&i) => None,
@@ -78,13 +112,21 @@ fn apply(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst) {
         }
     };
     f.walk(body, &mut |i| {
-        if let InstKind::Binary(op, a, b) = f.inst(i).kind {
-            let r = f.inst(i).results[0];
-            if is_index_op(op) && f.ty(r) == Ty::Int {
-                if let (Some(ka), Some(kb)) = (key_of(f, &keys, a), key_of(f, &keys, b)) {
-                    keys.insert(r, Key::Expr(op, Box::new(ka), Box::new(kb)));
-                }
+        let Some((name, ops)) = pure_parts(&f.inst(i).kind) else {
+            return;
+        };
+        if let InstKind::Load(buf, _) = f.inst(i).kind {
+            if written.contains(&buf) {
+                return;
             }
+        }
+        // Comparisons are cheap, and the loops' own entry checks are ones.
+        if f.ty(f.inst(i).results[0]) == Ty::Bool {
+            return;
+        }
+        let ks: Option<Vec<Key>> = ops.iter().map(|v| key_of(f, &keys, *v)).collect();
+        if let Some(ks) = ks {
+            keys.insert(f.inst(i).results[0], Key::Op(name, ks));
         }
     });
     // Hoisted: the ones every iteration computes (top level of the body), first come.
@@ -94,13 +136,46 @@ fn apply(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst) {
         .iter()
         .copied()
         .filter(|i| {
-            matches!(f.inst(*i).kind, InstKind::Binary(..))
-                && keys.contains_key(&f.inst(*i).results[0])
+            pure_parts(&f.inst(*i).kind).is_some() && keys.contains_key(&f.inst(*i).results[0])
         })
         .collect();
     if top.is_empty() {
         return;
     }
+    // The loop's copies of hoisted expressions; those whose values something else in the
+    // loop reads get a cell, the others (operands of hoisted ones only) leave the loop.
+    let hoisted_keys: HashSet<Key> = top
+        .iter()
+        .map(|i| keys[&f.inst(*i).results[0]].clone())
+        .collect();
+    let mut all = Vec::new();
+    f.walk(body, &mut |i| all.push(i));
+    let replaced: HashSet<Inst> = all
+        .iter()
+        .copied()
+        .filter(|i| {
+            pure_parts(&f.inst(*i).kind).is_some()
+                && keys
+                    .get(&f.inst(*i).results[0])
+                    .is_some_and(|k| hoisted_keys.contains(k))
+        })
+        .collect();
+    let mut read: Vec<Value> = Vec::new();
+    for &i in &all {
+        if !replaced.contains(&i) {
+            read.extend(f.operands(i));
+            for c in f.child_blocks(i) {
+                read.extend(f.block(c).yields.iter().copied());
+            }
+        }
+    }
+    read.extend(f.block(body).yields.iter().copied());
+    let needed: HashSet<Key> = read
+        .iter()
+        .filter_map(|v| keys.get(v))
+        .filter(|k| hoisted_keys.contains(*k))
+        .cloned()
+        .collect();
     let pre = f.new_block();
     let then_blk = f.new_block();
     let else_blk = f.new_block();
@@ -112,19 +187,19 @@ fn apply(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst) {
         for &i in &top {
             let r = b.func.inst(i).results[0];
             let key = keys[&r].clone();
-            if cell_of.contains_key(&key) {
+            if cell_of.contains_key(&key) || !needed.contains(&key) {
                 continue;
             }
-            let z = b.iconst(0);
-            let c = b.cell(Ty::Int, "fixed", z);
+            let ty = b.func.ty(r);
+            let z = b.zero(ty);
+            let c = b.cell(ty, "fixed", z);
             cell_of.insert(key, c);
         }
         let ran = b.binary(BinOp::Gt, range.end, range.start);
         b.in_block(then_blk, |b| {
             for &i in &top {
-                let InstKind::Binary(op, x, y) = b.func.inst(i).kind else {
-                    unreachable!("hoisted instructions are binary")
-                };
+                let kind = b.func.inst(i).kind.clone();
+                let (_, ops) = pure_parts(&kind).expect("hoisted instructions are pure");
                 let r = b.func.inst(i).results[0];
                 let key = keys[&r].clone();
                 if let Some(v) = computed.get(&key) {
@@ -136,18 +211,23 @@ fn apply(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst) {
                     Some(h) => *h,
                     None => match b.func.value(v).def {
                         ValueDef::Result(j, 0) if inside.contains(&j) => {
-                            let InstKind::IConst(c) = b.func.inst(j).kind else {
-                                unreachable!("an operand of a hoisted expression")
-                            };
-                            b.iconst(c)
+                            match b.func.inst(j).kind {
+                                InstKind::IConst(c) => b.iconst(c),
+                                InstKind::FConst(c) => b.fconst(c),
+                                InstKind::BConst(c) => b.bconst(c),
+                                _ => unreachable!("an operand of a hoisted expression"),
+                            }
                         }
                         _ => v,
                     },
                 };
-                let (x, y) = (map(b, x), map(b, y));
-                let v = b.binary(op, x, y);
+                let ops: Vec<Value> = ops.iter().map(|v| map(b, *v)).collect();
+                let ty = b.func.ty(r);
+                let v = b.value(with_operands(&kind, &ops), ty);
                 fresh.insert(r, v);
-                b.set(cell_of[&key], v);
+                if let Some(c) = cell_of.get(&key) {
+                    b.set(*c, v);
+                }
                 computed.insert(key, v);
             }
         });
@@ -159,14 +239,15 @@ fn apply(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst) {
             else_blk,
         });
     }
-    // Every expression of the loop equal to a hoisted one reads its cell.
-    let mut all = Vec::new();
-    f.walk(body, &mut |i| all.push(i));
-    for i in all {
-        if let InstKind::Binary(..) = f.inst(i).kind {
-            let r = f.inst(i).results[0];
-            if let Some(c) = keys.get(&r).and_then(|k| cell_of.get(k)) {
-                f.insts[i.index()].kind = InstKind::CellGet(*c);
+    // Every expression of the loop equal to a hoisted one reads its cell, or is gone when
+    // only other hoisted expressions read it.
+    for &i in &replaced {
+        let r = f.inst(i).results[0];
+        match cell_of.get(&keys[&r]) {
+            Some(c) => f.insts[i.index()].kind = InstKind::CellGet(*c),
+            None => {
+                let blk = parent[&i];
+                f.blocks[blk.index()].insts.retain(|j| *j != i);
             }
         }
     }
