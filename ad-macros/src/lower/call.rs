@@ -6,6 +6,24 @@ use super::*;
 use crate::derivative::rules;
 use syn::Expr;
 
+/// Why the float method `name` cannot be differentiated, and the two ways out: a rewrite
+/// with methods that have rules, or a custom rule (a hand-written `_fwd`/`_rev` pair).
+fn no_rule_message(name: &str) -> String {
+    let rewrite = match name {
+        "to_degrees" => " (write `v * (180.0 / std::f64::consts::PI)` instead)",
+        "to_radians" => " (write `v * (std::f64::consts::PI / 180.0)` instead)",
+        "sin_cos" => " (call `.sin()` and `.cos()` separately instead)",
+        "clamp" => " (write `v.max(lo).min(hi)` instead)",
+        _ => "",
+    };
+    format!(
+        "`{name}` has no derivative rule{rewrite}; {list}. Or move the call into a function of \
+         your own, `fn my_{name}(v: f64) -> f64`, and write its derivatives `my_{name}_fwd` and \
+         `my_{name}_rev` by hand next to it (a custom rule, see the guide)",
+        list = rules::supported_list()
+    )
+}
+
 impl Lowerer<'_> {
     pub(super) fn lower_call_stmt(&mut self, e: &Expr) -> LResult<()> {
         self.lower_call_value_or_unit(e).map(drop)
@@ -176,14 +194,7 @@ impl Lowerer<'_> {
             ));
         }
         let Some(rule) = rules::find(&name) else {
-            return Err(self.error(
-                &m.method,
-                &name,
-                &format!(
-                    "no derivative rule for this method; {}",
-                    rules::supported_list()
-                ),
-            ));
+            return Err(self.error(&m.method, &name, &no_rule_message(&name)));
         };
         if m.args.len() + 1 != rule.arity {
             return Err(self.error(
