@@ -24,6 +24,11 @@ pub mod cuda {
     pub use ad_cuda::*;
 }
 
+/// The user guide's snippets, compiled and run by `cargo test --doc`.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/guide.md")]
+pub struct UserGuideSnippets;
+
 #[doc(hidden)]
 pub mod __private {
     pub use ad_core::__private::*;

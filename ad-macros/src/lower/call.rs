@@ -24,6 +24,48 @@ fn no_rule_message(name: &str) -> String {
     )
 }
 
+/// Why a method called on an iterator (`x.iter().fold(..)`, `.product()`, `.max()`) cannot
+/// be differentiated, with the `for` loop that replaces it; `None` when the receiver is not
+/// an iterator chain.
+fn unsupported_iterator_reduction(m: &syn::ExprMethodCall) -> Option<String> {
+    let Expr::MethodCall(inner) = &*m.receiver else {
+        return None;
+    };
+    let iterator = [
+        "iter",
+        "iter_mut",
+        "into_iter",
+        "map",
+        "enumerate",
+        "zip",
+        "copied",
+        "cloned",
+        "rev",
+        "skip",
+        "take",
+        "filter",
+        "chain",
+        "step_by",
+        "par_iter",
+    ];
+    if !iterator.contains(&inner.method.to_string().as_str()) {
+        return None;
+    }
+    let name = m.method.to_string();
+    let instead = match name.as_str() {
+        "product" => "`let mut p = 1.0; for i in 0..x.len() { p *= x[i]; }`",
+        "fold" => "`let mut acc = init; for i in 0..x.len() { acc = .. x[i] ..; }`",
+        "max" | "min" | "max_by" | "min_by" | "reduce" => {
+            "`let mut m = x[0]; for i in 1..x.len() { m = m.max(x[i]); }`"
+        }
+        _ => "`for i in 0..x.len() { .. x[i] .. }`",
+    };
+    Some(format!(
+        "`.{name}(..)` on an iterator is not differentiated (the iterator reductions phidiff \
+         differentiates are `.sum()` and `.map(|v| ..).sum()`); write the loop instead: {instead}"
+    ))
+}
+
 impl Lowerer<'_> {
     pub(super) fn lower_call_stmt(&mut self, e: &Expr) -> LResult<()> {
         self.lower_call_value_or_unit(e).map(drop)
@@ -170,6 +212,10 @@ impl Lowerer<'_> {
             return self
                 .lower_user_method(m, true)?
                 .ok_or_else(|| syn::Error::new_spanned(m, "phidiff: this call has no value"));
+        }
+        if let Some(why) = unsupported_iterator_reduction(m) {
+            let what = format!("{}.{}(..)", text(&m.receiver), m.method);
+            return Err(self.error(m, &what, &why));
         }
         let recv = self.lower_expr(&m.receiver)?;
         if self.ty(recv) == Ty::Int && (name == "min" || name == "max") && m.args.len() == 1 {

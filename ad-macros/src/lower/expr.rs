@@ -255,7 +255,7 @@ impl Lowerer<'_> {
                 &text(r),
                 "references to scalars are not supported (pass the value itself; `&buffer` is allowed as a call argument)",
             )),
-            Expr::Closure(c) => Err(self.error(c, "closure", "closures are supported only inside `.iter().map(..).sum()`")),
+            Expr::Closure(c) => Err(self.error(c, "closure", "closures are supported only inside `.iter().map(..).sum()` and rayon's `.for_each(..)`; write its body inline where it is called, or make it a function annotated with `#[differentiate(forward, reverse)]`")),
             Expr::Tuple(t) => Err(self.error(t, &text(t), "tuples are not supported; use separate variables")),
             Expr::Field(f) => Err(self.error(f, &text(f), "field access is not supported; pass the fields as parameters")),
             Expr::Struct(s) => Err(self.error(s, &text(s), "struct literals are not supported")),

@@ -178,12 +178,14 @@ impl Parse for Options {
                     opts.coarsen = match v.to_string().as_str() {
                         "on" | "true" => true,
                         "off" | "false" => false,
-                        _ => return Err(syn::Error::new(
-                            v.span(),
-                            format!(
+                        _ => {
+                            return Err(syn::Error::new(
+                                v.span(),
+                                format!(
                                 "phidiff: expected `coarsen = on` or `coarsen = off`, found `{v}`"
                             ),
-                        )),
+                            ))
+                        }
                     };
                 }
                 "parallel_adjoint" => {
