@@ -29,6 +29,7 @@
 //! ```
 
 #![warn(missing_docs)]
+#![warn(rustdoc::broken_intra_doc_links)]
 
 pub mod check;
 pub mod checkpoint;
@@ -36,7 +37,7 @@ mod dual;
 mod float;
 mod nonsmooth;
 mod rng;
-mod tape;
+pub mod tape;
 
 pub use dual::Dual;
 pub use float::Float;

@@ -2,7 +2,10 @@
 //! sweep, addressed by loop iteration.
 
 use core::ops::{Index, IndexMut};
+use core::ptr::NonNull;
+use std::alloc::Layout;
 use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 thread_local! {
     /// Bytes of tape capacity allocated on this thread, ever (see [`TapeMeter`]).
@@ -58,6 +61,12 @@ impl TapeMeter {
 /// ([`ensure`](Self::ensure) with the count); `while`/`loop` call `ensure`
 /// as iterations go, which grows with amortized doubling.
 ///
+/// Memory comes from a per-thread pool of released tapes (see [`release_pool`]):
+/// a gradient called in a loop (an optimizer, a time series) reuses the
+/// previous call's memory instead of asking the system for fresh pages every
+/// time. A tape made with [`with_hint`](Self::with_hint) also remembers its
+/// final length, so the next call's tape is sized once and never copied.
+///
 /// ```
 /// use ad_core::Tape;
 ///
@@ -77,15 +86,88 @@ impl TapeMeter {
 /// }
 /// assert_eq!(x_bar, [1.5, 0.75, 0.5]);
 /// ```
-#[derive(Clone, Debug, Default)]
 pub struct Tape<T> {
-    data: Vec<T>,
+    /// `cap` slots, the first `len` initialized; dangling while `cap == 0` (or for a
+    /// zero-sized `T`).
+    ptr: NonNull<T>,
+    len: usize,
+    cap: usize,
+    /// Where the final length is remembered for the next tape of the same site.
+    hint: Option<&'static AtomicUsize>,
+}
+
+// A tape owns its slots like a `Vec<T>`.
+unsafe impl<T: Send> Send for Tape<T> {}
+unsafe impl<T: Sync> Sync for Tape<T> {}
+
+impl<T: Copy + Default> Default for Tape<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: Copy + Default> Clone for Tape<T> {
+    fn clone(&self) -> Self {
+        let mut t = Tape::new();
+        t.ensure(self.len);
+        t.as_mut_slice().copy_from_slice(self.as_slice());
+        t
+    }
+}
+
+impl<T: Copy + Default + core::fmt::Debug> core::fmt::Debug for Tape<T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Tape")
+            .field("data", &self.as_slice())
+            .finish()
+    }
+}
+
+impl<T> Drop for Tape<T> {
+    fn drop(&mut self) {
+        if let Some(h) = self.hint {
+            h.store(self.len, Ordering::Relaxed);
+        }
+        if self.cap > 0 && core::mem::size_of::<T>() > 0 {
+            let layout = Layout::array::<T>(self.cap).expect("a tape's size fits its layout");
+            pool::give(self.ptr.cast(), layout);
+        }
+    }
 }
 
 impl<T: Copy + Default> Tape<T> {
     /// An empty tape; allocates nothing.
     pub fn new() -> Self {
-        Tape { data: Vec::new() }
+        Tape {
+            ptr: NonNull::dangling(),
+            len: 0,
+            cap: 0,
+            hint: None,
+        }
+    }
+
+    /// An empty tape that takes its capacity, when it first needs one, from the final
+    /// length recorded in `hint` by the previous tape of the same site, and records its
+    /// own final length there when dropped. Generated code declares one `static` hint per
+    /// tape.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// static HINT: AtomicUsize = AtomicUsize::new(0);
+    /// for _ in 0..2 {
+    ///     let mut tape = ad_core::Tape::<f64>::with_hint(&HINT);
+    ///     for i in 0..1000 {
+    ///         tape.ensure(i + 1); // grows on the first call only
+    ///         tape.set(i, i as f64);
+    ///     }
+    /// }
+    /// assert_eq!(HINT.load(Ordering::Relaxed), 1000);
+    /// ```
+    pub fn with_hint(hint: &'static AtomicUsize) -> Self {
+        Tape {
+            hint: Some(hint),
+            ..Tape::new()
+        }
     }
 
     /// An empty tape with room for `capacity` slots before reallocating.
@@ -96,9 +178,9 @@ impl<T: Copy + Default> Tape<T> {
     /// assert!(tape.bytes() >= 800);
     /// ```
     pub fn with_capacity(capacity: usize) -> Self {
-        let data = Vec::with_capacity(capacity);
-        record_growth(data.capacity() * core::mem::size_of::<T>());
-        Tape { data }
+        let mut t = Tape::new();
+        t.grow_to(capacity);
+        t
     }
 
     /// Makes slots `0..len` addressable, filling new ones with
@@ -114,18 +196,60 @@ impl<T: Copy + Default> Tape<T> {
     /// ```
     #[inline]
     pub fn ensure(&mut self, len: usize) {
-        if len > self.data.len() {
-            let before = self.data.capacity();
-            self.data.resize(len, T::default());
-            record_growth((self.data.capacity() - before) * core::mem::size_of::<T>());
+        if len > self.len {
+            self.extend_to(len);
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn extend_to(&mut self, len: usize) {
+        if len > self.cap {
+            let hinted = self
+                .hint
+                .filter(|_| self.cap == 0)
+                .map_or(0, |h| h.load(Ordering::Relaxed));
+            self.grow_to(len.max(self.cap.saturating_mul(2)).max(hinted));
+        }
+        // SAFETY: slots `self.len..len` are within the capacity; writing initializes them.
+        unsafe {
+            for k in self.len..len {
+                self.ptr.as_ptr().add(k).write(T::default());
+            }
+        }
+        self.len = len;
+    }
+
+    /// Capacity for at least `cap` slots, keeping the initialized ones.
+    fn grow_to(&mut self, cap: usize) {
+        let size = core::mem::size_of::<T>();
+        if size == 0 {
+            self.cap = usize::MAX;
+            return;
+        }
+        if cap <= self.cap {
+            return;
+        }
+        let layout = Layout::array::<T>(cap).expect("tape length overflows the address space");
+        let (block, bytes) = pool::take(layout);
+        let ptr: NonNull<T> = block.cast();
+        if self.cap > 0 {
+            // SAFETY: both blocks hold at least `self.len` slots of `T` and are distinct.
+            unsafe { core::ptr::copy_nonoverlapping(self.ptr.as_ptr(), ptr.as_ptr(), self.len) };
+            let old = Layout::array::<T>(self.cap).expect("a tape's size fits its layout");
+            pool::give(self.ptr.cast(), old);
+        }
+        let new_cap = bytes / size;
+        record_growth((new_cap - self.cap) * size);
+        self.ptr = ptr;
+        self.cap = new_cap;
     }
 
     /// All slots, for a parallel loop whose iteration `i` writes slot `i` (the
     /// direct-indexed tape of ParDiff: iterations own their slots).
     #[inline]
     pub fn slots_mut(&mut self) -> &mut [T] {
-        &mut self.data
+        self.as_mut_slice()
     }
 
     /// Stores `value` in slot `i`.
@@ -134,7 +258,7 @@ impl<T: Copy + Default> Tape<T> {
     /// If `i >= self.len()`.
     #[inline]
     pub fn set(&mut self, i: usize, value: T) {
-        self.data[i] = value;
+        self.as_mut_slice()[i] = value;
     }
 
     /// The value in slot `i`.
@@ -143,37 +267,173 @@ impl<T: Copy + Default> Tape<T> {
     /// If `i >= self.len()`.
     #[inline]
     pub fn get(&self, i: usize) -> T {
-        self.data[i]
+        self.as_slice()[i]
     }
 
     /// The number of addressable slots.
     #[inline]
     pub fn len(&self) -> usize {
-        self.data.len()
+        self.len
     }
 
     /// Whether the tape has no slots.
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.data.is_empty()
+        self.len == 0
     }
 
     /// Memory held by the tape in bytes (allocated capacity, not just the
     /// slots in use), for benchmarks' tape-size reports.
     pub fn bytes(&self) -> usize {
-        self.data.capacity() * core::mem::size_of::<T>()
+        if core::mem::size_of::<T>() == 0 {
+            0
+        } else {
+            self.cap * core::mem::size_of::<T>()
+        }
     }
 
     /// All slots, in index order.
     #[inline]
     pub fn as_slice(&self) -> &[T] {
-        &self.data
+        // SAFETY: the first `len` slots are initialized and owned by the tape.
+        unsafe { core::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
     }
 
     /// All slots, mutably (e.g. to split among threads).
     #[inline]
     pub fn as_mut_slice(&mut self) -> &mut [T] {
-        &mut self.data
+        // SAFETY: as in `as_slice`, and `&mut self` makes the access unique.
+        unsafe { core::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+/// Frees the tape memory the current thread keeps for reuse (see [`Tape`]). The pool
+/// holds at most [`POOL_BYTES`] per thread and is freed when the thread ends; call this
+/// after a one-off gradient of a large program to give the memory back at once.
+///
+/// ```
+/// let mut tape = ad_core::Tape::<f64>::new();
+/// tape.ensure(1 << 16);
+/// drop(tape); // its memory waits in the pool for the next tape
+/// assert!(ad_core::tape::pooled_bytes() >= 8 << 16);
+/// ad_core::tape::release_pool();
+/// assert_eq!(ad_core::tape::pooled_bytes(), 0);
+/// ```
+pub fn release_pool() {
+    pool::release();
+}
+
+/// Bytes of released tape memory the current thread keeps for its next tapes.
+pub fn pooled_bytes() -> usize {
+    pool::bytes()
+}
+
+/// The most bytes of released tape memory one thread keeps for reuse.
+pub const POOL_BYTES: usize = 256 << 20;
+
+mod pool {
+    //! Released tape blocks of this thread, for the next tapes.
+    use std::alloc::{self, Layout};
+    use std::cell::RefCell;
+    use std::ptr::NonNull;
+
+    /// The most blocks kept.
+    const BLOCKS: usize = 32;
+
+    struct Pool {
+        blocks: Vec<(NonNull<u8>, Layout)>,
+        bytes: usize,
+    }
+
+    impl Pool {
+        fn free_all(&mut self) {
+            for (p, l) in self.blocks.drain(..) {
+                // SAFETY: every pooled block came from `alloc::alloc` with layout `l`.
+                unsafe { alloc::dealloc(p.as_ptr(), l) };
+            }
+            self.bytes = 0;
+        }
+    }
+
+    impl Drop for Pool {
+        fn drop(&mut self) {
+            self.free_all();
+        }
+    }
+
+    thread_local! {
+        static POOL: RefCell<Pool> = const {
+            RefCell::new(Pool { blocks: Vec::new(), bytes: 0 })
+        };
+    }
+
+    /// A block for `want` (non-zero size): the smallest pooled one with its alignment that
+    /// is large enough, else a fresh one. Returns the block and its size in bytes.
+    pub(super) fn take(want: Layout) -> (NonNull<u8>, usize) {
+        let reused = POOL
+            .try_with(|p| {
+                let mut p = p.borrow_mut();
+                let best = p
+                    .blocks
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, (_, l))| l.align() == want.align() && l.size() >= want.size())
+                    .min_by_key(|(_, (_, l))| l.size())
+                    .map(|(k, _)| k)?;
+                let (ptr, l) = p.blocks.swap_remove(best);
+                p.bytes -= l.size();
+                Some((ptr, l.size()))
+            })
+            .ok()
+            .flatten();
+        reused.unwrap_or_else(|| {
+            // SAFETY: `want` has a non-zero size (callers skip zero-sized slots).
+            let p = unsafe { alloc::alloc(want) };
+            match NonNull::new(p) {
+                Some(p) => (p, want.size()),
+                None => alloc::handle_alloc_error(want),
+            }
+        })
+    }
+
+    /// Returns a block (allocated with `layout`) for reuse, or frees it when the pool is
+    /// full: the smallest blocks leave first.
+    pub(super) fn give(ptr: NonNull<u8>, layout: Layout) {
+        let kept = layout.size() <= super::POOL_BYTES
+            && POOL
+                .try_with(|p| {
+                    let mut p = p.borrow_mut();
+                    while !p.blocks.is_empty()
+                        && (p.bytes + layout.size() > super::POOL_BYTES || p.blocks.len() >= BLOCKS)
+                    {
+                        let k = p
+                            .blocks
+                            .iter()
+                            .enumerate()
+                            .min_by_key(|(_, (_, l))| l.size())
+                            .map(|(k, _)| k)
+                            .expect("a block");
+                        let (q, l) = p.blocks.swap_remove(k);
+                        p.bytes -= l.size();
+                        // SAFETY: pooled blocks came from `alloc::alloc` with layout `l`.
+                        unsafe { alloc::dealloc(q.as_ptr(), l) };
+                    }
+                    p.blocks.push((ptr, layout));
+                    p.bytes += layout.size();
+                })
+                .is_ok();
+        if !kept {
+            // SAFETY: the caller allocated `ptr` with `layout` and gives it up.
+            unsafe { alloc::dealloc(ptr.as_ptr(), layout) };
+        }
+    }
+
+    pub(super) fn release() {
+        let _ = POOL.try_with(|p| p.borrow_mut().free_all());
+    }
+
+    pub(super) fn bytes() -> usize {
+        POOL.try_with(|p| p.borrow().bytes).unwrap_or(0)
     }
 }
 
@@ -181,14 +441,16 @@ impl<T> Index<usize> for Tape<T> {
     type Output = T;
     #[inline]
     fn index(&self, i: usize) -> &T {
-        &self.data[i]
+        // SAFETY: the first `len` slots are initialized and owned by the tape.
+        unsafe { &core::slice::from_raw_parts(self.ptr.as_ptr(), self.len)[i] }
     }
 }
 
 impl<T> IndexMut<usize> for Tape<T> {
     #[inline]
     fn index_mut(&mut self, i: usize) -> &mut T {
-        &mut self.data[i]
+        // SAFETY: as in `index`, and `&mut self` makes the access unique.
+        unsafe { &mut core::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len)[i] }
     }
 }
 
@@ -245,6 +507,74 @@ mod tests {
         assert_eq!(tape.get(2 * m + 3).eps, 3.0);
         tape.as_mut_slice()[0] = Dual::new(-1.0, -1.0);
         assert_eq!(tape.get(0).re, -1.0);
+    }
+
+    #[test]
+    fn pooled_memory_is_reused_across_types_and_fully_initialized() {
+        super::release_pool();
+        let mut a = Tape::<f64>::new();
+        a.ensure(1000);
+        a.as_mut_slice().fill(7.5);
+        let bytes = a.bytes();
+        drop(a);
+        assert_eq!(super::pooled_bytes(), bytes);
+        // Same alignment: the block is reused, and the new slots read as the default.
+        let mut b = Tape::<u64>::new();
+        b.ensure(10);
+        assert_eq!(super::pooled_bytes(), 0);
+        assert_eq!(b.as_slice(), &[0; 10]);
+        assert!(b.bytes() >= bytes);
+        b.ensure(999);
+        assert!(b.as_slice().iter().all(|&v| v == 0));
+        // Growth past a reused block keeps the values.
+        for i in 0..999 {
+            b.set(i, i as u64);
+        }
+        b.ensure(10_000);
+        assert!((0..999).all(|i| b.get(i) == i as u64));
+        assert!((999..10_000).all(|i| b.get(i) == 0));
+        drop(b);
+        super::release_pool();
+        assert_eq!(super::pooled_bytes(), 0);
+    }
+
+    #[test]
+    fn the_pool_is_bounded() {
+        super::release_pool();
+        let big = Tape::<u8>::with_capacity(super::POOL_BYTES + 1);
+        drop(big);
+        assert_eq!(super::pooled_bytes(), 0, "a block over the limit is freed");
+        let tapes: Vec<Tape<f64>> = (0..100).map(|k| Tape::with_capacity(k + 1)).collect();
+        drop(tapes);
+        let kept = super::pooled_bytes();
+        assert!(kept > 0 && kept <= super::POOL_BYTES);
+        super::release_pool();
+    }
+
+    #[test]
+    fn hints_size_the_next_tape_once_and_clones_are_independent() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static HINT: AtomicUsize = AtomicUsize::new(0);
+        let mut first = Tape::<f32>::with_hint(&HINT);
+        for i in 0..300 {
+            first.ensure(i + 1);
+            first.set(i, i as f32);
+        }
+        let copy = first.clone();
+        drop(first);
+        assert_eq!(HINT.load(Ordering::Relaxed), 300);
+        let mut second = Tape::<f32>::with_hint(&HINT);
+        second.ensure(1);
+        assert!(second.bytes() >= 300 * 4, "sized from the hint at once");
+        assert_eq!((copy.len(), copy.get(299)), (300, 299.0));
+        // A tape dropped on another thread goes to that thread's pool.
+        std::thread::spawn(move || drop(copy)).join().unwrap();
+        let zst = {
+            let mut t = Tape::<()>::new();
+            t.ensure(5);
+            t.len()
+        };
+        assert_eq!(zst, 5);
     }
 
     #[test]

@@ -8,7 +8,16 @@ use cudarc::nvrtc::{compile_ptx_with_opts, CompileError, CompileOptions, Ptx};
 
 use crate::CudaError;
 
-/// Whether `libnvrtc` can be loaded on this machine.
+/// Whether `libnvrtc` can be loaded on this machine (searched like any shared library:
+/// `LD_LIBRARY_PATH` and the system's paths).
+///
+/// ```
+/// use ad_cuda::{compile, nvrtc_available, CudaError};
+///
+/// if !nvrtc_available() {
+///     assert_eq!(compile("k", "extern \"C\" __global__ void k() {}").unwrap_err(), CudaError::NoNvrtc);
+/// }
+/// ```
 pub fn nvrtc_available() -> bool {
     // SAFETY: `is_culib_present` only tries to open the library (libloading) and reports
     // whether it succeeded; no symbol of it is called.
@@ -39,6 +48,29 @@ pub fn compile_count() -> usize {
 /// # Errors
 /// [`CudaError::NoNvrtc`] without libnvrtc; [`CudaError::Compile`] with NVRTC's log if
 /// the source does not compile.
+///
+/// ```
+/// use ad_cuda::{compile, compile_count, nvrtc_available, CudaError};
+///
+/// const SCALE: &str = r#"
+/// extern "C" __global__ void scale(double* x, const double a, const unsigned long long n) {
+///     const unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+///     if (i < n) x[i] *= a;
+/// }"#;
+///
+/// if nvrtc_available() {
+///     let ptx = compile("scale", SCALE).unwrap();
+///     assert!(ptx.to_src().contains(".entry scale"));
+///     let count = compile_count();
+///     compile("scale", SCALE).unwrap(); // cached: not compiled again
+///     assert_eq!(compile_count(), count);
+///     // A source NVRTC rejects: the error carries its log.
+///     let err = compile("bad", "extern \"C\" __global__ void bad() { undeclared = 1; }").unwrap_err();
+///     assert!(matches!(err, CudaError::Compile { ref kernel, ref log } if kernel == "bad" && log.contains("undeclared")));
+/// } else {
+///     assert_eq!(compile("scale", SCALE).unwrap_err(), CudaError::NoNvrtc);
+/// }
+/// ```
 pub fn compile(kernel: &str, source: &str) -> Result<Arc<Ptx>, CudaError> {
     if let Some(ptx) = cache()
         .lock()

@@ -2,7 +2,15 @@
 
 use std::fmt;
 
-/// An error of the CUDA runtime.
+/// An error of the CUDA runtime. Its `Display` says what to do about it.
+///
+/// ```
+/// use ad_cuda::CudaError;
+///
+/// let e = CudaError::NoDevice { ordinal: 1, count: 1 };
+/// assert_eq!(e.to_string(), "there is no CUDA device 1 (1 device(s) present)");
+/// assert!(CudaError::NoNvrtc.to_string().contains("LD_LIBRARY_PATH"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CudaError {
     /// `libnvrtc` could not be loaded.
@@ -10,9 +18,19 @@ pub enum CudaError {
     /// `libcuda` (the driver) could not be loaded: no NVIDIA driver on this machine.
     NoDriver,
     /// The driver is there but reports no device with this ordinal.
-    NoDevice { ordinal: usize, count: usize },
+    NoDevice {
+        /// The ordinal asked for.
+        ordinal: usize,
+        /// How many devices the driver reports.
+        count: usize,
+    },
     /// NVRTC rejected a kernel: its name and NVRTC's log.
-    Compile { kernel: String, log: String },
+    Compile {
+        /// The kernel's name.
+        kernel: String,
+        /// NVRTC's compilation log.
+        log: String,
+    },
     /// A driver call failed.
     Driver(String),
 }

@@ -16,6 +16,24 @@ impl Comm {
     ///
     /// # Panics
     /// If `recv` and `send` differ in length.
+    ///
+    /// ```
+    /// use ad_mpi::{initialize, Comm};
+    ///
+    /// let universe = initialize().unwrap();
+    /// let comm = Comm::world(&universe);
+    /// let p = comm.size() as f64;
+    /// let (x, dx) = ([1.0, 2.0], [0.5, 0.0]);
+    ///
+    /// let (mut sum, mut dsum) = ([0.0; 2], [0.0; 2]);
+    /// comm.allreduce_sum_fwd(&x, &dx, &mut sum, &mut dsum);
+    /// assert_eq!((sum, dsum), ([p, 2.0 * p], [0.5 * p, 0.0]));
+    ///
+    /// // Reverse: every rank's x gets the sum of all ranks' adjoints of `sum`.
+    /// let (mut xbar, mut sumbar) = ([0.0; 2], [1.0, 10.0]);
+    /// comm.allreduce_sum_rev(&x, &mut xbar, &mut sum, &mut sumbar);
+    /// assert_eq!((xbar, sumbar), ([p, 10.0 * p], [0.0; 2]));
+    /// ```
     pub fn allreduce_sum<T: CommFloat>(&self, send: &[T], recv: &mut [T]) {
         check_len(
             "allreduce_sum",
@@ -123,6 +141,22 @@ impl Comm {
     /// The adjoint of [`allreduce_max`](Self::allreduce_max): the rank that owns the
     /// maximum of element `k` (the lowest on ties) gets `dsend[k] += Σ_ranks drecv[k]`;
     /// then `drecv = 0`.
+    ///
+    /// ```
+    /// use ad_mpi::{initialize, Comm};
+    ///
+    /// let universe = initialize().unwrap();
+    /// let comm = Comm::world(&universe);
+    /// // Element 0: every rank ties, rank 0 owns it. Element 1: the last rank owns it.
+    /// let x = [1.0, comm.rank() as f64];
+    /// let mut max = [0.0; 2];
+    /// comm.allreduce_max(&x, &mut max);
+    /// let (mut xbar, mut maxbar) = ([0.0; 2], [1.0, 1.0]);
+    /// comm.allreduce_max_rev(&x, &mut xbar, &mut max, &mut maxbar);
+    /// let p = comm.size() as f64;
+    /// let owns = |yes: bool| if yes { p } else { 0.0 };
+    /// assert_eq!(xbar, [owns(comm.rank() == 0), owns(comm.rank() + 1 == comm.size())]);
+    /// ```
     pub fn allreduce_max_rev<T: CommFloat>(
         &self,
         send: &[T],
@@ -411,6 +445,21 @@ impl Comm {
     /// The adjoint of [`bcast`](Self::bcast): the root's `dbuf` becomes `Σ_ranks dbuf`
     /// (a reduction to the root), the other ranks' `dbuf` becomes 0 (the call overwrote
     /// their `buf`).
+    ///
+    /// ```
+    /// use ad_mpi::{initialize, Comm};
+    ///
+    /// let universe = initialize().unwrap();
+    /// let comm = Comm::world(&universe);
+    /// let mut buf = [if comm.rank() == 0 { 3.0 } else { 0.0 }];
+    /// comm.bcast(&mut buf, 0);
+    /// assert_eq!(buf, [3.0]);
+    /// // Each rank's copy is used with weight 2: the root's value gets 2·P.
+    /// let mut dbuf = [2.0];
+    /// comm.bcast_rev(&mut buf, &mut dbuf, 0);
+    /// let want = if comm.rank() == 0 { 2.0 * comm.size() as f64 } else { 0.0 };
+    /// assert_eq!(dbuf, [want]);
+    /// ```
     pub fn bcast_rev<T: CommFloat>(&self, buf: &mut [T], dbuf: &mut [T], root: usize) {
         check_dbuf("bcast_rev", buf.len(), dbuf.len());
         let process = self.process(root, "bcast_rev", "root");
@@ -482,6 +531,28 @@ impl Comm {
 
     /// The adjoint of [`gather`](Self::gather): the root scatters its `drecv`, every rank
     /// adds its part into `dsend`, and the root's `drecv` becomes 0.
+    ///
+    /// ```
+    /// use ad_mpi::{initialize, Comm};
+    ///
+    /// let universe = initialize().unwrap();
+    /// let comm = Comm::world(&universe);
+    /// let (r, p) = (comm.rank(), comm.size());
+    /// let root = 0;
+    /// let send = [r as f64; 2];
+    /// // Only the root's `recv` is used; elsewhere it may be empty.
+    /// let n = if r == root { 2 * p } else { 0 };
+    /// let mut recv = vec![0.0; n];
+    /// comm.gather(&send, &mut recv, root);
+    /// if r == root {
+    ///     assert_eq!(recv[2 * (p - 1)], (p - 1) as f64);
+    /// }
+    /// // Adjoint: the root's weights (part q of drecv = q + 1) come back to rank q.
+    /// let mut drecv: Vec<f64> = (0..n).map(|k| (k / 2 + 1) as f64).collect();
+    /// let mut dsend = [0.0; 2];
+    /// comm.gather_rev(&send, &mut dsend, &mut recv, &mut drecv, root);
+    /// assert_eq!(dsend, [(r + 1) as f64; 2]);
+    /// ```
     pub fn gather_rev<T: CommFloat>(
         &self,
         send: &[T],
@@ -703,7 +774,27 @@ enum Extremum {
     Min,
 }
 
-/// A reduction operation for [`Comm::allreduce`].
+/// A reduction operation for [`Comm::allreduce`], chosen at run time.
+///
+/// ```
+/// use ad_mpi::{initialize, Comm, Op};
+///
+/// let universe = initialize().unwrap();
+/// let comm = Comm::world(&universe);
+/// let x = [2.0, -1.0];
+/// let (mut y, mut ybar, mut xbar) = ([0.0; 2], [1.0; 2], [0.0; 2]);
+/// comm.allreduce(&x, &mut y, Op::Max);
+/// comm.allreduce_rev(&x, &mut xbar, &mut y, &mut ybar, Op::Max);
+/// if comm.size() == 1 {
+///     assert_eq!((y, xbar), (x, [1.0, 1.0]));
+/// }
+/// // A product has a value but no derivative here: its `_rev` panics and says so.
+/// let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+///     comm.allreduce_rev(&x, &mut [0.0; 2], &mut [0.0; 2], &mut [1.0; 2], Op::Prod)
+/// }));
+/// let message = panic.unwrap_err().downcast::<String>().unwrap();
+/// assert!(message.contains("`Op::Prod` has no derivative here"));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Op {
     /// Sum: differentiable.

@@ -21,6 +21,37 @@ impl CommFloat for f64 {}
 /// values at the time of the call) are read where the adjoint needs them and left as
 /// they are. Ranks are `usize`; every rank must call a collective with the same lengths
 /// and root, as MPI requires.
+///
+/// # Example
+///
+/// A shift around the ring of ranks (each rank's `x` goes to the next rank), its tangent
+/// and its adjoint, checked by the dot-product test `Σ_r ȳ·ẏ = Σ_r x̄·ẋ`. Runs on one
+/// process (the ring is the rank itself) and under `mpirun -n P`.
+///
+/// ```
+/// use ad_mpi::{initialize, Comm};
+///
+/// let universe = initialize().unwrap();
+/// let comm = Comm::world(&universe);
+/// let (r, p) = (comm.rank(), comm.size());
+/// let (next, prev) = ((r + 1) % p, (r + p - 1) % p);
+///
+/// let x = [r as f64, 1.0 + r as f64];
+/// let x_dot = [0.5, -1.0 + r as f64];
+/// let (mut y, mut y_dot) = ([0.0; 2], [0.0; 2]);
+/// comm.sendrecv_fwd(&x, &x_dot, next, &mut y, &mut y_dot, prev, 7);
+/// assert_eq!(y, [prev as f64, 1.0 + prev as f64]);
+///
+/// let y_bar = [2.0 + r as f64, 3.0];
+/// let (mut x_bar, mut y_bar_left) = ([0.0; 2], y_bar);
+/// comm.sendrecv_rev(&x, &mut x_bar, next, &mut y, &mut y_bar_left, prev, 7);
+/// assert_eq!(y_bar_left, [0.0; 2]); // the exchange overwrote y
+///
+/// let dot = |a: &[f64; 2], b: &[f64; 2]| a[0] * b[0] + a[1] * b[1];
+/// let forward = comm.allreduce_sum_scalar(dot(&y_bar, &y_dot));
+/// let reverse = comm.allreduce_sum_scalar(dot(&x_bar, &x_dot));
+/// assert!((forward - reverse).abs() <= 1e-12 * forward.abs().max(1.0));
+/// ```
 pub struct Comm {
     raw: SimpleCommunicator,
     /// Nonblocking operations posted and not yet completed, oldest first.
@@ -62,6 +93,15 @@ impl Comm {
 
     /// The communicator of the processes that pass the same `color`, ranked by `key`
     /// (ties by rank here), as `MPI_Comm_split`.
+    ///
+    /// ```
+    /// let universe = ad_mpi::initialize().unwrap();
+    /// let world = ad_mpi::Comm::world(&universe);
+    /// // Even and odd ranks in two communicators.
+    /// let half = world.split(world.rank() % 2, world.rank());
+    /// assert_eq!(half.rank(), world.rank() / 2);
+    /// assert_eq!(half.size(), (world.size() + 1 - world.rank() % 2) / 2);
+    /// ```
     pub fn split(&self, color: usize, key: usize) -> Comm {
         let color = Color::with_value(to_c_int(color, "split", "color"));
         let raw = self

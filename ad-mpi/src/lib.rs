@@ -25,6 +25,40 @@
 //! or `f64` the others. Every rank must make the same collective calls with the same
 //! lengths, as MPI requires; a length that does not fit panics with a message naming
 //! the method and the parameter.
+//!
+//! # Example
+//!
+//! The methods are what `#[differentiate]` calls for `comm.m(..)` in a function that
+//! takes `comm: &Comm`; here the same chain is written by hand. This runs on one process
+//! (Open MPI starts a singleton without `mpirun`) and under `mpirun -n P` alike;
+//! `ad-mpi/examples/distributed_gradient.rs` is a complete program.
+//!
+//! ```
+//! use ad_mpi::{initialize, Comm};
+//!
+//! let universe = initialize().expect("MPI is initialized once");
+//! let comm = Comm::world(&universe);
+//! let (rank, size) = (comm.rank() as f64, comm.size() as f64);
+//!
+//! // J = Σ_ranks a·x_r², with x_r = rank + 1 on each rank.
+//! let (x, a) = (rank + 1.0, 0.5);
+//! let j = comm.allreduce_sum_scalar(a * x * x);
+//! assert_eq!(j, a * size * (size + 1.0) * (2.0 * size + 1.0) / 6.0);
+//!
+//! // Reverse: J is replicated, one copy per rank; seed one copy (rank 0) to get the
+//! // gradient of J. The adjoint of an all-reduce is an all-reduce of the adjoints, so
+//! // every rank's term gets Σ_ranks seed = 1, and ∂J/∂x_r = 2·a·x_r.
+//! let seed = if comm.rank() == 0 { 1.0 } else { 0.0 };
+//! let (value, term_bar) = comm.allreduce_sum_scalar_rev(a * x * x, seed);
+//! assert_eq!((value, term_bar), (j, 1.0));
+//! let x_bar = term_bar * 2.0 * a * x;
+//! assert_eq!(x_bar, 2.0 * a * x);
+//! ```
+//!
+//! A seed on every rank differentiates the sum of the P copies: P times the gradient.
+
+#![warn(missing_docs)]
+#![warn(rustdoc::broken_intra_doc_links)]
 
 mod collective;
 mod comm;

@@ -204,6 +204,33 @@ impl Comm {
 
     /// Starts sending a copy of `buf` to `dest` with `tag`; [`wait_send`](Self::wait_send)
     /// completes it.
+    ///
+    /// The reverse of a post–wait program runs the waits' adjoints first, then the posts':
+    ///
+    /// ```
+    /// use ad_mpi::{initialize, Comm};
+    ///
+    /// let universe = initialize().unwrap();
+    /// let comm = Comm::world(&universe);
+    /// let (r, p) = (comm.rank(), comm.size());
+    /// let (next, prev) = ((r + 1) % p, (r + p - 1) % p);
+    ///
+    /// // Primal: the ring shift, nonblocking.
+    /// let (last, mut left) = ([1.0 + r as f64], [0.0]);
+    /// comm.irecv(&mut left, prev, 0);
+    /// comm.isend(&last, next, 0);
+    /// comm.wait_recv(&mut left, prev, 0);
+    /// comm.wait_send(&last, next, 0);
+    /// assert_eq!(left, [1.0 + prev as f64]);
+    ///
+    /// // Adjoint, in reverse order: the adjoint of `left` goes back to `prev`.
+    /// let (mut dlast, mut dleft) = ([0.0], [5.0 + r as f64]);
+    /// comm.wait_send_rev(&last, &mut dlast, next, 0);
+    /// comm.wait_recv_rev(&mut left, &mut dleft, prev, 0);
+    /// comm.isend_rev(&last, &mut dlast, next, 0);
+    /// comm.irecv_rev(&mut left, &mut dleft, prev, 0);
+    /// assert_eq!((dlast, dleft), ([5.0 + next as f64], [0.0]));
+    /// ```
     pub fn isend<T: CommFloat>(&self, buf: &[T], dest: usize, tag: usize) {
         self.post(Kind::Send, Role::Value, buf.to_vec(), dest, tag, "isend");
     }

@@ -75,6 +75,17 @@ macro_rules! atomic_float_slice {
 
 atomic_float_slice!(
     /// A `&mut [f64]` shared between threads for atomic `+=`.
+    ///
+    /// ```
+    /// use ad_rayon::{for_each, AtomicF64Slice};
+    ///
+    /// // A histogram filled from every iteration of a parallel loop.
+    /// let mut counts = vec![0.0_f64; 4];
+    /// let cells = AtomicF64Slice::new(&mut counts);
+    /// for_each(0..1000, |i| cells.add(i % 4, 1.0));
+    /// assert_eq!(cells.len(), 4);
+    /// assert_eq!(counts, [250.0; 4]);
+    /// ```
     AtomicF64Slice,
     f64,
     AtomicU64
@@ -82,6 +93,15 @@ atomic_float_slice!(
 
 atomic_float_slice!(
     /// A `&mut [f32]` shared between threads for atomic `+=`.
+    ///
+    /// ```
+    /// use ad_rayon::{for_each, AtomicF32Slice};
+    ///
+    /// let mut total = [0.0_f32];
+    /// let cell = AtomicF32Slice::new(&mut total);
+    /// for_each(0..100, |_| cell.add(0, 0.5));
+    /// assert_eq!(total, [50.0]); // exact: every partial sum is representable
+    /// ```
     AtomicF32Slice,
     f32,
     AtomicU32

@@ -21,6 +21,15 @@ pub fn block_count(range: &Range<usize>) -> usize {
 
 /// The iterations of block `k` of `range`:
 /// `[start + k*BLOCK, min(end, start + (k+1)*BLOCK))`.
+///
+/// ```
+/// use ad_rayon::{block_count, block_range, BLOCK};
+///
+/// let range = 10..(10 + 2 * BLOCK + 3);
+/// assert_eq!(block_count(&range), 3);
+/// assert_eq!(block_range(&range, 1), (10 + BLOCK)..(10 + 2 * BLOCK));
+/// assert_eq!(block_range(&range, 2).len(), 3); // the last block is short
+/// ```
 pub fn block_range(range: &Range<usize>, k: usize) -> Range<usize> {
     let lo = range.start + k * BLOCK;
     lo..range.end.min(lo + BLOCK)
@@ -32,6 +41,17 @@ pub fn block_range(range: &Range<usize>, k: usize) -> Range<usize> {
 ///
 /// Used for the adjoint of `(a..b).into_par_iter().for_each(..)` whose body
 /// writes nothing shared (or only through [`AtomicF64Slice`](crate::AtomicF64Slice)).
+///
+/// ```
+/// use ad_rayon::for_each;
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+///
+/// let visited: Vec<AtomicUsize> = (0..2000).map(|_| AtomicUsize::new(0)).collect();
+/// for_each(0..2000, |i| {
+///     visited[i].fetch_add(1, Ordering::Relaxed);
+/// });
+/// assert!(visited.iter().all(|v| v.load(Ordering::Relaxed) == 1));
+/// ```
 pub fn for_each<F>(range: Range<usize>, body: F)
 where
     F: Fn(usize) + Sync + Send,
@@ -48,6 +68,17 @@ where
 ///
 /// Used for `.par_iter().map(..).sum()` and for scalar adjoints accumulated
 /// inside a parallel loop (`K` of them at once).
+///
+/// ```
+/// use ad_rayon::sum;
+///
+/// // Σ 1/i² over 1..10⁵ in parallel; the same bits as on a single thread.
+/// let [s] = sum(1..100_000, |i| [1.0 / (i as f64 * i as f64)]);
+/// let one_thread = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+/// let [s1] = one_thread.install(|| sum(1..100_000, |i| [1.0 / (i as f64 * i as f64)]));
+/// assert_eq!(s.to_bits(), s1.to_bits());
+/// assert!((s - std::f64::consts::PI.powi(2) / 6.0).abs() < 1e-4);
+/// ```
 pub fn sum<T, const K: usize, F>(range: Range<usize>, f: F) -> [T; K]
 where
     T: Copy + Send + Sync + Add<Output = T> + Zero,

@@ -13,6 +13,16 @@ pub(crate) fn count_atomic_op() {
 
 /// Atomic float adds executed since the start or the last
 /// [`reset_atomic_ops`]; always 0 without the `count-atomics` feature.
+///
+/// ```
+/// use ad_rayon::{atomic_ops, for_each_owned, reset_atomic_ops};
+///
+/// // An owned loop adds without atomics, with or without the feature.
+/// reset_atomic_ops();
+/// let mut grad = vec![0.0_f64; 100];
+/// for_each_owned(0..100, (&mut grad,), |i, (g,)| g.add(i, 1.0));
+/// assert_eq!(atomic_ops(), 0);
+/// ```
 pub fn atomic_ops() -> usize {
     #[cfg(feature = "count-atomics")]
     return ATOMIC_OPS.load(std::sync::atomic::Ordering::Relaxed);

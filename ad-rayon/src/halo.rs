@@ -20,6 +20,29 @@ use crate::owned::Owned;
 /// thread count, so neither does any sum: an element gets the adds of its own block in
 /// iteration order, then the halos of the neighbouring blocks in block order. On one
 /// thread this is the serial loop, plus `2·reach` rows of halo per [`BLOCK`] rows.
+///
+/// ```
+/// use ad_rayon::{for_each_owned, Halo};
+///
+/// // The adjoint of the smoothing y_i = u_{i-1} + u_i + u_{i+1} (1 ≤ i < n-1):
+/// // iteration i adds ȳ_i into ū_{i-1}, ū_i and ū_{i+1}.
+/// let n = 2000;
+/// let ybar: Vec<f64> = (0..n).map(|i| (i % 7) as f64).collect();
+/// let mut ubar = vec![0.0; n];
+/// for_each_owned(1..n - 1, (Halo { data: &mut ubar, width: 1, reach: 1 },), |i, (ub,)| {
+///     ub[i - 1] += ybar[i];
+///     ub[i] += ybar[i];
+///     ub[i + 1] += ybar[i];
+/// });
+/// // The same as the serial loop.
+/// let mut serial = vec![0.0; n];
+/// for i in 1..n - 1 {
+///     for j in i - 1..=i + 1 {
+///         serial[j] += ybar[i];
+///     }
+/// }
+/// assert_eq!(ubar, serial);
+/// ```
 #[derive(Debug)]
 pub struct Halo<'a, T> {
     /// The whole buffer; it may be longer than the loop's range needs.
@@ -86,6 +109,15 @@ impl<T> HaloChunk<'_, T> {
     }
 
     /// Global element range the current iteration may touch.
+    ///
+    /// ```
+    /// use ad_rayon::{for_each_owned, Halo};
+    ///
+    /// let mut rows = vec![0.0_f64; 5 * 4]; // 5 rows of width 4
+    /// for_each_owned(0..5, (Halo { data: &mut rows, width: 4, reach: 1 },), |i, (r,)| {
+    ///     assert_eq!(r.window(), i.saturating_sub(1) * 4..((i + 2) * 4).min(20));
+    /// });
+    /// ```
     pub fn window(&self) -> std::ops::Range<usize> {
         self.lo..self.hi
     }

@@ -70,6 +70,9 @@
 //! assert_eq!(grad, [500.0; 3]);
 //! ```
 
+#![warn(missing_docs)]
+#![warn(rustdoc::broken_intra_doc_links)]
+
 mod atomic;
 mod blocks;
 mod counter;

@@ -10,6 +10,18 @@ use crate::blocks::{add_into, block_count, block_range, combine_in_order, zeros,
 
 /// A buffer written row by row: iteration `i` owns the elements
 /// `[i*width, (i+1)*width)` of `data` (`width == 1`: element `i`).
+///
+/// ```
+/// use ad_rayon::{for_each_owned, Rows};
+///
+/// // Row i of a 3-wide matrix gets (i, 2i, 3i).
+/// let mut m = vec![0.0_f64; 3 * 700];
+/// for_each_owned(0..700, (Rows { data: &mut m, width: 3 },), |i, (m,)| {
+///     let x = i as f64;
+///     m.row(i).copy_from_slice(&[x, 2.0 * x, 3.0 * x]);
+/// });
+/// assert_eq!(&m[3 * 600..3 * 601], &[600.0, 1200.0, 1800.0]);
+/// ```
 #[derive(Debug)]
 pub struct Rows<'a, T> {
     /// The whole buffer; it may be longer than the loop's range needs.
@@ -23,6 +35,31 @@ pub struct Rows<'a, T> {
 /// outside the current iteration's row panics, so a wrong ownership claim
 /// by the generator cannot become a silent data race or a thread-count
 /// dependent result.
+///
+/// ```
+/// use ad_rayon::{for_each_owned, Rows};
+///
+/// let mut u = vec![1.0_f64; 8];
+/// let mut pairs = vec![0_u32; 16];
+/// for_each_owned(0..8, (&mut u, Rows { data: &mut pairs, width: 2 }), |i, (u, pairs)| {
+///     assert_eq!(u.owned(), i..i + 1);
+///     u[i] *= 3.0; // `Index`/`IndexMut` with the global index
+///     u.add(i, u.get(i)); // u[i] += u[i]
+///     assert_eq!(pairs.owned(), 2 * i..2 * i + 2);
+///     pairs.set(2 * i + 1, i as u32);
+/// });
+/// assert_eq!(u, [6.0; 8]);
+/// assert_eq!(pairs[2 * 5 + 1], 5);
+/// ```
+///
+/// An access outside the iteration's own element panics:
+///
+/// ```should_panic
+/// use ad_rayon::for_each_owned;
+///
+/// let mut u = vec![0.0_f64; 4];
+/// for_each_owned(0..4, (&mut u,), |i, (u,)| u[(i + 1) % 4] = 1.0);
+/// ```
 #[derive(Debug)]
 pub struct OwnedChunk<'a, T> {
     /// The block's rows: elements `[first_row*width, (first_row+rows)*width)`.
@@ -125,7 +162,20 @@ fn outside(verb: &str, j: usize, lo: usize, hi: usize) -> ! {
 }
 
 /// One buffer spec of [`for_each_owned`]: [`Rows`], `(&mut [T], width)`,
-/// `&mut [T]` or `&mut Vec<T>` (the last two: width 1).
+/// `&mut [T]` or `&mut Vec<T>` (the last two: width 1), or a [`Halo`](crate::Halo).
+///
+/// ```
+/// use ad_rayon::for_each_owned;
+///
+/// let (mut a, mut b, mut c) = (vec![0.0_f64; 4], vec![0.0_f64; 8], vec![0.0_f64; 4]);
+/// // A slice, a (slice, width) pair and a &mut Vec in one loop.
+/// for_each_owned(0..4, (&mut a[..], (&mut b[..], 2), &mut c), |i, (a, b, c)| {
+///     a[i] = 1.0;
+///     b.row(i).fill(2.0);
+///     c[i] = 3.0;
+/// });
+/// assert_eq!((a[3], b[7], c[0]), (1.0, 2.0, 3.0));
+/// ```
 pub trait Owned {
     /// The per-block view handed to the loop body.
     type Chunk: Send;
@@ -232,8 +282,9 @@ impl<'a, T: Send> Owned for &'a mut Vec<T> {
     }
 }
 
-/// A tuple of 1 to 6 [`Owned`] specs; the body sees the tuple of their
-/// chunks (`views.0`, `views.1`, ...).
+/// A tuple of 1 to 16 [`Owned`] specs (or `()` for none); the body sees the
+/// tuple of their chunks (`views.0`, `views.1`, ...). See [`Owned`] for an
+/// example.
 pub trait Parts {
     /// Tuple of the specs' chunks for one block.
     type Views: Send;
@@ -315,6 +366,17 @@ impl_prefixes!(
 /// # Panics
 /// If a buffer is shorter than `range.end * width`, a width is 0, or the
 /// body accesses an element outside its own row.
+///
+/// ```
+/// use ad_rayon::for_each_owned;
+///
+/// // The adjoint of y_i = x_i² (seeds ȳ): x̄_i += 2·x_i·ȳ_i, at the loop's own index.
+/// let x: Vec<f64> = (0..5000).map(|i| i as f64 * 1e-3).collect();
+/// let ybar = vec![1.0; 5000];
+/// let mut xbar = vec![0.0; 5000];
+/// for_each_owned(0..5000, (&mut xbar,), |i, (xbar,)| xbar[i] += 2.0 * x[i] * ybar[i]);
+/// assert_eq!(xbar[1234], 2.0 * 1.234);
+/// ```
 pub fn for_each_owned<P, F>(range: Range<usize>, parts: P, body: F)
 where
     P: Parts,
@@ -332,6 +394,19 @@ where
 ///
 /// Used for a parallel adjoint loop that both writes owned elements and
 /// accumulates scalar adjoints.
+///
+/// ```
+/// use ad_rayon::for_each_owned_sum;
+///
+/// // y_i = a·x_i: the adjoint adds a·ȳ_i into x̄_i and sums ā = Σ x_i·ȳ_i.
+/// let (a, x, ybar) = (2.0_f64, vec![1.0_f64; 3000], vec![0.5_f64; 3000]);
+/// let mut xbar = vec![0.0; 3000];
+/// let [abar] = for_each_owned_sum(0..3000, (&mut xbar,), |i, (xbar,)| {
+///     xbar[i] += a * ybar[i];
+///     [x[i] * ybar[i]]
+/// });
+/// assert_eq!((abar, xbar[2999]), (1500.0, 1.0));
+/// ```
 pub fn for_each_owned_sum<P, T, const K: usize, F>(range: Range<usize>, parts: P, body: F) -> [T; K]
 where
     P: Parts,

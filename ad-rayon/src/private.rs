@@ -42,6 +42,15 @@ pub fn private_max_bytes() -> usize {
 /// of the current rayon pool but the first, so on one thread always.
 /// [`for_each_owned_scatter`](crate::for_each_owned_scatter) privatizes when
 /// true and adds atomically when false.
+///
+/// ```
+/// use ad_rayon::private_fits;
+///
+/// let one_thread = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+/// assert!(one_thread.install(|| private_fits(usize::MAX / 8, 8))); // no copy needed
+/// let two_threads = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+/// assert!(!two_threads.install(|| private_fits(usize::MAX / 8, 8)));
+/// ```
 pub fn private_fits(len: usize, elem_bytes: usize) -> bool {
     (rayon::current_num_threads().max(1) - 1)
         .checked_mul(len)
@@ -49,7 +58,7 @@ pub fn private_fits(len: usize, elem_bytes: usize) -> bool {
         .is_some_and(|bytes| bytes <= private_max_bytes())
 }
 
-/// One lane's private copy, as the scatter body sees it.
+/// One lane's private copy, as the [`scatter_private`] body sees it.
 #[derive(Debug)]
 pub struct Acc<'a, T> {
     data: &'a mut [T],
@@ -80,6 +89,17 @@ impl<T: Copy + Add<Output = T>> Acc<'_, T> {
 ///
 /// # Panics
 /// If `lanes` is 0, or `f` adds outside `target`.
+///
+/// ```
+/// use ad_rayon::scatter_private;
+///
+/// // The adjoint of a gather y_i = x[idx_i]: x̄[idx_i] += ȳ_i, at computed indices.
+/// let idx: Vec<usize> = (0..10_000).map(|i| (i * 7919) % 100).collect();
+/// let ybar = vec![1.0_f64; 10_000];
+/// let mut xbar = vec![0.0_f64; 100];
+/// scatter_private(0..10_000, &mut xbar, 4, |i, acc| acc.add(idx[i], ybar[i]));
+/// assert_eq!(xbar, vec![100.0; 100]); // 7919 is prime: every index 100 times
+/// ```
 pub fn scatter_private<T, F>(range: Range<usize>, target: &mut [T], lanes: usize, f: F)
 where
     T: Copy + Send + Sync + Add<Output = T> + Zero,

@@ -67,7 +67,7 @@ impl ScatterFloat for f32 {
 /// `target` (its position in the `targets` vector): into the running lane's
 /// cells (copies mode: the target itself for lane 0, a private copy for the
 /// others) or atomically into the shared target (atomic mode, for targets
-/// too large to privatize).
+/// too large to privatize). See [`for_each_owned_scatter`] for an example.
 pub struct Scatter<'a, T> {
     /// Per target, this lane's cells: the target or a private copy. Empty
     /// in atomic mode.
@@ -99,7 +99,8 @@ impl<T> fmt::Debug for Scatter<'_, T> {
 
 impl<T: ScatterFloat> Scatter<'_, T> {
     /// `targets[target][j] += value`: the adjoint `+=` at an index the
-    /// generator could not prove owned.
+    /// generator could not prove owned. See
+    /// [`for_each_owned_scatter`] for an example.
     ///
     /// # Panics
     /// If there is no target number `target`, or `j` is out of its bounds.
@@ -193,6 +194,23 @@ impl Parts for () {
 /// Used for a parallel adjoint loop with both owned and computed-index
 /// `+=`s, so one pass over the range serves both.
 ///
+/// ```
+/// use ad_rayon::for_each_owned_scatter;
+///
+/// // The adjoint of y_i = w·x_i·z[idx_i] (seeds ȳ_i = 1): x̄_i at the own index,
+/// // z̄ at computed indices, w̄ as a sum.
+/// let n = 4000;
+/// let (w, x) = (0.5_f64, vec![2.0_f64; n]);
+/// let (z, idx): (Vec<f64>, Vec<usize>) = (vec![3.0; 10], (0..n).map(|i| i % 10).collect());
+/// let (mut xbar, mut zbar) = (vec![0.0; n], vec![0.0; 10]);
+/// let [wbar] = for_each_owned_scatter(0..n, (&mut xbar,), vec![&mut zbar[..]], |i, (xbar,), scatter| {
+///     xbar[i] += w * z[idx[i]];
+///     scatter.add(0, idx[i], w * x[i]); // target 0 is `zbar`
+///     [x[i] * z[idx[i]]]
+/// });
+/// assert_eq!((wbar, xbar[17], zbar[3]), (6.0 * n as f64, 1.5, 400.0));
+/// ```
+///
 /// # Panics
 /// As [`for_each_owned`](crate::for_each_owned) for the owned buffers; if
 /// the body adds to a target number that does not exist or outside a target.
@@ -221,6 +239,17 @@ where
 /// [`for_each_owned_scatter`] with every scatter an atomic add, whatever the size of
 /// the targets: the "atomics everywhere" baseline of the summation-aware adjoint
 /// (`#[differentiate(parallel_adjoint = atomic)]`), for benchmarks.
+///
+/// ```
+/// use ad_rayon::for_each_owned_scatter_atomic;
+///
+/// let mut hist = vec![0.0_f64; 3];
+/// let [] = for_each_owned_scatter_atomic(0..3000, (), vec![&mut hist[..]], |i, (), s| {
+///     s.add(0, i % 3, 1.0);
+///     []
+/// });
+/// assert_eq!(hist, [1000.0; 3]);
+/// ```
 pub fn for_each_owned_scatter_atomic<P, T, const K: usize, F>(
     range: Range<usize>,
     parts: P,

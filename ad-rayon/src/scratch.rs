@@ -37,13 +37,23 @@ fn pools() -> &'static Pools {
 
 /// A `Vec<T>` of `len` copies of `fill`, from the pool when it holds one large enough.
 /// Dropping it returns the buffer to the pool.
+///
+/// ```
+/// use ad_rayon::Scratch;
+///
+/// let mut slots = Scratch::filled(0.0_f64, 100_000);
+/// slots[7] = 1.5; // derefs to a slice
+/// assert_eq!(slots.iter().sum::<f64>(), 1.5);
+/// drop(slots); // back to the pool: the next call reuses the buffer, zeroed again
+/// assert!(Scratch::filled(0.0_f64, 100_000).iter().all(|&v| v == 0.0));
+/// ```
 pub struct Scratch<T: Copy + Send + 'static> {
     data: Vec<T>,
 }
 
 impl<T: Copy + Send + Sync + 'static> Scratch<T> {
     /// `len` copies of `fill`. A reused buffer is filled in parallel (blocks of
-    /// [`FILL_CHUNK`] elements), so zeroing the slots of a long loop is not a serial
+    /// 32 768 elements), so zeroing the slots of a long loop is not a serial
     /// pass before it.
     pub fn filled(fill: T, len: usize) -> Self {
         let mut data = take::<T>(len);

@@ -20,6 +20,17 @@ pub struct DotProductReport {
 }
 
 /// A [`dot_product`] trial where `ȳ·(J ẋ)` and `(Jᵀ ȳ)·ẋ` differ.
+///
+/// ```
+/// use ad_core::check::dot_product;
+///
+/// // J = [[1, 2]], but the reverse derivative forgot the 2.
+/// let jvp = |dx: &[f64]| vec![dx[0] + 2.0 * dx[1]];
+/// let vjp = |dy: &[f64]| vec![dy[0], dy[0]];
+/// let err = dot_product(2, 1, jvp, vjp, 3, 1e-12).unwrap_err();
+/// assert_eq!(err.trial, 0);
+/// assert!(err.to_string().starts_with("dot-product test failed in trial 0"));
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct DotProductError {

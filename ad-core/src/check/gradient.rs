@@ -55,6 +55,15 @@ pub struct GradientReport {
 
 /// A [`gradient`] check failed; names the worst component (largest error
 /// relative to its allowance).
+///
+/// ```
+/// use ad_core::check::{gradient, Tolerance};
+///
+/// let f = |x: &[f64]| x[0] * x[0] + x[1];
+/// let err = gradient(f, &[3.0, 1.0], &[6.0, 2.0], Tolerance::default()).unwrap_err();
+/// assert_eq!((err.index, err.n_failing, err.n_components), (1, 1, 2));
+/// assert!(err.to_string().starts_with("gradient check failed at component 1"));
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct GradientError {

@@ -52,6 +52,16 @@ impl<T: Copy + Send + 'static> Checkpointer<T> {
     ///
     /// # Errors
     /// [`CheckpointError::InvalidParameter`], or the storage's error.
+    ///
+    /// ```
+    /// use ad_core::checkpoint::{CheckpointError, Checkpointer, Scheme, StorageKind};
+    ///
+    /// let err = Checkpointer::<f64>::try_new(Scheme::Revolve { snapshots: 0 }, StorageKind::Memory, Some(10))
+    ///     .err()
+    ///     .unwrap();
+    /// assert!(matches!(err, CheckpointError::InvalidParameter { parameter: "snapshots", value: 0, .. }));
+    /// assert!(Checkpointer::<f64>::try_new(Scheme::Periodic { every: 4 }, StorageKind::Memory, None).is_ok());
+    /// ```
     pub fn try_new(
         scheme: Scheme,
         storage: StorageKind,

@@ -35,6 +35,30 @@ pub struct Progress {
 
 impl Progress {
     /// `steps_reversed / steps` (1 for an empty loop).
+    ///
+    /// ```
+    /// use ad_core::checkpoint::{with_progress, Checkpointer, Scheme, StorageKind, Action};
+    /// use std::{cell::Cell, rc::Rc};
+    ///
+    /// let last = Rc::new(Cell::new(0.0));
+    /// let sink = Rc::clone(&last);
+    /// with_progress(move |p| sink.set(p.fraction()), || {
+    ///     let mut ck = Checkpointer::<f64>::new(Scheme::Online { snapshots: 3 }, StorageKind::Memory, None);
+    ///     for i in 0..50 {
+    ///         ck.forward_step(i, |s| s.push_float(0.0));
+    ///     }
+    ///     ck.end_forward(50);
+    ///     loop {
+    ///         match ck.next_reverse() {
+    ///             Action::Store { slot, .. } => ck.store(slot, |s| s.push_float(0.0)),
+    ///             Action::Restore { slot, .. } => ck.restore(slot, |r| { r.float(); }),
+    ///             Action::Done => break,
+    ///             _ => {}
+    ///         }
+    ///     }
+    /// });
+    /// assert_eq!(last.get(), 1.0);
+    /// ```
     pub fn fraction(&self) -> f64 {
         if self.steps == 0 {
             1.0

@@ -127,6 +127,30 @@ impl Add for Stats {
 /// Schedules built for a known trip count `n` run step `n − 1` taped in the
 /// forward phase and start the reverse phase with its [`Action::Adjoint`];
 /// schedules for an unknown trip count run every forward step plainly.
+///
+/// ```
+/// use ad_core::checkpoint::{revolve_forward_steps, Action, Revolve, Schedule};
+///
+/// // Drive Revolve for 100 steps with 4 slots, counting what it asks for.
+/// let (n, slots) = (100, 4);
+/// let mut schedule = Revolve::new(n, slots).unwrap();
+/// for i in 0..n {
+///     schedule.forward_step(i);
+/// }
+/// schedule.end_forward(n);
+/// let mut reversed = Vec::new();
+/// loop {
+///     match schedule.next_reverse() {
+///         Action::Reverse { step } | Action::Adjoint { step } => reversed.push(step),
+///         Action::Done => break,
+///         _ => {}
+///     }
+/// }
+/// assert_eq!(reversed, (0..n).rev().collect::<Vec<_>>()); // every step once, last first
+/// let stats = schedule.stats();
+/// assert_eq!(stats.forward_steps, revolve_forward_steps(n, slots));
+/// assert!(stats.max_live_snapshots <= slots);
+/// ```
 pub trait Schedule {
     /// What to do before and for forward step `step`.
     ///

@@ -72,7 +72,14 @@ pub fn body(
             if b.rank == 2 {
                 quote!(let mut #name: Vec<Vec<_>> = Vec::new();)
             } else {
-                quote!(let mut #name = #krate::__private::Tape::new();)
+                // The tape remembers its final length for the next call (one hint per tape).
+                quote! {
+                    let mut #name = {
+                        static HINT: ::core::sync::atomic::AtomicUsize =
+                            ::core::sync::atomic::AtomicUsize::new(0);
+                        #krate::__private::Tape::with_hint(&HINT)
+                    };
+                }
             }
         })
         .collect();

@@ -152,7 +152,7 @@ fn plans(f: &Function, l: Inst) -> Vec<Plan> {
 }
 
 /// Every buffer an instruction names.
-fn touched_bufs(f: &Function, i: Inst) -> Vec<Buf> {
+pub(super) fn touched_bufs(f: &Function, i: Inst) -> Vec<Buf> {
     use InstKind::*;
     match &f.inst(i).kind {
         Load(b, _) | Store(b, ..) | StoreAdd(b, ..) | Len(b, _) | ZeroBuf(b) | SumBuf(b) => {

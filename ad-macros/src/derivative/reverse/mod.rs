@@ -10,7 +10,9 @@ mod carry;
 mod checkpoint;
 pub use checkpoint::check as check_checkpoints;
 mod control;
+mod hoist;
 mod plan;
+mod promote;
 mod segment;
 mod sweep;
 
@@ -92,6 +94,8 @@ pub fn reverse(
     }
     b.set_yields(body, yields);
     carry::carry_shifted_adds(&mut out);
+    promote::promote_invariant_adds(&mut out);
+    hoist::hoist_invariant_index_math(&mut out);
     super::parallel::summation_aware(&mut out, coarsening.atomic_adjoint)?;
     Ok(out)
 }

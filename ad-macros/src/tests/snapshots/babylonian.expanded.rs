@@ -18,7 +18,12 @@ fn babylonian(a: f64) -> f64 {
     clippy::all
 )]
 fn sqrt_adj(a: f64, seed: f64) -> (f64, f64) {
-    let mut _tape_x_0 = ::phidiff::__private::Tape::new();
+    let mut _tape_x_0 = {
+        static HINT: ::core::sync::atomic::AtomicUsize = ::core::sync::atomic::AtomicUsize::new(
+            0,
+        );
+        ::phidiff::__private::Tape::with_hint(&HINT)
+    };
     let mut _iter_0 = 0;
     let mut _x_3 = a;
     let mut _k_4 = 0;

@@ -46,12 +46,42 @@ pub fn bgd_rmse_rev(
     max_iter: usize,
     seed: f64,
 ) -> (f64, f64) {
-    let mut _tape_v22_2 = ::phidiff::__private::Tape::new();
-    let mut _tape_v27_3 = ::phidiff::__private::Tape::new();
-    let mut _tape_gw_4 = ::phidiff::__private::Tape::new();
-    let mut _tape_gb_5 = ::phidiff::__private::Tape::new();
-    let mut _tape_v59_6 = ::phidiff::__private::Tape::new();
-    let mut _tape_e_7 = ::phidiff::__private::Tape::new();
+    let mut _tape_v22_2 = {
+        static HINT: ::core::sync::atomic::AtomicUsize = ::core::sync::atomic::AtomicUsize::new(
+            0,
+        );
+        ::phidiff::__private::Tape::with_hint(&HINT)
+    };
+    let mut _tape_v27_3 = {
+        static HINT: ::core::sync::atomic::AtomicUsize = ::core::sync::atomic::AtomicUsize::new(
+            0,
+        );
+        ::phidiff::__private::Tape::with_hint(&HINT)
+    };
+    let mut _tape_gw_4 = {
+        static HINT: ::core::sync::atomic::AtomicUsize = ::core::sync::atomic::AtomicUsize::new(
+            0,
+        );
+        ::phidiff::__private::Tape::with_hint(&HINT)
+    };
+    let mut _tape_gb_5 = {
+        static HINT: ::core::sync::atomic::AtomicUsize = ::core::sync::atomic::AtomicUsize::new(
+            0,
+        );
+        ::phidiff::__private::Tape::with_hint(&HINT)
+    };
+    let mut _tape_v59_6 = {
+        static HINT: ::core::sync::atomic::AtomicUsize = ::core::sync::atomic::AtomicUsize::new(
+            0,
+        );
+        ::phidiff::__private::Tape::with_hint(&HINT)
+    };
+    let mut _tape_e_7 = {
+        static HINT: ::core::sync::atomic::AtomicUsize = ::core::sync::atomic::AtomicUsize::new(
+            0,
+        );
+        ::phidiff::__private::Tape::with_hint(&HINT)
+    };
     let mut _iter_0 = 0;
     let mut _iter_1 = 0;
     let mut _iter_2 = 0;

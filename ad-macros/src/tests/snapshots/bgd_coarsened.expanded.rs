@@ -46,8 +46,18 @@ pub fn bgd_rmse_rev(
     max_iter: usize,
     seed: f64,
 ) -> (f64, f64) {
-    let mut _tape_gw_2 = ::phidiff::__private::Tape::new();
-    let mut _tape_gb_3 = ::phidiff::__private::Tape::new();
+    let mut _tape_gw_2 = {
+        static HINT: ::core::sync::atomic::AtomicUsize = ::core::sync::atomic::AtomicUsize::new(
+            0,
+        );
+        ::phidiff::__private::Tape::with_hint(&HINT)
+    };
+    let mut _tape_gb_3 = {
+        static HINT: ::core::sync::atomic::AtomicUsize = ::core::sync::atomic::AtomicUsize::new(
+            0,
+        );
+        ::phidiff::__private::Tape::with_hint(&HINT)
+    };
     let mut _iter_0 = 0;
     let _m_4 = x.len();
     let _v6 = (_m_4 as f64);

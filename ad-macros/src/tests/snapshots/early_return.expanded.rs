@@ -73,7 +73,12 @@ fn first_big_fwd(x: &[f64], dx: &[f64], limit: f64, dlimit: f64) -> (f64, f64) {
 )]
 fn first_big_rev(x: &[f64], dx: &mut [f64], limit: f64, seed: f64) -> (f64, f64) {
     ::phidiff::__private::check_len("x", "dx", x.len(), dx.len());
-    let mut _tape_s_2 = ::phidiff::__private::Tape::new();
+    let mut _tape_s_2 = {
+        static HINT: ::core::sync::atomic::AtomicUsize = ::core::sync::atomic::AtomicUsize::new(
+            0,
+        );
+        ::phidiff::__private::Tape::with_hint(&HINT)
+    };
     let mut _iter_0 = 0;
     let _v6 = x.len();
     let _v7 = _iter_0;

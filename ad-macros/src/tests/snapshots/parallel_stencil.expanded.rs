@@ -129,7 +129,12 @@ pub fn smooth_rev(
 ) -> (f64, f64) {
     ::phidiff::__private::check_len("u", "du", u.len(), du.len());
     ::phidiff::__private::check_len("out", "dout", out.len(), dout.len());
-    let mut _tape_v26_5 = ::phidiff::__private::Tape::new();
+    let mut _tape_v26_5 = {
+        static HINT: ::core::sync::atomic::AtomicUsize = ::core::sync::atomic::AtomicUsize::new(
+            0,
+        );
+        ::phidiff::__private::Tape::with_hint(&HINT)
+    };
     let _n_1 = u.len();
     let _v3 = out.len();
     _tape_v26_5.ensure(_v3);

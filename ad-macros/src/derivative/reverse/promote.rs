@@ -1,0 +1,179 @@
+//! Additions into one array element per loop kept in a register.
+//!
+//! A primal loop that reads an element at an index fixed for the loop (`xc[c]` inside
+//! `for r in c + 1..d`) has an adjoint loop that adds into that element in every
+//! iteration: `dxc[c] += l[r] * dz[r]`. Each addition loads and stores the element again,
+//! so the additions form a chain through memory (store-to-load forwarding, several cycles
+//! each) that the compiler does not break, since it cannot prove the array is not reached
+//! by the loop's other accesses. When the loop touches that array in no other way, the
+//! additions go to a local accumulator declared before the loop, and the element receives
+//! the sum once after it (if it ran). The additions are regrouped, as in
+//! [`super::carry`], and nothing else changes.
+
+use super::carry::touched_bufs;
+use crate::ir::builder::Builder;
+use crate::ir::*;
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// Rewrites the loops of `f`, innermost first, so that a flushed sum can be promoted again
+/// by an enclosing loop for which its index is fixed too. Parallel loops, the loops inside
+/// them and loops holding one are left alone: their iterations run on several threads.
+pub fn promote_invariant_adds(f: &mut Function) {
+    let mut loops = Vec::new();
+    collect_loops(f, f.body, &mut loops);
+    let mut parent = parents(f);
+    for l in loops {
+        apply(f, &mut parent, l);
+    }
+}
+
+/// The `for` loops of block `b` and its nested blocks, inner loops before outer ones,
+/// without parallel loops, what they contain, and the loops that contain them.
+pub(super) fn collect_loops(f: &Function, b: Block, out: &mut Vec<Inst>) -> bool {
+    let mut clean = true;
+    for &i in &f.block(b).insts {
+        if f.parallel.contains_key(&i) || is_checkpoint(f, i) {
+            clean = false;
+            continue;
+        }
+        let mut inner_clean = true;
+        for c in f.child_blocks(i) {
+            inner_clean &= collect_loops(f, c, out);
+        }
+        clean &= inner_clean;
+        if let InstKind::For { exit, .. } = &f.inst(i).kind {
+            if inner_clean && exit.is_empty() {
+                out.push(i);
+            }
+        }
+    }
+    clean
+}
+
+/// The checkpointing instructions run their blocks as closures of the runtime.
+fn is_checkpoint(f: &Function, i: Inst) -> bool {
+    matches!(
+        f.inst(i).kind,
+        InstKind::CkNew { .. }
+            | InstKind::CkForwardStep { .. }
+            | InstKind::CkEndForward { .. }
+            | InstKind::CkReverse { .. }
+    )
+}
+
+/// The block holding each instruction.
+fn parents(f: &Function) -> HashMap<Inst, Block> {
+    fn go(f: &Function, b: Block, m: &mut HashMap<Inst, Block>) {
+        for &i in &f.block(b).insts {
+            m.insert(i, b);
+            for c in f.child_blocks(i) {
+                go(f, c, m);
+            }
+        }
+    }
+    let mut m = HashMap::new();
+    go(f, f.body, &mut m);
+    m
+}
+
+fn apply(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst) {
+    let InstKind::For { range, body, .. } = f.inst(l).kind.clone() else {
+        return;
+    };
+    let mut inside = HashSet::new();
+    f.walk(body, &mut |i| {
+        inside.insert(i);
+    });
+    let fixed = |v: Value| match f.value(v).def {
+        ValueDef::Result(i, _) => !inside.contains(&i),
+        ValueDef::LoopIndex(j) | ValueDef::LoopParam(j, _) => j != l && !inside.contains(&j),
+    };
+    // `buf[fixed] += v` anywhere in the body; any other access to `buf` rules it out.
+    let mut sites: BTreeMap<Buf, Option<Vec<(Inst, Vec<Value>)>>> = BTreeMap::new();
+    f.walk(body, &mut |i| {
+        if let InstKind::StoreAdd(buf, idx, _) = &f.inst(i).kind {
+            if f.buf(*buf).elem == Ty::Float && idx.iter().all(|v| fixed(*v)) {
+                if let Some(list) = sites.entry(*buf).or_insert_with(|| Some(Vec::new())) {
+                    list.push((i, idx.clone()));
+                }
+                return;
+            }
+        }
+        for b in touched_bufs(f, i) {
+            sites.insert(b, None);
+        }
+    });
+    let sites: Vec<(Buf, Vec<(Inst, Vec<Value>)>)> = sites
+        .into_iter()
+        .filter_map(|(b, s)| s.map(|s| (b, s)))
+        .collect();
+    if sites.is_empty() {
+        return;
+    }
+    // One accumulator per (buffer, index values), declared before the loop.
+    let pre = f.new_block();
+    let post = f.new_block();
+    let then_blk = f.new_block();
+    let else_blk = f.new_block();
+    let mut sums: Vec<(Buf, Vec<Value>, Cell)> = Vec::new();
+    {
+        let mut b = Builder::new(f, pre);
+        for (buf, list) in &sites {
+            for (_, idx) in list {
+                if !sums.iter().any(|(sb, si, _)| sb == buf && si == idx) {
+                    let z = b.fconst(0.0);
+                    let name = format!("sum_{}", b.func.buf(*buf).name);
+                    let c = b.cell(Ty::Float, &name, z);
+                    sums.push((*buf, idx.clone(), c));
+                }
+            }
+        }
+    }
+    for (buf, list) in &sites {
+        for (i, idx) in list {
+            let InstKind::StoreAdd(_, _, v) = f.inst(*i).kind else {
+                unreachable!("a collected site is an addition")
+            };
+            let c = sums
+                .iter()
+                .find(|(sb, si, _)| sb == buf && si == idx)
+                .map(|s| s.2)
+                .expect("an accumulator per site");
+            f.insts[i.index()].kind = InstKind::CellAdd(c, v);
+        }
+    }
+    // After the loop, if it ran at all (the index may be out of range otherwise).
+    {
+        let mut b = Builder::new(f, post);
+        let ran = b.binary(BinOp::Gt, range.end, range.start);
+        b.in_block(then_blk, |b| {
+            for (buf, idx, c) in &sums {
+                let v = b.get(*c);
+                b.stmt(InstKind::StoreAdd(*buf, idx.clone(), v));
+            }
+        });
+        b.set_yields(then_blk, vec![]);
+        b.set_yields(else_blk, vec![]);
+        b.stmt(InstKind::If {
+            cond: ran,
+            then_blk,
+            else_blk,
+        });
+    }
+    let outer = parent[&l];
+    let pre_insts = std::mem::take(&mut f.blocks[pre.index()].insts);
+    let post_insts = std::mem::take(&mut f.blocks[post.index()].insts);
+    let list = &mut f.blocks[outer.index()].insts;
+    let at = list
+        .iter()
+        .position(|i| *i == l)
+        .expect("loop in its block");
+    list.splice(at + 1..at + 1, post_insts.iter().copied());
+    list.splice(at..at, pre_insts.iter().copied());
+    for i in pre_insts.into_iter().chain(post_insts) {
+        parent.insert(i, outer);
+    }
+    for &i in &f.blocks[then_blk.index()].insts {
+        parent.insert(i, then_blk);
+    }
+}
