@@ -179,7 +179,12 @@ pub use ad_core::*;
 ///     sum_sq_rev(&[1.0, 2.0, 3.0], &mut dx, 1.0)
 /// });
 /// let message = panic.unwrap_err().downcast::<String>().unwrap();
-/// assert_eq!(*message, "phidiff: shadow `dx` has length 2 but `x` has length 3");
+/// assert_eq!(
+///     *message,
+///     "phidiff: `dx` has length 2 but `x` has length 3; the derivative buffer passed after \
+///      `x` (its tangent in `_fwd`, its shadow in `_rev`) must have the same length: allocate \
+///      it with `vec![0.0; x.len()]`"
+/// );
 /// ```
 ///
 /// ## `wrt`, custom names, `f64` without generics
@@ -390,6 +395,11 @@ pub mod mpi {
 pub mod cuda {
     pub use ad_cuda::*;
 }
+
+/// The user guide's snippets, compiled and run by `cargo test --doc`.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/guide.md")]
+pub struct UserGuideSnippets;
 
 #[doc(hidden)]
 pub mod __private {

@@ -179,6 +179,7 @@ numeric_tests! {
         positive_part_energy_break_and_continue,
         piecewise_each_branch,
         mode_energy_every_arm,
+        guarded_mode_energy_every_arm,
         strided_pairs_step_by,
         geometric_series_matches_closed_form,
         shadowed_bindings,

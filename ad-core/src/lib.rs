@@ -65,13 +65,16 @@ pub mod __private {
             .expect("phidiff: an integer is not representable in the float type")
     }
 
-    /// Panics unless the shadow of slice parameter `param` has its length.
+    /// Panics unless the tangent or shadow `shadow` of buffer parameter `param` has its
+    /// length, naming both and saying how to allocate it.
     #[inline]
     #[track_caller]
     pub fn check_len(param: &str, shadow: &str, expected: usize, got: usize) {
         if expected != got {
             panic!(
-                "phidiff: shadow `{shadow}` has length {got} but `{param}` has length {expected}"
+                "phidiff: `{shadow}` has length {got} but `{param}` has length {expected}; the \
+                 derivative buffer passed after `{param}` (its tangent in `_fwd`, its shadow in \
+                 `_rev`) must have the same length: allocate it with `vec![0.0; {param}.len()]`"
             );
         }
     }
@@ -129,7 +132,12 @@ mod tests {
     }
 
     #[test]
-    #[should_panic(expected = "phidiff: shadow `dx` has length 2 but `x` has length 3")]
+    #[should_panic(
+        expected = "phidiff: `dx` has length 2 but `x` has length 3; the derivative \
+                               buffer passed after `x` (its tangent in `_fwd`, its shadow in \
+                               `_rev`) must have the same length: allocate it with \
+                               `vec![0.0; x.len()]`"
+    )]
     fn check_len_names_the_parameter() {
         check_len("x", "dx", 3, 2);
     }

@@ -58,16 +58,84 @@ impl Drop for Diagnostics {
     }
 }
 
+/// Source text of `tokens` for a message, without the spaces the token printer puts
+/// around `::`, `..` and indexing brackets (`x [0]` → `x[0]`, `f64 :: NAN` → `f64::NAN`);
+/// operators keep theirs.
+pub fn source_text<T: quote::ToTokens>(tokens: &T) -> String {
+    tighten(
+        tokens.to_token_stream().to_string(),
+        &[
+            (" :: ", "::"),
+            (":: ", "::"),
+            (" ..= ", "..="),
+            (" .. ", ".."),
+            (" ..", ".."),
+            ("& mut ", "&mut "),
+            (" [", "["),
+            ("&mut[", "&mut ["),
+            (" . ", "."),
+            (" ()", "()"),
+            (" ;", ";"),
+            (" ,", ","),
+            (" :", ":"),
+        ],
+    )
+}
+
+/// Source text of a type for a message (`& mut [f64]` → `&mut [f64]`,
+/// `Vec < f64 >` → `Vec<f64>`).
+pub fn type_text(ty: &syn::Type) -> String {
+    tighten(
+        source_text(ty),
+        &[
+            (" < ", "<"),
+            (" <", "<"),
+            ("< ", "<"),
+            (" >", ">"),
+            ("& ", "&"),
+        ],
+    )
+}
+
+fn tighten(mut s: String, pairs: &[(&str, &str)]) -> String {
+    for (from, to) in pairs {
+        s = s.replace(from, to);
+    }
+    s
+}
+
+/// Where an unsupported-construct message sends the reader: the guide's section on what a
+/// differentiated body may contain (the user does not have the design notes).
+pub const SUBSET_POINTER: &str =
+    "the supported subset of Rust is listed in phidiff's guide (docs/guide.md, \"The supported subset\")";
+
 /// The standard message for an unsupported construct.
 pub fn unsupported(what: &str, why: &str) -> String {
-    format!(
-        "phidiff cannot differentiate `{what}` here: {why}; supported are the constructs listed \
-         under \"Inside the body\" in phidiff's documentation (let, arithmetic, indexing, if, \
-         match on integers, for/while/loop, float methods, calls)"
-    )
+    format!("phidiff cannot differentiate `{what}` here: {why}; {SUBSET_POINTER}")
 }
 
 /// The message for a signature phidiff cannot differentiate.
 pub fn unsupported_signature(what: &str, why: &str) -> String {
     format!("phidiff cannot differentiate a function with `{what}`: {why}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{source_text, type_text};
+
+    #[test]
+    fn source_text_reads_like_source() {
+        let e: syn::Expr = syn::parse_quote!(&x[1..] + f64::NAN * y[i][j]);
+        assert_eq!(source_text(&e), "& x[1..] + f64::NAN * y[i][j]");
+        let e: syn::Expr = syn::parse_quote!(a < b && (0..n).len() > 2);
+        assert_eq!(source_text(&e), "a < b && (0..n).len() > 2");
+    }
+
+    #[test]
+    fn type_text_reads_like_source() {
+        let t: syn::Type = syn::parse_quote!(&mut [f64]);
+        assert_eq!(type_text(&t), "&mut [f64]");
+        let t: syn::Type = syn::parse_quote!(&Vec<[f64; 3]>);
+        assert_eq!(type_text(&t), "&Vec<[f64; 3]>");
+    }
 }

@@ -66,7 +66,9 @@ use proc_macro::TokenStream;
 ///   the gradient being the lone one if one parameter is active, else a tuple in
 ///   parameter order (`Vec<E>` for a buffer, the float for a scalar).
 /// - Tangent and shadow lengths are checked: a mismatch panics with a message naming the
-///   parameter (``phidiff: shadow `dx` has length 2 but `x` has length 3``).
+///   parameter and saying how to allocate it (``phidiff: `dx` has length 2 but `x` has
+///   length 3; the derivative buffer passed after `x` (its tangent in `_fwd`, its shadow in
+///   `_rev`) must have the same length: allocate it with `vec![0.0; x.len()]` ``).
 /// - Generic functions stay generic, so `energy_rev::<phidiff::Dual<f64>>` gives
 ///   Hessian-vector products (forward over reverse).
 ///
@@ -115,8 +117,9 @@ use proc_macro::TokenStream;
 ///   `rayon`).
 ///
 /// Anything else is a compile error at the exact span ("phidiff cannot differentiate `X`
-/// here: …"), and the original function is still emitted so the rest of the crate keeps
-/// compiling.
+/// here: …" with what to write instead), and the original function is still emitted so the
+/// rest of the crate keeps compiling. The user guide (`docs/guide.md` in the repository)
+/// lists the supported subset in detail and every compile error with its fix.
 ///
 /// Set `PHIDIFF_DUMP_IR=1` while building to print the intermediate representation of
 /// the primal, forward and reverse programs.

@@ -148,6 +148,21 @@ pub fn mode_energy(x: &[f64], mode: usize) -> f64 {
     s
 }
 
+/// `mode_energy` with its arms chosen by guards that read the arm's binding.
+#[differentiate(forward, reverse)]
+pub fn guarded_mode_energy(x: &[f64], mode: usize) -> f64 {
+    let mut s = 0.0;
+    for i in 0..x.len() {
+        let t = match mode {
+            m if m == 0 => x[i] * x[i],
+            m if m + 1 == 2 => x[i].sin(),
+            _ => x[i],
+        };
+        s += t;
+    }
+    s
+}
+
 /// Σ cos(x[2j]) x[2j+1] over even strides plus Σ x[i]³ over i = 1, 4, 7, ….
 #[differentiate(forward, reverse)]
 pub fn strided_pairs(x: &[f64]) -> f64 {
@@ -492,6 +507,24 @@ pub fn mode_energy_every_arm() {
             &|x, v| mode_energy_fwd(x, v, mode),
             &|x, g, s| mode_energy_rev(x, g, mode, s),
             &|x| mode_energy_grad(x, mode),
+            TOLS,
+        );
+        let want: Vec<f64> = x.iter().map(|&v| derivative[mode](v)).collect();
+        assert_rel(&format!("∇f (mode {mode})"), &g, &want, 1e-12);
+    }
+}
+
+pub fn guarded_mode_energy_every_arm() {
+    let x = [0.3, -1.1, 2.0, 0.8];
+    let derivative: [fn(f64) -> f64; 3] = [|v| 2.0 * v, |v| v.cos(), |_| 1.0];
+    for mode in 0..3 {
+        let g = slice_case(
+            "guarded_mode_energy",
+            &x,
+            &|x| guarded_mode_energy(x, mode),
+            &|x, v| guarded_mode_energy_fwd(x, v, mode),
+            &|x, g, s| guarded_mode_energy_rev(x, g, mode, s),
+            &|x| guarded_mode_energy_grad(x, mode),
             TOLS,
         );
         let want: Vec<f64> = x.iter().map(|&v| derivative[mode](v)).collect();

@@ -6,6 +6,66 @@ use super::*;
 use crate::derivative::rules;
 use syn::Expr;
 
+/// Why the float method `name` cannot be differentiated, and the two ways out: a rewrite
+/// with methods that have rules, or a custom rule (a hand-written `_fwd`/`_rev` pair).
+fn no_rule_message(name: &str) -> String {
+    let rewrite = match name {
+        "to_degrees" => " (write `v * (180.0 / std::f64::consts::PI)` instead)",
+        "to_radians" => " (write `v * (std::f64::consts::PI / 180.0)` instead)",
+        "sin_cos" => " (call `.sin()` and `.cos()` separately instead)",
+        "clamp" => " (write `v.max(lo).min(hi)` instead)",
+        _ => "",
+    };
+    format!(
+        "`{name}` has no derivative rule{rewrite}; {list}. Or move the call into a function of \
+         your own, `fn my_{name}(v: f64) -> f64`, and write its derivatives `my_{name}_fwd` and \
+         `my_{name}_rev` by hand next to it (a custom rule, see the guide)",
+        list = rules::supported_list()
+    )
+}
+
+/// Why a method called on an iterator (`x.iter().fold(..)`, `.product()`, `.max()`) cannot
+/// be differentiated, with the `for` loop that replaces it; `None` when the receiver is not
+/// an iterator chain.
+fn unsupported_iterator_reduction(m: &syn::ExprMethodCall) -> Option<String> {
+    let Expr::MethodCall(inner) = &*m.receiver else {
+        return None;
+    };
+    let iterator = [
+        "iter",
+        "iter_mut",
+        "into_iter",
+        "map",
+        "enumerate",
+        "zip",
+        "copied",
+        "cloned",
+        "rev",
+        "skip",
+        "take",
+        "filter",
+        "chain",
+        "step_by",
+        "par_iter",
+    ];
+    if !iterator.contains(&inner.method.to_string().as_str()) {
+        return None;
+    }
+    let name = m.method.to_string();
+    let instead = match name.as_str() {
+        "product" => "`let mut p = 1.0; for i in 0..x.len() { p *= x[i]; }`",
+        "fold" => "`let mut acc = init; for i in 0..x.len() { acc = .. x[i] ..; }`",
+        "max" | "min" | "max_by" | "min_by" | "reduce" => {
+            "`let mut m = x[0]; for i in 1..x.len() { m = m.max(x[i]); }`"
+        }
+        _ => "`for i in 0..x.len() { .. x[i] .. }`",
+    };
+    Some(format!(
+        "`.{name}(..)` on an iterator is not differentiated (the iterator reductions phidiff \
+         differentiates are `.sum()` and `.map(|v| ..).sum()`); write the loop instead: {instead}"
+    ))
+}
+
 impl Lowerer<'_> {
     pub(super) fn lower_call_stmt(&mut self, e: &Expr) -> LResult<()> {
         self.lower_call_value_or_unit(e).map(drop)
@@ -153,6 +213,10 @@ impl Lowerer<'_> {
                 .lower_user_method(m, true)?
                 .ok_or_else(|| syn::Error::new_spanned(m, "phidiff: this call has no value"));
         }
+        if let Some(why) = unsupported_iterator_reduction(m) {
+            let what = format!("{}.{}(..)", text(&m.receiver), m.method);
+            return Err(self.error(m, &what, &why));
+        }
         let recv = self.lower_expr(&m.receiver)?;
         if self.ty(recv) == Ty::Int && (name == "min" || name == "max") && m.args.len() == 1 {
             let other = self.lower_expr(&m.args[0])?;
@@ -176,14 +240,7 @@ impl Lowerer<'_> {
             ));
         }
         let Some(rule) = rules::find(&name) else {
-            return Err(self.error(
-                &m.method,
-                &name,
-                &format!(
-                    "no derivative rule for this method; {}",
-                    rules::supported_list()
-                ),
-            ));
+            return Err(self.error(&m.method, &name, &no_rule_message(&name)));
         };
         if m.args.len() + 1 != rule.arity {
             return Err(self.error(

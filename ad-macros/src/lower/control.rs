@@ -343,7 +343,15 @@ impl Lowerer<'_> {
         let test = self.pattern_test(scrut, &arm.pat)?;
         let test = match (&arm.guard, test) {
             (Some((_, g)), t) => {
-                let gv = self.lower_expr(g)?;
+                // The guard sees the arm's binding (`k if k > n => ..`).
+                let depth = self.env.depth();
+                self.env.push_scope();
+                if let Some(name) = pattern_binding(&arm.pat) {
+                    self.env.bind(&name, Binding::Scalar(scrut));
+                }
+                let gv = self.lower_expr(g);
+                self.env.truncate(depth);
+                let gv = gv?;
                 self.expect_ty(gv, Ty::Bool, g, "a match guard")?;
                 Some(match t {
                     Some(t) => self.b.binary(BinOp::And, t, gv),
@@ -388,7 +396,7 @@ impl Lowerer<'_> {
             Pat::Ident(pi) if pi.ident.to_string().starts_with(|c: char| c.is_ascii_uppercase()) => Err(self.error(
                 pi,
                 &pi.ident.to_string(),
-                "constants in match patterns are not supported; use a guard (`k if k == LIMIT => ..`)",
+                "constants in match patterns are not supported (phidiff does not see the constant's value); write the value (`3 => ..`), or pass it as a parameter and use a guard (`k if k == limit => ..`)",
             )),
             Pat::Ident(pi) if pi.subpat.is_none() => Ok(None),
             Pat::Lit(l) => {

@@ -255,7 +255,7 @@ impl Lowerer<'_> {
                 &text(r),
                 "references to scalars are not supported (pass the value itself; `&buffer` is allowed as a call argument)",
             )),
-            Expr::Closure(c) => Err(self.error(c, "closure", "closures are supported only inside `.iter().map(..).sum()`")),
+            Expr::Closure(c) => Err(self.error(c, "closure", "closures are supported only inside `.iter().map(..).sum()` and rayon's `.for_each(..)`; write its body inline where it is called, or make it a function annotated with `#[differentiate(forward, reverse)]`")),
             Expr::Tuple(t) => Err(self.error(t, &text(t), "tuples are not supported; use separate variables")),
             Expr::Field(f) => Err(self.error(f, &text(f), "field access is not supported; pass the fields as parameters")),
             Expr::Struct(s) => Err(self.error(s, &text(s), "struct literals are not supported")),
@@ -319,7 +319,7 @@ impl Lowerer<'_> {
         Err(self.error(
             p,
             &text(p),
-            "unknown name (supported constants: `f64::consts::*`, `f64::EPSILON`, `f64::MAX`, `f64::MIN_POSITIVE`, `f64::INFINITY`, `usize::MAX`)",
+            "this name is not a local variable, a parameter or a constant phidiff knows (`f64::consts::*` written with its path, e.g. `std::f64::consts::PI`, `f64::EPSILON`, `f64::MAX`, `f64::MIN_POSITIVE`, `f64::INFINITY`, `usize::MAX`); write the value as a literal, or pass it as a parameter (one left out of `wrt(..)` stays constant)",
         ))
     }
 
@@ -416,12 +416,7 @@ impl Lowerer<'_> {
         if self.ty(a) != self.ty(b) {
             return Err(syn::Error::new_spanned(
                 bin,
-                format!(
-                    "phidiff: `{}` mixes {} and {}; convert explicitly (`as`, `T::from(..)`)",
-                    op.symbol(),
-                    ty_word(self.ty(a)),
-                    ty_word(self.ty(b))
-                ),
+                self.mixed_types_message(op.symbol(), (a, &bin.left), (b, &bin.right)),
             ));
         }
         if self.ty(a) == Ty::Bool && !matches!(op, BinOp::Eq | BinOp::Ne) {
@@ -678,16 +673,58 @@ impl Lowerer<'_> {
         Ok(())
     }
 
+    /// The message for a binary operation (`op` with `=` for compound assignments) whose
+    /// operands have different types, with the conversion that fixes the usual case.
+    fn mixed_types_message(&self, op: &str, a: (Value, &Expr), b: (Value, &Expr)) -> String {
+        // A compound assignment is one expression: its operands are its two sides.
+        let sides = |e: &Expr| match e {
+            Expr::Binary(bin) if op.ends_with('=') => ((*bin.left).clone(), (*bin.right).clone()),
+            other => (other.clone(), other.clone()),
+        };
+        let (a_expr, b_expr) = if op.ends_with('=') {
+            sides(a.1)
+        } else {
+            (a.1.clone(), b.1.clone())
+        };
+        let (ta, tb) = (self.ty(a.0), self.ty(b.0));
+        let head = format!("phidiff: `{op}` mixes {} and {}", ty_word(ta), ty_word(tb));
+        let operand = |e: &Expr| match e {
+            Expr::Path(_)
+            | Expr::Lit(_)
+            | Expr::Paren(_)
+            | Expr::MethodCall(_)
+            | Expr::Index(_) => text(e),
+            other => format!("({})", text(other)),
+        };
+        let to_float = |e: &Expr| match (&self.float_generic, e) {
+            (Some(t), Expr::Paren(p)) => format!("`{t}::from({}).unwrap()`", text(&p.expr)),
+            (Some(t), _) => format!("`{t}::from({}).unwrap()`", text(e)),
+            (None, _) => format!("`{} as {}`", operand(e), self.float_name),
+        };
+        match (ta, tb) {
+            (Ty::Int, Ty::Float) if op.ends_with('=') => format!(
+                "{head}: `{}` is an integer variable (started from an integer literal like `0` \
+                 instead of `0.0`?); make it a float, e.g. `let mut {} = 0.0;`",
+                text(&a_expr),
+                text(&a_expr),
+            ),
+            (Ty::Float, Ty::Int) => format!(
+                "{head}, and Rust does not convert between them; convert the integer: {}",
+                to_float(&b_expr)
+            ),
+            (Ty::Int, Ty::Float) => format!(
+                "{head}, and Rust does not convert between them; convert the integer: {}",
+                to_float(&a_expr)
+            ),
+            _ => format!("{head}; Rust does not convert between them, convert one explicitly"),
+        }
+    }
+
     fn checked_binary(&mut self, op: BinOp, a: Value, b: Value, at: &Expr) -> LResult<Value> {
         if self.ty(a) != self.ty(b) {
             return Err(syn::Error::new_spanned(
                 at,
-                format!(
-                    "phidiff: `{}=` mixes {} and {}",
-                    op.symbol(),
-                    ty_word(self.ty(a)),
-                    ty_word(self.ty(b))
-                ),
+                self.mixed_types_message(&format!("{}=", op.symbol()), (a, at), (b, at)),
             ));
         }
         Ok(self.b.binary(op, a, b))

@@ -35,6 +35,82 @@ struct Chain {
     parallel: Option<proc_macro2::Span>,
 }
 
+/// The iterators a `for` loop (or a rayon chain) may walk, for error messages.
+const SUPPORTED_ITERATORS: &str = "a `for` loop walks a range (`a..b`, `a..=b`, with \
+     `.rev()` and `.step_by(k)`), `x.iter()`, `x.iter_mut()`, `x.chunks(w)` or \
+     `x.chunks_mut(w)`, with `.enumerate()` and `.zip(..)`";
+
+/// Why the iterator method `m` cannot be walked, and the index loop that replaces it.
+fn unsupported_iterator(m: &syn::ExprMethodCall) -> String {
+    let method = m.method.to_string();
+    // The buffer the chain starts from (`x` in `x.iter().skip(1)`), when it is a name.
+    let mut root = &*m.receiver;
+    while let Expr::MethodCall(inner) = root {
+        root = &inner.receiver;
+    }
+    let buf = match root {
+        Expr::Path(p) if p.path.get_ident().is_some() => text(p),
+        _ => {
+            return format!(
+                "`.{method}(..)` is not an iterator phidiff differentiates \
+                 ({SUPPORTED_ITERATORS}); loop over an index range (`for i in a..b`) and index \
+                 the buffers instead"
+            )
+        }
+    };
+    let index_loop = match (method.as_str(), m.args.first()) {
+        (
+            "windows",
+            Some(Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Int(k),
+                ..
+            })),
+        ) if k.base10_parse::<usize>().is_ok_and(|k| k >= 2) => {
+            let k: usize = k.base10_parse().unwrap_or(2);
+            let reads = match k {
+                2 => format!("`{buf}[i]` and `{buf}[i + 1]`"),
+                3 => format!("`{buf}[i]`, `{buf}[i + 1]` and `{buf}[i + 2]`"),
+                _ => format!("`{buf}[i]` .. `{buf}[i + {}]`", k - 1),
+            };
+            format!("`for i in 0..{buf}.len() - {}` reading {reads}", k - 1)
+        }
+        _ => format!("`for i in 0..{buf}.len()` reading `{buf}[i]`"),
+    };
+    format!(
+        "`.{method}(..)` is not an iterator phidiff differentiates ({SUPPORTED_ITERATORS}); \
+         loop over indices instead: {index_loop}"
+    )
+}
+
+/// The first assignment (`=` or a compound `+=`, ...) to the variable `name` in `body`.
+fn assignment_to(body: &Expr, name: &str) -> Option<Expr> {
+    use syn::visit::Visit;
+    struct Find<'n> {
+        name: &'n str,
+        found: Option<Expr>,
+    }
+    impl<'ast> Visit<'ast> for Find<'_> {
+        fn visit_expr(&mut self, e: &'ast Expr) {
+            if self.found.is_some() {
+                return;
+            }
+            let target = match e {
+                Expr::Assign(a) => Some(&*a.left),
+                Expr::Binary(b) if super::expr::compound_op(&b.op).is_some() => Some(&*b.left),
+                _ => None,
+            };
+            if target.is_some_and(|t| matches!(t, Expr::Path(p) if p.path.is_ident(self.name))) {
+                self.found = Some(e.clone());
+                return;
+            }
+            syn::visit::visit_expr(self, e);
+        }
+    }
+    let mut find = Find { name, found: None };
+    find.visit_expr(body);
+    find.found
+}
+
 impl Lowerer<'_> {
     fn parse_chain(&mut self, e: &Expr) -> LResult<Chain> {
         match e {
@@ -161,20 +237,16 @@ impl Lowerer<'_> {
                                 bufs.extend(more);
                                 Ok(c)
                             }
-                            _ => Err(self.error(m, &text(m), "`.zip` is supported between buffer iterators (`x.iter().zip(y.iter())`)")),
+                            _ => Err(self.error(m, &text(m), "`.zip` is supported between buffer iterators (`x.iter().zip(y.iter())`); to pair indices with elements, write `for (i, v) in x.iter().enumerate()`")),
                         }
                     }
-                    _ => Err(self.error(
-                        m,
-                        &text(m),
-                        "supported `for` iterators: ranges with `.rev()`/`.step_by(k)`, `x.iter()`, `x.iter_mut()`, `.enumerate()`, `.zip(..)`",
-                    )),
+                    _ => Err(self.error(m, &text(m), &unsupported_iterator(m))),
                 }
             }
             _ => Err(self.error(
                 e,
                 &text(e),
-                "supported `for` iterators: ranges, `x.iter()`, `.enumerate()`, `.zip(..)`",
+                &format!("this is not an iterator phidiff differentiates; {SUPPORTED_ITERATORS}"),
             )),
         }
     }
@@ -511,10 +583,18 @@ impl Lowerer<'_> {
         }
         if chain.parallel.is_some() {
             if let Some(name) = scan.assigned.iter().find(|n| !scan.declared.contains(n)) {
+                let at =
+                    assignment_to(&closure.body, name).unwrap_or_else(|| (*closure.body).clone());
                 return Err(self.error(
-                    &closure.body,
-                    "closure",
-                    &format!("a parallel `.for_each` closure cannot assign `{name}`, declared outside it: rayon runs its iterations concurrently (sum with `.map(..).sum()`, or write an element of a `par_iter_mut` buffer)"),
+                    &at,
+                    &text(&at),
+                    &format!(
+                        "a parallel `.for_each` closure assigns `{name}`, declared outside it, \
+                         and rayon runs the iterations concurrently; to sum, write \
+                         `{name} += x.par_iter().map(|v| ..).sum::<f64>();` (a parallel sum), \
+                         and to write results, give each iteration its own element \
+                         (`y.par_iter_mut().enumerate().for_each(|(i, yi)| *yi = ..)`)"
+                    ),
                 ));
             }
         }

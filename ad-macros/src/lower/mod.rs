@@ -40,6 +40,8 @@ pub struct Lowerer<'a> {
     returns_float: bool,
     /// The generic float parameter, if any (`T` in `T::from`, `T::zero()`).
     float_generic: Option<String>,
+    /// The function's float type as written (`f64`, `f32` or the generic), for messages.
+    float_name: String,
     next_flag: u32,
     /// Whether the value of the block being lowered is used (decides whether a user call in
     /// tail position returns a value).
@@ -51,7 +53,7 @@ pub fn err<T: ToTokens>(tokens: T, what: &str, why: &str) -> syn::Error {
 }
 
 fn text<T: ToTokens>(t: &T) -> String {
-    t.to_token_stream().to_string()
+    crate::diagnostics::source_text(t)
 }
 
 /// Lowers the body of `item` into a new IR function.
@@ -110,6 +112,7 @@ pub fn lower_function(item: &syn::ItemFn, sig: &Signature, diag: &Diagnostics) -
         has_return: control::contains_return(&item.block.stmts),
         returns_float: sig.returns_float,
         float_generic,
+        float_name: sig.float.tokens().to_string(),
         next_flag: 0,
         tail_wanted: sig.returns_float,
     };

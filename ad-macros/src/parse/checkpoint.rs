@@ -167,11 +167,17 @@ struct Strip {
 }
 
 impl Strip {
-    fn misplaced(&mut self, attrs: &mut Vec<Attribute>) {
+    /// Reports every `#[checkpoint]` in `attrs`, which sit on `what` (not a loop).
+    fn misplaced(&mut self, attrs: &mut Vec<Attribute>, what: &str) {
         for a in attrs.iter().filter(|a| is_checkpoint(a)) {
             self.errors.push(syn::Error::new_spanned(
                 a,
-                "phidiff: `#[checkpoint(...)]` applies to a `for`, `while` or `loop` loop",
+                format!(
+                    "phidiff: `#[checkpoint(...)]` is on {what}, but it checkpoints a loop; move \
+                     it onto the `for`, `while` or `loop` whose iterations should be \
+                     checkpointed, directly above the loop: `#[checkpoint(revolve(snapshots = \
+                     8))] for step in 0..n_steps {{ .. }}`"
+                ),
             ));
         }
         attrs.retain(|a| !is_checkpoint(a));
@@ -186,7 +192,7 @@ impl VisitMut for Strip {
             return;
         };
         if !is_loop {
-            self.misplaced(attrs);
+            self.misplaced(attrs, "an expression that is not a loop");
             return;
         }
         // The count still counts as used in the primal: `{ let _ = &(S); loop }`.
@@ -201,11 +207,11 @@ impl VisitMut for Strip {
         }
     }
     fn visit_local_mut(&mut self, l: &mut syn::Local) {
-        self.misplaced(&mut l.attrs);
+        self.misplaced(&mut l.attrs, "a `let` statement");
         syn::visit_mut::visit_local_mut(self, l);
     }
     fn visit_stmt_macro_mut(&mut self, m: &mut syn::StmtMacro) {
-        self.misplaced(&mut m.attrs);
+        self.misplaced(&mut m.attrs, "a macro call");
     }
     fn visit_item_mut(&mut self, _: &mut syn::Item) {}
 }

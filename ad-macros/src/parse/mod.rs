@@ -48,10 +48,60 @@ impl Options {
     }
 }
 
-fn parse_name(content: ParseStream) -> syn::Result<Ident> {
+/// The options `#[differentiate(..)]` takes, for messages.
+const OPTIONS: &str = "`forward`, `reverse`, `wrt(..)`, `cuda`, `crate = path`, \
+     `coarsen = on|off`, `coarsen(limit = N)` or `parallel_adjoint = summation_aware|atomic`";
+
+/// Edit distance between two short words (for "did you mean").
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = diagonal + usize::from(ca != *cb);
+            diagonal = row[j + 1];
+            row[j + 1] = substitution.min(row[j] + 1).min(diagonal + 1);
+        }
+    }
+    row[b.len()]
+}
+
+/// ` (did you mean `x`?)` for the closest of `candidates` within two edits (or sharing the
+/// letters, like `wtr` for `wrt`), else nothing.
+fn did_you_mean(word: &str, candidates: &[&str]) -> String {
+    let sorted = |w: &str| {
+        let mut c: Vec<char> = w.chars().collect();
+        c.sort_unstable();
+        c
+    };
+    candidates
+        .iter()
+        .map(|c| {
+            let d = if sorted(c) == sorted(word) {
+                1
+            } else {
+                edit_distance(word, c)
+            };
+            (d, c)
+        })
+        .filter(|(d, c)| *d <= 2 && *d < c.len())
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| format!(" (did you mean `{c}`?)"))
+        .unwrap_or_default()
+}
+
+fn parse_name(mode: &Ident, content: ParseStream) -> syn::Result<Ident> {
     let key: Ident = content.parse()?;
     if key != "name" {
-        return Err(syn::Error::new(key.span(), "expected `name = ...`"));
+        return Err(syn::Error::new(
+            key.span(),
+            format!(
+                "phidiff: `{mode}(..)` takes `name = <identifier>` to rename the generated \
+                 function, e.g. `{mode}(name = my_{mode}_fn)`; found `{key}`"
+            ),
+        ));
     }
     content.parse::<Token![=]>()?;
     content.parse()
@@ -78,7 +128,7 @@ impl Parse for Options {
                     let name = if input.peek(syn::token::Paren) {
                         let content;
                         syn::parenthesized!(content in input);
-                        Some(parse_name(&content)?)
+                        Some(parse_name(&key, &content)?)
                     } else {
                         None
                     };
@@ -108,7 +158,7 @@ impl Parse for Options {
                     if key != "limit" {
                         return Err(syn::Error::new(
                             key.span(),
-                            "expected `coarsen(limit = N)` with N the largest segment in expression nodes",
+                            "phidiff: expected `coarsen(limit = N)` with N the largest segment in expression nodes",
                         ));
                     }
                     content.parse::<Token![=]>()?;
@@ -117,7 +167,7 @@ impl Parse for Options {
                     if n < 2 {
                         return Err(syn::Error::new(
                             key.span(),
-                            "`coarsen(limit = N)` needs N ≥ 2 expression nodes",
+                            "phidiff: `coarsen(limit = N)` needs N ≥ 2 expression nodes",
                         ));
                     }
                     opts.segment_limit = n;
@@ -131,7 +181,9 @@ impl Parse for Options {
                         _ => {
                             return Err(syn::Error::new(
                                 v.span(),
-                                "expected `coarsen = on` or `coarsen = off`",
+                                format!(
+                                "phidiff: expected `coarsen = on` or `coarsen = off`, found `{v}`"
+                            ),
                             ))
                         }
                     };
@@ -145,20 +197,31 @@ impl Parse for Options {
                         _ => {
                             return Err(syn::Error::new(
                                 v.span(),
-                                "expected `parallel_adjoint = summation_aware` or `parallel_adjoint = atomic`",
+                                format!("phidiff: expected `parallel_adjoint = summation_aware` or `parallel_adjoint = atomic`, found `{v}`"),
                             ))
                         }
                     };
                 }
                 other => {
+                    let hint = did_you_mean(
+                        other,
+                        &[
+                            "forward",
+                            "reverse",
+                            "wrt",
+                            "cuda",
+                            "crate",
+                            "coarsen",
+                            "parallel_adjoint",
+                        ],
+                    );
                     return Err(syn::Error::new(
                         key.span(),
                         format!(
-                        "unknown differentiate option `{other}`; expected `forward`, `reverse`, \
-                             `wrt(..)`, `cuda`, `crate = path`, `coarsen = on|off`, `coarsen(limit = N)` \
-                             or `parallel_adjoint = summation_aware|atomic`"
-                    ),
-                    ))
+                            "phidiff: unknown `#[differentiate]` option `{other}`{hint}; the \
+                             options are {OPTIONS}"
+                        ),
+                    ));
                 }
             }
             if !input.is_empty() {
@@ -168,7 +231,9 @@ impl Parse for Options {
         if !opts.forward_requested && !opts.reverse_requested {
             return Err(syn::Error::new(
                 proc_macro2::Span::call_site(),
-                "#[differentiate] needs `forward`, `reverse` or both",
+                "phidiff: `#[differentiate]` needs a mode: add `forward` (generates `<name>_fwd`), \
+                 `reverse` (generates `<name>_rev` and, for a float result, `<name>_grad`) or both, e.g. \
+                 `#[differentiate(forward, reverse)]`",
             ));
         }
         Ok(opts)

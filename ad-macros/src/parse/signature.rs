@@ -150,6 +150,135 @@ fn generic_floats(generics: &syn::Generics) -> Vec<Ident> {
     out
 }
 
+/// A `num_traits::Float` bound (which the classifier would take for phidiff's `Float`).
+fn num_traits_float_bound(generics: &syn::Generics) -> Option<&syn::Path> {
+    let own = generics.type_params().flat_map(|p| p.bounds.iter());
+    let from_where = generics
+        .where_clause
+        .iter()
+        .flat_map(|w| w.predicates.iter())
+        .filter_map(|pred| match pred {
+            syn::WherePredicate::Type(pt) => Some(pt.bounds.iter()),
+            _ => None,
+        })
+        .flatten();
+    own.chain(from_where).find_map(|b| match b {
+        syn::TypeParamBound::Trait(t)
+            if t.path.segments.len() >= 2
+                && t.path.segments[0].ident == "num_traits"
+                && t.path.segments.last().is_some_and(|s| s.ident == "Float") =>
+        {
+            Some(&t.path)
+        }
+        _ => None,
+    })
+}
+
+/// A type parameter that looks like a number (no bounds, or only bounds any number has:
+/// `Copy`, `Mul`, `PartialOrd`, ...) but has no `Float` bound, used as the element of a
+/// buffer parameter or as the result: the user forgot the `Float` bound.
+fn generic_number_without_float_bound<'a>(
+    sig: &'a syn::Signature,
+    floats: &[Ident],
+) -> Option<&'a Ident> {
+    /// The element type of `&[E]`, `[E; N]`, `Vec<E>` (through references and nesting).
+    fn element_of(ty: &Type) -> Option<&Ident> {
+        match ungroup(ty) {
+            Type::Reference(r) => element_of(&r.elem),
+            Type::Slice(s) => element_of(&s.elem).or_else(|| single_ident(&s.elem)),
+            Type::Array(a) => element_of(&a.elem).or_else(|| single_ident(&a.elem)),
+            Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "Vec") => {
+                match &p.path.segments.last()?.arguments {
+                    syn::PathArguments::AngleBracketed(a) => match a.args.first()? {
+                        syn::GenericArgument::Type(t) => element_of(t).or_else(|| single_ident(t)),
+                        _ => None,
+                    },
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+    const NUMBER_BOUNDS: &[&str] = &[
+        "Copy",
+        "Clone",
+        "Debug",
+        "Display",
+        "Default",
+        "PartialEq",
+        "PartialOrd",
+        "Add",
+        "Sub",
+        "Mul",
+        "Div",
+        "Neg",
+        "Rem",
+        "AddAssign",
+        "SubAssign",
+        "MulAssign",
+        "DivAssign",
+        "Sum",
+        "Product",
+        "Send",
+        "Sync",
+        "Sized",
+        "Num",
+        "NumCast",
+        "Zero",
+        "One",
+    ];
+    let bounds_of = |t: &Ident| {
+        let own = sig
+            .generics
+            .type_params()
+            .filter(|p| p.ident == *t)
+            .flat_map(|p| p.bounds.iter());
+        let from_where = sig
+            .generics
+            .where_clause
+            .iter()
+            .flat_map(|w| w.predicates.iter())
+            .filter_map(|pred| match pred {
+                syn::WherePredicate::Type(pt) if single_ident(&pt.bounded_ty) == Some(t) => {
+                    Some(pt.bounds.iter())
+                }
+                _ => None,
+            })
+            .flatten();
+        own.chain(from_where).cloned().collect::<Vec<_>>()
+    };
+    let looks_like_a_number = |t: &Ident| {
+        bounds_of(t).iter().all(|b| match b {
+            syn::TypeParamBound::Trait(tr) => tr
+                .path
+                .segments
+                .last()
+                .is_some_and(|s| NUMBER_BOUNDS.contains(&s.ident.to_string().as_str())),
+            _ => true,
+        })
+    };
+    let suspects: Vec<&Ident> = sig
+        .generics
+        .type_params()
+        .map(|t| &t.ident)
+        .filter(|t| !floats.contains(t) && looks_like_a_number(t))
+        .collect();
+    let result = match &sig.output {
+        ReturnType::Type(_, ty) => single_ident(ty),
+        ReturnType::Default => None,
+    };
+    let elements = sig.inputs.iter().filter_map(|a| match a {
+        FnArg::Typed(pt) => element_of(&pt.ty),
+        FnArg::Receiver(_) => None,
+    });
+    for id in elements.chain(result) {
+        if let Some(t) = suspects.iter().find(|t| **t == id) {
+            return Some(t);
+        }
+    }
+    None
+}
+
 struct Classifier<'a> {
     generic_floats: &'a [Ident],
     float: Option<FloatTy>,
@@ -208,8 +337,14 @@ impl Classifier<'_> {
             Some(prev) if *prev != f => diag.error_spanned(
                 ty,
                 unsupported(
-                    &quote::quote!(#ty).to_string(),
-                    "a differentiated function uses one float type throughout",
+                    &crate::diagnostics::type_text(ty),
+                    &format!(
+                        "a differentiated function uses one float type throughout, and this one \
+                         already uses `{}`; use `{}` here too, or make the function generic over \
+                         `T: phidiff::Float`",
+                        prev.tokens(),
+                        prev.tokens()
+                    ),
                 ),
             ),
             _ => {}
@@ -249,7 +384,7 @@ impl Classifier<'_> {
                 diag.error_spanned(
                     ty,
                     unsupported(
-                        &quote::quote!(#ty).to_string(),
+                        &crate::diagnostics::type_text(ty),
                         "a `&mut` float scalar parameter has no adjoint convention; return the value instead",
                     ),
                 );
@@ -262,6 +397,28 @@ impl Classifier<'_> {
 /// Reads the parameters, their activities, the float type and the return kind.
 pub fn read(sig: &syn::Signature, wrt: Option<&[Ident]>, diag: &Diagnostics) -> Option<Signature> {
     let floats = generic_floats(&sig.generics);
+    if let Some(bound) = num_traits_float_bound(&sig.generics) {
+        diag.error_spanned(
+            bound,
+            "phidiff: `num_traits::Float` is not enough for the generated code, which also \
+             needs `FloatConst`, the compound assignments and `Sum`; bound the type by \
+             `phidiff::Float` instead (it includes `num_traits::Float`, and `f32`, `f64` and \
+             `phidiff::Dual` implement it)",
+        );
+        return None;
+    }
+    if let Some(t) = generic_number_without_float_bound(sig, &floats) {
+        diag.error_spanned(
+            t,
+            format!(
+                "phidiff: `{t}` is used as a number (a scalar, or the element of a slice, array \
+                 or Vec) but has no `Float` bound, so phidiff does not treat it as a float: \
+                 activity is read from types, and the float types are `f64`, `f32` and a generic \
+                 bounded by `Float`; declare it `{t}: phidiff::Float`"
+            ),
+        );
+        return None;
+    }
     let mut c = Classifier {
         generic_floats: &floats,
         float: None,
@@ -312,14 +469,36 @@ pub fn read(sig: &syn::Signature, wrt: Option<&[Ident]>, diag: &Diagnostics) -> 
         for n in w {
             match params.iter().find(|p| p.name == *n) {
                 None => {
-                    diag.error_spanned(n, format!("`wrt` names `{n}`, which is not a parameter"))
+                    let names: Vec<String> =
+                        params.iter().map(|p| format!("`{}`", p.name)).collect();
+                    diag.error_spanned(
+                        n,
+                        format!(
+                            "phidiff: `wrt` names `{n}`, which is not a parameter of `{}`; its \
+                             parameters are {}",
+                            sig.ident,
+                            if names.is_empty() {
+                                "none".to_string()
+                            } else {
+                                names.join(", ")
+                            }
+                        ),
+                    )
                 }
-                Some(p) if !p.active => diag.error_spanned(
-                    n,
-                    format!(
-                        "`wrt` names `{n}`, which is not a float, slice, array or Vec of floats"
-                    ),
-                ),
+                Some(p) if !p.active => {
+                    let ty = &p.ty;
+                    diag.error_spanned(
+                        n,
+                        format!(
+                            "phidiff: `wrt` names `{n}: {}`, which cannot be differentiated: only \
+                             float parameters (`f64`, `f32`, a generic `T: Float`) and slices, \
+                             arrays and Vecs of them are active, other types are constants; \
+                             remove `{n}` from `wrt(..)`, or give it a float type if it varies \
+                             continuously",
+                            crate::diagnostics::type_text(ty)
+                        ),
+                    )
+                }
                 _ => {}
             }
         }
@@ -336,7 +515,7 @@ pub fn read(sig: &syn::Signature, wrt: Option<&[Ident]>, diag: &Diagnostics) -> 
                     diag.error_spanned(
                         other,
                         unsupported(
-                            &quote::quote!(#other).to_string(),
+                            &crate::diagnostics::type_text(other),
                             "a differentiated function returns a float scalar or `()` (write array outputs into a `&mut` slice parameter)",
                         ),
                     );
@@ -368,8 +547,9 @@ pub fn read(sig: &syn::Signature, wrt: Option<&[Ident]>, diag: &Diagnostics) -> 
         None => {
             diag.error_spanned(
                 &sig.ident,
-                "phidiff: this function has no float parameter to differentiate with respect to \
-                 (expected `f64`, `f32`, a `T: Float` generic, or slices/arrays/Vecs of them)",
+                "phidiff: this function has no float parameter to differentiate with respect to: \
+                 the float types are `f64`, `f32` and a generic `T: phidiff::Float`, as scalars \
+                 or in slices, arrays and Vecs; integers, bools and other types are constants",
             );
             return None;
         }
@@ -378,7 +558,18 @@ pub fn read(sig: &syn::Signature, wrt: Option<&[Ident]>, diag: &Diagnostics) -> 
     if !params.iter().any(|p| p.active) && wrt_ok {
         diag.error_spanned(
             &sig.ident,
-            "phidiff: no parameter is active (check `wrt(..)`)",
+            format!(
+                "phidiff: no parameter of `{}` is active, so there is nothing to differentiate \
+                 with respect to: the active parameters are the float ones (`f64`, `f32`, a \
+                 generic `T: Float`, and slices, arrays and Vecs of them){}; integers, bools and \
+                 other types are constants",
+                sig.ident,
+                if wrt.is_some() {
+                    " named in `wrt(..)`"
+                } else {
+                    ""
+                }
+            ),
         );
         return None;
     }
