@@ -15,9 +15,9 @@ use crate::ir::builder::Builder;
 use crate::ir::*;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-/// Rewrites the loops of `f`, innermost first, so that a flushed sum can be promoted again
-/// by an enclosing loop for which its index is fixed too. Parallel loops, the loops inside
-/// them and loops holding one are left alone: their iterations run on several threads.
+/// Rewrites the loops of `f`, innermost first. Parallel loops, the loops inside them and
+/// loops holding one are left alone (their iterations run on several threads), and so are
+/// loops holding checkpointing instructions (their blocks run as closures).
 pub fn promote_invariant_adds(f: &mut Function) {
     let mut loops = Vec::new();
     collect_loops(f, f.body, &mut loops);
@@ -88,11 +88,14 @@ fn apply(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst) {
         ValueDef::Result(i, _) => !inside.contains(&i),
         ValueDef::LoopIndex(j) | ValueDef::LoopParam(j, _) => j != l && !inside.contains(&j),
     };
-    // `buf[fixed] += v` anywhere in the body; any other access to `buf` rules it out.
+    // `buf[fixed] += v` at the top level of the body (so every iteration, the first
+    // included, indexes `buf` there: the write after the loop cannot be out of range where
+    // the loop was not); any other access to `buf` rules it out.
+    let top: HashSet<Inst> = f.block(body).insts.iter().copied().collect();
     let mut sites: BTreeMap<Buf, Option<Vec<(Inst, Vec<Value>)>>> = BTreeMap::new();
     f.walk(body, &mut |i| {
         if let InstKind::StoreAdd(buf, idx, _) = &f.inst(i).kind {
-            if f.buf(*buf).elem == Ty::Float && idx.iter().all(|v| fixed(*v)) {
+            if top.contains(&i) && f.buf(*buf).elem == Ty::Float && idx.iter().all(|v| fixed(*v)) {
                 if let Some(list) = sites.entry(*buf).or_insert_with(|| Some(Vec::new())) {
                     list.push((i, idx.clone()));
                 }
