@@ -11,7 +11,7 @@
 
 use crate::ir::builder::Builder;
 use crate::ir::*;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// The largest index offset carried.
 const MAX_OFFSET: i128 = 2;
@@ -33,30 +33,55 @@ pub fn carry_shifted_adds(f: &mut Function) {
             }
         }
     });
-    let mut block_of = HashMapBlocks::new(f);
+    let mut parent = block_of(f);
     for l in loops {
         for plan in plans(f, l) {
-            apply(f, &mut block_of, l, plan);
+            apply(f, &mut parent, l, plan);
         }
     }
 }
 
-/// The block each instruction sits in (kept up to date as instructions are added).
-struct HashMapBlocks(std::collections::HashMap<Inst, Block>);
-
-impl HashMapBlocks {
-    fn new(f: &Function) -> Self {
-        let mut m = std::collections::HashMap::new();
-        fn go(f: &Function, b: Block, m: &mut std::collections::HashMap<Inst, Block>) {
-            for &i in &f.block(b).insts {
-                m.insert(i, b);
-                for c in f.child_blocks(i) {
-                    go(f, c, m);
-                }
+/// The block holding each instruction.
+pub(super) fn block_of(f: &Function) -> HashMap<Inst, Block> {
+    fn go(f: &Function, b: Block, m: &mut HashMap<Inst, Block>) {
+        for &i in &f.block(b).insts {
+            m.insert(i, b);
+            for c in f.child_blocks(i) {
+                go(f, c, m);
             }
         }
-        go(f, f.body, &mut m);
-        HashMapBlocks(m)
+    }
+    let mut m = HashMap::new();
+    go(f, f.body, &mut m);
+    m
+}
+
+/// Moves the instructions of block `pre` before loop `l` and those of `post` after it, in
+/// `l`'s block, and records where they and their blocks' contents now sit.
+pub(super) fn surround(
+    f: &mut Function,
+    parent: &mut HashMap<Inst, Block>,
+    l: Inst,
+    pre: Block,
+    post: Block,
+) {
+    let outer = parent[&l];
+    let pre_insts = std::mem::take(&mut f.blocks[pre.index()].insts);
+    let post_insts = std::mem::take(&mut f.blocks[post.index()].insts);
+    let list = &mut f.blocks[outer.index()].insts;
+    let at = list
+        .iter()
+        .position(|i| *i == l)
+        .expect("loop in its block");
+    list.splice(at + 1..at + 1, post_insts.iter().copied());
+    list.splice(at..at, pre_insts.iter().copied());
+    for i in pre_insts.into_iter().chain(post_insts) {
+        parent.insert(i, outer);
+        for c in f.child_blocks(i) {
+            f.walk(c, &mut |j| {
+                parent.insert(j, c);
+            });
+        }
     }
 }
 
@@ -196,13 +221,12 @@ pub(super) fn touched_bufs(f: &Function, i: Inst) -> Vec<Buf> {
     }
 }
 
-fn apply(f: &mut Function, blocks: &mut HashMapBlocks, l: Inst, plan: Plan) {
+fn apply(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst, plan: Plan) {
     let InstKind::For { body, range, .. } = f.inst(l).kind.clone() else {
         return;
     };
     let k_min = *plan.by_offset.keys().next().expect("two offsets");
     let k_max = *plan.by_offset.keys().last().expect("two offsets");
-    let outer = blocks.0[&l];
     // Carries for offsets k_min+1 ..= k_max, declared before the loop.
     let pre = f.new_block();
     let carries: BTreeMap<i128, Cell> = {
@@ -287,16 +311,5 @@ fn apply(f: &mut Function, blocks: &mut HashMapBlocks, l: Inst, plan: Plan) {
             else_blk,
         });
     }
-    let pre_insts = std::mem::take(&mut f.blocks[pre.index()].insts);
-    let post_insts = std::mem::take(&mut f.blocks[post.index()].insts);
-    let list = &mut f.blocks[outer.index()].insts;
-    let at = list
-        .iter()
-        .position(|i| *i == l)
-        .expect("loop in its block");
-    list.splice(at + 1..at + 1, post_insts.iter().copied());
-    list.splice(at..at, pre_insts.iter().copied());
-    for i in pre_insts.into_iter().chain(post_insts) {
-        blocks.0.insert(i, outer);
-    }
+    surround(f, parent, l, pre, post);
 }

@@ -13,6 +13,7 @@
 //! value too. The operations and their operands are unchanged, so results are bitwise
 //! the same.
 
+use super::carry::{block_of, surround};
 use super::promote::collect_loops;
 use crate::ir::builder::Builder;
 use crate::ir::*;
@@ -33,24 +34,10 @@ enum Key {
 pub fn hoist_invariant_index_math(f: &mut Function) {
     let mut loops = Vec::new();
     collect_loops(f, f.body, &mut loops);
-    let mut parent = parents(f);
+    let mut parent = block_of(f);
     for l in loops {
         apply(f, &mut parent, l);
     }
-}
-
-fn parents(f: &Function) -> HashMap<Inst, Block> {
-    fn go(f: &Function, b: Block, m: &mut HashMap<Inst, Block>) {
-        for &i in &f.block(b).insts {
-            m.insert(i, b);
-            for c in f.child_blocks(i) {
-                go(f, c, m);
-            }
-        }
-    }
-    let mut m = HashMap::new();
-    go(f, f.body, &mut m);
-    m
 }
 
 /// The operands of a pure instruction the pass may move, and the name of its operation.
@@ -251,18 +238,6 @@ fn apply(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst) {
             }
         }
     }
-    let outer = parent[&l];
-    let pre_insts = std::mem::take(&mut f.blocks[pre.index()].insts);
-    let list = &mut f.blocks[outer.index()].insts;
-    let at = list
-        .iter()
-        .position(|i| *i == l)
-        .expect("loop in its block");
-    list.splice(at..at, pre_insts.iter().copied());
-    for i in pre_insts {
-        parent.insert(i, outer);
-    }
-    for &i in &f.blocks[then_blk.index()].insts {
-        parent.insert(i, then_blk);
-    }
+    let post = f.new_block();
+    surround(f, parent, l, pre, post);
 }

@@ -10,7 +10,7 @@
 //! the sum once after it (if it ran). The additions are regrouped, as in
 //! [`super::carry`], and nothing else changes.
 
-use super::carry::touched_bufs;
+use super::carry::{block_of, surround, touched_bufs};
 use crate::ir::builder::Builder;
 use crate::ir::*;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 pub fn promote_invariant_adds(f: &mut Function) {
     let mut loops = Vec::new();
     collect_loops(f, f.body, &mut loops);
-    let mut parent = parents(f);
+    let mut parent = block_of(f);
     for l in loops {
         apply(f, &mut parent, l);
     }
@@ -59,21 +59,6 @@ fn is_checkpoint(f: &Function, i: Inst) -> bool {
             | InstKind::CkEndForward { .. }
             | InstKind::CkReverse { .. }
     )
-}
-
-/// The block holding each instruction.
-fn parents(f: &Function) -> HashMap<Inst, Block> {
-    fn go(f: &Function, b: Block, m: &mut HashMap<Inst, Block>) {
-        for &i in &f.block(b).insts {
-            m.insert(i, b);
-            for c in f.child_blocks(i) {
-                go(f, c, m);
-            }
-        }
-    }
-    let mut m = HashMap::new();
-    go(f, f.body, &mut m);
-    m
 }
 
 fn apply(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst) {
@@ -163,20 +148,5 @@ fn apply(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst) {
             else_blk,
         });
     }
-    let outer = parent[&l];
-    let pre_insts = std::mem::take(&mut f.blocks[pre.index()].insts);
-    let post_insts = std::mem::take(&mut f.blocks[post.index()].insts);
-    let list = &mut f.blocks[outer.index()].insts;
-    let at = list
-        .iter()
-        .position(|i| *i == l)
-        .expect("loop in its block");
-    list.splice(at + 1..at + 1, post_insts.iter().copied());
-    list.splice(at..at, pre_insts.iter().copied());
-    for i in pre_insts.into_iter().chain(post_insts) {
-        parent.insert(i, outer);
-    }
-    for &i in &f.blocks[then_blk.index()].insts {
-        parent.insert(i, then_blk);
-    }
+    surround(f, parent, l, pre, post);
 }
