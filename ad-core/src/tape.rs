@@ -92,6 +92,9 @@ pub struct Tape<T> {
     ptr: NonNull<T>,
     len: usize,
     cap: usize,
+    /// The size of the allocation holding the slots (a pooled block may be larger than
+    /// `cap` slots); it is given back with exactly this size.
+    block: usize,
     /// Where the final length is remembered for the next tape of the same site.
     hint: Option<&'static AtomicUsize>,
 }
@@ -123,14 +126,21 @@ impl<T: Copy + Default + core::fmt::Debug> core::fmt::Debug for Tape<T> {
     }
 }
 
+impl<T> Tape<T> {
+    /// The layout the slots' block was allocated with.
+    fn block_layout(&self) -> Layout {
+        Layout::from_size_align(self.block, core::mem::align_of::<T>())
+            .expect("a tape's block has a valid layout")
+    }
+}
+
 impl<T> Drop for Tape<T> {
     fn drop(&mut self) {
         if let Some(h) = self.hint {
             h.store(self.len, Ordering::Relaxed);
         }
         if self.cap > 0 && core::mem::size_of::<T>() > 0 {
-            let layout = Layout::array::<T>(self.cap).expect("a tape's size fits its layout");
-            pool::give(self.ptr.cast(), layout);
+            pool::give(self.ptr.cast(), self.block_layout());
         }
     }
 }
@@ -142,6 +152,7 @@ impl<T: Copy + Default> Tape<T> {
             ptr: NonNull::dangling(),
             len: 0,
             cap: 0,
+            block: 0,
             hint: None,
         }
     }
@@ -236,13 +247,13 @@ impl<T: Copy + Default> Tape<T> {
         if self.cap > 0 {
             // SAFETY: both blocks hold at least `self.len` slots of `T` and are distinct.
             unsafe { core::ptr::copy_nonoverlapping(self.ptr.as_ptr(), ptr.as_ptr(), self.len) };
-            let old = Layout::array::<T>(self.cap).expect("a tape's size fits its layout");
-            pool::give(self.ptr.cast(), old);
+            pool::give(self.ptr.cast(), self.block_layout());
         }
         let new_cap = bytes / size;
         record_growth((new_cap - self.cap) * size);
         self.ptr = ptr;
         self.cap = new_cap;
+        self.block = bytes;
     }
 
     /// All slots, for a parallel loop whose iteration `i` writes slot `i` (the
@@ -536,6 +547,22 @@ mod tests {
         drop(b);
         super::release_pool();
         assert_eq!(super::pooled_bytes(), 0);
+    }
+
+    #[test]
+    fn a_reused_block_goes_back_whole() {
+        super::release_pool();
+        let mut wide = Tape::<[u64; 3]>::new();
+        wide.ensure(1);
+        drop(wide);
+        assert_eq!(super::pooled_bytes(), 24);
+        // 24 bytes hold one 16-byte slot; the block returns with its 24 bytes.
+        let mut narrow = Tape::<[u64; 2]>::new();
+        narrow.ensure(1);
+        assert_eq!((narrow.len(), narrow.bytes()), (1, 16));
+        drop(narrow);
+        assert_eq!(super::pooled_bytes(), 24);
+        super::release_pool();
     }
 
     #[test]
