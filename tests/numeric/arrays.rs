@@ -553,4 +553,30 @@ pub fn tie_conventions() {
     assert_eq!(t, 0.0);
     let (_, t) = tie_rules_fwd(&x, &[1.0, 0.0, 1.0, 0.0, 0.0]);
     assert_eq!(t, 3.0);
+
+    // NaN arguments: `f64::max(2, NaN)` is 2 and `f64::min(NaN, 3)` is 3, so the
+    // derivative goes to the argument returned (as `ad_core::nonsmooth` and `Dual` do);
+    // `abs′(NaN)` is NaN.
+    let nan = f64::NAN;
+    for x in [[2.0, nan, nan, 3.0, nan], [nan, 2.0, 3.0, nan, nan]] {
+        let (_, g) = tie_rules_grad(&x);
+        let picked_first = !x[0].is_nan();
+        let want_max = if picked_first { [1.0, 0.0] } else { [0.0, 1.0] };
+        let want_min = if x[2].is_nan() { [0.0, 2.0] } else { [2.0, 0.0] };
+        assert_eq!(g[..4], [want_max[0], want_max[1], want_min[0], want_min[1]], "{x:?}");
+        assert!(g[4].is_nan(), "abs'(NaN) = {}", g[4]);
+        // Dual numbers agree, argument by argument.
+        for k in 0..4 {
+            let d: Vec<phidiff::Dual<f64>> = (0..5)
+                .map(|j| phidiff::Dual::new(x[j], if j == k { 1.0 } else { 0.0 }))
+                .collect();
+            use num_traits::Float as _;
+            let y = d[0].max(d[1]) + phidiff::Dual::constant(2.0) * d[2].min(d[3]);
+            assert_eq!(y.eps, g[k], "Dual vs _grad, argument {k}, x = {x:?}");
+            let mut t = [0.0; 5];
+            t[k] = 1.0;
+            let (_, tf) = tie_rules_fwd(&[x[0], x[1], x[2], x[3], 0.5], &t);
+            assert_eq!(tf, g[k], "_fwd vs _grad, argument {k}, x = {x:?}");
+        }
+    }
 }

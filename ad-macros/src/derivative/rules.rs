@@ -3,6 +3,9 @@
 //! the derivative program where it is needed (as Enzyme keeps its rules in a table).
 //! Non-smooth points follow one convention: `abs'(0) = 0`, `max`/`min` send the adjoint to
 //! the first argument on ties, rounding functions and comparisons have zero derivative.
+//! With a NaN argument they agree with `f64` and with `ad_core::nonsmooth`: `max`/`min`
+//! send the adjoint to the argument they return (the non-NaN one; `b == b` is false only
+//! for NaN), and `abs'(NaN)` is NaN.
 
 use crate::ir::builder::Builder;
 use crate::ir::*;
@@ -53,7 +56,7 @@ pub static RULES: &[Rule] = &[
     r(
         "abs",
         1,
-        &["if a > 0.0 { 1.0 } else if a < 0.0 { -1.0 } else { 0.0 }"],
+        &["if a > 0.0 { 1.0 } else if a < 0.0 { -1.0 } else if a == a { 0.0 } else { a }"],
     ),
     r("signum", 1, &["0.0"]),
     r("floor", 1, &["0.0"]),
@@ -80,16 +83,16 @@ pub static RULES: &[Rule] = &[
         "max",
         2,
         &[
-            "if a >= b { 1.0 } else { 0.0 }",
-            "if a >= b { 0.0 } else { 1.0 }",
+            "if a >= b { 1.0 } else if b == b { 0.0 } else { 1.0 }",
+            "if a >= b { 0.0 } else if b == b { 1.0 } else { 0.0 }",
         ],
     ),
     r(
         "min",
         2,
         &[
-            "if a <= b { 1.0 } else { 0.0 }",
-            "if a <= b { 0.0 } else { 1.0 }",
+            "if a <= b { 1.0 } else if b == b { 0.0 } else { 1.0 }",
+            "if a <= b { 0.0 } else if b == b { 1.0 } else { 0.0 }",
         ],
     ),
     r("mul_add", 3, &["b", "a", "1.0"]),
