@@ -147,6 +147,8 @@ numeric_tests! {
         swap_step_every_scheme,
         copy_back_every_scheme,
         in_place_every_scheme,
+        call_step_every_scheme,
+        call_then_read_every_scheme,
         scalar_while_every_scheme,
         scalar_and_buffer_every_scheme,
     ],

@@ -12,6 +12,13 @@ use quote::{format_ident, quote};
 /// `#[differentiate(args)] item` → the item followed by its derivative functions; on error
 /// the item followed by the errors, so the rest of the crate keeps compiling.
 pub fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
+    expand_in(args, item, None)
+}
+
+/// [`expand`], given the text of the source file the function is in (when the compiler
+/// says which file that is): a call of a function that the file shows has no derivative
+/// function is then a phidiff error at the call (see [`crate::missing_rule`]).
+pub fn expand_in(args: TokenStream, item: TokenStream, source: Option<&str>) -> TokenStream {
     let item_fn: syn::ItemFn = match syn::parse2(item.clone()) {
         Ok(f) => f,
         Err(_) => {
@@ -30,6 +37,12 @@ pub fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     let mut errors = misplaced.into_iter().reduce(|mut a, b| {
         a.combine(b);
         a
+    });
+    let generated = generated.and_then(|tokens| {
+        match source.and_then(|s| crate::missing_rule::check(&item_fn, &tokens, s)) {
+            Some(e) => Err(e),
+            None => Ok(tokens),
+        }
     });
     let tokens = match generated {
         Ok(tokens) => tokens,

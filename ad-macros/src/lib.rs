@@ -12,6 +12,7 @@ mod diagnostics;
 mod expand;
 mod ir;
 mod lower;
+mod missing_rule;
 mod parse;
 #[cfg(test)]
 mod tests;
@@ -125,7 +126,11 @@ use proc_macro::TokenStream;
 /// the primal, forward and reverse programs.
 #[proc_macro_attribute]
 pub fn differentiate(args: TokenStream, item: TokenStream) -> TokenStream {
-    expand::expand(args.into(), item.into()).into()
+    // The file the function is in, to tell a missing `g_rev` apart (see `missing_rule`).
+    let source = proc_macro::Span::call_site()
+        .local_file()
+        .and_then(|p| std::fs::read_to_string(p).ok());
+    expand::expand_in(args.into(), item.into(), source.as_deref()).into()
 }
 
 /// `#[differentiate(..)]` with `coarsen = off` forced: lets the test suite compile the same

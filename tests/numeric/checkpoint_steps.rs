@@ -12,14 +12,68 @@
 //! - `scalar_while`: scalar states only, read from the restored state, in a `while` loop.
 //! - `scalar_and_buffer`: a scalar state (`e`) and a buffer state updated from each
 //!   other, with a `while` loop's data-dependent trip count.
+//! - `call_step`: the step is a call of a differentiated function, then a swap: a
+//!   `Reverse` records the call's snapshots without running it (nothing after it reads
+//!   its output).
+//! - `call_then_read`: the same call, but its output is read after it (into a scalar
+//!   state), so a `Reverse` must run it.
 
 use super::differentiate;
 use crate::common::*;
+
+/// One explicit diffusion step with a nonlinear factor, called by `call_step` and
+/// `call_then_read`.
+#[differentiate(forward, reverse)]
+pub fn diffuse(u: &[f64], next: &mut [f64], r: f64) {
+    let n = u.len();
+    next[0] = u[0];
+    next[n - 1] = u[n - 1];
+    for i in 1..n - 1 {
+        next[i] = u[i] + r * (u[i - 1] - 2.0 * u[i] + u[i + 1]) * u[i].cos();
+    }
+}
 
 macro_rules! bodies {
     ($($suffix:ident $(, #[$ck:meta])?;)*) => { $(
         pub mod $suffix {
             use super::differentiate;
+            use super::{diffuse, diffuse_fwd, diffuse_rev};
+
+            #[differentiate(forward, reverse)]
+            pub fn call_step(u0: &[f64], r: f64, steps: usize) -> f64 {
+                let n = u0.len();
+                let mut u = u0.to_vec();
+                let mut next = vec![0.0; n];
+                $(#[$ck])?
+                for _ in 0..steps {
+                    diffuse(&u, &mut next, r);
+                    std::mem::swap(&mut u, &mut next);
+                }
+                let mut j = 0.0;
+                for i in 0..n {
+                    j += u[i] * u[i] * (i as f64 + 1.0);
+                }
+                j
+            }
+
+            #[differentiate(forward, reverse)]
+            pub fn call_then_read(u0: &[f64], r: f64, steps: usize) -> f64 {
+                let n = u0.len();
+                let mut u = u0.to_vec();
+                let mut next = vec![0.0; n];
+                let mut e = 1.0;
+                $(#[$ck])?
+                for _ in 0..steps {
+                    diffuse(&u, &mut next, r * e);
+                    e = e + 0.1 * next[1].sin();
+                    std::mem::swap(&mut u, &mut next);
+                }
+                let mut j = e;
+                for i in 0..n {
+                    j += u[i] * u[i] * (i as f64 + 1.0);
+                }
+                j
+            }
 
             #[differentiate(forward, reverse)]
             pub fn swap_step(u0: &[f64], r: f64, steps: usize) -> f64 {
@@ -214,6 +268,16 @@ pub fn swap_step_every_scheme() {
 pub fn copy_back_every_scheme() {
     let v = variants!(copy_back, copy_back_grad, copy_back_fwd, copy_back_rev);
     check_buf_family("copy_back", &v, &profile(8), 0.25, 11);
+}
+
+pub fn call_step_every_scheme() {
+    let v = variants!(call_step, call_step_grad, call_step_fwd, call_step_rev);
+    check_buf_family("call_step", &v, &profile(9), 0.3, 13);
+}
+
+pub fn call_then_read_every_scheme() {
+    let v = variants!(call_then_read, call_then_read_grad, call_then_read_fwd, call_then_read_rev);
+    check_buf_family("call_then_read", &v, &profile(8), 0.25, 12);
 }
 
 pub fn in_place_every_scheme() {

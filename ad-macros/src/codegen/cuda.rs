@@ -632,7 +632,7 @@ fn describe(k: &InstKind) -> &'static str {
         InstKind::AddBuf { .. } | InstKind::ZeroBuf(_) | InstKind::SumBuf(_) => {
             "a whole-buffer operation"
         }
-        InstKind::SaveRow { .. } => "a snapshot of a buffer",
+        InstKind::SaveRow { .. } | InstKind::ReturnRow { .. } => "a snapshot of a buffer",
         InstKind::CkNew { .. }
         | InstKind::CkForwardStep { .. }
         | InstKind::CkEndForward { .. }

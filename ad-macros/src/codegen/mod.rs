@@ -375,7 +375,8 @@ impl Ctx<'_> {
                     AllocInit::Row { tape, idx } => {
                         let t = self.buf(*tape);
                         let i = self.val(*idx);
-                        quote!(#t[#i].clone())
+                        // Moved out, and given back by the `ReturnRow` after the call.
+                        quote!(::core::mem::take(&mut #t[#i]))
                     }
                 };
                 quote!(let mut #n = #e;)
@@ -532,6 +533,11 @@ impl Ctx<'_> {
                     #t[#i].clear();
                     #t[#i].extend_from_slice(&#s[..]);
                 }
+            }
+            ReturnRow { tape, idx, src } => {
+                let (t, s) = (self.buf(*tape), self.buf(*src));
+                let i = self.val(*idx);
+                quote!(#t[#i] = #s;)
             }
             TapeEnsure(t, len) if f.buf(*t).rank == 2 => {
                 let n = self.buf(*t);

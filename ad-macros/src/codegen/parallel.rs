@@ -48,7 +48,7 @@ impl Ctx<'_> {
             CellSet(c, _) if !local_cells.contains(c) => {
                 problem.get_or_insert("a parallel loop assigns a variable declared outside it");
             }
-            TapeEnsure(..) | SaveRow { .. } | Swap(..) | CopyFrom { .. } => {
+            TapeEnsure(..) | SaveRow { .. } | ReturnRow { .. } | Swap(..) | CopyFrom { .. } => {
                 problem.get_or_insert("a parallel loop resizes, swaps or copies a shared buffer");
             }
             _ => {}

@@ -270,7 +270,7 @@ impl<'f> Machine<'f> {
                     .flatten()
                     .ok_or_else(|| format!("parameter {n} is not a scalar"))?,
             ),
-            SaveRow { tape, idx, src } => {
+            SaveRow { tape, idx, src } | ReturnRow { tape, idx, src } => {
                 let row = self.int(*idx)? as usize;
                 let copy: Vec<RtVal> = match self.storage(*src)? {
                     buffers::Storage::R1(v) => v.clone(),

@@ -277,6 +277,14 @@ pub enum InstKind {
         idx: Value,
         src: Buf,
     },
+    /// Row `idx` of snapshot tape `tape` := `src`, moved back after the call that borrowed
+    /// it (`AllocInit::Row` moves the row out; the row is never read again, and giving it
+    /// back keeps its allocation for the next snapshot).
+    ReturnRow {
+        tape: Buf,
+        idx: Value,
+        src: Buf,
+    },
     /// `let mut ckN = Checkpointer::new(scheme, storage, trip)` (reverse programs; see
     /// `ad_core::checkpoint`). `trip` is the loop's trip count when known at entry.
     CkNew {
@@ -535,7 +543,7 @@ impl Function {
                 }
                 o
             }
-            SaveRow { idx, .. } => vec![*idx],
+            SaveRow { idx, .. } | ReturnRow { idx, .. } => vec![*idx],
             CopyFrom { .. } | Swap(..) | AddBuf { .. } | ZeroBuf(_) | SumBuf(_) => vec![],
             Assert { cond, .. } => vec![*cond],
             If { cond, .. } => vec![*cond],
@@ -598,7 +606,8 @@ impl Function {
             | ZeroBuf(b)
             | TapeEnsure(b, _)
             | TapeEnsureRow(b, ..)
-            | SaveRow { tape: b, .. } => vec![*b],
+            | SaveRow { tape: b, .. }
+            | ReturnRow { tape: b, .. } => vec![*b],
             Alloc { buf, .. } => vec![*buf],
             CopyFrom { dst, .. } | AddBuf { dst, .. } => vec![*dst],
             Swap(a, b) => vec![*a, *b],

@@ -105,6 +105,7 @@ fn print_inst(f: &Function, i: Inst, depth: usize, out: &mut String) {
             AllocInit::Row { tape, idx } => format!("alloc {buf} row {tape}[{idx}]"),
         },
         SaveRow { tape, idx, src } => format!("saverow {tape}[{idx}] = {src}"),
+        ReturnRow { tape, idx, src } => format!("returnrow {tape}[{idx}] = {src}"),
         CopyFrom { dst, src } => format!("copy {dst} <- {src}"),
         Swap(a, b) => format!("swap {a} {b}"),
         AddBuf { dst, src } => format!("addbuf {dst} += {src}"),

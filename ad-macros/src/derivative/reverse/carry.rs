@@ -191,7 +191,7 @@ pub(super) fn touched_bufs(f: &Function, i: Inst) -> Vec<Buf> {
         },
         CopyFrom { dst, src } | AddBuf { dst, src } => vec![*dst, *src],
         Swap(a, b) => vec![*a, *b],
-        SaveRow { tape, src, .. } => vec![*tape, *src],
+        SaveRow { tape, src, .. } | ReturnRow { tape, src, .. } => vec![*tape, *src],
         CkForwardStep { state, .. } | CkReverse { state, .. } => state
             .iter()
             .filter_map(|s| match s {

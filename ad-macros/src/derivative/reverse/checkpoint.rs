@@ -22,6 +22,33 @@
 
 use super::*;
 
+/// The call of `body` a `Reverse` step records (its snapshots) but need not run: the last
+/// instruction of the body that is not a `Swap`, when it is a call of a function (not a
+/// method, no constant arguments such as a communicator) that returns nothing. Nothing
+/// after it in the step reads what it writes (only swaps follow, which move buffers but
+/// read none), its adjoint reads the snapshots, and after a `Reverse` the state is
+/// undefined until the next `Restore` (`ad_core::checkpoint::Action::Reverse`). That saves
+/// one primal call per reversed step of the usual `step(&u, &mut next); swap(..)` loop.
+pub(super) fn unread_last_call(f: &Function, body: Block) -> Option<Inst> {
+    let last = f
+        .block(body)
+        .insts
+        .iter()
+        .rev()
+        .copied()
+        .find(|&i| !matches!(f.inst(i).kind, InstKind::Swap(..)))?;
+    match &f.inst(last).kind {
+        InstKind::Call { callee, args, .. }
+            if callee.receiver.is_none()
+                && f.inst(last).results.is_empty()
+                && args.iter().all(|a| !matches!(a, CallArg::Opaque(_))) =>
+        {
+            Some(last)
+        }
+        _ => None,
+    }
+}
+
 /// The runtime parts of one checkpointed loop.
 #[derive(Clone, Debug)]
 pub(super) struct CkLoop {
@@ -308,12 +335,15 @@ impl Rev<'_> {
                 b.set(c, next);
             }
         });
-        // `Reverse`: the taped step from the current state.
+        // `Reverse`: the taped step from the current state. The state is undefined after
+        // it, so a last call whose outputs nothing reads is recorded but not run.
         let taped = b.func.new_block();
         if !ck.tapeless {
             b.in_block(taped, |b| {
                 self.ck_enter_step(b, l, &ck, &cells);
+                self.unrun_calls.extend(unread_last_call(f, body));
                 self.ck_taped_step(b, l);
+                self.unrun_calls.clear();
             });
         }
         // `Adjoint` without a taped step: the kept starting state of the last step.

@@ -283,6 +283,8 @@ impl Rev<'_> {
         let mut new_args = Vec::new();
         let mut shadows = Vec::new();
         let mut scalar_args = Vec::new();
+        // Snapshot rows lent to the call: (tape, row, buffer), given back after it.
+        let mut lent = Vec::new();
         for a in args {
             match a {
                 CallArg::Scalar(v) => {
@@ -316,6 +318,7 @@ impl Rev<'_> {
                                 dims: vec![],
                                 init: AllocInit::Row { tape: t, idx },
                             });
+                            lent.push((t, idx, tmp));
                             new_args.push(CallArg::Buf {
                                 buf: tmp,
                                 mutable: *mutable,
@@ -362,6 +365,9 @@ impl Rev<'_> {
             &tys,
             None,
         );
+        for (tape, idx, src) in lent {
+            b.stmt(InstKind::ReturnRow { tape, idx, src });
+        }
         let adjs = b.func.inst(ni).results.clone();
         for (v, g) in scalar_args.iter().zip(adjs) {
             self.accumulate(b, *v, g);

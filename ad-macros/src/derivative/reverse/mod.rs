@@ -145,6 +145,9 @@ struct Rev<'a> {
     hoisted_done: HashMap<Inst, Cell>,
     /// Whether the forward code being emitted is a re-run for values only (no saves).
     plain: bool,
+    /// Calls the forward code being emitted records but does not run (see
+    /// [`checkpoint::unread_last_call`]).
+    unrun_calls: std::collections::HashSet<Inst>,
     /// The checkpointed loops with reverse work.
     ck: HashMap<Inst, checkpoint::CkLoop>,
     /// The checkpointed loops reversed from their restored states, without a taped step
@@ -226,6 +229,7 @@ impl<'a> Rev<'a> {
             hoisted: HashMap::new(),
             hoisted_done: HashMap::new(),
             plain: false,
+            unrun_calls: Default::default(),
             ck: HashMap::new(),
             steps,
         })

@@ -93,6 +93,9 @@ impl Rev<'_> {
                         });
                     }
                 }
+                if self.unrun_calls.contains(&i) {
+                    return;
+                }
                 let new_args = args.iter().map(|a| self.m.arg(a)).collect();
                 let tys: Vec<Ty> = data.results.iter().map(|r| f.ty(*r)).collect();
                 let ni = b.push(
