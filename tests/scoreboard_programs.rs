@@ -49,6 +49,15 @@ fn burgers2d_gradients_pass_finite_differences_and_match_the_hand_adjoint() {
             TOLS,
         );
         assert_rel("Revolve vs full tape", &revolve, &full, 1e-12);
+        let mut hand = zeros(u0.len());
+        let v = burgers2d::burgers2d_hand_revolve(&u0, &mut hand, N, NU, DT, STEPS, snaps, 1.0);
+        assert_close("burgers2d_hand_revolve value", v, f(&u0), 1e-14, 0.0);
+        assert_rel(
+            &format!("burgers2d_hand_revolve({snaps} snapshots) vs phidiff"),
+            &hand,
+            &full,
+            1e-12,
+        );
     }
     let mut hand = zeros(u0.len());
     let v = burgers2d::burgers2d_hand(&u0, &mut hand, N, NU, DT, STEPS, 1.0);

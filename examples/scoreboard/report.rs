@@ -111,9 +111,10 @@ pub fn markdown(rows: &[Row], machine: &str, note: &str) -> String {
          phidiff's (above 1: phidiff is faster). † = `n ×` the time of one directional \
          derivative (finite differences: two primal runs; num-dual: one dual-number run), \
          since these tools need one run per input. BA: the whole sparse Jacobian for every \
-         tool. Every peer's result is checked against phidiff's before it is timed. The \
-         hand-written Burgers adjoint keeps every state, like the full-tape row; the \
-         Revolve row trades recomputation for memory.",
+         tool. Every peer's result is checked against phidiff's before it is timed. Burgers: \
+         each row's hand-written adjoint keeps what phidiff keeps (every state, or the same \
+         Revolve schedule's snapshots); JAX and PyTorch keep every step, so they are on the \
+         full-tape row.",
     );
     if !note.is_empty() {
         s.push(' ');

@@ -721,3 +721,79 @@ fn loop_fixed_work_leaves_inner_loops() {
         "adjoints {ad:?}\nfinite differences {fd:?}"
     );
 }
+
+/// The same inside a checkpointed loop: the plain steps of its reverse phase and the
+/// adjoint of a step are ordinary loops, so the periodic neighbours' remainders leave
+/// their inner loops there too (`promote::collect_loops`). The interpreter does not run
+/// checkpointed loops; `tests/scoreboard_programs.rs` (Burgers under Revolve against the
+/// full tape and finite differences) and `tests/numeric/checkpoint*.rs` check the values.
+#[test]
+fn loop_fixed_work_leaves_inner_loops_of_checkpointed_steps() {
+    let src = item(
+        "fn f(u0: &[f64], m: usize, n: usize, steps: usize) -> f64 {
+            let mut u = u0.to_vec();
+            let mut next = vec![0.0; m * n];
+            #[checkpoint(revolve(snapshots = 2))]
+            for _ in 0..steps {
+                for i in 0..m {
+                    for j in 0..n {
+                        let c = u[i * n + j];
+                        let so = u[((i + 1) % m) * n + j];
+                        next[i * n + j] = c + 0.1 * c * so;
+                    }
+                }
+                std::mem::swap(&mut u, &mut next);
+            }
+            let mut s = 0.0;
+            for k in 0..m * n {
+                s += u[k] * u[k];
+            }
+            s
+        }",
+    );
+    let c = compile_with_for_tests("reverse, wrt(u0)", &src).expect("compiles");
+    let rev = &c.reverse;
+    let mut ck_blocks = Vec::new();
+    rev.walk(rev.body, &mut |i| {
+        if let InstKind::CkReverse {
+            advance, adjoint, ..
+        } = &rev.inst(i).kind
+        {
+            ck_blocks.extend([*advance, *adjoint]);
+        }
+    });
+    assert_eq!(ck_blocks.len(), 2, "{}", crate::ir::printer::print(rev));
+    for blk in ck_blocks {
+        let mut inner_rems = 0;
+        let mut any_rem = false;
+        rev.walk(blk, &mut |i| {
+            any_rem |= matches!(
+                rev.inst(i).kind,
+                InstKind::Binary(crate::ir::BinOp::Rem, ..)
+            );
+            if let InstKind::For { body, .. } = &rev.inst(i).kind {
+                let mut nested = false;
+                rev.walk(*body, &mut |j| {
+                    nested |= matches!(rev.inst(j).kind, InstKind::For { .. })
+                });
+                if !nested {
+                    rev.walk(*body, &mut |j| {
+                        if matches!(
+                            rev.inst(j).kind,
+                            InstKind::Binary(crate::ir::BinOp::Rem, ..)
+                        ) {
+                            inner_rems += 1;
+                        }
+                    });
+                }
+            }
+        });
+        assert!(any_rem, "the step computes its neighbour's row");
+        assert_eq!(
+            inner_rems,
+            0,
+            "a remainder left in an inner loop of a checkpointed step:\n{}",
+            crate::ir::printer::print(rev)
+        );
+    }
+}

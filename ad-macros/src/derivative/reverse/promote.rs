@@ -17,7 +17,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Rewrites the loops of `f`, innermost first. Parallel loops, the loops inside them and
 /// loops holding one are left alone (their iterations run on several threads), and so are
-/// loops holding checkpointing instructions (their blocks run as closures).
+/// loops holding checkpointing instructions (which save and restore the state in
+/// closures); the loops inside a checkpointed loop's steps are rewritten.
 pub fn promote_invariant_adds(f: &mut Function) {
     let mut loops = Vec::new();
     collect_loops(f, f.body, &mut loops);
@@ -32,7 +33,17 @@ pub fn promote_invariant_adds(f: &mut Function) {
 pub(super) fn collect_loops(f: &Function, b: Block, out: &mut Vec<Inst>) -> bool {
     let mut clean = true;
     for &i in &f.block(b).insts {
-        if f.parallel.contains_key(&i) || is_checkpoint(f, i) {
+        if f.parallel.contains_key(&i) {
+            clean = false;
+            continue;
+        }
+        if is_checkpoint(f, i) {
+            // The blocks of a checkpointed loop's reverse phase (plain steps, the taped
+            // step, the adjoint) are inlined in the match over the actions, so their loops
+            // are ordinary ones; only the loops around the instruction are left alone.
+            for c in f.child_blocks(i) {
+                collect_loops(f, c, out);
+            }
             clean = false;
             continue;
         }
