@@ -197,6 +197,16 @@ numeric_tests! {
         triangular_nested_loops,
         two_dimensional_local_buffers,
     ],
+    /// Sums whose adjoint is the seed, reversed iteration by iteration in the forward
+    /// sweep, and look-alikes that are not.
+    fused: [
+        negated_sum_with_outer_scalar,
+        inner_recurrence_sum_tapes_per_iteration,
+        read_then_overwritten_buffer,
+        look_alike_sums,
+        mixture_like_scratch_rows,
+        carried_row_is_not_fused,
+    ],
     /// Hessian-vector products by forward-over-reverse with `Dual<f64>`.
     hessian: [
         rosenbrock_hessian_columns_at_published_point,

@@ -7,6 +7,10 @@ use std::collections::{BTreeMap, HashSet};
 
 impl Rev<'_> {
     pub(super) fn reverse_loop(&mut self, b: &mut Builder, i: Inst) -> Result<(), String> {
+        if self.fused.contains_key(&i) {
+            // Reversed iteration by iteration in the forward sweep (`fused_adjoint`).
+            return Ok(());
+        }
         if self.f.parallel.contains_key(&i) {
             return self.reverse_parallel(b, i);
         }
@@ -195,6 +199,45 @@ impl Rev<'_> {
             out.push((v, outer, local));
         }
         out
+    }
+
+    /// The adjoint of the iteration of fused sum `l` that the forward sweep has just run
+    /// (see [`super::fuse`]): the summed parameter's adjoint is `c · seed` in every
+    /// iteration, the iteration's tapes are read at its own slot, and the counter goes back
+    /// so that the next iteration reuses the slot.
+    pub(super) fn fused_adjoint(
+        &mut self,
+        b: &mut Builder,
+        l: Inst,
+        k: usize,
+        c: f64,
+        index: Option<Value>,
+    ) -> Result<(), String> {
+        let si = self
+            .seed_param
+            .ok_or("phidiff internal error: a fused sum without a seed")?;
+        let seed = b.value(InstKind::Param(si), Ty::Float);
+        let g = if c == 1.0 {
+            seed
+        } else {
+            let cv = b.fconst(c);
+            b.mul(cv, seed)
+        };
+        let carry = BTreeMap::from([(k, b.cell(Ty::Float, "carry", g))]);
+        self.memo.push(HashMap::new());
+        if let Some(ix) = index {
+            self.index.insert(l, ix);
+        }
+        let r = self.adjoint_body(b, l, &carry, false);
+        self.memo.pop();
+        self.index.remove(&l);
+        if let Some(cnt) = self.counter.get(&l).copied() {
+            let now = b.get(cnt);
+            let one = b.iconst(1);
+            let back = b.sub(now, one);
+            b.set(cnt, back);
+        }
+        r
     }
 
     /// The carry cell of each active loop parameter (by position), holding the adjoint

@@ -10,6 +10,7 @@ mod carry;
 mod checkpoint;
 pub use checkpoint::check as check_checkpoints;
 mod control;
+mod fuse;
 mod hoist;
 mod plan;
 mod promote;
@@ -59,14 +60,30 @@ pub fn reverse(
     });
 
     let mut rv = Rev::new(f, act, m, shadow, param_index, coarsening)?;
+    rv.seed_param = seed_index;
+    if seed_index.is_some() {
+        rv.fused = fuse::fusable_loops(f, act, &rv.seg, &rv.structure);
+        rv.fused
+            .retain(|l, _| rv.work.get(l).copied().unwrap_or(false));
+    }
     let body = out.body;
     let mut b = Builder::new(&mut out, body);
     rv.declare_saves(&mut b);
+    // Fused sums add into the adjoints of earlier values during the forward sweep.
+    let early = !rv.fused.is_empty();
+    if early {
+        rv.declare_adjoints(&mut b, f.body);
+    }
     rv.sweep_block(&mut b, f.body);
+    if let Some(e) = rv.fuse_error.take() {
+        return Err(e);
+    }
     let kept = rv.ck_keep_outputs(&mut b);
     // Reverse sweep.
     rv.memo.push(HashMap::new());
-    rv.declare_adjoints(&mut b, f.body);
+    if !early {
+        rv.declare_adjoints(&mut b, f.body);
+    }
     if let (Some(r), Some(si)) = (ret, seed_index) {
         if act.value(r) {
             let seed = b.value(InstKind::Param(si), Ty::Float);
@@ -153,6 +170,13 @@ struct Rev<'a> {
     /// The checkpointed loops reversed from their restored states, without a taped step
     /// (see [`Planner::with_steps`]).
     steps: BTreeSet<Inst>,
+    /// The sums reversed iteration by iteration in the forward sweep, with their summed
+    /// parameter and the constant of its adjoint `c · seed` (see [`fuse`]).
+    fused: HashMap<Inst, (usize, f64)>,
+    /// The generated function's `seed` parameter.
+    seed_param: Option<usize>,
+    /// An error met while emitting a fused adjoint in the forward sweep.
+    fuse_error: Option<String>,
 }
 
 impl<'a> Rev<'a> {
@@ -232,6 +256,9 @@ impl<'a> Rev<'a> {
             unrun_calls: Default::default(),
             ck: HashMap::new(),
             steps,
+            fused: HashMap::new(),
+            seed_param: None,
+            fuse_error: None,
         })
         .map(|mut rv| {
             rv.plan_checkpoints();

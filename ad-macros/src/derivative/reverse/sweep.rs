@@ -270,6 +270,11 @@ impl Rev<'_> {
             if parallel.is_some() && !self.plain {
                 self.save_parallel_counts(b, i);
             }
+            if let (Some(&(k, c)), false) = (self.fused.get(&i), self.plain) {
+                if let Err(e) = self.fused_adjoint(b, i, k, c, new_index) {
+                    self.fuse_error.get_or_insert(e);
+                }
+            }
             f.block(body).yields.iter().map(|y| self.m.v(*y)).collect()
         });
         b.set_yields(nb, ys);

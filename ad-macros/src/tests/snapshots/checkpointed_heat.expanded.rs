@@ -37,21 +37,23 @@ pub fn heat_rev(
     seed: f64,
 ) -> (f64, f64) {
     ::phidiff::__private::check_len("u0", "du0", u0.len(), du0.len());
-    let _n_2 = u0.len();
+    let mut _adj_r_0 = (-0.0f64);
+    let mut _adj_j_1 = (-0.0f64);
+    let _n_4 = u0.len();
     let mut _u_2 = u0.to_vec();
     let mut _zero_u_3 = _u_2.to_vec();
     for __d in _zero_u_3.iter_mut() {
         *__d = 0.0f64;
     }
-    let mut _next_4 = vec![0.0f64; _n_2];
+    let mut _next_4 = vec![0.0f64; _n_4];
     let mut _zero_next_5 = _next_4.to_vec();
     for __d in _zero_next_5.iter_mut() {
         *__d = 0.0f64;
     }
-    let _v7 = steps > 0;
-    let _v10 = if _v7 {
-        let _v8 = steps - 0;
-        _v8
+    let _v9 = steps > 0;
+    let _v12 = if _v9 {
+        let _v10 = steps - 0;
+        _v10
     } else {
         0
     };
@@ -62,25 +64,25 @@ pub fn heat_rev(
             snapshots: 16 as usize,
         },
         ::phidiff::__private::checkpoint::StorageKind::Disk,
-        ::core::option::Option::Some(_v10 as usize),
+        ::core::option::Option::Some(_v12 as usize),
     );
-    let mut _ck_step_0 = 0;
-    let mut _ck_index_1 = 0;
+    let mut _ck_step_2 = 0;
+    let mut _ck_index_3 = 0;
     let mut _kept_u_6 = _u_2.to_vec();
     let mut _kept_next_7 = _next_4.to_vec();
-    let mut _v65: usize = 0;
-    for _v12 in 0..steps {
-        _v65 += 1;
-        let _v13 = _ck_step_0;
-        let _v15 = _v13 + 1;
-        _ck_step_0 = _v15;
-        let _v16 = {
-            let state_0 = _v12;
+    let mut _v67: usize = 0;
+    for _v14 in 0..steps {
+        _v67 += 1;
+        let _v15 = _ck_step_2;
+        let _v17 = _v15 + 1;
+        _ck_step_2 = _v17;
+        let _v18 = {
+            let state_0 = _v14;
             let state_1 = &_u_2[..];
             let state_2 = &_next_4[..];
             checkpointer_0
                 .forward_step(
-                    _v13 as usize,
+                    _v15 as usize,
                     |snap| {
                         snap.push_int(state_0 as i128);
                         snap.push_floats(&state_1[..]);
@@ -88,96 +90,81 @@ pub fn heat_rev(
                     },
                 )
         } == ::phidiff::__private::checkpoint::StepMode::Taped;
-        if _v16 {
-            _ck_index_1 = _v12;
+        if _v18 {
+            _ck_index_3 = _v14;
             _kept_u_6.copy_from_slice(&_u_2[..]);
             _kept_next_7.copy_from_slice(&_next_4[..]);
             _next_4[0] = 0.0f64;
-            let _v20 = _n_2 - 1;
-            _next_4[_v20] = 0.0f64;
-            let _v24 = _n_2 - 1;
-            for _i_25 in 1.._v24 {
-                let _v26 = _u_2[_i_25];
-                let _v28 = _i_25 - 1;
-                let _v29 = _u_2[_v28];
-                let _v31 = _u_2[_i_25];
-                let _v32 = 2.0f64 * _v31;
-                let _v33 = _v29 - _v32;
-                let _v35 = _i_25 + 1;
-                let _v36 = _u_2[_v35];
-                let _v37 = _v33 + _v36;
-                let _v38 = r * _v37;
-                let _v39 = _v26 + _v38;
-                _next_4[_i_25] = _v39;
+            let _v22 = _n_4 - 1;
+            _next_4[_v22] = 0.0f64;
+            let _v26 = _n_4 - 1;
+            for _i_27 in 1.._v26 {
+                let _v28 = _u_2[_i_27];
+                let _v30 = _i_27 - 1;
+                let _v31 = _u_2[_v30];
+                let _v33 = _u_2[_i_27];
+                let _v34 = 2.0f64 * _v33;
+                let _v35 = _v31 - _v34;
+                let _v37 = _i_27 + 1;
+                let _v38 = _u_2[_v37];
+                let _v39 = _v35 + _v38;
+                let _v40 = r * _v39;
+                let _v41 = _v28 + _v40;
+                _next_4[_i_27] = _v41;
             }
             ::core::mem::swap(&mut _u_2, &mut _next_4);
         } else {
             _next_4[0] = 0.0f64;
-            let _v44 = _n_2 - 1;
-            _next_4[_v44] = 0.0f64;
-            let _v48 = _n_2 - 1;
-            for _i_49 in 1.._v48 {
-                let _v50 = _u_2[_i_49];
-                let _v52 = _i_49 - 1;
-                let _v53 = _u_2[_v52];
-                let _v55 = _u_2[_i_49];
-                let _v56 = 2.0f64 * _v55;
-                let _v57 = _v53 - _v56;
-                let _v59 = _i_49 + 1;
-                let _v60 = _u_2[_v59];
-                let _v61 = _v57 + _v60;
-                let _v62 = r * _v61;
-                let _v63 = _v50 + _v62;
-                _next_4[_i_49] = _v63;
+            let _v46 = _n_4 - 1;
+            _next_4[_v46] = 0.0f64;
+            let _v50 = _n_4 - 1;
+            for _i_51 in 1.._v50 {
+                let _v52 = _u_2[_i_51];
+                let _v54 = _i_51 - 1;
+                let _v55 = _u_2[_v54];
+                let _v57 = _u_2[_i_51];
+                let _v58 = 2.0f64 * _v57;
+                let _v59 = _v55 - _v58;
+                let _v61 = _i_51 + 1;
+                let _v62 = _u_2[_v61];
+                let _v63 = _v59 + _v62;
+                let _v64 = r * _v63;
+                let _v65 = _v52 + _v64;
+                _next_4[_i_51] = _v65;
             }
             ::core::mem::swap(&mut _u_2, &mut _next_4);
         }
     }
-    checkpointer_0.end_forward(_v65 as usize);
-    let mut _j_68 = 0.0f64;
-    for _i_69 in 0.._n_2 {
-        let _v70 = _u_2[_i_69];
-        let _v71 = _u_2[_i_69];
-        let _v72 = _v70 * _v71;
-        let _v73 = _j_68 + _v72;
-        _j_68 = _v73;
-    }
-    let _j_74 = _j_68;
-    let mut _adj_r_2 = (-0.0f64);
-    let mut _adj_j_3 = (-0.0f64);
-    _adj_j_3 += seed;
-    let _v79 = _adj_j_3;
-    let mut _carry_4 = _v79;
-    let _v80 = _n_2 > 0;
-    let _v83 = if _v80 {
-        let _v81 = _n_2 - 0;
-        _v81
-    } else {
-        0
-    };
-    for _rev_t_85 in (0.._v83).rev() {
-        let _v86 = 0 + _rev_t_85;
+    checkpointer_0.end_forward(_v67 as usize);
+    let mut _j_70 = 0.0f64;
+    for _i_71 in 0.._n_4 {
+        let _v72 = _u_2[_i_71];
+        let _v73 = _u_2[_i_71];
+        let _v74 = _v72 * _v73;
+        let _v75 = _j_70 + _v74;
+        let mut _carry_4 = seed;
         let mut _adj_j_5 = (-0.0f64);
         let mut _adj_v36_6 = (-0.0f64);
         let mut _adj_v39_7 = (-0.0f64);
-        let _v90 = _carry_4;
-        _adj_v39_7 += _v90;
-        let _v91 = _adj_v39_7;
-        _adj_j_5 += _v91;
-        let _v93 = _u_2[_v86];
-        let _v94 = _v93 * _v91;
-        let _v95 = 2.0f64 * _v94;
-        _adj_v36_6 += _v95;
-        let _v96 = _adj_v36_6;
-        _zero_u_3[_v86] += _v96;
-        let _v97 = _adj_j_5;
-        _carry_4 = _v97;
+        let _v80 = _carry_4;
+        _adj_v39_7 += _v80;
+        let _v81 = _adj_v39_7;
+        _adj_j_5 += _v81;
+        let _v83 = _u_2[_i_71];
+        let _v84 = _v83 * _v81;
+        let _v85 = 2.0f64 * _v84;
+        _adj_v36_6 += _v85;
+        let _v86 = _adj_v36_6;
+        _zero_u_3[_i_71] += _v86;
+        _j_70 = _v75;
     }
+    let _j_87 = _j_70;
+    _adj_j_1 += seed;
     loop {
         let action = checkpointer_0.next_reverse();
         match action {
             ::phidiff::__private::checkpoint::Action::Store { slot, .. } => {
-                let state_0 = _ck_index_1;
+                let state_0 = _ck_index_3;
                 let state_1 = &_u_2[..];
                 let state_2 = &_next_4[..];
                 checkpointer_0
@@ -191,7 +178,7 @@ pub fn heat_rev(
                     );
             }
             ::phidiff::__private::checkpoint::Action::Restore { slot, .. } => {
-                let mut state_0 = _ck_index_1;
+                let mut state_0 = _ck_index_3;
                 let state_1 = &mut _u_2[..];
                 let state_2 = &mut _next_4[..];
                 checkpointer_0
@@ -203,32 +190,32 @@ pub fn heat_rev(
                             snap.floats_into(&mut state_2[..]);
                         },
                     );
-                _ck_index_1 = state_0;
+                _ck_index_3 = state_0;
             }
             ::phidiff::__private::checkpoint::Action::Advance { from, to } => {
                 for _ in from..to {
                     _next_4[0] = 0.0f64;
-                    let _v103 = _n_2 - 1;
-                    _next_4[_v103] = 0.0f64;
-                    let _v107 = _n_2 - 1;
-                    for _i_108 in 1.._v107 {
-                        let _v109 = _u_2[_i_108];
-                        let _v111 = _i_108 - 1;
-                        let _v112 = _u_2[_v111];
-                        let _v114 = _u_2[_i_108];
-                        let _v115 = 2.0f64 * _v114;
-                        let _v116 = _v112 - _v115;
-                        let _v118 = _i_108 + 1;
-                        let _v119 = _u_2[_v118];
-                        let _v120 = _v116 + _v119;
-                        let _v121 = r * _v120;
-                        let _v122 = _v109 + _v121;
-                        _next_4[_i_108] = _v122;
+                    let _v94 = _n_4 - 1;
+                    _next_4[_v94] = 0.0f64;
+                    let _v98 = _n_4 - 1;
+                    for _i_99 in 1.._v98 {
+                        let _v100 = _u_2[_i_99];
+                        let _v102 = _i_99 - 1;
+                        let _v103 = _u_2[_v102];
+                        let _v105 = _u_2[_i_99];
+                        let _v106 = 2.0f64 * _v105;
+                        let _v107 = _v103 - _v106;
+                        let _v109 = _i_99 + 1;
+                        let _v110 = _u_2[_v109];
+                        let _v111 = _v107 + _v110;
+                        let _v112 = r * _v111;
+                        let _v113 = _v100 + _v112;
+                        _next_4[_i_99] = _v113;
                     }
                     ::core::mem::swap(&mut _u_2, &mut _next_4);
-                    let _v124 = _ck_index_1;
-                    let _v126 = _v124 + 1;
-                    _ck_index_1 = _v126;
+                    let _v115 = _ck_index_3;
+                    let _v117 = _v115 + 1;
+                    _ck_index_3 = _v117;
                 }
             }
             ::phidiff::__private::checkpoint::Action::Reverse { .. }
@@ -239,71 +226,71 @@ pub fn heat_rev(
                 }
                 ::core::mem::swap(&mut _zero_u_3, &mut _zero_next_5);
                 let mut _acc_8 = (-0.0f64);
-                let _v132 = _n_2 - 1;
-                let _v133 = _v132 > 1;
-                let _v136 = if _v133 {
-                    let _v134 = _v132 - 1;
-                    _v134
+                let _v123 = _n_4 - 1;
+                let _v124 = _v123 > 1;
+                let _v127 = if _v124 {
+                    let _v125 = _v123 - 1;
+                    _v125
                 } else {
                     0
                 };
                 let mut _carry_shadow_14 = 0.0f64;
                 let mut _carry_shadow_15 = 0.0f64;
-                for _rev_t_138 in (0.._v136).rev() {
-                    let _v139 = 1 + _rev_t_138;
+                for _rev_t_129 in (0.._v127).rev() {
+                    let _v130 = 1 + _rev_t_129;
                     let mut _adj_v16_9 = (-0.0f64);
                     let mut _adj_v19_10 = (-0.0f64);
                     let mut _adj_v21_11 = (-0.0f64);
                     let mut _adj_v26_12 = (-0.0f64);
                     let mut _adj_v29_13 = (-0.0f64);
-                    let _v145 = _zero_next_5[_v139];
-                    _adj_v29_13 += _v145;
-                    _zero_next_5[_v139] = 0.0f64;
-                    let _v148 = _v139 - 1;
-                    let _v149 = _u_2[_v148];
-                    let _v151 = _u_2[_v139];
+                    let _v136 = _zero_next_5[_v130];
+                    _adj_v29_13 += _v136;
+                    _zero_next_5[_v130] = 0.0f64;
+                    let _v139 = _v130 - 1;
+                    let _v140 = _u_2[_v139];
+                    let _v142 = _u_2[_v130];
+                    let _v143 = 2.0f64 * _v142;
+                    let _v144 = _v140 - _v143;
+                    let _v146 = _v130 + 1;
+                    let _v147 = _u_2[_v146];
+                    let _v148 = _v144 + _v147;
+                    let _v149 = _adj_v29_13;
+                    let _v150 = _v148 * _v149;
+                    _acc_8 += _v150;
+                    _adj_v16_9 += _v149;
+                    let _v151 = r * _v149;
+                    _adj_v19_10 += _v151;
                     let _v152 = 2.0f64 * _v151;
-                    let _v153 = _v149 - _v152;
-                    let _v155 = _v139 + 1;
-                    let _v156 = _u_2[_v155];
-                    let _v157 = _v153 + _v156;
-                    let _v158 = _adj_v29_13;
-                    let _v159 = _v157 * _v158;
-                    _acc_8 += _v159;
-                    _adj_v16_9 += _v158;
-                    let _v160 = r * _v158;
-                    _adj_v19_10 += _v160;
-                    let _v161 = 2.0f64 * _v160;
-                    let _v162 = -_v161;
-                    _adj_v21_11 += _v162;
-                    _adj_v26_12 += _v160;
-                    let _v163 = _adj_v26_12;
-                    let _v164 = _adj_v21_11;
-                    let _v165 = _adj_v19_10;
-                    let _v166 = _adj_v16_9;
-                    let _v177 = _carry_shadow_15;
-                    let _v178 = _v163 + _v177;
-                    _zero_u_3[_v155] += _v178;
-                    let _v179 = _carry_shadow_14;
-                    let _v181 = _v164 + _v166;
-                    let _v182 = _v181 + _v179;
-                    _carry_shadow_15 = _v182;
-                    _carry_shadow_14 = _v165;
+                    let _v153 = -_v152;
+                    _adj_v21_11 += _v153;
+                    _adj_v26_12 += _v151;
+                    let _v154 = _adj_v26_12;
+                    let _v155 = _adj_v21_11;
+                    let _v156 = _adj_v19_10;
+                    let _v157 = _adj_v16_9;
+                    let _v168 = _carry_shadow_15;
+                    let _v169 = _v154 + _v168;
+                    _zero_u_3[_v146] += _v169;
+                    let _v170 = _carry_shadow_14;
+                    let _v172 = _v155 + _v157;
+                    let _v173 = _v172 + _v170;
+                    _carry_shadow_15 = _v173;
+                    _carry_shadow_14 = _v156;
                 }
-                let _v183 = _v136 > 0;
-                if _v183 {
-                    let _v184 = 1 + 0;
-                    let _v185 = _carry_shadow_14;
-                    let _v187 = _v184 - 1;
-                    _zero_u_3[_v187] += _v185;
-                    let _v188 = _carry_shadow_15;
-                    let _v190 = _v184 + 0;
-                    _zero_u_3[_v190] += _v188;
+                let _v174 = _v127 > 0;
+                if _v174 {
+                    let _v175 = 1 + 0;
+                    let _v176 = _carry_shadow_14;
+                    let _v178 = _v175 - 1;
+                    _zero_u_3[_v178] += _v176;
+                    let _v179 = _carry_shadow_15;
+                    let _v181 = _v175 + 0;
+                    _zero_u_3[_v181] += _v179;
                 }
-                let _v168 = _acc_8;
-                _adj_r_2 += _v168;
-                let _v170 = _n_2 - 1;
-                _zero_next_5[_v170] = 0.0f64;
+                let _v159 = _acc_8;
+                _adj_r_0 += _v159;
+                let _v161 = _n_4 - 1;
+                _zero_next_5[_v161] = 0.0f64;
                 _zero_next_5[0] = 0.0f64;
             }
             ::phidiff::__private::checkpoint::Action::Done => break,
@@ -313,8 +300,8 @@ pub fn heat_rev(
     for (__d, __s) in du0.iter_mut().zip(_zero_u_3.iter()) {
         *__d += *__s;
     }
-    let _v174 = _adj_r_2;
-    (_j_74, _v174)
+    let _v165 = _adj_r_0;
+    (_j_87, _v165)
 }
 /// Generated by `#[differentiate]` from [`heat`].
 #[allow(

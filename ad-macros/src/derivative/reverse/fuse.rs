@@ -1,0 +1,350 @@
+//! Sums whose adjoint is the seed: each iteration reversed as soon as it has run.
+//!
+//! `f = 0; for i in .. { f += term(i) }` followed by `return f` (or `f ± other`) gives
+//! every iteration's `term` the same adjoint, `±seed`, known when the function starts. The
+//! reverse of the loop then needs no second pass: each iteration's adjoint is emitted in
+//! the forward sweep right after the iteration, reading what the iteration just computed
+//! (its tapes hold one iteration and stay in cache), and the reverse sweep skips the loop.
+//! That is what a hand-written adjoint of a sum does (`rosenbrock_hand` in
+//! `benches/support/functions.rs`).
+//!
+//! The loop qualifies when reversing its iterations out of order cannot change anything:
+//! - it is a `for` loop of the function's top level, not parallel, not checkpointed, not
+//!   closed by coarsening, without `break`;
+//! - its only active loop-carried value `s` starts from an inactive value and is updated
+//!   by one top-level `s + term` (or `s − term`, `term + s`), its only use in the loop, so
+//!   the adjoint of `s` is the same before and after every iteration;
+//! - its body writes no buffer and no cell, and holds only arithmetic, reads, branches and
+//!   inner `for` loops (no calls, no `while`, no parallel or closed loops, no `break`):
+//!   nothing flows from one iteration to the next except `s`;
+//! - after the loop, `s` reaches the returned value only through `+`, `−` and negation,
+//!   so its adjoint is `c · seed` with a constant `c` (±1 for a plain sum).
+//!
+//! The adjoints of values defined before the loop are then declared before the forward
+//! sweep, and the reverse sweep adds into them after the fused iterations did.
+
+use super::carry::touched_bufs;
+use crate::analysis::recording::Structure;
+use crate::derivative::segments::Segmentation;
+use crate::ir::*;
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+/// The loops of `f`'s top level to fuse, each with the position of its summed parameter
+/// and the constant `c` of its adjoint `c · seed`.
+pub(super) fn fusable_loops(
+    f: &Function,
+    act: &crate::analysis::activity::Activity,
+    seg: &Segmentation,
+    structure: &Structure,
+) -> HashMap<Inst, (usize, f64)> {
+    let mut out = HashMap::new();
+    let Some(&ret) = f.block(f.body).yields.first() else {
+        return out;
+    };
+    if !act.value(ret) || f.ty(ret) != Ty::Float {
+        return out;
+    }
+    let top = f.block(f.body).insts.clone();
+    for (pos, &l) in top.iter().enumerate() {
+        let Some(k) = summed_param(f, act, seg, l) else {
+            continue;
+        };
+        let later = &top[pos + 1..];
+        if !writes_are_private(f, structure, l, later) || !reads_stay(f, l, later) {
+            continue;
+        }
+        let result = f.inst(l).results[k];
+        if let Some(c) = coefficient_after(f, later, result, ret) {
+            out.insert(l, (k, c));
+        }
+    }
+    out
+}
+
+/// The position of loop `l`'s summed parameter, when `l` qualifies (see the module).
+fn summed_param(
+    f: &Function,
+    act: &crate::analysis::activity::Activity,
+    seg: &Segmentation,
+    l: Inst,
+) -> Option<usize> {
+    let InstKind::For {
+        params,
+        inits,
+        body,
+        exit,
+        ..
+    } = &f.inst(l).kind
+    else {
+        return None;
+    };
+    if !exit.is_empty()
+        || f.parallel.contains_key(&l)
+        || f.checkpoints.contains_key(&l)
+        || seg.closed.contains_key(&l)
+        || seg.of_inst.contains_key(&l)
+    {
+        return None;
+    }
+    let active: Vec<usize> = (0..params.len())
+        .filter(|&k| act.value(params[k]))
+        .collect();
+    let [k] = active[..] else {
+        return None;
+    };
+    if act.value(inits[k]) || f.ty(params[k]) != Ty::Float {
+        return None;
+    }
+    let mut plain = true;
+    f.walk(*body, &mut |i| {
+        plain &= match &f.inst(i).kind {
+            InstKind::FConst(_)
+            | InstKind::IConst(_)
+            | InstKind::BConst(_)
+            | InstKind::Unary(..)
+            | InstKind::Binary(..)
+            | InstKind::Math(..)
+            | InstKind::Cast { .. }
+            | InstKind::Load(..)
+            | InstKind::Len(..)
+            | InstKind::Store(..)
+            | InstKind::StoreAdd(..)
+            | InstKind::Alloc { .. }
+            | InstKind::Assert { .. }
+            | InstKind::If { .. } => true,
+            InstKind::For { exit, .. } => {
+                exit.is_empty()
+                    && !f.parallel.contains_key(&i)
+                    && !f.checkpoints.contains_key(&i)
+                    && !seg.closed.contains_key(&i)
+            }
+            _ => false,
+        };
+    });
+    if !plain {
+        return None;
+    }
+    // `s` is read once, by the update that the body yields.
+    let update = f.block(*body).yields[k];
+    let p = params[k];
+    let mut uses = 0;
+    f.walk(*body, &mut |i| {
+        uses += f.operands(i).iter().filter(|v| **v == p).count();
+        for c in f.child_blocks(i) {
+            uses += f.block(c).yields.iter().filter(|v| **v == p).count();
+        }
+    });
+    uses += f.block(*body).yields.iter().filter(|v| **v == p).count();
+    let ValueDef::Result(u, 0) = f.value(update).def else {
+        return None;
+    };
+    if uses != 1 || !f.block(*body).insts.contains(&u) {
+        return None;
+    }
+    match f.inst(u).kind {
+        InstKind::Binary(BinOp::Add, a, b) if a == p || b == p => Some(k),
+        InstKind::Binary(BinOp::Sub, a, _) if a == p => Some(k),
+        _ => None,
+    }
+}
+
+/// The constant `c` with `∂ret/∂result = c`, when `result` reaches `ret` through the
+/// top-level instructions `after` by `+`, `−` and negation only, and nothing else reads
+/// it or what it flows into.
+fn coefficient_after(f: &Function, after: &[Inst], result: Value, ret: Value) -> Option<f64> {
+    let mut coef: HashMap<Value, f64> = HashMap::from([(result, 1.0)]);
+    for &i in after {
+        let c = |v: &Value| coef.get(v).copied().unwrap_or(0.0);
+        let linear = match f.inst(i).kind {
+            InstKind::Binary(BinOp::Add, a, b) => Some(c(&a) + c(&b)),
+            InstKind::Binary(BinOp::Sub, a, b) => Some(c(&a) - c(&b)),
+            InstKind::Unary(UnOp::Neg, a) => Some(-c(&a)),
+            _ => None,
+        };
+        match linear {
+            Some(x) if x != 0.0 => {
+                coef.insert(f.inst(i).results[0], x);
+            }
+            Some(_) => {}
+            None => {
+                let mut reads = f.operands(i);
+                for blk in f.child_blocks(i) {
+                    reads.extend(f.block(blk).yields.iter().copied());
+                    f.walk(blk, &mut |j| {
+                        reads.extend(f.operands(j));
+                        for c in f.child_blocks(j) {
+                            reads.extend(f.block(c).yields.iter().copied());
+                        }
+                    });
+                }
+                if reads.iter().any(|v| coef.contains_key(v)) {
+                    return None;
+                }
+            }
+        }
+    }
+    let yields = &f.block(f.body).yields;
+    if yields[1..].iter().any(|v| coef.contains_key(v)) {
+        return None;
+    }
+    coef.get(&ret).copied().filter(|c| c.is_finite())
+}
+
+/// Whether every buffer loop `l` writes carries nothing from one iteration to the next:
+/// it is allocated in the loop, or it is a 1-D local buffer `vec![v; n]` of the top level
+/// that nothing after the loop touches, whose every read in the loop follows, in the same
+/// iteration, a loop `for j in 0..n` that stores `buf[j]` (so every element the loop can
+/// read was written in the iteration), and that the loop touches only by reads and stores.
+fn writes_are_private(f: &Function, structure: &Structure, l: Inst, later: &[Inst]) -> bool {
+    let InstKind::For { body, .. } = &f.inst(l).kind else {
+        return false;
+    };
+    let mut local = HashSet::new();
+    let mut written = BTreeSet::new();
+    f.walk(*body, &mut |i| {
+        if let InstKind::Alloc { buf, .. } = &f.inst(i).kind {
+            local.insert(*buf);
+        }
+        written.extend(f.written_bufs(i));
+    });
+    written
+        .iter()
+        .filter(|b| !local.contains(*b))
+        .all(|&buf| refilled(f, structure, *body, buf, later))
+}
+
+fn refilled(f: &Function, structure: &Structure, body: Block, buf: Buf, later: &[Inst]) -> bool {
+    let data = f.buf(buf);
+    if data.rank != 1 || data.kind != BufKind::Local {
+        return false;
+    }
+    let alloc = f
+        .block(f.body)
+        .insts
+        .iter()
+        .find_map(|&i| match &f.inst(i).kind {
+            InstKind::Alloc { buf: b, dims, .. } if *b == buf => Some(dims.clone()),
+            _ => None,
+        });
+    let Some(dims) = alloc else {
+        return false;
+    };
+    let [len] = dims[..] else {
+        return false;
+    };
+    // Nothing after the loop touches it.
+    let mut after = false;
+    for &i in later {
+        after |= touched_bufs(f, i).contains(&buf);
+        for c in f.child_blocks(i) {
+            f.walk(c, &mut |j| after |= touched_bufs(f, j).contains(&buf));
+        }
+    }
+    if after {
+        return false;
+    }
+    // In the loop: reads and stores only, every read after a full refill.
+    let mut ok = true;
+    f.walk(body, &mut |i| {
+        if !ok || !touched_bufs(f, i).contains(&buf) {
+            return;
+        }
+        ok = match &f.inst(i).kind {
+            InstKind::Store(..) | InstKind::Len(..) => true,
+            InstKind::Load(..) | InstKind::StoreAdd(..) => {
+                refilled_before(f, structure, body, buf, len, i)
+            }
+            _ => false,
+        };
+    });
+    ok
+}
+
+/// Whether, climbing from `i` to the loop body `top`, some block holds, before the
+/// statement containing `i`, a loop `for j in 0..len` whose body stores `buf[j]` as a
+/// statement of its own.
+fn refilled_before(
+    f: &Function,
+    structure: &Structure,
+    top: Block,
+    buf: Buf,
+    len: Value,
+    i: Inst,
+) -> bool {
+    let mut stmt = i;
+    while let Some(b) = structure.inst_block[stmt.index()] {
+        let pos = structure.inst_pos[stmt.index()];
+        if f.block(b).insts[..pos]
+            .iter()
+            .any(|&prev| fills(f, prev, buf, len))
+        {
+            return true;
+        }
+        if b == top {
+            return false;
+        }
+        match structure.block_owner[b.index()] {
+            Some(o) => stmt = o,
+            None => return false,
+        }
+    }
+    false
+}
+
+/// `lp` is `for j in 0..len { …; buf[j] = e; … }` (no step, not reversed, no `break`).
+fn fills(f: &Function, lp: Inst, buf: Buf, len: Value) -> bool {
+    let InstKind::For {
+        range,
+        index,
+        body,
+        exit,
+        ..
+    } = &f.inst(lp).kind
+    else {
+        return false;
+    };
+    range.step.is_none()
+        && !range.rev
+        && exit.is_empty()
+        && is_int(f, range.start, 0)
+        && same_value(f, range.end, len)
+        && f.block(*body).insts.iter().any(|&s| {
+            matches!(&f.inst(s).kind, InstKind::Store(b, idx, _) if *b == buf && idx.as_slice() == [*index])
+        })
+}
+
+/// Whether nothing after loop `l` writes a buffer the loop reads. The fused iterations add
+/// into the shadows of what they read during the forward sweep; a later write of that
+/// buffer would take those additions for the adjoint of the value it stores.
+fn reads_stay(f: &Function, l: Inst, later: &[Inst]) -> bool {
+    let InstKind::For { body, .. } = &f.inst(l).kind else {
+        return false;
+    };
+    let mut read = HashSet::new();
+    f.walk(*body, &mut |i| read.extend(touched_bufs(f, i)));
+    let mut ok = true;
+    for &i in later {
+        let mut check = |j: Inst| ok &= f.written_bufs(j).iter().all(|b| !read.contains(b));
+        check(i);
+        for c in f.child_blocks(i) {
+            f.walk(c, &mut check);
+        }
+    }
+    ok
+}
+
+fn is_int(f: &Function, v: Value, c: i128) -> bool {
+    matches!(f.value(v).def, ValueDef::Result(i, 0) if matches!(f.inst(i).kind, InstKind::IConst(x) if x == c))
+}
+
+/// Whether `a` and `b` are the same number: one value, or equal integer constants.
+fn same_value(f: &Function, a: Value, b: Value) -> bool {
+    let konst = |v: Value| match f.value(v).def {
+        ValueDef::Result(i, _) => match f.inst(i).kind {
+            InstKind::IConst(c) => Some(c),
+            _ => None,
+        },
+        _ => None,
+    };
+    a == b || konst(a).is_some_and(|c| konst(b) == Some(c))
+}
