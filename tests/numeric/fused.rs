@@ -61,8 +61,9 @@ pub fn read_then_overwritten(x: &[f64]) -> f64 {
     s - t
 }
 
-/// Look-alikes that are not fused: the sum scaled (`2 s`), squared after the loop, read
-/// inside a later branch, and a loop carrying a second active value.
+/// One sum scaled by a literal (`2 a`, fused with the adjoint `2 · seed`), and look-alikes
+/// that are not fused: a sum scaled by a value, squared after the loop, read inside a
+/// later branch, and a loop carrying a second active value.
 #[differentiate(forward, reverse, wrt(x))]
 pub fn sums_used_otherwise(x: &[f64], flag: bool) -> f64 {
     let n = x.len();
@@ -84,7 +85,7 @@ pub fn sums_used_otherwise(x: &[f64], flag: bool) -> f64 {
         d += e * x[i];
         e *= 0.9 + 0.01 * x[i];
     }
-    let mut out = 2.0 * a + b * b + d;
+    let mut out = 2.0 * a + b * b + d * x[0];
     if flag {
         out += c * c;
     } else {

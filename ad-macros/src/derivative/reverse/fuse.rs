@@ -17,8 +17,9 @@
 //! - its body writes no buffer and no cell, and holds only arithmetic, reads, branches and
 //!   inner `for` loops (no calls, no `while`, no parallel or closed loops, no `break`):
 //!   nothing flows from one iteration to the next except `s`;
-//! - after the loop, `s` reaches the returned value only through `+`, `−` and negation,
-//!   so its adjoint is `c · seed` with a constant `c` (±1 for a plain sum).
+//! - after the loop, `s` reaches the returned value only through `+`, `−`, negation and
+//!   products with literals (`0.5 * s`), so its adjoint is `c · seed` with a constant `c`
+//!   (±1 for a plain sum).
 //!
 //! The adjoints of values defined before the loop are then declared before the forward
 //! sweep, and the reverse sweep adds into them after the fused iterations did.
@@ -149,8 +150,8 @@ fn summed_param(
 }
 
 /// The constant `c` with `∂ret/∂result = c`, when `result` reaches `ret` through the
-/// top-level instructions `after` by `+`, `−` and negation only, and nothing else reads
-/// it or what it flows into.
+/// top-level instructions `after` by `+`, `−`, negation and products with (or divisions
+/// by) float literals only, and nothing else reads it or what it flows into.
 fn coefficient_after(f: &Function, after: &[Inst], result: Value, ret: Value) -> Option<f64> {
     let mut coef: HashMap<Value, f64> = HashMap::from([(result, 1.0)]);
     for &i in after {
@@ -159,6 +160,13 @@ fn coefficient_after(f: &Function, after: &[Inst], result: Value, ret: Value) ->
             InstKind::Binary(BinOp::Add, a, b) => Some(c(&a) + c(&b)),
             InstKind::Binary(BinOp::Sub, a, b) => Some(c(&a) - c(&b)),
             InstKind::Unary(UnOp::Neg, a) => Some(-c(&a)),
+            // Scaled by a literal: `0.5 * s`, `s / 2.0`.
+            InstKind::Binary(BinOp::Mul, a, b) => match (float_const(f, a), float_const(f, b)) {
+                (Some(k), _) => Some(k * c(&b)),
+                (_, Some(k)) => Some(c(&a) * k),
+                _ => None,
+            },
+            InstKind::Binary(BinOp::Div, a, b) => float_const(f, b).map(|k| c(&a) / k),
             _ => None,
         };
         match linear {
@@ -331,6 +339,16 @@ fn reads_stay(f: &Function, l: Inst, later: &[Inst]) -> bool {
         }
     }
     ok
+}
+
+fn float_const(f: &Function, v: Value) -> Option<f64> {
+    match f.value(v).def {
+        ValueDef::Result(i, 0) => match f.inst(i).kind {
+            InstKind::FConst(x) => Some(x),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 fn is_int(f: &Function, v: Value, c: i128) -> bool {
