@@ -206,6 +206,7 @@ numeric_tests! {
         look_alike_sums,
         mixture_like_scratch_rows,
         carried_row_is_not_fused,
+        chain_energy_shifted_adds,
     ],
     /// Hessian-vector products by forward-over-reverse with `Dual<f64>`.
     hessian: [

@@ -159,6 +159,20 @@ pub fn carried_row(x: &[f64], d: usize) -> f64 {
     total
 }
 
+/// A chain energy: iteration `i` adds into `dx[i − 1]`, `dx[i]` and `dx[i + 1]`, so the
+/// fused loop keeps the additions for `dx[i]` and `dx[i + 1]` in registers and writes
+/// `dx[i − 1]` once (`reverse/carry.rs`), flushing the last two after the loop.
+#[differentiate(forward, reverse)]
+pub fn chain_energy(x: &[f64]) -> f64 {
+    let n = x.len();
+    let mut e = 0.0;
+    for i in 1..n - 1 {
+        let lap = x[i + 1] - 2.0 * x[i] + x[i - 1];
+        e += lap * lap + 0.1 * x[i] * x[i] * x[i] * x[i];
+    }
+    e
+}
+
 fn point(n: usize, shift: f64) -> Vec<f64> {
     (0..n)
         .map(|k| 0.3 + 0.7 * ((k as f64) * 1.3 + shift).sin())
@@ -294,4 +308,25 @@ pub fn carried_row_is_not_fused() {
         },
         tols: TOLS,
     });
+}
+
+pub fn chain_energy_shifted_adds() {
+    for n in [2, 3, 4, 9] {
+        let x = point(n, 0.35);
+        check_fwd_rev(&Case {
+            name: "chain_energy",
+            x: &x,
+            primal: &|p| vec![chain_energy(p)],
+            jvp: &|p, v| {
+                let (y, dy) = chain_energy_fwd(p, v);
+                (vec![y], vec![dy])
+            },
+            vjp: &|p, w| {
+                let mut g = zeros(p.len());
+                let y = chain_energy_rev(p, &mut g, w[0]);
+                (vec![y], g)
+            },
+            tols: TOLS,
+        });
+    }
 }

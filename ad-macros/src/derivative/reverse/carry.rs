@@ -11,14 +11,20 @@
 
 use crate::ir::builder::Builder;
 use crate::ir::*;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// The largest index offset carried.
 const MAX_OFFSET: i128 = 2;
 
 /// Rewrites every reverse loop of `f` whose only accesses to some buffer are top-level
-/// `buf[i + k] += v` with at least two offsets `k`.
-pub fn carry_shifted_adds(f: &mut Function) {
+/// `buf[i + k] += v` with at least two offsets `k`; and likewise every ascending loop
+/// (a sum reversed as it runs, `super::fuse`), where iteration `i` adds into `dx[i]` and
+/// `dx[i + 1]` and the next one adds into `dx[i + 1]` again: there `dx[i + k_min]` is
+/// complete after iteration `i`, and the higher offsets wait in scalars.
+///
+/// Ascending loops are only the fused ones (`fused`), and only their additions into
+/// `shadows` are regrouped: the primal's own additions keep their order.
+pub fn carry_shifted_adds(f: &mut Function, fused: &HashSet<Inst>, shadows: &HashSet<Buf>) {
     let mut loops = Vec::new();
     f.walk(f.body, &mut |i| {
         if let InstKind::For {
@@ -28,15 +34,24 @@ pub fn carry_shifted_adds(f: &mut Function) {
             ..
         } = &f.inst(i).kind
         {
-            if range.rev && range.step.is_none() && params.is_empty() && exit.is_empty() {
+            let reverse = range.rev && params.is_empty();
+            if range.step.is_none() && exit.is_empty() && (reverse || fused.contains(&i)) {
                 loops.push(i);
             }
         }
     });
     let mut parent = block_of(f);
     for l in loops {
-        for plan in plans(f, l) {
-            apply(f, &mut parent, l, plan);
+        let descending = matches!(&f.inst(l).kind, InstKind::For { range, .. } if range.rev);
+        for plan in plans(f, l, descending) {
+            if !descending && !shadows.contains(&plan.buf) {
+                continue;
+            }
+            if descending {
+                apply(f, &mut parent, l, plan);
+            } else {
+                apply_ascending(f, &mut parent, l, plan);
+            }
         }
     }
 }
@@ -104,22 +119,30 @@ fn int_const(f: &Function, v: Value) -> Option<i128> {
     }
 }
 
-fn plans(f: &Function, l: Inst) -> Vec<Plan> {
-    let InstKind::For { index, body, .. } = &f.inst(l).kind else {
+fn plans(f: &Function, l: Inst, descending: bool) -> Vec<Plan> {
+    let InstKind::For {
+        index, body, range, ..
+    } = &f.inst(l).kind
+    else {
         return vec![];
     };
     let (t, body) = (*index, *body);
     let in_body = |v: Value| matches!(f.value(v).def, ValueDef::Result(i, _) if f.block(body).insts.contains(&i));
-    // The descending index: `start + t` with `start` from outside the loop.
+    // The descending index: `start + t` with `start` from outside the loop; an ascending
+    // loop's own index.
     let mut idx = None;
-    for &i in &f.block(body).insts {
-        if let InstKind::Binary(BinOp::Add, a, b) = f.inst(i).kind {
-            let (s, o) = if b == t { (a, b) } else { (b, a) };
-            if o == t && !in_body(s) && f.ty(s) == Ty::Int {
-                idx = Some((f.inst(i).results[0], s));
-                break;
+    if descending {
+        for &i in &f.block(body).insts {
+            if let InstKind::Binary(BinOp::Add, a, b) = f.inst(i).kind {
+                let (s, o) = if b == t { (a, b) } else { (b, a) };
+                if o == t && !in_body(s) && f.ty(s) == Ty::Int {
+                    idx = Some((f.inst(i).results[0], s));
+                    break;
+                }
             }
         }
+    } else {
+        idx = Some((t, range.start));
     }
     let Some((idx, start)) = idx else {
         return vec![];
@@ -312,4 +335,96 @@ fn apply(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst, plan: Pla
         });
     }
     surround(f, parent, l, pre, post);
+}
+
+/// [`apply`] for an ascending loop over `index` in `a..b`: `carry[m]` (m = k_min ..
+/// k_max − 1) holds what earlier iterations added for `buf[index + m]`; iteration `i`
+/// writes `buf[i + k_min]` once, and after the loop (if it ran) `carry[m]` belongs to
+/// `buf[b + m]`.
+fn apply_ascending(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst, plan: Plan) {
+    let InstKind::For { body, range, .. } = f.inst(l).kind.clone() else {
+        return;
+    };
+    let k_min = *plan.by_offset.keys().next().expect("two offsets");
+    let k_max = *plan.by_offset.keys().last().expect("two offsets");
+    let pre = f.new_block();
+    let carries: BTreeMap<i128, Cell> = {
+        let mut b = Builder::new(f, pre);
+        (k_min..k_max)
+            .map(|m| {
+                let z = b.fconst(0.0);
+                (m, b.cell(Ty::Float, "carry_shadow", z))
+            })
+            .collect()
+    };
+    let removed: Vec<Inst> = plan
+        .by_offset
+        .values()
+        .flatten()
+        .map(|(i, _, _)| *i)
+        .collect();
+    f.blocks[body.index()]
+        .insts
+        .retain(|i| !removed.contains(i));
+    let tail = f.new_block();
+    {
+        let mut b = Builder::new(f, tail);
+        let total_at = |b: &mut Builder, k: i128| -> Option<Value> {
+            let vs = plan.by_offset.get(&k)?;
+            let mut acc = vs[0].2;
+            for &(_, _, v) in &vs[1..] {
+                acc = b.add(acc, v);
+            }
+            Some(acc)
+        };
+        let low = total_at(&mut b, k_min).expect("k_min has updates");
+        let old_low = b.get(carries[&k_min]);
+        let write = b.add(low, old_low);
+        let low_index = plan.by_offset[&k_min][0].1;
+        b.stmt(InstKind::StoreAdd(plan.buf, vec![low_index], write));
+        // new carry[m] = a[m+1] + old carry[m+1] (none above k_max − 1).
+        let olds: BTreeMap<i128, Value> = carries.iter().map(|(m, c)| (*m, b.get(*c))).collect();
+        for m in k_min..k_max {
+            let a = total_at(&mut b, m + 1);
+            let old = olds.get(&(m + 1)).copied();
+            let v = match (a, old) {
+                (Some(a), Some(o)) => b.add(a, o),
+                (Some(a), None) => a,
+                (None, Some(o)) => o,
+                (None, None) => b.fconst(0.0),
+            };
+            b.set(carries[&m], v);
+        }
+    }
+    let tail_insts = std::mem::take(&mut f.blocks[tail.index()].insts);
+    f.blocks[body.index()].insts.extend(tail_insts);
+    let post = f.new_block();
+    {
+        let mut b = Builder::new(f, post);
+        let ran = b.binary(BinOp::Gt, range.end, range.start);
+        let then_blk = b.func.new_block();
+        let else_blk = b.func.new_block();
+        b.in_block(then_blk, |b| {
+            for (m, c) in &carries {
+                let v = b.get(*c);
+                let ix = if *m < 0 {
+                    let off = b.iconst(-m);
+                    b.sub(range.end, off)
+                } else {
+                    let off = b.iconst(*m);
+                    b.add(range.end, off)
+                };
+                b.stmt(InstKind::StoreAdd(plan.buf, vec![ix], v));
+            }
+        });
+        b.set_yields(then_blk, vec![]);
+        b.set_yields(else_blk, vec![]);
+        b.stmt(InstKind::If {
+            cond: ran,
+            then_blk,
+            else_blk,
+        });
+    }
+    surround(f, parent, l, pre, post);
+    let _ = plan.start;
 }

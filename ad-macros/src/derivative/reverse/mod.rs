@@ -24,7 +24,7 @@ use crate::analysis::recording::{Planner, Recording, Storage, Structure, RECOMPU
 use crate::derivative::segments::{self, Segmentation};
 use crate::ir::builder::Builder;
 use crate::ir::*;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// How the reverse program is built: coarsened (segments of at most `limit` nodes) or
 /// fine-grained (`coarsen = off`: one adjoint per operation, every intermediate saved).
@@ -110,7 +110,8 @@ pub fn reverse(
         }
     }
     b.set_yields(body, yields);
-    carry::carry_shifted_adds(&mut out);
+    let shadows: HashSet<Buf> = rv.shadow.iter().flatten().copied().collect();
+    carry::carry_shifted_adds(&mut out, &rv.fused_out, &shadows);
     promote::promote_invariant_adds(&mut out);
     hoist::hoist_invariant_index_math(&mut out);
     super::parallel::summation_aware(&mut out, coarsening.atomic_adjoint)?;
@@ -177,6 +178,8 @@ struct Rev<'a> {
     seed_param: Option<usize>,
     /// An error met while emitting a fused adjoint in the forward sweep.
     fuse_error: Option<String>,
+    /// The fused loops as emitted (instructions of the generated function).
+    fused_out: HashSet<Inst>,
 }
 
 impl<'a> Rev<'a> {
@@ -259,6 +262,7 @@ impl<'a> Rev<'a> {
             fused: HashMap::new(),
             seed_param: None,
             fuse_error: None,
+            fused_out: HashSet::new(),
         })
         .map(|mut rv| {
             rv.plan_checkpoints();

@@ -309,6 +309,9 @@ impl Rev<'_> {
             ));
         }
         b.finish(ni, kind, results.clone());
+        if self.fused.contains_key(&i) && !self.plain {
+            self.fused_out.insert(ni);
+        }
         if let Some(span) = parallel {
             b.func.parallel.insert(ni, span);
         }

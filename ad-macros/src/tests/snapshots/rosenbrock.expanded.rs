@@ -76,6 +76,7 @@ pub fn rosenbrock_rev<T: Float>(x: &[T], dx: &mut [T], seed: T) -> T {
     let mut _adj_s_0 = (-::phidiff::__private::zero::<T>());
     let _v3 = x.len();
     let _v5 = _v3 - 1;
+    let mut _carry_shadow_6 = ::phidiff::__private::zero::<T>();
     let mut _s_6 = ::phidiff::__private::zero::<T>();
     for _i_7 in 0.._v5 {
         let _v9 = _i_7 + 1;
@@ -117,12 +118,20 @@ pub fn rosenbrock_rev<T: Float>(x: &[T], dx: &mut [T], seed: T) -> T {
         let _v50 = _v46 - _v49;
         _adj_v10_4 += _v50;
         let _v51 = _adj_v10_4;
-        dx[_i_7] += _v51;
         let _v52 = _adj_v9_3;
-        dx[_v33] += _v52;
+        let _v57 = _carry_shadow_6;
+        let _v58 = _v51 + _v57;
+        dx[_i_7] += _v58;
+        _carry_shadow_6 = _v52;
         _s_6 = _v23;
     }
     let _s_53 = _s_6;
+    let _v60 = _v5 > 0;
+    if _v60 {
+        let _v61 = _carry_shadow_6;
+        let _v63 = _v5 + 0;
+        dx[_v63] += _v61;
+    }
     _adj_s_0 += seed;
     _s_53
 }
