@@ -10,7 +10,8 @@
 //! every variant of every instance once, as a batch of calls sized to ~20 ms, and the table
 //! shows the median over the repetitions. "Gradient" is one `_rev` call (seed 1) into
 //! preallocated shadows that are not re-zeroed. Tape bytes are what `phidiff::TapeMeter`
-//! counts during one `_rev` call (capacity allocated, so a growable tape's doubling shows).
+//! measures during one `_rev` call: the most bytes its tapes hold at once (capacity, so a
+//! growable tape's doubling shows; a callee's tapes count once, not once per call).
 
 #[path = "../benches/support/coarsening.rs"]
 mod programs;
