@@ -1,7 +1,8 @@
 //! Sums whose adjoint is the seed: each iteration reversed as soon as it has run.
 //!
-//! `f = 0; for i in .. { f += term(i) }` followed by `return f` (or `f ± other`) gives
-//! every iteration's `term` the same adjoint, `±seed`, known when the function starts. The
+//! `f = 0; for i in .. { f += term(i) }` followed by `return f` (or `f ± other`,
+//! `0.5 * f`) gives every iteration's `term` the same adjoint, `c · seed`, known when the
+//! function starts. The
 //! reverse of the loop then needs no second pass: each iteration's adjoint is emitted in
 //! the forward sweep right after the iteration, reading what the iteration just computed
 //! (its tapes hold one iteration and stay in cache), and the reverse sweep skips the loop.
@@ -14,9 +15,12 @@
 //! - its only active loop-carried value `s` starts from an inactive value and is updated
 //!   by one top-level `s + term` (or `s − term`, `term + s`), its only use in the loop, so
 //!   the adjoint of `s` is the same before and after every iteration;
-//! - its body writes no buffer and no cell, and holds only arithmetic, reads, branches and
-//!   inner `for` loops (no calls, no `while`, no parallel or closed loops, no `break`):
-//!   nothing flows from one iteration to the next except `s`;
+//! - its body holds only arithmetic, reads, stores, allocations, branches and inner `for`
+//!   loops (no calls, no cells, no `while`, no parallel or closed loops, no `break`), and
+//!   every buffer it writes is private to an iteration: allocated in it, or a local
+//!   `vec![v; n]` refilled whole before each read (see [`writes_are_private`]). Nothing
+//!   flows from one iteration to the next except `s`;
+//! - nothing after the loop writes a buffer the loop reads ([`reads_stay`]);
 //! - after the loop, `s` reaches the returned value only through `+`, `−`, negation and
 //!   products with literals (`0.5 * s`), so its adjoint is `c · seed` with a constant `c`
 //!   (±1 for a plain sum).
