@@ -163,7 +163,7 @@ fn loop_inductions(f: &Function, structure: &Structure, lp: Inst) -> Vec<(Value,
 }
 
 /// Whether two range bounds are the same number: one value, or equal integer constants.
-fn same_bound(f: &Function, a: Value, b: Value) -> bool {
+pub(crate) fn same_bound(f: &Function, a: Value, b: Value) -> bool {
     let konst = |v: Value| match f.value(v).def {
         ValueDef::Result(i, _) => match f.inst(i).kind {
             InstKind::IConst(c) => Some(c),

@@ -47,11 +47,7 @@ pub fn carry_shifted_adds(f: &mut Function, fused: &HashSet<Inst>, shadows: &Has
             if !descending && !shadows.contains(&plan.buf) {
                 continue;
             }
-            if descending {
-                apply(f, &mut parent, l, plan);
-            } else {
-                apply_ascending(f, &mut parent, l, plan);
-            }
+            apply(f, &mut parent, l, plan, !descending);
         }
     }
 }
@@ -109,7 +105,7 @@ struct Plan {
     by_offset: BTreeMap<i128, Vec<(Inst, Value, Value)>>,
 }
 
-fn int_const(f: &Function, v: Value) -> Option<i128> {
+pub(super) fn int_const(f: &Function, v: Value) -> Option<i128> {
     match f.value(v).def {
         ValueDef::Result(i, 0) => match f.inst(i).kind {
             InstKind::IConst(c) => Some(c),
@@ -244,17 +240,28 @@ pub(super) fn touched_bufs(f: &Function, i: Inst) -> Vec<Buf> {
     }
 }
 
-fn apply(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst, plan: Plan) {
+/// Rewrites `plan`'s updates in loop `l`. `carry[m]` holds what earlier iterations added
+/// for `buf[idx + m]`, `idx` being the current iteration's index. Run downwards, iteration
+/// `idx` completes `buf[idx + k_max]` and the carries cover `k_min + 1 ..= k_max`; run
+/// upwards (a fused sum), it completes `buf[idx + k_min]` and they cover
+/// `k_min ..= k_max − 1`. Each iteration writes the completed element once and shifts the
+/// carries by one step; after the loop (if it ran) they go to their elements.
+fn apply(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst, plan: Plan, up: bool) {
     let InstKind::For { body, range, .. } = f.inst(l).kind.clone() else {
         return;
     };
     let k_min = *plan.by_offset.keys().next().expect("two offsets");
     let k_max = *plan.by_offset.keys().last().expect("two offsets");
-    // Carries for offsets k_min+1 ..= k_max, declared before the loop.
+    // The offset each iteration completes, the carried ones, and the step to the next.
+    let (done, carried, step) = if up {
+        (k_min, k_min..=k_max - 1, 1)
+    } else {
+        (k_max, k_min + 1..=k_max, -1)
+    };
     let pre = f.new_block();
     let carries: BTreeMap<i128, Cell> = {
         let mut b = Builder::new(f, pre);
-        (k_min + 1..=k_max)
+        carried
             .map(|m| {
                 let z = b.fconst(0.0);
                 (m, b.cell(Ty::Float, "carry_shadow", z))
@@ -282,16 +289,21 @@ fn apply(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst, plan: Pla
             }
             Some(acc)
         };
-        let top = total_at(&mut b, k_max).expect("k_max has updates");
-        let old_top = b.get(carries[&k_max]);
-        let write = b.add(top, old_top);
-        let top_index = plan.by_offset[&k_max][0].1;
-        b.stmt(InstKind::StoreAdd(plan.buf, vec![top_index], write));
-        // new carry[m] = a[m−1] + old carry[m−1]; read every old carry before setting any.
+        let complete = total_at(&mut b, done).expect("the completed offset has updates");
+        let old = b.get(carries[&done]);
+        let write = b.add(complete, old);
+        let at = plan.by_offset[&done][0].1;
+        b.stmt(InstKind::StoreAdd(plan.buf, vec![at], write));
+        // For the next iteration (index idx + step): carry[m] = a[m + step] + old
+        // carry[m + step]; read every old carry before setting any.
         let olds: BTreeMap<i128, Value> = carries.iter().map(|(m, c)| (*m, b.get(*c))).collect();
-        for m in (k_min + 1..=k_max).rev() {
-            let a = total_at(&mut b, m - 1);
-            let old = olds.get(&(m - 1)).copied();
+        let mut order: Vec<i128> = carries.keys().copied().collect();
+        if !up {
+            order.reverse();
+        }
+        for m in order {
+            let a = total_at(&mut b, m + step);
+            let old = olds.get(&(m + step)).copied();
             let v = match (a, old) {
                 (Some(a), Some(o)) => b.add(a, o),
                 (Some(a), None) => a,
@@ -303,7 +315,8 @@ fn apply(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst, plan: Pla
     }
     let tail_insts = std::mem::take(&mut f.blocks[tail.index()].insts);
     f.blocks[body.index()].insts.extend(tail_insts);
-    // After the loop (if it ran): carry[m] belongs to buf[start + m − 1].
+    // After the loop (if it ran), relative to the index after the last iteration: `end`
+    // upwards; downwards `start + range.start − 1`, written as `last + (m − 1)`.
     let post = f.new_block();
     {
         let mut b = Builder::new(f, post);
@@ -311,17 +324,21 @@ fn apply(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst, plan: Pla
         let then_blk = b.func.new_block();
         let else_blk = b.func.new_block();
         b.in_block(then_blk, |b| {
-            // The last iteration had index start + range.start.
-            let last = b.add(plan.start, range.start);
+            let (base, shift) = if up {
+                (range.end, 0)
+            } else {
+                (b.add(plan.start, range.start), -1)
+            };
             for (m, c) in &carries {
                 let v = b.get(*c);
                 // Index arithmetic stays non-negative (indices are usually `usize`).
-                let ix = if m - 1 < 0 {
-                    let off = b.iconst(1 - m);
-                    b.sub(last, off)
+                let k = m + shift;
+                let ix = if k < 0 {
+                    let off = b.iconst(-k);
+                    b.sub(base, off)
                 } else {
-                    let off = b.iconst(m - 1);
-                    b.add(last, off)
+                    let off = b.iconst(k);
+                    b.add(base, off)
                 };
                 b.stmt(InstKind::StoreAdd(plan.buf, vec![ix], v));
             }
@@ -335,96 +352,4 @@ fn apply(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst, plan: Pla
         });
     }
     surround(f, parent, l, pre, post);
-}
-
-/// [`apply`] for an ascending loop over `index` in `a..b`: `carry[m]` (m = k_min ..
-/// k_max − 1) holds what earlier iterations added for `buf[index + m]`; iteration `i`
-/// writes `buf[i + k_min]` once, and after the loop (if it ran) `carry[m]` belongs to
-/// `buf[b + m]`.
-fn apply_ascending(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst, plan: Plan) {
-    let InstKind::For { body, range, .. } = f.inst(l).kind.clone() else {
-        return;
-    };
-    let k_min = *plan.by_offset.keys().next().expect("two offsets");
-    let k_max = *plan.by_offset.keys().last().expect("two offsets");
-    let pre = f.new_block();
-    let carries: BTreeMap<i128, Cell> = {
-        let mut b = Builder::new(f, pre);
-        (k_min..k_max)
-            .map(|m| {
-                let z = b.fconst(0.0);
-                (m, b.cell(Ty::Float, "carry_shadow", z))
-            })
-            .collect()
-    };
-    let removed: Vec<Inst> = plan
-        .by_offset
-        .values()
-        .flatten()
-        .map(|(i, _, _)| *i)
-        .collect();
-    f.blocks[body.index()]
-        .insts
-        .retain(|i| !removed.contains(i));
-    let tail = f.new_block();
-    {
-        let mut b = Builder::new(f, tail);
-        let total_at = |b: &mut Builder, k: i128| -> Option<Value> {
-            let vs = plan.by_offset.get(&k)?;
-            let mut acc = vs[0].2;
-            for &(_, _, v) in &vs[1..] {
-                acc = b.add(acc, v);
-            }
-            Some(acc)
-        };
-        let low = total_at(&mut b, k_min).expect("k_min has updates");
-        let old_low = b.get(carries[&k_min]);
-        let write = b.add(low, old_low);
-        let low_index = plan.by_offset[&k_min][0].1;
-        b.stmt(InstKind::StoreAdd(plan.buf, vec![low_index], write));
-        // new carry[m] = a[m+1] + old carry[m+1] (none above k_max − 1).
-        let olds: BTreeMap<i128, Value> = carries.iter().map(|(m, c)| (*m, b.get(*c))).collect();
-        for m in k_min..k_max {
-            let a = total_at(&mut b, m + 1);
-            let old = olds.get(&(m + 1)).copied();
-            let v = match (a, old) {
-                (Some(a), Some(o)) => b.add(a, o),
-                (Some(a), None) => a,
-                (None, Some(o)) => o,
-                (None, None) => b.fconst(0.0),
-            };
-            b.set(carries[&m], v);
-        }
-    }
-    let tail_insts = std::mem::take(&mut f.blocks[tail.index()].insts);
-    f.blocks[body.index()].insts.extend(tail_insts);
-    let post = f.new_block();
-    {
-        let mut b = Builder::new(f, post);
-        let ran = b.binary(BinOp::Gt, range.end, range.start);
-        let then_blk = b.func.new_block();
-        let else_blk = b.func.new_block();
-        b.in_block(then_blk, |b| {
-            for (m, c) in &carries {
-                let v = b.get(*c);
-                let ix = if *m < 0 {
-                    let off = b.iconst(-m);
-                    b.sub(range.end, off)
-                } else {
-                    let off = b.iconst(*m);
-                    b.add(range.end, off)
-                };
-                b.stmt(InstKind::StoreAdd(plan.buf, vec![ix], v));
-            }
-        });
-        b.set_yields(then_blk, vec![]);
-        b.set_yields(else_blk, vec![]);
-        b.stmt(InstKind::If {
-            cond: ran,
-            then_blk,
-            else_blk,
-        });
-    }
-    surround(f, parent, l, pre, post);
-    let _ = plan.start;
 }

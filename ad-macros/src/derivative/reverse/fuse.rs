@@ -28,8 +28,9 @@
 //! The adjoints of values defined before the loop are then declared before the forward
 //! sweep, and the reverse sweep adds into them after the fused iterations did.
 
-use super::carry::touched_bufs;
+use super::carry::{int_const, touched_bufs};
 use crate::analysis::recording::Structure;
+use crate::analysis::reuse::same_bound;
 use crate::derivative::segments::Segmentation;
 use crate::ir::*;
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -318,8 +319,8 @@ fn fills(f: &Function, lp: Inst, buf: Buf, len: Value) -> bool {
     range.step.is_none()
         && !range.rev
         && exit.is_empty()
-        && is_int(f, range.start, 0)
-        && same_value(f, range.end, len)
+        && int_const(f, range.start) == Some(0)
+        && same_bound(f, range.end, len)
         && f.block(*body).insts.iter().any(|&s| {
             matches!(&f.inst(s).kind, InstKind::Store(b, idx, _) if *b == buf && idx.as_slice() == [*index])
         })
@@ -353,20 +354,4 @@ fn float_const(f: &Function, v: Value) -> Option<f64> {
         },
         _ => None,
     }
-}
-
-fn is_int(f: &Function, v: Value, c: i128) -> bool {
-    matches!(f.value(v).def, ValueDef::Result(i, 0) if matches!(f.inst(i).kind, InstKind::IConst(x) if x == c))
-}
-
-/// Whether `a` and `b` are the same number: one value, or equal integer constants.
-fn same_value(f: &Function, a: Value, b: Value) -> bool {
-    let konst = |v: Value| match f.value(v).def {
-        ValueDef::Result(i, _) => match f.inst(i).kind {
-            InstKind::IConst(c) => Some(c),
-            _ => None,
-        },
-        _ => None,
-    };
-    a == b || konst(a).is_some_and(|c| konst(b) == Some(c))
 }
