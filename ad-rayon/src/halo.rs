@@ -129,7 +129,9 @@ impl<T> Index<usize> for HaloChunk<'_, T> {
     #[inline]
     fn index(&self, j: usize) -> &T {
         match self.local(j) {
-            Some(at) => &self.rows[at],
+            // SAFETY: `local` returns `j - start` only for `in_lo <= j < in_hi`, and
+            // `focus` keeps `start <= in_lo` and `in_hi <= start + rows.len()`.
+            Some(at) => unsafe { self.rows.get_unchecked(at) },
             None => &self.halo[self.halo_slot(j, "read")],
         }
     }
@@ -140,7 +142,8 @@ impl<T> IndexMut<usize> for HaloChunk<'_, T> {
     #[inline]
     fn index_mut(&mut self, j: usize) -> &mut T {
         match self.local(j) {
-            Some(at) => &mut self.rows[at],
+            // SAFETY: as in `index`.
+            Some(at) => unsafe { self.rows.get_unchecked_mut(at) },
             None => {
                 let at = self.halo_slot(j, "wrote");
                 &mut self.halo[at]

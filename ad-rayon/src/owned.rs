@@ -66,10 +66,13 @@ pub struct OwnedChunk<'a, T> {
     data: &'a mut [T],
     first_row: usize,
     width: usize,
+    /// Global element of `data[0]` (`first_row * width`), and one past `data`'s last.
+    base: usize,
+    end: usize,
     /// The iteration running now; only its row is accessible.
     current: usize,
-    /// Its global elements `[lo, hi)`, set with `current` (kept so that each access
-    /// costs two comparisons and a subtraction).
+    /// Its global elements `[lo, hi)`, set with `current` and kept inside
+    /// `[base, end)`, so that each access costs two comparisons and a subtraction.
     lo: usize,
     hi: usize,
 }
@@ -80,7 +83,10 @@ impl<T> std::ops::Index<usize> for OwnedChunk<'_, T> {
     type Output = T;
     #[inline]
     fn index(&self, j: usize) -> &T {
-        &self.data[self.local(j, "read")]
+        let at = self.local(j, "read");
+        // SAFETY: `local` returns `j - base` only for `lo <= j < hi`, and `set_current`
+        // keeps `base <= lo` and `hi <= end = base + data.len()`.
+        unsafe { self.data.get_unchecked(at) }
     }
 }
 
@@ -89,7 +95,8 @@ impl<T> std::ops::IndexMut<usize> for OwnedChunk<'_, T> {
     #[inline]
     fn index_mut(&mut self, j: usize) -> &mut T {
         let at = self.local(j, "wrote");
-        &mut self.data[at]
+        // SAFETY: as in `index`.
+        unsafe { self.data.get_unchecked_mut(at) }
     }
 }
 
@@ -103,8 +110,10 @@ impl<'a, T> OwnedChunk<'a, T> {
     #[inline]
     fn set_current(&mut self, i: usize) {
         self.current = i;
-        self.lo = i * self.width;
-        self.hi = self.lo + self.width;
+        let lo = i * self.width;
+        // The last row of a buffer whose length the width does not divide is shorter.
+        self.lo = lo.max(self.base);
+        self.hi = (lo + self.width).min(self.end);
     }
 
     /// Position in `data` of global element `j`, or a panic naming `verb`.
@@ -113,7 +122,7 @@ impl<'a, T> OwnedChunk<'a, T> {
         if j < self.lo || j >= self.hi {
             outside(verb, j, self.lo, self.hi);
         }
-        j - self.first_row * self.width
+        j - self.base
     }
 
     /// Element `j` (global index) of the current iteration's row.
@@ -221,14 +230,19 @@ impl<'a, T: Send> Owned for Rows<'a, T> {
             .enumerate()
             .map(|(k, data)| {
                 let first_row = block_range(range, k).start;
-                OwnedChunk {
+                let base = first_row * width;
+                let mut chunk = OwnedChunk {
+                    end: base + data.len(),
                     data,
                     first_row,
                     width,
+                    base,
                     current: first_row,
-                    lo: first_row * width,
-                    hi: (first_row + 1) * width,
-                }
+                    lo: 0,
+                    hi: 0,
+                };
+                chunk.set_current(first_row);
+                chunk
             })
             .collect()
     }

@@ -1,7 +1,7 @@
 //! Owned writes: `for_each_owned` and `for_each_owned_sum`.
 mod common;
 
-use ad_rayon::{for_each_owned, for_each_owned_sum, Rows, BLOCK};
+use ad_rayon::{for_each_owned, for_each_owned_sum, Owned, Rows, BLOCK};
 use common::{bits, random_f64, same_on_all_threads};
 
 #[test]
@@ -129,4 +129,44 @@ fn owned_sum_writes_and_reduces_independent_of_threads() {
     assert_eq!(f64::from_bits(c), range.len() as f64);
     assert!(f64::from_bits(s).is_finite());
     assert_eq!(y[range.start], random_f64(range.start).sin().to_bits());
+}
+
+// Indexing a chunk skips the slice's own bounds check (the window check covers it), so
+// the window must never reach past the block's data: not in a short last row, and not
+// when `focus` is called by hand with a row outside the block.
+
+#[test]
+#[should_panic(
+    expected = "parallel iteration wrote outside its own element: index 10, owned 8..10"
+)]
+fn the_short_last_row_ends_at_the_buffer() {
+    // 10 elements in rows of 4: the last row is 8..10, not 8..12.
+    let mut y = vec![0.0_f64; 10];
+    for_each_owned(
+        0..3,
+        (Rows {
+            data: &mut y,
+            width: 4,
+        },),
+        |i, (y,)| {
+            if i == 2 {
+                y[10] = 1.0;
+            }
+        },
+    );
+}
+
+#[test]
+#[should_panic(expected = "parallel iteration read outside its own element: index 3")]
+fn focusing_a_row_before_the_block_reaches_nothing() {
+    let mut y = vec![0.0_f64; 4 * (BLOCK + 2)];
+    let mut blocks = Rows {
+        data: &mut y,
+        width: 4,
+    }
+    .split_blocks(&(0..BLOCK + 2), 0);
+    // The second block starts at row BLOCK; row 0 belongs to the first one.
+    let second = &mut blocks[1];
+    <Rows<'_, f64> as Owned>::focus(second, 0);
+    let _ = second[3];
 }
