@@ -164,6 +164,7 @@ numeric_tests! {
         nested_recurrence_in_parallel_loop,
         gmm_parallel_over_points,
         atomic_and_summation_aware_adjoints_equal_serial,
+        fused_parallel_sums_equal_serial,
     ],
     /// Rayon loops over the rows of a flat 2-D grid (`par_chunks_mut`).
     parallel_rows: [

@@ -126,3 +126,42 @@ fn sums_with_the_seed_as_adjoint_are_fused() {
     assert_eq!(top_reversed(&rows("x[p * d + j] - mu[j]")), 0);
     assert_eq!(top_reversed(&rows("(row[j] + x[p * d + j]).sin()")), 1);
 }
+
+/// Parallel sums (`par_iter().map(..).sum()`) with the seed as adjoint are fused too: the
+/// forward sweep's parallel loop adds into the shadows and the reverse sweep has no
+/// parallel loop for them. A sum scaled by a value keeps its reversed parallel loop, and
+/// so does a sum over an inner loop (its tapes and counters are kept by row).
+#[test]
+fn parallel_sums_with_the_seed_as_adjoint_are_fused() {
+    let src = item(
+        "fn f(x: &[f64], p: &[f64], d: usize) -> f64 {
+            let n = x.len();
+            let a = p[0] * p[1];
+            let s1: f64 = x.par_iter().map(|v| (a * v).sin()).sum();
+            let s2 = (0..n - 1).into_par_iter().map(|i| x[i] * x[i + 1]).sum::<f64>();
+            let s3: f64 = x.par_iter().map(|v| v * v).sum();
+            let s4 = (0..n / d)
+                .into_par_iter()
+                .map(|i| {
+                    let mut t = 0.0;
+                    for j in 0..d {
+                        t += (x[i * d + j] * t).sin();
+                    }
+                    t
+                })
+                .sum::<f64>();
+            0.5 * s1 - s2 + p[1] * s3 + s4
+        }",
+    );
+    for mode in ["reverse, wrt(x, p)", "reverse, wrt(x, p), coarsen = off"] {
+        let c = compile_with_for_tests(mode, &src).expect("compiles");
+        let rev = &c.reverse;
+        // Four in the forward sweep; in the reverse sweep, only those of `s3` and `s4`.
+        assert_eq!(
+            rev.parallel.len(),
+            6,
+            "{mode}:\n{}",
+            crate::ir::printer::print(rev)
+        );
+    }
+}

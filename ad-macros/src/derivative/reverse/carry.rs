@@ -35,7 +35,10 @@ pub fn carry_shifted_adds(f: &mut Function, fused: &HashSet<Inst>, shadows: &Has
         } = &f.inst(i).kind
         {
             let reverse = range.rev && params.is_empty();
-            if range.step.is_none() && exit.is_empty() && (reverse || fused.contains(&i)) {
+            // A fused parallel sum runs its iterations in any order: nothing waits for
+            // the next one.
+            let ascending = fused.contains(&i) && !f.parallel.contains_key(&i);
+            if range.step.is_none() && exit.is_empty() && (reverse || ascending) {
                 loops.push(i);
             }
         }

@@ -10,8 +10,9 @@
 //! `benches/support/functions.rs`).
 //!
 //! The loop qualifies when reversing its iterations out of order cannot change anything:
-//! - it is a `for` loop of the function's top level, not parallel, not checkpointed, not
-//!   closed by coarsening, without `break`;
+//! - it is a `for` loop of the function's top level, not checkpointed, not closed by
+//!   coarsening, without `break`; a parallel sum (`par_iter().map(..).sum()`) qualifies
+//!   when its body has no inner loop;
 //! - its only active loop-carried value `s` starts from an inactive value and is updated
 //!   by one top-level `s + term` (or `s − term`, `term + s`), its only use in the loop, so
 //!   the adjoint of `s` is the same before and after every iteration;
@@ -27,6 +28,12 @@
 //!
 //! The adjoints of values defined before the loop are then declared before the forward
 //! sweep, and the reverse sweep adds into them after the fused iterations did.
+//!
+//! A fused parallel sum stays one parallel loop: its iterations' additions into shadows
+//! are classified like those of any parallel adjoint (own element, halo, or computed
+//! index; `derivative::parallel`), and its additions into outer adjoints become a
+//! blockwise reduction beside the sum (`ad_rayon::for_each_owned_sum`). `carry.rs` leaves
+//! it alone, since its iterations run in any order.
 
 use super::carry::{int_const, touched_bufs};
 use crate::analysis::recording::Structure;
@@ -84,8 +91,8 @@ fn summed_param(
     else {
         return None;
     };
+    let parallel = f.parallel.contains_key(&l);
     if !exit.is_empty()
-        || f.parallel.contains_key(&l)
         || f.checkpoints.contains_key(&l)
         || seg.closed.contains_key(&l)
         || seg.of_inst.contains_key(&l)
@@ -118,8 +125,11 @@ fn summed_param(
             | InstKind::Alloc { .. }
             | InstKind::Assert { .. }
             | InstKind::If { .. } => true,
+            // A parallel sum's inner loops would keep their tapes and counters by row;
+            // its fused iterations stay loop-free.
             InstKind::For { exit, .. } => {
-                exit.is_empty()
+                !parallel
+                    && exit.is_empty()
                     && !f.parallel.contains_key(&i)
                     && !f.checkpoints.contains_key(&i)
                     && !seg.closed.contains_key(&i)

@@ -135,154 +135,148 @@ pub fn smooth_rev(
         );
         ::phidiff::__private::Tape::with_hint(&HINT)
     };
-    let _n_1 = u.len();
-    let _v3 = out.len();
-    _tape_v26_5.ensure(_v3);
+    let mut _adj_r_0 = (-0.0f64);
+    let mut _adj_sum_1 = (-0.0f64);
+    let _n_3 = u.len();
+    let _v5 = out.len();
+    _tape_v26_5.ensure(_v5);
     ::phidiff::__private::par::for_each_owned(
-        0.._v3,
+        0.._v5,
         (&mut out[..], _tape_v26_5.slots_mut()),
-        |_i_4, own| {
+        |_i_6, own| {
             let (out, _tape_v26_5) = own;
-            let _v6 = _i_4 > 0;
-            let _v11 = if _v6 {
-                let _v8 = _n_1 - 1;
-                let _v9 = _i_4 < _v8;
-                _v9
+            let _v8 = _i_6 > 0;
+            let _v13 = if _v8 {
+                let _v10 = _n_3 - 1;
+                let _v11 = _i_6 < _v10;
+                _v11
             } else {
                 false
             };
-            if _v11 {
-                let _v12 = u[_i_4];
-                let _v14 = _i_4 - 1;
-                let _v15 = u[_v14];
-                let _v17 = u[_i_4];
-                let _v18 = 2.0f64 * _v17;
-                let _v19 = _v15 - _v18;
-                let _v21 = _i_4 + 1;
-                let _v22 = u[_v21];
-                let _v23 = _v19 + _v22;
-                let _v24 = r * _v23;
-                let _v25 = idx[_i_4];
-                let _v26 = u[_v25];
-                _tape_v26_5[_i_4] = _v26;
-                let _v27 = _v24 * _v26;
-                let _v28 = _v12 + _v27;
-                out[_i_4] = _v28;
+            if _v13 {
+                let _v14 = u[_i_6];
+                let _v16 = _i_6 - 1;
+                let _v17 = u[_v16];
+                let _v19 = u[_i_6];
+                let _v20 = 2.0f64 * _v19;
+                let _v21 = _v17 - _v20;
+                let _v23 = _i_6 + 1;
+                let _v24 = u[_v23];
+                let _v25 = _v21 + _v24;
+                let _v26 = r * _v25;
+                let _v27 = idx[_i_6];
+                let _v28 = u[_v27];
+                _tape_v26_5[_i_6] = _v28;
+                let _v29 = _v26 * _v28;
+                let _v30 = _v14 + _v29;
+                out[_i_6] = _v30;
             } else {
-                let _v29 = u[_i_4];
-                out[_i_4] = _v29;
+                let _v31 = u[_i_6];
+                out[_i_6] = _v31;
             }
         },
     );
-    let _v32 = out.len();
-    let sums: [f64; 1usize] = ::phidiff::__private::par::sum(
-        0.._v32,
-        |_v35| {
-            let mut _sum_34: f64 = (-0.0f64);
-            let _v_36 = out[_v35];
-            let _v37 = _v_36 * _v_36;
-            let _v38 = _sum_34 + _v37;
-            [_v38]
-        },
-    );
-    let _sum_39 = 0.0f64 + sums[0usize];
-    let mut _adj_r_0 = (-0.0f64);
-    let mut _adj_sum_1 = (-0.0f64);
-    _adj_sum_1 += seed;
-    let _v44 = _adj_sum_1;
-    let mut _carry_2 = _v44;
-    ::phidiff::__private::par::for_each_owned(
-        0.._v32,
+    let _v34 = out.len();
+    let sums: [f64; 1usize] = ::phidiff::__private::par::for_each_owned_sum(
+        0.._v34,
         (&mut dout[..],),
-        |_par_i_45, own| {
+        |_v37, own| {
             let (dout,) = own;
+            let mut _sum_36: f64 = (-0.0f64);
+            let _v_38 = out[_v37];
+            let _v39 = _v_38 * _v_38;
+            let _v40 = _sum_36 + _v39;
+            let mut _carry_2 = seed;
             let mut _adj_sum_3 = (-0.0f64);
             let mut _adj_v_4 = (-0.0f64);
             let mut _adj_v38_5 = (-0.0f64);
-            let _v49 = _carry_2;
-            _adj_v38_5 += _v49;
-            let _v50 = _adj_v38_5;
-            _adj_sum_3 += _v50;
-            let _v_52 = out[_par_i_45];
-            let _v53 = _v_52 * _v50;
-            let _v54 = 2.0f64 * _v53;
-            _adj_v_4 += _v54;
-            let _v55 = _adj_v_4;
-            dout[_par_i_45] += _v55;
+            let _v45 = _carry_2;
+            _adj_v38_5 += _v45;
+            let _v46 = _adj_v38_5;
+            _adj_sum_3 += _v46;
+            let _v_48 = out[_v37];
+            let _v49 = _v_48 * _v46;
+            let _v50 = 2.0f64 * _v49;
+            _adj_v_4 += _v50;
+            let _v51 = _adj_v_4;
+            dout[_v37] += _v51;
+            [_v40]
         },
     );
+    let _sum_52 = 0.0f64 + sums[0usize];
+    _adj_sum_1 += seed;
     let mut _acc_6 = (-0.0f64);
     let sums: [f64; 1usize] = ::phidiff::__private::par::for_each_owned_scatter(
-        0.._v3,
+        0.._v5,
         (&mut dout[..],),
         vec![& mut du[..]],
-        |_par_i_58, own, scatter| {
+        |_par_i_56, own, scatter| {
             let (dout,) = own;
             let mut _acc_6: f64 = (-0.0f64);
-            let _v60 = _par_i_58 > 0;
-            let _v65 = if _v60 {
-                let _v62 = _n_1 - 1;
-                let _v63 = _par_i_58 < _v62;
-                _v63
+            let _v58 = _par_i_56 > 0;
+            let _v63 = if _v58 {
+                let _v60 = _n_3 - 1;
+                let _v61 = _par_i_56 < _v60;
+                _v61
             } else {
                 false
             };
-            if _v65 {
+            if _v63 {
                 let mut _adj_v15_7 = (-0.0f64);
                 let mut _adj_v17_8 = (-0.0f64);
                 let mut _adj_v22_9 = (-0.0f64);
                 let mut _adj_v26_10 = (-0.0f64);
                 let mut _adj_v28_11 = (-0.0f64);
-                let _v71 = dout[_par_i_58];
-                _adj_v28_11 += _v71;
-                dout[_par_i_58] = 0.0f64;
-                let _v74 = _par_i_58 - 1;
-                let _v75 = u[_v74];
-                let _v77 = u[_par_i_58];
-                let _v78 = 2.0f64 * _v77;
-                let _v79 = _v75 - _v78;
-                let _v81 = _par_i_58 + 1;
-                let _v82 = u[_v81];
-                let _v83 = _v79 + _v82;
-                let _v84 = _tape_v26_5[_par_i_58];
-                let _v85 = _adj_v28_11;
-                let _v86 = _v84 * _v85;
-                let _v87 = _v83 * _v86;
-                _acc_6 += _v87;
-                let _v88 = r * _v86;
-                _adj_v15_7 += _v88;
-                let _v89 = 2.0f64 * _v88;
-                let _v90 = _v85 - _v89;
-                _adj_v17_8 += _v90;
-                _adj_v22_9 += _v88;
-                let _v91 = _v83 * r;
-                let _v92 = _v91 * _v85;
-                _adj_v26_10 += _v92;
-                let _v93 = _adj_v26_10;
-                let _v94 = idx[_par_i_58];
-                scatter.add(0usize, _v94, _v93);
-                let _v95 = _adj_v22_9;
-                scatter.add(0usize, _v81, _v95);
-                let _v96 = _adj_v17_8;
-                scatter.add(0usize, _par_i_58, _v96);
-                let _v97 = _adj_v15_7;
-                scatter.add(0usize, _v74, _v97);
+                let _v69 = dout[_par_i_56];
+                _adj_v28_11 += _v69;
+                dout[_par_i_56] = 0.0f64;
+                let _v72 = _par_i_56 - 1;
+                let _v73 = u[_v72];
+                let _v75 = u[_par_i_56];
+                let _v76 = 2.0f64 * _v75;
+                let _v77 = _v73 - _v76;
+                let _v79 = _par_i_56 + 1;
+                let _v80 = u[_v79];
+                let _v81 = _v77 + _v80;
+                let _v82 = _tape_v26_5[_par_i_56];
+                let _v83 = _adj_v28_11;
+                let _v84 = _v82 * _v83;
+                let _v85 = _v81 * _v84;
+                _acc_6 += _v85;
+                let _v86 = r * _v84;
+                _adj_v15_7 += _v86;
+                let _v87 = 2.0f64 * _v86;
+                let _v88 = _v83 - _v87;
+                _adj_v17_8 += _v88;
+                _adj_v22_9 += _v86;
+                let _v89 = _v81 * r;
+                let _v90 = _v89 * _v83;
+                _adj_v26_10 += _v90;
+                let _v91 = _adj_v26_10;
+                let _v92 = idx[_par_i_56];
+                scatter.add(0usize, _v92, _v91);
+                let _v93 = _adj_v22_9;
+                scatter.add(0usize, _v79, _v93);
+                let _v94 = _adj_v17_8;
+                scatter.add(0usize, _par_i_56, _v94);
+                let _v95 = _adj_v15_7;
+                scatter.add(0usize, _v72, _v95);
             } else {
                 let mut _adj_v29_12 = (-0.0f64);
-                let _v99 = dout[_par_i_58];
-                _adj_v29_12 += _v99;
-                dout[_par_i_58] = 0.0f64;
-                let _v101 = _adj_v29_12;
-                scatter.add(0usize, _par_i_58, _v101);
+                let _v97 = dout[_par_i_56];
+                _adj_v29_12 += _v97;
+                dout[_par_i_56] = 0.0f64;
+                let _v99 = _adj_v29_12;
+                scatter.add(0usize, _par_i_56, _v99);
             }
             [_acc_6]
         },
     );
     _acc_6 += sums[0usize];
-    let _v103 = _acc_6;
-    _adj_r_0 += _v103;
-    let _v104 = _adj_r_0;
-    (_sum_39, _v104)
+    let _v101 = _acc_6;
+    _adj_r_0 += _v101;
+    let _v102 = _adj_r_0;
+    (_sum_52, _v102)
 }
 /// Generated by `#[differentiate]` from [`smooth`].
 #[allow(
