@@ -164,7 +164,6 @@ numeric_tests! {
         nested_recurrence_in_parallel_loop,
         gmm_parallel_over_points,
         atomic_and_summation_aware_adjoints_equal_serial,
-        fused_parallel_sums_equal_serial,
     ],
     /// Rayon loops over the rows of a flat 2-D grid (`par_chunks_mut`).
     parallel_rows: [
@@ -208,6 +207,7 @@ numeric_tests! {
         mixture_like_scratch_rows,
         carried_row_is_not_fused,
         chain_energy_shifted_adds,
+        fused_parallel_sums_equal_serial,
     ],
     /// Hessian-vector products by forward-over-reverse with `Dual<f64>`.
     hessian: [

@@ -4,7 +4,9 @@
 //! random weights make the seed differ from 1.
 
 use super::differentiate;
+use super::parallel::{same_on_1_2_8_threads, Across};
 use crate::common::*;
+use rayon::prelude::*;
 
 /// `c − Σ term`: the sum reaches the result with coefficient −1; the loop reads the
 /// active scalar `w`, defined before it, whose adjoint the fused iterations add into.
@@ -328,5 +330,90 @@ pub fn chain_energy_shifted_adds() {
             },
             tols: TOLS,
         });
+    }
+}
+
+/// Parallel sums whose adjoint is a constant times the seed, reversed as they run
+/// (`reverse/fuse.rs`): `Σ sin(a·xᵢ)` reads the outer active scalar `a` (its adjoint is
+/// a reduction over the fused iterations), `Σ xᵢxᵢ₊₁` adds into `dx` one row ahead (a
+/// halo), `Σ p[i mod 2]·x[3i mod n]·xᵢ` at computed indices (private copies per thread).
+/// `p₁·Σ xᵢ²`, scaled by a value, keeps its reversed loop.
+#[differentiate(forward, reverse, wrt(x, p))]
+pub fn fused_parallel_sums(x: &[f64], p: &[f64]) -> f64 {
+    let n = x.len();
+    let a = p[0] * p[1];
+    let s1: f64 = x.par_iter().map(|v| (a * v).sin()).sum();
+    let s2 = (0..n - 1)
+        .into_par_iter()
+        .map(|i| x[i] * x[i + 1])
+        .sum::<f64>();
+    let s3 = (0..n)
+        .into_par_iter()
+        .map(|i| p[i % 2] * x[(3 * i) % n] * x[i])
+        .sum::<f64>();
+    let s4: f64 = x.par_iter().map(|v| v * v).sum();
+    0.5 * s1 - s2 + s3 + p[1] * s4
+}
+
+/// [`fused_parallel_sums`] as serial loops.
+#[differentiate(reverse, wrt(x, p))]
+pub fn fused_serial_sums(x: &[f64], p: &[f64]) -> f64 {
+    let n = x.len();
+    let a = p[0] * p[1];
+    let mut s1 = 0.0;
+    let mut s2 = 0.0;
+    let mut s3 = 0.0;
+    let mut s4 = 0.0;
+    for i in 0..n {
+        s1 += (a * x[i]).sin();
+    }
+    for i in 0..n - 1 {
+        s2 += x[i] * x[i + 1];
+    }
+    for i in 0..n {
+        s3 += p[i % 2] * x[(3 * i) % n] * x[i];
+    }
+    for i in 0..n {
+        s4 += x[i] * x[i];
+    }
+    0.5 * s1 - s2 + s3 + p[1] * s4
+}
+
+pub fn fused_parallel_sums_equal_serial() {
+    // Sizes around the block length, so that blocks split the halo's rows.
+    for n in [2, 5, 517, 1100] {
+        let x: Vec<f64> = (0..n).map(|i| 0.3 + 0.6 * ((i as f64) * 0.7).sin()).collect();
+        let p = [0.8, -1.1];
+        let run = || {
+            let (mut gx, mut gp) = (zeros(n), zeros(2));
+            let y = fused_parallel_sums_rev(&x, &mut gx, &p, &mut gp, 1.5);
+            (y, gx, gp)
+        };
+        same_on_1_2_8_threads(&format!("fused sums n={n}"), Across::Rounding, run);
+        let (y, gx, gp) = run();
+        let (mut sx, mut sp) = (zeros(n), zeros(2));
+        let ys = fused_serial_sums_rev(&x, &mut sx, &p, &mut sp, 1.5);
+        assert_close(&format!("fused sums n={n}: value"), y, ys, 1e-12, 1e-14);
+        assert_eq!(ys, fused_serial_sums(&x, &p), "fused sums n={n}: serial primal");
+        assert_all_close(&format!("fused sums n={n}: x̄"), &gx, &sx, 1e-12, 1e-14);
+        assert_all_close(&format!("fused sums n={n}: p̄"), &gp, &sp, 1e-12, 1e-14);
+        if n <= 5 {
+            let point = cat(&[&x, &p]);
+            check_fwd_rev(&Case {
+                name: "fused_parallel_sums",
+                x: &point,
+                primal: &|q| vec![fused_parallel_sums(&q[..n], &q[n..])],
+                jvp: &|q, v| {
+                    let (y, dy) = fused_parallel_sums_fwd(&q[..n], &v[..n], &q[n..], &v[n..]);
+                    (vec![y], vec![dy])
+                },
+                vjp: &|q, w| {
+                    let (mut gx, mut gp) = (zeros(n), zeros(2));
+                    let y = fused_parallel_sums_rev(&q[..n], &mut gx, &q[n..], &mut gp, w[0]);
+                    (vec![y], cat(&[&gx, &gp]))
+                },
+                tols: TOLS,
+            });
+        }
     }
 }
