@@ -62,11 +62,11 @@ pub struct Rows<'a, T> {
 /// ```
 #[derive(Debug)]
 pub struct OwnedChunk<'a, T> {
-    /// The block's rows: elements `[first_row*width, (first_row+rows)*width)`.
+    /// The block's rows: global elements `[base, end)`.
     data: &'a mut [T],
-    first_row: usize,
     width: usize,
-    /// Global element of `data[0]` (`first_row * width`), and one past `data`'s last.
+    /// Global element of `data[0]` (the block's first row times the width), and one past
+    /// `data`'s last.
     base: usize,
     end: usize,
     /// The iteration running now; only its row is accessible.
@@ -156,10 +156,8 @@ impl<'a, T> OwnedChunk<'a, T> {
                 self.current
             );
         }
-        let lo = (i - self.first_row) * self.width;
-        // The last row of a buffer whose length the width does not divide is shorter.
-        let hi = (lo + self.width).min(self.data.len());
-        &mut self.data[lo..hi]
+        // The current row's window, already cut at the buffer's end.
+        &mut self.data[self.lo - self.base..self.hi - self.base]
     }
 }
 
@@ -234,7 +232,6 @@ impl<'a, T: Send> Owned for Rows<'a, T> {
                 let mut chunk = OwnedChunk {
                     end: base + data.len(),
                     data,
-                    first_row,
                     width,
                     base,
                     current: first_row,
