@@ -8,6 +8,7 @@ pub mod cuda;
 pub mod cuda_launch;
 mod parallel;
 pub mod signature;
+mod window;
 
 use crate::ir::*;
 use crate::parse::signature::{BufForm, FloatTy, ParamClass, Signature};
@@ -32,6 +33,8 @@ pub struct Ctx<'a> {
     pub param_binding: Vec<Binding>,
     used: HashSet<Value>,
     trip_used: HashSet<Inst>,
+    /// The index windows of serial loops (bounds checks taken out of the loop).
+    windows: window::Windows,
 }
 
 /// The body of a derivative function from its IR.
@@ -61,6 +64,7 @@ pub fn body(
         param_binding,
         used,
         trip_used,
+        windows: window::plan(f),
     };
     let tapes: Vec<TokenStream> = f
         .bufs
@@ -327,11 +331,15 @@ impl Ctx<'_> {
                 self.let_value(i, e)
             }
             Load(buf, idx) => {
-                let e = self.index(*buf, idx);
+                let e = self
+                    .window_index(i)
+                    .unwrap_or_else(|| self.index(*buf, idx));
                 self.let_value(i, e)
             }
             Store(buf, idx, v) => {
-                let p = self.index(*buf, idx);
+                let p = self
+                    .window_index(i)
+                    .unwrap_or_else(|| self.index(*buf, idx));
                 let v = self.val(*v);
                 quote!(#p = #v;)
             }
@@ -344,7 +352,9 @@ impl Ctx<'_> {
                 quote!(#scatter.add(#k, #j, #v);)
             }
             StoreAdd(buf, idx, v) => {
-                let p = self.index(*buf, idx);
+                let p = self
+                    .window_index(i)
+                    .unwrap_or_else(|| self.index(*buf, idx));
                 let v = self.val(*v);
                 quote!(#p += #v;)
             }
@@ -475,8 +485,10 @@ impl Ctx<'_> {
                 }
                 let idx = self.value_ident(*index);
                 let (pre, inner, post) = self.loop_parts(i, params, inits, *body, exit);
+                let windows = self.window_decls(i);
                 quote! {
                     #pre
+                    #windows
                     for #idx in #it { #inner }
                     #post
                 }

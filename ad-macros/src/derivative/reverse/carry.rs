@@ -199,7 +199,7 @@ fn plans(f: &Function, l: Inst, descending: bool) -> Vec<Plan> {
 }
 
 /// Every buffer an instruction names.
-pub(super) fn touched_bufs(f: &Function, i: Inst) -> Vec<Buf> {
+pub fn touched_bufs(f: &Function, i: Inst) -> Vec<Buf> {
     use InstKind::*;
     match &f.inst(i).kind {
         Load(b, _) | Store(b, ..) | StoreAdd(b, ..) | Len(b, _) | ZeroBuf(b) | SumBuf(b) => {

@@ -6,9 +6,10 @@
 //! so the additions form a chain through memory (store-to-load forwarding, several cycles
 //! each) that the compiler does not break, since it cannot prove the array is not reached
 //! by the loop's other accesses. When the loop touches that array in no other way, the
-//! additions go to a local accumulator declared before the loop, and the element receives
-//! the sum once after it (if it ran). The additions are regrouped, as in
-//! [`super::carry`], and nothing else changes.
+//! additions go to local accumulators declared before the loop (two, taken in turn, so
+//! that consecutive additions do not wait on each other), and the element receives their
+//! sum once after it (if it ran). The additions are regrouped, as in [`super::carry`], and
+//! nothing else changes.
 
 use super::carry::{block_of, surround, touched_bufs};
 use crate::ir::builder::Builder;
@@ -109,12 +110,15 @@ fn apply(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst) {
     if sites.is_empty() {
         return;
     }
-    // One accumulator per (buffer, index values), declared before the loop.
+    // Two accumulators per (buffer, index values), declared before the loop; the additions
+    // alternate between them (`t = a + v; a = b; b = t`), so consecutive additions do not
+    // wait for each other: two chains of half the length, summed after the loop. Only
+    // the adjoint's rounding changes (its additions are regrouped anyway).
     let pre = f.new_block();
     let post = f.new_block();
     let then_blk = f.new_block();
     let else_blk = f.new_block();
-    let mut sums: Vec<(Buf, Vec<Value>, Cell)> = Vec::new();
+    let mut sums: Vec<(Buf, Vec<Value>, [Cell; 2])> = Vec::new();
     {
         let mut b = Builder::new(f, pre);
         for (buf, list) in &sites {
@@ -122,8 +126,8 @@ fn apply(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst) {
                 if !sums.iter().any(|(sb, si, _)| sb == buf && si == idx) {
                     let z = b.fconst(0.0);
                     let name = format!("sum_{}", b.func.buf(*buf).name);
-                    let c = b.cell(Ty::Float, &name, z);
-                    sums.push((*buf, idx.clone(), c));
+                    let lanes = [b.cell(Ty::Float, &name, z), b.cell(Ty::Float, &name, z)];
+                    sums.push((*buf, idx.clone(), lanes));
                 }
             }
         }
@@ -133,12 +137,27 @@ fn apply(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst) {
             let InstKind::StoreAdd(_, _, v) = f.inst(*i).kind else {
                 unreachable!("a collected site is an addition")
             };
-            let c = sums
+            let [a, c] = sums
                 .iter()
                 .find(|(sb, si, _)| sb == buf && si == idx)
                 .map(|s| s.2)
-                .expect("an accumulator per site");
-            f.insts[i.index()].kind = InstKind::CellAdd(c, v);
+                .expect("accumulators per site");
+            let scratch = f.new_block();
+            {
+                let mut b = Builder::new(f, scratch);
+                let old = b.get(a);
+                let t = b.binary(BinOp::Add, old, v);
+                let other = b.get(c);
+                b.set(a, other);
+                b.set(c, t);
+            }
+            let new = std::mem::take(&mut f.blocks[scratch.index()].insts);
+            let list = &mut f.blocks[body.index()].insts;
+            let at = list.iter().position(|j| j == i).expect("a site at the top level");
+            list.splice(at..=at, new.iter().copied());
+            for j in new {
+                parent.insert(j, body);
+            }
         }
     }
     // After the loop, if it ran at all (the index may be out of range otherwise).
@@ -146,8 +165,9 @@ fn apply(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst) {
         let mut b = Builder::new(f, post);
         let ran = b.binary(BinOp::Gt, range.end, range.start);
         b.in_block(then_blk, |b| {
-            for (buf, idx, c) in &sums {
-                let v = b.get(*c);
+            for (buf, idx, [a, c]) in &sums {
+                let (x, y) = (b.get(*a), b.get(*c));
+                let v = b.binary(BinOp::Add, x, y);
                 b.stmt(InstKind::StoreAdd(*buf, idx.clone(), v));
             }
         });

@@ -116,17 +116,19 @@ pub fn bgd_rmse_rev(
         _tape_v27_3.ensure(_v30);
         let mut _gw_31 = 0.0f64;
         let mut _gb_32 = 0.0f64;
+        let _w_x_36_0 = if _m_6 > 0 { &x[0.._m_6] } else { &x[..0] };
+        let _w_y_36_1 = if _m_6 > 0 { &y[0.._m_6] } else { &y[..0] };
         for _i_33 in 0.._m_6 {
             let _v34 = _iter_0;
             let _v36 = _v34 + 1;
             _iter_0 = _v36;
-            let _v37 = x[_i_33];
+            let _v37 = _w_x_36_0[_i_33];
             _tape_v22_2[_v34] = _v37;
             let _v38 = _w_14 * _v37;
             let _v39 = _v38 + _b_15;
-            let _v40 = y[_i_33];
+            let _v40 = _w_y_36_1[_i_33];
             let _e_41 = _v39 - _v40;
-            let _v42 = x[_i_33];
+            let _v42 = _w_x_36_0[_i_33];
             _tape_v27_3[_v34] = _v42;
             let _v43 = _e_41 * _v42;
             let _v44 = _gw_31 + _v43;
@@ -167,15 +169,17 @@ pub fn bgd_rmse_rev(
     _tape_v59_6.ensure(_v77);
     _tape_e_7.ensure(_v77);
     let mut _sq_78 = 0.0f64;
+    let _w_x_80_0 = if _m_6 > 0 { &x[0.._m_6] } else { &x[..0] };
+    let _w_y_80_1 = if _m_6 > 0 { &y[0.._m_6] } else { &y[..0] };
     for _i_79 in 0.._m_6 {
         let _v80 = _iter_2;
         let _v82 = _v80 + 1;
         _iter_2 = _v82;
-        let _v83 = x[_i_79];
+        let _v83 = _w_x_80_0[_i_79];
         _tape_v59_6[_v80] = _v83;
         let _v84 = _w_65 * _v83;
         let _v85 = _v84 + _b_66;
-        let _v86 = y[_i_79];
+        let _v86 = _w_y_80_1[_i_79];
         let _e_87 = _v85 - _v86;
         _tape_e_7[_v80] = _e_87;
         let _v88 = _e_87 * _e_87;

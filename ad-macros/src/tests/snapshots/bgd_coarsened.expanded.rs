@@ -87,12 +87,14 @@ pub fn bgd_rmse_rev(
         let _v30 = !_v29;
         if _v30 {
             _hoisted_done_6 = true;
+            let _w_x_40_0 = if _m_4 > 0 { &x[0.._m_4] } else { &x[..0] };
+            let _w_y_40_1 = if _m_4 > 0 { &y[0.._m_4] } else { &y[..0] };
             for _i_32 in 0.._m_4 {
-                let _v33 = x[_i_32];
+                let _v33 = _w_x_40_0[_i_32];
                 let _v35 = _v33.powi(2);
                 _hoisted_sum0_1 += _v35;
                 _hoisted_sum1_2 += _v33;
-                let _v36 = y[_i_32];
+                let _v36 = _w_y_40_1[_i_32];
                 let _v37 = _v33 * _v36;
                 let _v38 = -_v37;
                 _hoisted_sum2_3 += _v38;
@@ -147,13 +149,15 @@ pub fn bgd_rmse_rev(
     let mut _hoisted_sum3_10 = 0.0f64;
     let mut _hoisted_sum4_11 = 0.0f64;
     let mut _hoisted_sum5_12 = 0.0f64;
+    let _w_x_104_0 = if _m_4 > 0 { &x[0.._m_4] } else { &x[..0] };
+    let _w_y_104_1 = if _m_4 > 0 { &y[0.._m_4] } else { &y[..0] };
     for _i_88 in 0.._m_4 {
-        let _v89 = x[_i_88];
+        let _v89 = _w_x_104_0[_i_88];
         let _v91 = _v89.powi(2);
         _hoisted_sum0_7 += _v91;
         let _v93 = 2.0f64 * _v89;
         _hoisted_sum1_8 += _v93;
-        let _v94 = y[_i_88];
+        let _v94 = _w_y_104_1[_i_88];
         let _v95 = _v89 * _v94;
         let _v96 = 2.0f64 * _v95;
         let _v97 = -_v96;

@@ -22,8 +22,10 @@ fn relu_sum_rev(x: &[f64], dx: &mut [f64], w: f64, seed: f64) -> (f64, f64) {
     let mut _adj_s_1 = (-0.0f64);
     let _v5 = x.len();
     let mut _s_6 = 0.0f64;
+    let _w_x_8_0 = if _v5 > 0 { &x[0.._v5] } else { &x[..0] };
+    let _w_dx_8_1 = if _v5 > 0 { &mut dx[0.._v5] } else { &mut dx[..0] };
     for _v7 in 0.._v5 {
-        let _v_8 = x[_v7];
+        let _v_8 = _w_x_8_0[_v7];
         let _v10 = _v_8 > 0.0f64;
         let _y_15 = if _v10 {
             let _v11 = w * _v_8;
@@ -40,7 +42,7 @@ fn relu_sum_rev(x: &[f64], dx: &mut [f64], w: f64, seed: f64) -> (f64, f64) {
         let mut _adj_v14_5 = (-0.0f64);
         let _v21 = _carry_2;
         _adj_v14_5 += _v21;
-        let _v_22 = x[_v7];
+        let _v_22 = _w_x_8_0[_v7];
         let _v24 = _v_22 > 0.0f64;
         let _v29 = if _v24 {
             let _v25 = _adj_v14_5;
@@ -57,7 +59,7 @@ fn relu_sum_rev(x: &[f64], dx: &mut [f64], w: f64, seed: f64) -> (f64, f64) {
         let _v32 = w * _v29;
         _adj_v_4 += _v32;
         let _v33 = _adj_v_4;
-        dx[_v7] += _v33;
+        _w_dx_8_1[_v7] += _v33;
         _s_6 = _v16;
     }
     let _s_34 = _s_6;

@@ -98,19 +98,35 @@ pub fn heat_rev(
             let _v22 = _n_4 - 1;
             _next_4[_v22] = 0.0f64;
             let _v26 = _n_4 - 1;
+            let _w_u_46_0 = if _v26 > 1 { &_u_2[1.._v26] } else { &_u_2[..0] };
+            let _w_u_46_1 = if _v26 > 1 {
+                &_u_2[0..usize::wrapping_sub(_v26, 1)]
+            } else {
+                &_u_2[..0]
+            };
+            let _w_u_46_2 = if _v26 > 1 {
+                &_u_2[2..usize::wrapping_add(_v26, 1)]
+            } else {
+                &_u_2[..0]
+            };
+            let _w_next_46_3 = if _v26 > 1 {
+                &mut _next_4[1.._v26]
+            } else {
+                &mut _next_4[..0]
+            };
             for _i_27 in 1.._v26 {
-                let _v28 = _u_2[_i_27];
+                let _v28 = _w_u_46_0[_i_27 - 1];
                 let _v30 = _i_27 - 1;
-                let _v31 = _u_2[_v30];
-                let _v33 = _u_2[_i_27];
+                let _v31 = _w_u_46_1[_i_27 - 1];
+                let _v33 = _w_u_46_0[_i_27 - 1];
                 let _v34 = 2.0f64 * _v33;
                 let _v35 = _v31 - _v34;
                 let _v37 = _i_27 + 1;
-                let _v38 = _u_2[_v37];
+                let _v38 = _w_u_46_2[_i_27 - 1];
                 let _v39 = _v35 + _v38;
                 let _v40 = r * _v39;
                 let _v41 = _v28 + _v40;
-                _next_4[_i_27] = _v41;
+                _w_next_46_3[_i_27 - 1] = _v41;
             }
             ::core::mem::swap(&mut _u_2, &mut _next_4);
         } else {
@@ -118,28 +134,50 @@ pub fn heat_rev(
             let _v46 = _n_4 - 1;
             _next_4[_v46] = 0.0f64;
             let _v50 = _n_4 - 1;
+            let _w_u_73_0 = if _v50 > 1 { &_u_2[1.._v50] } else { &_u_2[..0] };
+            let _w_u_73_1 = if _v50 > 1 {
+                &_u_2[0..usize::wrapping_sub(_v50, 1)]
+            } else {
+                &_u_2[..0]
+            };
+            let _w_u_73_2 = if _v50 > 1 {
+                &_u_2[2..usize::wrapping_add(_v50, 1)]
+            } else {
+                &_u_2[..0]
+            };
+            let _w_next_73_3 = if _v50 > 1 {
+                &mut _next_4[1.._v50]
+            } else {
+                &mut _next_4[..0]
+            };
             for _i_51 in 1.._v50 {
-                let _v52 = _u_2[_i_51];
+                let _v52 = _w_u_73_0[_i_51 - 1];
                 let _v54 = _i_51 - 1;
-                let _v55 = _u_2[_v54];
-                let _v57 = _u_2[_i_51];
+                let _v55 = _w_u_73_1[_i_51 - 1];
+                let _v57 = _w_u_73_0[_i_51 - 1];
                 let _v58 = 2.0f64 * _v57;
                 let _v59 = _v55 - _v58;
                 let _v61 = _i_51 + 1;
-                let _v62 = _u_2[_v61];
+                let _v62 = _w_u_73_2[_i_51 - 1];
                 let _v63 = _v59 + _v62;
                 let _v64 = r * _v63;
                 let _v65 = _v52 + _v64;
-                _next_4[_i_51] = _v65;
+                _w_next_73_3[_i_51 - 1] = _v65;
             }
             ::core::mem::swap(&mut _u_2, &mut _next_4);
         }
     }
     checkpointer_0.end_forward(_v67 as usize);
     let mut _j_70 = 0.0f64;
+    let _w_u_94_0 = if _n_4 > 0 { &_u_2[0.._n_4] } else { &_u_2[..0] };
+    let _w_zero_u_94_1 = if _n_4 > 0 {
+        &mut _zero_u_3[0.._n_4]
+    } else {
+        &mut _zero_u_3[..0]
+    };
     for _i_71 in 0.._n_4 {
-        let _v72 = _u_2[_i_71];
-        let _v73 = _u_2[_i_71];
+        let _v72 = _w_u_94_0[_i_71];
+        let _v73 = _w_u_94_0[_i_71];
         let _v74 = _v72 * _v73;
         let _v75 = _j_70 + _v74;
         let mut _carry_4 = seed;
@@ -150,12 +188,12 @@ pub fn heat_rev(
         _adj_v39_7 += _v80;
         let _v81 = _adj_v39_7;
         _adj_j_5 += _v81;
-        let _v83 = _u_2[_i_71];
+        let _v83 = _w_u_94_0[_i_71];
         let _v84 = _v83 * _v81;
         let _v85 = 2.0f64 * _v84;
         _adj_v36_6 += _v85;
         let _v86 = _adj_v36_6;
-        _zero_u_3[_i_71] += _v86;
+        _w_zero_u_94_1[_i_71] += _v86;
         _j_70 = _v75;
     }
     let _j_87 = _j_70;

@@ -145,6 +145,8 @@ fn first_big_rev(x: &[f64], dx: &mut [f64], limit: f64, seed: f64) -> (f64, f64)
     let mut _carry_4 = _v47;
     let _v48 = _adj_v21_2;
     let mut _carry_5 = _v48;
+    let _w_x_54_0 = if _v32 > 0 { &x[0.._v32] } else { &x[..0] };
+    let _w_dx_54_1 = if _v32 > 0 { &mut dx[0.._v32] } else { &mut dx[..0] };
     for _rev_t_50 in (0.._v32).rev() {
         let _v51 = _iter_0;
         let _v53 = _v51 - 1;
@@ -160,7 +162,7 @@ fn first_big_rev(x: &[f64], dx: &mut [f64], limit: f64, seed: f64) -> (f64, f64)
         let _v61 = _carry_5;
         _adj_v18_10 += _v61;
         let _v62 = _adj_v13_9;
-        let _v63 = x[_v54];
+        let _v63 = _w_x_54_0[_rev_t_50];
         let _v65 = _v63.powi(2);
         let _v66 = _tape_s_2[_v53];
         let _v67 = _v65 + _v66;
@@ -187,7 +189,7 @@ fn first_big_rev(x: &[f64], dx: &mut [f64], limit: f64, seed: f64) -> (f64, f64)
         let _v82 = 2.0f64 * _v81;
         _adj_v10_8 += _v82;
         let _v83 = _adj_v10_8;
-        dx[_v54] += _v83;
+        _w_dx_54_1[_rev_t_50] += _v83;
         let _v84 = _adj_s_6;
         _carry_4 = _v84;
         let _v85 = _adj_v8_7;

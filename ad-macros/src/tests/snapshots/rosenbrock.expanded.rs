@@ -23,22 +23,26 @@ pub fn rosenbrock_fwd<T: Float>(x: &[T], dx: &[T]) -> (T, T) {
     let _v4 = _v2 - 1;
     let mut _s_6 = ::phidiff::__private::zero::<T>();
     let mut _v7 = ::phidiff::__private::zero::<T>();
+    let _w_x_6_0 = if _v4 > 0 { &x[1..usize::wrapping_add(_v4, 1)] } else { &x[..0] };
+    let _w_x_6_1 = if _v4 > 0 { &x[0.._v4] } else { &x[..0] };
+    let _w_dx_6_2 = if _v4 > 0 { &dx[1..usize::wrapping_add(_v4, 1)] } else { &dx[..0] };
+    let _w_dx_6_3 = if _v4 > 0 { &dx[0.._v4] } else { &dx[..0] };
     for _i_8 in 0.._v4 {
         let _v10 = _i_8 + 1;
-        let _v11 = x[_v10];
-        let _v12 = dx[_v10];
-        let _v13 = x[_i_8];
-        let _v14 = dx[_i_8];
-        let _v15 = x[_i_8];
-        let _v16 = dx[_i_8];
+        let _v11 = _w_x_6_0[_i_8];
+        let _v12 = _w_dx_6_2[_i_8];
+        let _v13 = _w_x_6_1[_i_8];
+        let _v14 = _w_dx_6_3[_i_8];
+        let _v15 = _w_x_6_1[_i_8];
+        let _v16 = _w_dx_6_3[_i_8];
         let _v17 = _v13 * _v15;
         let _v18 = _v14 * _v15;
         let _v19 = _v13 * _v16;
         let _v20 = _v18 + _v19;
         let _a_21 = _v11 - _v17;
         let _v22 = _v12 - _v20;
-        let _v24 = x[_i_8];
-        let _v25 = dx[_i_8];
+        let _v24 = _w_x_6_1[_i_8];
+        let _v25 = _w_dx_6_3[_i_8];
         let _b_26 = ::phidiff::__private::one::<T>() - _v24;
         let _v27 = -_v25;
         let _v29 = ::phidiff::__private::cst::<T>(100.0f64) * _a_21;
@@ -78,14 +82,17 @@ pub fn rosenbrock_rev<T: Float>(x: &[T], dx: &mut [T], seed: T) -> T {
     let _v5 = _v3 - 1;
     let mut _carry_shadow_6 = ::phidiff::__private::zero::<T>();
     let mut _s_6 = ::phidiff::__private::zero::<T>();
+    let _w_x_7_0 = if _v5 > 0 { &x[1..usize::wrapping_add(_v5, 1)] } else { &x[..0] };
+    let _w_x_7_1 = if _v5 > 0 { &x[0.._v5] } else { &x[..0] };
+    let _w_dx_7_2 = if _v5 > 0 { &mut dx[0.._v5] } else { &mut dx[..0] };
     for _i_7 in 0.._v5 {
         let _v9 = _i_7 + 1;
-        let _v10 = x[_v9];
-        let _v11 = x[_i_7];
-        let _v12 = x[_i_7];
+        let _v10 = _w_x_7_0[_i_7];
+        let _v11 = _w_x_7_1[_i_7];
+        let _v12 = _w_x_7_1[_i_7];
         let _v13 = _v11 * _v12;
         let _a_14 = _v10 - _v13;
-        let _v16 = x[_i_7];
+        let _v16 = _w_x_7_1[_i_7];
         let _b_17 = ::phidiff::__private::one::<T>() - _v16;
         let _v19 = ::phidiff::__private::cst::<T>(100.0f64) * _a_14;
         let _v20 = _v19 * _a_14;
@@ -102,8 +109,8 @@ pub fn rosenbrock_rev<T: Float>(x: &[T], dx: &mut [T], seed: T) -> T {
         let _v30 = _adj_v22_5;
         _adj_s_2 += _v30;
         let _v33 = _i_7 + 1;
-        let _v34 = x[_v33];
-        let _v35 = x[_i_7];
+        let _v34 = _w_x_7_0[_i_7];
+        let _v35 = _w_x_7_1[_i_7];
         let _v37 = _v35.powi(2);
         let _v38 = _v34 - _v37;
         let _v39 = _v38 * _v30;
@@ -121,7 +128,7 @@ pub fn rosenbrock_rev<T: Float>(x: &[T], dx: &mut [T], seed: T) -> T {
         let _v52 = _adj_v9_3;
         let _v57 = _carry_shadow_6;
         let _v58 = _v51 + _v57;
-        dx[_i_7] += _v58;
+        _w_dx_7_2[_i_7] += _v58;
         _carry_shadow_6 = _v52;
         _s_6 = _v23;
     }

@@ -1,0 +1,434 @@
+//! Bounds checks taken out of serial loops: index windows.
+//!
+//! An access `buf[base + t]` in a loop `for t in s..e`, made in every iteration (at the
+//! top level of the body, in a loop without `break`), reaches exactly the elements
+//! `base + s .. base + e`. The generated code takes that range as a slice before the loop,
+//! `let w = &buf[base + s..base + e];`, and indexes `w[t - s]` inside it. Slicing checks
+//! the range once; inside the loop the compiler sees `t - s < e - s == w.len()` and drops
+//! the check of every access. Rust's own bounds checks stay in place (no `unsafe`).
+//!
+//! The loop panics exactly when it did: an index out of range at some `t` panicked in
+//! that iteration, and now panics at the slicing, before the loop (the derivative code's
+//! buffers are then left as they were at the loop's start instead of halfway).
+//!
+//! `base` is read off the index's arithmetic: sums, differences and multiples by
+//! constants of values defined outside the loop, of the loop index (coefficient 1), and
+//! of loop-carried counters that start outside the loop and grow by 1 per iteration
+//! (`li += 1`). It is computed with wrapping arithmetic, since its parts may leave the
+//! range of `usize` (`i * n - 1 + t` at `i = 0`) even where the index does not.
+//!
+//! A buffer read but not written in the loop gets a shared window per distinct `base`
+//! (its other reads stay as they are). A buffer written in the loop gets one mutable
+//! window, and only if every access to it in the loop (nested loops included) is one of
+//! these accesses with the same `base`. Loops in parallel bodies (whose buffers are
+//! rebound to owned chunks) and in checkpointing closures are left alone, as are tapes,
+//! scratch slots and two-dimensional buffers.
+
+use crate::ir::*;
+use proc_macro2::{Ident, TokenStream};
+use quote::{format_ident, quote};
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// A loop-invariant part of an index: a value defined outside the loop, or a cell the
+/// loop reads but does not set (the hoisted `_fixed_*` bases).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Term {
+    Value(Value),
+    Cell(Cell),
+}
+
+/// `Σ coef·term + c + t_coef·t`, the index arithmetic of one access.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Affine {
+    terms: BTreeMap<Term, i128>,
+    c: i128,
+    t: i128,
+}
+
+impl Affine {
+    fn constant(c: i128) -> Self {
+        Affine {
+            terms: BTreeMap::new(),
+            c,
+            t: 0,
+        }
+    }
+
+    fn term(v: Term, k: i128) -> Self {
+        let mut a = Affine::constant(0);
+        a.terms.insert(v, k);
+        a
+    }
+
+    fn add(mut self, o: Affine, sign: i128) -> Option<Self> {
+        for (v, k) in o.terms {
+            let e = self.terms.entry(v).or_insert(0);
+            *e = e.checked_add(sign.checked_mul(k)?)?;
+            if *e == 0 {
+                self.terms.remove(&v);
+            }
+        }
+        self.c = self.c.checked_add(sign.checked_mul(o.c)?)?;
+        self.t = self.t.checked_add(sign.checked_mul(o.t)?)?;
+        Some(self)
+    }
+
+    fn scale(mut self, k: i128) -> Option<Self> {
+        for e in self.terms.values_mut() {
+            *e = e.checked_mul(k)?;
+        }
+        self.terms.retain(|_, e| *e != 0);
+        self.c = self.c.checked_mul(k)?;
+        self.t = self.t.checked_mul(k)?;
+        Some(self)
+    }
+}
+
+/// One window, declared before its loop.
+pub struct Decl {
+    pub name: Ident,
+    buf: Buf,
+    mutable: bool,
+    /// The index at `t = 0` (without `t`).
+    base: Affine,
+    start: Value,
+    end: Value,
+}
+
+/// An access through a window: `name[t - start]`.
+pub struct Access {
+    pub name: Ident,
+    index: Value,
+    start: Value,
+}
+
+#[derive(Default)]
+pub struct Windows {
+    /// The windows of each loop.
+    pub before: HashMap<Inst, Vec<Decl>>,
+    /// The accesses that go through a window.
+    pub access: HashMap<Inst, Access>,
+}
+
+/// The windows of the serial loops of `f`.
+pub fn plan(f: &Function) -> Windows {
+    let mut w = Windows::default();
+    visit(f, f.body, &mut w);
+    w
+}
+
+fn visit(f: &Function, b: Block, w: &mut Windows) {
+    for &i in &f.block(b).insts {
+        let kind = &f.inst(i).kind;
+        if f.parallel.contains_key(&i)
+            || matches!(
+                kind,
+                InstKind::CkNew { .. }
+                    | InstKind::CkForwardStep { .. }
+                    | InstKind::CkEndForward { .. }
+                    | InstKind::CkReverse { .. }
+            )
+        {
+            continue;
+        }
+        if let InstKind::For { .. } = kind {
+            plan_loop(f, i, w);
+        }
+        for c in f.child_blocks(i) {
+            visit(f, c, w);
+        }
+    }
+}
+
+fn plan_loop(f: &Function, l: Inst, w: &mut Windows) {
+    let InstKind::For {
+        range,
+        index,
+        params,
+        inits,
+        body,
+        exit,
+    } = &f.inst(l).kind
+    else {
+        return;
+    };
+    if !exit.is_empty() || range.step.is_some() {
+        return;
+    }
+    let mut inside = HashSet::new();
+    f.walk(*body, &mut |i| {
+        inside.insert(i);
+    });
+    let mut set_cells = HashSet::new();
+    f.walk(*body, &mut |i| {
+        if let InstKind::CellSet(c, _) | InstKind::CellAdd(c, _) | InstKind::CellDecl(c, _) =
+            f.inst(i).kind
+        {
+            set_cells.insert(c);
+        }
+    });
+    let cx = Cx {
+        f,
+        l,
+        index: *index,
+        start: range.start,
+        params,
+        inits,
+        yields: &f.block(*body).yields,
+        inside: &inside,
+        set_cells,
+    };
+    let top: HashSet<Inst> = f.block(*body).insts.iter().copied().collect();
+    // Per buffer: the candidate accesses with their `base`, and whether anything else
+    // touches it (`None`: a write elsewhere rules out every window of the buffer).
+    let mut cands: BTreeMap<Buf, Vec<(Inst, Affine)>> = BTreeMap::new();
+    let mut written: HashSet<Buf> = HashSet::new();
+    let mut other: HashSet<Buf> = HashSet::new();
+    f.walk(*body, &mut |i| {
+        let (buf, idx, writes) = match &f.inst(i).kind {
+            InstKind::Load(b, idx) => (*b, idx, false),
+            InstKind::Len(b, _) => {
+                other.insert(*b);
+                return;
+            }
+            InstKind::Store(b, idx, _) | InstKind::StoreAdd(b, idx, _) => (*b, idx, true),
+            _ => {
+                for b in crate::derivative::reverse::touched(f, i) {
+                    written.insert(b);
+                    other.insert(b);
+                }
+                return;
+            }
+        };
+        if writes {
+            written.insert(buf);
+        }
+        let data = f.buf(buf);
+        let eligible = top.contains(&i)
+            && idx.len() == 1
+            && data.rank == 1
+            && matches!(data.kind, BufKind::Param(_) | BufKind::Local | BufKind::Shadow)
+            && !f.scatter.contains_key(&i);
+        match eligible.then(|| cx.affine(idx[0], 0)).flatten() {
+            Some(a) if a.t == 1 => cands.entry(buf).or_default().push((i, a)),
+            _ => {
+                other.insert(buf);
+            }
+        }
+    });
+    for (buf, list) in cands {
+        let mutable = written.contains(&buf);
+        let mut bases: Vec<Affine> = Vec::new();
+        for (_, a) in &list {
+            let mut b = a.clone();
+            b.t = 0;
+            if !bases.contains(&b) {
+                bases.push(b);
+            }
+        }
+        if mutable && (other.contains(&buf) || bases.len() > 1) {
+            continue;
+        }
+        for base in bases {
+            let name = format_ident!("_w_{}_{}_{}", f.buf(buf).name, l.0, w.before.get(&l).map_or(0, Vec::len));
+            for (i, a) in &list {
+                if a.terms == base.terms && a.c == base.c {
+                    w.access.insert(
+                        *i,
+                        Access {
+                            name: name.clone(),
+                            index: *index,
+                            start: range.start,
+                        },
+                    );
+                }
+            }
+            w.before.entry(l).or_default().push(Decl {
+                name,
+                buf,
+                mutable,
+                base,
+                start: range.start,
+                end: range.end,
+            });
+        }
+    }
+}
+
+struct Cx<'a> {
+    f: &'a Function,
+    l: Inst,
+    index: Value,
+    start: Value,
+    params: &'a [Value],
+    inits: &'a [Value],
+    yields: &'a [Value],
+    inside: &'a HashSet<Inst>,
+    /// The cells the loop sets.
+    set_cells: HashSet<Cell>,
+}
+
+impl Cx<'_> {
+    fn invariant(&self, v: Value) -> bool {
+        match self.f.value(v).def {
+            ValueDef::Result(i, _) => !self.inside.contains(&i),
+            ValueDef::LoopIndex(j) | ValueDef::LoopParam(j, _) => {
+                j != self.l && !self.inside.contains(&j)
+            }
+        }
+    }
+
+    fn affine(&self, v: Value, depth: u32) -> Option<Affine> {
+        if depth > 24 {
+            return None;
+        }
+        let f = self.f;
+        if v == self.index {
+            return Some(Affine { t: 1, ..Affine::constant(0) });
+        }
+        if let Some(c) = int_const(f, v) {
+            return Some(Affine::constant(c));
+        }
+        if self.invariant(v) {
+            return Some(Affine::term(Term::Value(v), 1));
+        }
+        match f.value(v).def {
+            // A counter `p` that starts at `p₀` and grows by 1 per iteration is
+            // `p₀ + (t − s)`.
+            ValueDef::LoopParam(j, n) if j == self.l => {
+                let n = n as usize;
+                let (p, init) = (self.params[n], self.inits[n]);
+                let InstKind::Binary(BinOp::Add, a, b) = f.inst(f.def_inst(self.yields[n])).kind
+                else {
+                    return None;
+                };
+                let one = |x: Value| int_const(f, x) == Some(1);
+                if !((a == p && one(b)) || (b == p && one(a))) || !self.invariant(init) {
+                    return None;
+                }
+                Affine::term(Term::Value(init), 1)
+                    .add(Affine::term(Term::Value(self.start), 1), -1)?
+                    .add(Affine { t: 1, ..Affine::constant(0) }, 1)
+            }
+            ValueDef::Result(i, 0) => match f.inst(i).kind {
+                InstKind::Binary(BinOp::Add, a, b) => {
+                    self.affine(a, depth + 1)?.add(self.affine(b, depth + 1)?, 1)
+                }
+                InstKind::Binary(BinOp::Sub, a, b) => {
+                    self.affine(a, depth + 1)?.add(self.affine(b, depth + 1)?, -1)
+                }
+                InstKind::Binary(BinOp::Mul, a, b) => {
+                    let (x, y) = (self.affine(a, depth + 1)?, self.affine(b, depth + 1)?);
+                    let is_const = |z: &Affine| z.terms.is_empty() && z.t == 0;
+                    if is_const(&y) {
+                        x.scale(y.c)
+                    } else if is_const(&x) {
+                        y.scale(x.c)
+                    } else {
+                        None
+                    }
+                }
+                InstKind::CellGet(c) if !self.set_cells.contains(&c) => {
+                    Some(Affine::term(Term::Cell(c), 1))
+                }
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+}
+
+impl super::Ctx<'_> {
+    /// `let w = &buf[base + s..base + e];` for each window of loop `l` (an empty window
+    /// when the loop does not run).
+    pub(super) fn window_decls(&self, l: Inst) -> TokenStream {
+        let Some(decls) = self.windows.before.get(&l) else {
+            return quote!();
+        };
+        let mut out = quote!();
+        for d in decls {
+            let n = self.buf(d.buf);
+            let (s, e) = (self.val(d.start), self.val(d.end));
+            let lo = self.wrapping(&d.base, d.start);
+            let hi = self.wrapping(&d.base, d.end);
+            let name = &d.name;
+            out.extend(if d.mutable {
+                quote!(let #name = if #e > #s { &mut #n[#lo..#hi] } else { &mut #n[..0] };)
+            } else {
+                quote!(let #name = if #e > #s { &#n[#lo..#hi] } else { &#n[..0] };)
+            });
+        }
+        out
+    }
+
+    /// The window access replacing `buf[idx]` in instruction `i`, if it has one.
+    pub(super) fn window_index(&self, i: Inst) -> Option<TokenStream> {
+        let a = self.windows.access.get(&i)?;
+        let name = &a.name;
+        let t = self.val(a.index);
+        Some(if int_const(self.f, a.start) == Some(0) {
+            quote!(#name[#t])
+        } else {
+            let s = self.val(a.start);
+            quote!(#name[#t - #s])
+        })
+    }
+
+    /// `base + plus` in wrapping `usize` arithmetic (written as `usize::wrapping_add(a, b)`,
+    /// which also fixes the type of a cell declared with a bare `0`).
+    fn wrapping(&self, base: &Affine, plus: Value) -> TokenStream {
+        let mut c = base.c;
+        let mut parts: Vec<(TokenStream, i128)> = base
+            .terms
+            .iter()
+            .map(|(v, k)| {
+                let v = match v {
+                    Term::Value(v) => self.val(*v),
+                    Term::Cell(c) => {
+                        let c = self.cell(*c);
+                        quote!(#c)
+                    }
+                };
+                (v, *k)
+            })
+            .collect();
+        match int_const(self.f, plus) {
+            Some(k) => c += k,
+            None => parts.push((self.val(plus), 1)),
+        }
+        let mut acc: Option<TokenStream> = None;
+        for (v, k) in parts {
+            let mag = proc_macro2::Literal::u128_unsuffixed(k.unsigned_abs());
+            let term = if k.unsigned_abs() == 1 {
+                v
+            } else {
+                quote!(usize::wrapping_mul(#v, #mag))
+            };
+            acc = Some(match (acc, k > 0) {
+                (None, true) => term,
+                (None, false) => quote!(usize::wrapping_sub(0, #term)),
+                (Some(a), true) => quote!(usize::wrapping_add(#a, #term)),
+                (Some(a), false) => quote!(usize::wrapping_sub(#a, #term)),
+            });
+        }
+        let lit = proc_macro2::Literal::u128_unsuffixed(c.unsigned_abs());
+        match acc {
+            None if c >= 0 => quote!(#lit),
+            None => quote!(usize::wrapping_sub(0, #lit)),
+            Some(a) if c == 0 => a,
+            Some(a) if c > 0 => quote!(usize::wrapping_add(#a, #lit)),
+            Some(a) => quote!(usize::wrapping_sub(#a, #lit)),
+        }
+    }
+}
+
+/// The value of an integer constant.
+fn int_const(f: &Function, v: Value) -> Option<i128> {
+    match f.value(v).def {
+        ValueDef::Result(i, 0) => match f.inst(i).kind {
+            InstKind::IConst(c) => Some(c),
+            _ => None,
+        },
+        _ => None,
+    }
+}
