@@ -254,6 +254,18 @@ numeric_tests! {
         logistic_loss_gradient,
         gmm_log_likelihood_gradient,
     ],
+    /// Affine accesses sliced once before their loop (index windows): bases below zero,
+    /// loop-carried counters, ranges above zero or empty, written buffers, overruns.
+    windows: [
+        rows_with_a_base_below_zero,
+        triangular_counter_and_empty_ranges,
+        offsets_and_written_buffers,
+        in_range_reads_pass,
+        #[should_panic(expected = "out of")]
+        reverse_panics_on_an_overrun,
+        #[should_panic(expected = "out of")]
+        forward_panics_on_an_overrun,
+    ],
 }
 
 /// The cross-check itself can fail: two bodies whose gradients differ far below the

@@ -31,10 +31,22 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// A loop-invariant part of an index: a value defined outside the loop, or a cell the
 /// loop reads but does not set (the hoisted `_fixed_*` bases).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Term {
     Value(Value),
     Cell(Cell),
+    /// An integer expression the loop computes from invariant values only (`i * n` inside
+    /// `for j ..`), by its canonical text; [`Windows::inner`] holds its tree.
+    Inner(String),
+}
+
+/// An invariant integer expression computed inside the loop, rebuilt before it.
+#[derive(Clone, Debug)]
+enum Expr {
+    Leaf(Value),
+    Cell(Cell),
+    Const(i128),
+    Bin(BinOp, Box<Expr>, Box<Expr>),
 }
 
 /// `Σ coef·term + c + t_coef·t`, the index arithmetic of one access.
@@ -62,7 +74,7 @@ impl Affine {
 
     fn add(mut self, o: Affine, sign: i128) -> Option<Self> {
         for (v, k) in o.terms {
-            let e = self.terms.entry(v).or_insert(0);
+            let e = self.terms.entry(v.clone()).or_insert(0);
             *e = e.checked_add(sign.checked_mul(k)?)?;
             if *e == 0 {
                 self.terms.remove(&v);
@@ -108,6 +120,8 @@ pub struct Windows {
     pub before: HashMap<Inst, Vec<Decl>>,
     /// The accesses that go through a window.
     pub access: HashMap<Inst, Access>,
+    /// The expressions of the [`Term::Inner`] parts of the bases.
+    inner: HashMap<String, Expr>,
 }
 
 /// The windows of the serial loops of `f`.
@@ -177,6 +191,7 @@ fn plan_loop(f: &Function, l: Inst, w: &mut Windows) {
         yields: &f.block(*body).yields,
         inside: &inside,
         set_cells,
+        inner: Default::default(),
     };
     let top: HashSet<Inst> = f.block(*body).insts.iter().copied().collect();
     // Per buffer: the candidate accesses with their `base`, and whether anything else
@@ -207,7 +222,10 @@ fn plan_loop(f: &Function, l: Inst, w: &mut Windows) {
         let eligible = top.contains(&i)
             && idx.len() == 1
             && data.rank == 1
-            && matches!(data.kind, BufKind::Param(_) | BufKind::Local | BufKind::Shadow)
+            && matches!(
+                data.kind,
+                BufKind::Param(_) | BufKind::Local | BufKind::Shadow
+            )
             && !f.scatter.contains_key(&i);
         match eligible.then(|| cx.affine(idx[0], 0)).flatten() {
             Some(a) if a.t == 1 => cands.entry(buf).or_default().push((i, a)),
@@ -216,6 +234,7 @@ fn plan_loop(f: &Function, l: Inst, w: &mut Windows) {
             }
         }
     });
+    w.inner.extend(cx.inner.take());
     for (buf, list) in cands {
         let mutable = written.contains(&buf);
         let mut bases: Vec<Affine> = Vec::new();
@@ -230,7 +249,12 @@ fn plan_loop(f: &Function, l: Inst, w: &mut Windows) {
             continue;
         }
         for base in bases {
-            let name = format_ident!("_w_{}_{}_{}", f.buf(buf).name, l.0, w.before.get(&l).map_or(0, Vec::len));
+            let name = format_ident!(
+                "_w_{}_{}_{}",
+                f.buf(buf).name,
+                l.0,
+                w.before.get(&l).map_or(0, Vec::len)
+            );
             for (i, a) in &list {
                 if a.terms == base.terms && a.c == base.c {
                     w.access.insert(
@@ -266,6 +290,8 @@ struct Cx<'a> {
     inside: &'a HashSet<Inst>,
     /// The cells the loop sets.
     set_cells: HashSet<Cell>,
+    /// The [`Term::Inner`] expressions met.
+    inner: std::cell::RefCell<HashMap<String, Expr>>,
 }
 
 impl Cx<'_> {
@@ -284,7 +310,10 @@ impl Cx<'_> {
         }
         let f = self.f;
         if v == self.index {
-            return Some(Affine { t: 1, ..Affine::constant(0) });
+            return Some(Affine {
+                t: 1,
+                ..Affine::constant(0)
+            });
         }
         if let Some(c) = int_const(f, v) {
             return Some(Affine::constant(c));
@@ -308,15 +337,21 @@ impl Cx<'_> {
                 }
                 Affine::term(Term::Value(init), 1)
                     .add(Affine::term(Term::Value(self.start), 1), -1)?
-                    .add(Affine { t: 1, ..Affine::constant(0) }, 1)
+                    .add(
+                        Affine {
+                            t: 1,
+                            ..Affine::constant(0)
+                        },
+                        1,
+                    )
             }
             ValueDef::Result(i, 0) => match f.inst(i).kind {
-                InstKind::Binary(BinOp::Add, a, b) => {
-                    self.affine(a, depth + 1)?.add(self.affine(b, depth + 1)?, 1)
-                }
-                InstKind::Binary(BinOp::Sub, a, b) => {
-                    self.affine(a, depth + 1)?.add(self.affine(b, depth + 1)?, -1)
-                }
+                InstKind::Binary(BinOp::Add, a, b) => self
+                    .affine(a, depth + 1)?
+                    .add(self.affine(b, depth + 1)?, 1),
+                InstKind::Binary(BinOp::Sub, a, b) => self
+                    .affine(a, depth + 1)?
+                    .add(self.affine(b, depth + 1)?, -1),
                 InstKind::Binary(BinOp::Mul, a, b) => {
                     let (x, y) = (self.affine(a, depth + 1)?, self.affine(b, depth + 1)?);
                     let is_const = |z: &Affine| z.terms.is_empty() && z.t == 0;
@@ -325,14 +360,52 @@ impl Cx<'_> {
                     } else if is_const(&x) {
                         y.scale(x.c)
                     } else {
-                        None
+                        self.inner_term(v)
                     }
                 }
                 InstKind::CellGet(c) if !self.set_cells.contains(&c) => {
                     Some(Affine::term(Term::Cell(c), 1))
                 }
-                _ => None,
+                _ => self.inner_term(v),
             },
+            _ => None,
+        }
+    }
+
+    /// `v` as one opaque invariant part, if the loop computes it from invariant values.
+    fn inner_term(&self, v: Value) -> Option<Affine> {
+        let e = self.invariant_expr(v, 0)?;
+        let key = format!("{e:?}");
+        self.inner.borrow_mut().insert(key.clone(), e);
+        Some(Affine::term(Term::Inner(key), 1))
+    }
+
+    /// The tree of `v` if it is integer `+ − * / %` of invariant values and of cells the
+    /// loop does not set.
+    fn invariant_expr(&self, v: Value, depth: u32) -> Option<Expr> {
+        if depth > 24 || v == self.index {
+            return None;
+        }
+        if let Some(c) = int_const(self.f, v) {
+            return Some(Expr::Const(c));
+        }
+        if self.invariant(v) {
+            return Some(Expr::Leaf(v));
+        }
+        let ValueDef::Result(i, 0) = self.f.value(v).def else {
+            return None;
+        };
+        match self.f.inst(i).kind {
+            InstKind::Binary(
+                op @ (BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem),
+                a,
+                b,
+            ) if self.f.ty(v) == Ty::Int => Some(Expr::Bin(
+                op,
+                Box::new(self.invariant_expr(a, depth + 1)?),
+                Box::new(self.invariant_expr(b, depth + 1)?),
+            )),
+            InstKind::CellGet(c) if !self.set_cells.contains(&c) => Some(Expr::Cell(c)),
             _ => None,
         }
     }
@@ -388,6 +461,7 @@ impl super::Ctx<'_> {
                         let c = self.cell(*c);
                         quote!(#c)
                     }
+                    Term::Inner(key) => self.inner_expr(&self.windows.inner[key]),
                 };
                 (v, *k)
             })
@@ -422,6 +496,33 @@ impl super::Ctx<'_> {
     }
 }
 
+impl super::Ctx<'_> {
+    /// An invariant expression rebuilt before its loop, with the loop's own operators (so
+    /// it panics on overflow where the loop's first iteration did).
+    fn inner_expr(&self, e: &Expr) -> TokenStream {
+        match e {
+            Expr::Leaf(v) => self.val(*v),
+            Expr::Cell(c) => {
+                let c = self.cell(*c);
+                quote!(#c)
+            }
+            Expr::Const(c) => {
+                let lit = proc_macro2::Literal::i128_unsuffixed(*c);
+                if *c < 0 {
+                    quote!((#lit))
+                } else {
+                    quote!(#lit)
+                }
+            }
+            Expr::Bin(op, a, b) => {
+                let (a, b) = (self.inner_expr(a), self.inner_expr(b));
+                let op: TokenStream = op.symbol().parse().expect("operator");
+                quote!((#a #op #b))
+            }
+        }
+    }
+}
+
 /// The value of an integer constant.
 fn int_const(f: &Function, v: Value) -> Option<i128> {
     match f.value(v).def {
@@ -430,5 +531,82 @@ fn int_const(f: &Function, v: Value) -> Option<i128> {
             _ => None,
         },
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quote::quote;
+
+    fn programs(item: TokenStream) -> [Function; 2] {
+        let item: syn::ItemFn = syn::parse2(item).expect("a function");
+        let c = crate::expand::compile_for_tests(&item).expect("compiles");
+        [c.forward, c.reverse]
+    }
+
+    /// The accesses to the buffer named `name`, and how many of them go through a window.
+    fn windowed(f: &Function, name: &str) -> (usize, usize) {
+        let plan = plan(f);
+        let (mut all, mut through) = (0, 0);
+        f.walk(f.body, &mut |i| {
+            if let InstKind::Load(b, _) | InstKind::Store(b, ..) | InstKind::StoreAdd(b, ..) =
+                f.inst(i).kind
+            {
+                if f.buf(b).name == name {
+                    all += 1;
+                    through += usize::from(plan.access.contains_key(&i));
+                }
+            }
+        });
+        (all, through)
+    }
+
+    #[test]
+    fn triangular_product_reads_through_windows() {
+        // The counter `li` (grows by 1 per inner iteration) and the invariant `c * d`.
+        let [fwd, rev] = programs(quote! {
+            fn tri(l: &[f64], x: &[f64], d: usize) -> f64 {
+                let mut z = vec![0.0; d];
+                let mut li = 0;
+                for c in 0..d {
+                    for r in c + 1..d {
+                        z[r] += l[li] * x[c * d + r];
+                        li += 1;
+                    }
+                }
+                let mut s = 0.0;
+                for j in 0..d {
+                    s += z[j] * z[j];
+                }
+                s
+            }
+        });
+        for f in [&fwd, &rev] {
+            let (all, through) = windowed(f, "l");
+            assert!(all > 0 && through == all, "{through} of {all} reads of `l`");
+            let (all, through) = windowed(f, "x");
+            assert!(all > 0 && through == all, "{through} of {all} reads of `x`");
+        }
+    }
+
+    #[test]
+    fn conditional_and_doubly_written_accesses_keep_their_checks() {
+        let [fwd, _] = programs(quote! {
+            fn f(x: &[f64], n: usize) -> f64 {
+                let mut w = vec![0.0; n + 1];
+                let mut s = 0.0;
+                for i in 0..n {
+                    if i % 2 == 0 {
+                        s += x[i];
+                    }
+                    w[i] += s;
+                    w[i + 1] += 0.5 * s;
+                }
+                s + w[n]
+            }
+        });
+        assert_eq!(windowed(&fwd, "x").1, 0, "a read inside a branch");
+        assert_eq!(windowed(&fwd, "w").1, 0, "one loop, two mutable windows");
     }
 }

@@ -153,7 +153,10 @@ fn apply(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst) {
             }
             let new = std::mem::take(&mut f.blocks[scratch.index()].insts);
             let list = &mut f.blocks[body.index()].insts;
-            let at = list.iter().position(|j| j == i).expect("a site at the top level");
+            let at = list
+                .iter()
+                .position(|j| j == i)
+                .expect("a site at the top level");
             list.splice(at..=at, new.iter().copied());
             for j in new {
                 parent.insert(j, body);
