@@ -196,3 +196,28 @@ pub fn forward_panics_on_an_overrun() {
     let x = point(4, 0.2);
     overrun_fwd(&x, &x, 1);
 }
+
+/// A counter `li` (a `usize`) stepped by a loop over an `i32` range: the window of `x[li]`
+/// converts the range's length to `usize`. Forward mode only: the reverse program of this
+/// function does not compile yet (its closed form of `li`, `0 + (k − 1)`, is an `i32`).
+#[differentiate(forward)]
+pub fn counter_in_an_i32_loop(x: &[f64], m: i32) -> f64 {
+    let mut s = 0.0;
+    let mut li = 0;
+    for k in 1..m {
+        s += x[li] * x[li] * (k as f64);
+        li += 1;
+    }
+    s
+}
+
+pub fn counter_stepped_by_an_i32_loop() {
+    let x = point(4, 0.6);
+    let v = point(4, 2.1);
+    for m in [0, 1, 4] {
+        let (y, dy) = counter_in_an_i32_loop_fwd(&x, &v, m);
+        assert_close("value", y, counter_in_an_i32_loop(&x, m), 1e-15, 0.0);
+        let fd = directional_fd(&|p| vec![counter_in_an_i32_loop(p, m)], &x, &v);
+        assert_close("tangent", dy, fd[0], 1e-7, 1e-9);
+    }
+}

@@ -14,8 +14,11 @@
 //! `base` is read off the index's arithmetic: sums, differences and multiples by
 //! constants of values defined outside the loop, of the loop index (coefficient 1), and
 //! of loop-carried counters that start outside the loop and grow by 1 per iteration
-//! (`li += 1`). It is computed with wrapping arithmetic, since its parts may leave the
-//! range of `usize` (`i * n - 1 + t` at `i = 0`) even where the index does not.
+//! (`li += 1`; the window is then `lo..lo + (e − s) as usize`, since the loop index need
+//! not be a `usize`), and of integer expressions the loop computes from invariant values
+//! (`i * n`), rebuilt before it. It is computed with wrapping arithmetic, since its parts
+//! may leave the range of `usize` (`i * n - 1 + t` at `i = 0`) even where the index
+//! does not.
 //!
 //! A buffer read but not written in the loop gets a shared window per distinct `base`
 //! (its other reads stay as they are). A buffer written in the loop gets one mutable
@@ -105,6 +108,9 @@ pub struct Decl {
     base: Affine,
     start: Value,
     end: Value,
+    /// Some access reads the index off a loop-carried counter, so the loop index itself
+    /// may be of another integer type than `usize`: its range is converted.
+    cast: bool,
 }
 
 /// An access through a window: `name[t - start]`.
@@ -112,6 +118,7 @@ pub struct Access {
     pub name: Ident,
     index: Value,
     start: Value,
+    cast: bool,
 }
 
 #[derive(Default)]
@@ -192,11 +199,12 @@ fn plan_loop(f: &Function, l: Inst, w: &mut Windows) {
         inside: &inside,
         set_cells,
         inner: Default::default(),
+        counter: Default::default(),
     };
     let top: HashSet<Inst> = f.block(*body).insts.iter().copied().collect();
-    // Per buffer: the candidate accesses with their `base`, and whether anything else
-    // touches it (`None`: a write elsewhere rules out every window of the buffer).
-    let mut cands: BTreeMap<Buf, Vec<(Inst, Affine)>> = BTreeMap::new();
+    // Per buffer: the candidate accesses with their `base` (and whether it came through a
+    // counter); the buffers written in the loop; those accessed in any other way.
+    let mut cands: BTreeMap<Buf, Vec<(Inst, Affine, bool)>> = BTreeMap::new();
     let mut written: HashSet<Buf> = HashSet::new();
     let mut other: HashSet<Buf> = HashSet::new();
     f.walk(*body, &mut |i| {
@@ -227,8 +235,9 @@ fn plan_loop(f: &Function, l: Inst, w: &mut Windows) {
                 BufKind::Param(_) | BufKind::Local | BufKind::Shadow
             )
             && !f.scatter.contains_key(&i);
+        cx.counter.set(false);
         match eligible.then(|| cx.affine(idx[0], 0)).flatten() {
-            Some(a) if a.t == 1 => cands.entry(buf).or_default().push((i, a)),
+            Some(a) if a.t == 1 => cands.entry(buf).or_default().push((i, a, cx.counter.get())),
             _ => {
                 other.insert(buf);
             }
@@ -238,7 +247,7 @@ fn plan_loop(f: &Function, l: Inst, w: &mut Windows) {
     for (buf, list) in cands {
         let mutable = written.contains(&buf);
         let mut bases: Vec<Affine> = Vec::new();
-        for (_, a) in &list {
+        for (_, a, _) in &list {
             let mut b = a.clone();
             b.t = 0;
             if !bases.contains(&b) {
@@ -255,14 +264,17 @@ fn plan_loop(f: &Function, l: Inst, w: &mut Windows) {
                 l.0,
                 w.before.get(&l).map_or(0, Vec::len)
             );
-            for (i, a) in &list {
-                if a.terms == base.terms && a.c == base.c {
+            let same = |a: &Affine| a.terms == base.terms && a.c == base.c;
+            let cast = list.iter().any(|(_, a, c)| *c && same(a));
+            for (i, a, _) in &list {
+                if same(a) {
                     w.access.insert(
                         *i,
                         Access {
                             name: name.clone(),
                             index: *index,
                             start: range.start,
+                            cast,
                         },
                     );
                 }
@@ -274,6 +286,7 @@ fn plan_loop(f: &Function, l: Inst, w: &mut Windows) {
                 base,
                 start: range.start,
                 end: range.end,
+                cast,
             });
         }
     }
@@ -292,6 +305,8 @@ struct Cx<'a> {
     set_cells: HashSet<Cell>,
     /// The [`Term::Inner`] expressions met.
     inner: std::cell::RefCell<HashMap<String, Expr>>,
+    /// Set when an index was read off a loop-carried counter.
+    counter: std::cell::Cell<bool>,
 }
 
 impl Cx<'_> {
@@ -335,6 +350,7 @@ impl Cx<'_> {
                 if !((a == p && one(b)) || (b == p && one(a))) || !self.invariant(init) {
                     return None;
                 }
+                self.counter.set(true);
                 Affine::term(Term::Value(init), 1)
                     .add(Affine::term(Term::Value(self.start), 1), -1)?
                     .add(
@@ -413,7 +429,8 @@ impl Cx<'_> {
 
 impl super::Ctx<'_> {
     /// `let w = &buf[base + s..base + e];` for each window of loop `l` (an empty window
-    /// when the loop does not run).
+    /// when the loop does not run). Where the index was read off a counter, `base` holds
+    /// `−s` and the loop index may not be a `usize`: `&buf[lo..lo + (e − s) as usize]`.
     pub(super) fn window_decls(&self, l: Inst) -> TokenStream {
         let Some(decls) = self.windows.before.get(&l) else {
             return quote!();
@@ -422,8 +439,12 @@ impl super::Ctx<'_> {
         for d in decls {
             let n = self.buf(d.buf);
             let (s, e) = (self.val(d.start), self.val(d.end));
-            let lo = self.wrapping(&d.base, d.start);
-            let hi = self.wrapping(&d.base, d.end);
+            let lo = self.wrapping(&self.plus(&d.base, d.start));
+            let hi = if d.cast {
+                quote!(usize::wrapping_add(#lo, (#e - #s) as usize))
+            } else {
+                self.wrapping(&self.plus(&d.base, d.end))
+            };
             let name = &d.name;
             out.extend(if d.mutable {
                 quote!(let #name = if #e > #s { &mut #n[#lo..#hi] } else { &mut #n[..0] };)
@@ -439,19 +460,29 @@ impl super::Ctx<'_> {
         let a = self.windows.access.get(&i)?;
         let name = &a.name;
         let t = self.val(a.index);
-        Some(if int_const(self.f, a.start) == Some(0) {
-            quote!(#name[#t])
-        } else {
-            let s = self.val(a.start);
-            quote!(#name[#t - #s])
+        let s = (int_const(self.f, a.start) != Some(0)).then(|| self.val(a.start));
+        Some(match (s, a.cast) {
+            (None, false) => quote!(#name[#t]),
+            (None, true) => quote!(#name[#t as usize]),
+            (Some(s), false) => quote!(#name[#t - #s]),
+            (Some(s), true) => quote!(#name[(#t - #s) as usize]),
         })
     }
 
-    /// `base + plus` in wrapping `usize` arithmetic (written as `usize::wrapping_add(a, b)`,
-    /// which also fixes the type of a cell declared with a bare `0`).
-    fn wrapping(&self, base: &Affine, plus: Value) -> TokenStream {
-        let mut c = base.c;
-        let mut parts: Vec<(TokenStream, i128)> = base
+    /// `base + v`, a constant `v` folded in.
+    fn plus(&self, base: &Affine, v: Value) -> Affine {
+        let term = match int_const(self.f, v) {
+            Some(c) => Affine::constant(c),
+            None => Affine::term(Term::Value(v), 1),
+        };
+        base.clone().add(term, 1).expect("small coefficients")
+    }
+
+    /// `base` in wrapping `usize` arithmetic (written as `usize::wrapping_add(a, b)`, which
+    /// also fixes the type of a cell declared with a bare `0`).
+    fn wrapping(&self, base: &Affine) -> TokenStream {
+        let c = base.c;
+        let parts: Vec<(TokenStream, i128)> = base
             .terms
             .iter()
             .map(|(v, k)| {
@@ -466,10 +497,6 @@ impl super::Ctx<'_> {
                 (v, *k)
             })
             .collect();
-        match int_const(self.f, plus) {
-            Some(k) => c += k,
-            None => parts.push((self.val(plus), 1)),
-        }
         let mut acc: Option<TokenStream> = None;
         for (v, k) in parts {
             let mag = proc_macro2::Literal::u128_unsuffixed(k.unsigned_abs());
