@@ -27,6 +27,7 @@
 //! rebound to owned chunks) and in checkpointing closures are left alone, as are tapes,
 //! scratch slots and two-dimensional buffers.
 
+use crate::derivative::reverse::int_const;
 use crate::ir::*;
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
@@ -547,17 +548,6 @@ impl super::Ctx<'_> {
                 quote!((#a #op #b))
             }
         }
-    }
-}
-
-/// The value of an integer constant.
-fn int_const(f: &Function, v: Value) -> Option<i128> {
-    match f.value(v).def {
-        ValueDef::Result(i, 0) => match f.inst(i).kind {
-            InstKind::IConst(c) => Some(c),
-            _ => None,
-        },
-        _ => None,
     }
 }
 

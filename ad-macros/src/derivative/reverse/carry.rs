@@ -108,7 +108,8 @@ struct Plan {
     by_offset: BTreeMap<i128, Vec<(Inst, Value, Value)>>,
 }
 
-pub(super) fn int_const(f: &Function, v: Value) -> Option<i128> {
+/// The value of an integer constant.
+pub fn int_const(f: &Function, v: Value) -> Option<i128> {
     match f.value(v).def {
         ValueDef::Result(i, 0) => match f.inst(i).kind {
             InstKind::IConst(c) => Some(c),

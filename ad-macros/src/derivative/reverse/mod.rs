@@ -8,7 +8,7 @@
 mod adjoint;
 mod carry;
 mod checkpoint;
-pub use carry::touched_bufs as touched;
+pub use carry::{int_const, touched_bufs as touched};
 pub use checkpoint::check as check_checkpoints;
 mod control;
 mod fuse;
