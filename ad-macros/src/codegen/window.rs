@@ -27,7 +27,7 @@
 //! rebound to owned chunks) and in checkpointing closures are left alone, as are tapes,
 //! scratch slots and two-dimensional buffers.
 
-use crate::derivative::reverse::int_const;
+use crate::derivative::reverse::{int_const, is_checkpoint};
 use crate::ir::*;
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
@@ -141,19 +141,10 @@ pub fn plan(f: &Function) -> Windows {
 
 fn visit(f: &Function, b: Block, w: &mut Windows) {
     for &i in &f.block(b).insts {
-        let kind = &f.inst(i).kind;
-        if f.parallel.contains_key(&i)
-            || matches!(
-                kind,
-                InstKind::CkNew { .. }
-                    | InstKind::CkForwardStep { .. }
-                    | InstKind::CkEndForward { .. }
-                    | InstKind::CkReverse { .. }
-            )
-        {
+        if f.parallel.contains_key(&i) || is_checkpoint(f, i) {
             continue;
         }
-        if let InstKind::For { .. } = kind {
+        if let InstKind::For { .. } = f.inst(i).kind {
             plan_loop(f, i, w);
         }
         for c in f.child_blocks(i) {

@@ -10,6 +10,7 @@ mod carry;
 mod checkpoint;
 pub use carry::{int_const, touched_bufs as touched};
 pub use checkpoint::check as check_checkpoints;
+pub use promote::is_checkpoint;
 mod control;
 mod fuse;
 mod hoist;

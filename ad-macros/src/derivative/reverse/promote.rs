@@ -63,7 +63,7 @@ pub(super) fn collect_loops(f: &Function, b: Block, out: &mut Vec<Inst>) -> bool
 }
 
 /// The checkpointing instructions run their blocks as closures of the runtime.
-fn is_checkpoint(f: &Function, i: Inst) -> bool {
+pub fn is_checkpoint(f: &Function, i: Inst) -> bool {
     matches!(
         f.inst(i).kind,
         InstKind::CkNew { .. }
