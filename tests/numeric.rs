@@ -260,7 +260,7 @@ numeric_tests! {
         rows_with_a_base_below_zero,
         triangular_counter_and_empty_ranges,
         offsets_and_written_buffers,
-        counter_stepped_by_an_i32_loop,
+        counters_stepped_by_an_i32_loop,
         in_range_reads_pass,
         #[should_panic(expected = "out of")]
         reverse_panics_on_an_overrun,

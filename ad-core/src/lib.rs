@@ -65,6 +65,21 @@ pub mod __private {
             .expect("phidiff: an integer is not representable in the float type")
     }
 
+    /// `v` in the integer type of `like`: the reverse sweep rebuilds a counter stepped in a
+    /// loop as `init + (k − s)·step`, and the loop index `k` may be of another integer type
+    /// than the counter (`li += 1` inside `for k in 1..m` with `m: i32`). Where the types
+    /// agree this is the identity.
+    #[inline(always)]
+    pub fn int_like<A, B>(v: B, _like: A) -> A
+    where
+        B: TryInto<A> + Copy + core::fmt::Debug,
+    {
+        match v.try_into() {
+            Ok(x) => x,
+            Err(_) => panic!("phidiff: loop iteration {v:?} does not fit the counter's type"),
+        }
+    }
+
     /// Panics unless the tangent or shadow `shadow` of buffer parameter `param` has its
     /// length, naming both and saying how to allocate it.
     #[inline]

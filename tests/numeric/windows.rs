@@ -197,27 +197,40 @@ pub fn forward_panics_on_an_overrun() {
     overrun_fwd(&x, &x, 1);
 }
 
-/// A counter `li` (a `usize`) stepped by a loop over an `i32` range: the window of `x[li]`
-/// converts the range's length to `usize`. Forward mode only: the reverse program of this
-/// function does not compile yet (its closed form of `li`, `0 + (k − 1)`, is an `i32`).
-#[differentiate(forward)]
-pub fn counter_in_an_i32_loop(x: &[f64], m: i32) -> f64 {
+/// Counters (`usize`) stepped by a loop over an `i32` range that may start below zero:
+/// `li` by 1 (its reads go through a window whose range is converted to `usize`), `lj` by 2
+/// (no window). The reverse sweep rebuilds both as `init + (k − a)·step`, with `k − a`
+/// converted to the counters' type.
+#[differentiate(forward, reverse)]
+pub fn counters_in_an_i32_loop(x: &[f64], a: i32, m: i32) -> f64 {
     let mut s = 0.0;
     let mut li = 0;
-    for k in 1..m {
-        s += x[li] * x[li] * (k as f64);
+    let mut lj = 1;
+    for k in a..m {
+        s += x[li] * x[lj] * (k as f64 + 0.5);
         li += 1;
+        lj += 2;
     }
     s
 }
 
-pub fn counter_stepped_by_an_i32_loop() {
-    let x = point(4, 0.6);
-    let v = point(4, 2.1);
-    for m in [0, 1, 4] {
-        let (y, dy) = counter_in_an_i32_loop_fwd(&x, &v, m);
-        assert_close("value", y, counter_in_an_i32_loop(&x, m), 1e-15, 0.0);
-        let fd = directional_fd(&|p| vec![counter_in_an_i32_loop(p, m)], &x, &v);
-        assert_close("tangent", dy, fd[0], 1e-7, 1e-9);
+pub fn counters_stepped_by_an_i32_loop() {
+    let x = point(9, 0.6);
+    for (a, m) in [(0, 0), (1, 1), (0, 1), (-2, 2), (3, 7)] {
+        check_fwd_rev(&Case {
+            name: "counters_in_an_i32_loop",
+            x: &x,
+            primal: &|p| vec![counters_in_an_i32_loop(p, a, m)],
+            jvp: &|p, v| {
+                let (y, dy) = counters_in_an_i32_loop_fwd(p, v, a, m);
+                (vec![y], vec![dy])
+            },
+            vjp: &|p, w| {
+                let mut g = zeros(p.len());
+                let y = counters_in_an_i32_loop_rev(p, &mut g, a, m, w[0]);
+                (vec![y], g)
+            },
+            tols: TOLS,
+        });
     }
 }

@@ -420,6 +420,9 @@ impl Cx<'_> {
                 let (x, y) = (self.val(*a), self.val(*b));
                 let e = if *op == BinOp::Rem && f.ty(*a) == Ty::Float {
                     format!("fmod({x}, {y})")
+                } else if *op == BinOp::IntLike {
+                    // C converts between integer types implicitly.
+                    x
                 } else {
                     format!("{x} {} {y}", op.symbol())
                 };

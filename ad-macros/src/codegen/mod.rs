@@ -283,6 +283,10 @@ impl Ctx<'_> {
                 let a = self.val(*a);
                 self.let_value(i, quote!(!#a))
             }
+            Binary(BinOp::IntLike, a, b) => {
+                let (a, b) = (self.val(*a), self.val(*b));
+                self.let_value(i, quote!(#rt::int_like(#a, #b)))
+            }
             Binary(op, a, b) => {
                 let (a, b) = (self.val(*a), self.val(*b));
                 let op: TokenStream = op.symbol().parse().expect("operator");

@@ -371,6 +371,15 @@ impl Cx<'_> {
                         self.inner_term(v)
                     }
                 }
+                // The reverse sweep's counter `init + int_like(t − s, init)·step`: the
+                // loop index need not be a `usize`, so its range is converted.
+                InstKind::Binary(BinOp::IntLike, a, _) => {
+                    let a = self.affine(a, depth + 1)?;
+                    if a.t != 0 {
+                        self.counter.set(true);
+                    }
+                    Some(a)
+                }
                 InstKind::CellGet(c) if !self.set_cells.contains(&c) => {
                     Some(Affine::term(Term::Cell(c), 1))
                 }

@@ -270,6 +270,7 @@ impl Expr {
                 BinOp::Add => x.checked_add(y).map(Node::I),
                 BinOp::Sub => x.checked_sub(y).map(Node::I),
                 BinOp::Mul => x.checked_mul(y).map(Node::I),
+                BinOp::IntLike => Some(Node::I(x)),
                 BinOp::Lt => Some(Node::B(x < y)),
                 BinOp::Le => Some(Node::B(x <= y)),
                 BinOp::Gt => Some(Node::B(x > y)),

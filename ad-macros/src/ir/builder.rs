@@ -96,6 +96,10 @@ impl<'f> Builder<'f> {
     pub fn div(&mut self, a: Value, b: Value) -> Value {
         self.binary(BinOp::Div, a, b)
     }
+    /// `a` converted to the integer type of `like` (see [`BinOp::IntLike`]).
+    pub fn int_like(&mut self, a: Value, like: Value) -> Value {
+        self.value(InstKind::Binary(BinOp::IntLike, a, like), Ty::Int)
+    }
     pub fn neg(&mut self, a: Value) -> Value {
         let ty = self.func.ty(a);
         self.value(InstKind::Unary(UnOp::Neg, a), ty)

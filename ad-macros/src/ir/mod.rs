@@ -123,6 +123,10 @@ pub enum BinOp {
     Ne,
     And,
     Or,
+    /// `a` converted to the integer type of `b` (value kept; a panic where it does not
+    /// fit): the reverse sweep's closed form of a counter, whose loop index may be of
+    /// another integer type (`li += 1` in `for k in 1..m` with `m: i32`).
+    IntLike,
 }
 
 impl BinOp {
@@ -147,6 +151,7 @@ impl BinOp {
             BinOp::Ne => "!=",
             BinOp::And => "&&",
             BinOp::Or => "||",
+            BinOp::IntLike => "as-type-of",
         }
     }
 }

@@ -55,10 +55,12 @@ impl Rev<'_> {
                 let (start, index) = (range.start, *index);
                 let k = self.fetch(b, index)?;
                 let s = self.fetch(b, start)?;
+                let init = self.fetch(b, ind.init)?;
+                // The loop index may be of another integer type than the counter.
                 let iteration = b.sub(k, s);
+                let iteration = b.int_like(iteration, init);
                 let step = self.fetch(b, ind.step)?;
                 let offset = b.mul(iteration, step);
-                let init = self.fetch(b, ind.init)?;
                 if ind.negative {
                     b.sub(init, offset)
                 } else {

@@ -188,6 +188,15 @@ impl Rev<'_> {
             let (s, e) = (self.m.v(range.start), self.m.v(range.end));
             let k = b.get(c);
             let len = range_len(b, s, e);
+            // The range may be of another integer type; the counter is a `usize`.
+            let len = b.value(
+                InstKind::Cast {
+                    value: len,
+                    to: Ty::Int,
+                    rust_ty: Some("usize".into()),
+                },
+                Ty::Int,
+            );
             let total = b.add(k, len);
             for t in tapes {
                 match self.row_of.get(&i) {

@@ -33,7 +33,7 @@ pub(super) fn binary(op: BinOp, a: RtVal, b: RtVal) -> Result<RtVal, String> {
             Ge => B(x >= y),
             Eq => B(x == y),
             Ne => B(x != y),
-            And | Or => return Err(format!("`{}` of floats", op.symbol())),
+            And | Or | IntLike => return Err(format!("`{}` of floats", op.symbol())),
         },
         (I(x), I(y)) => match op {
             Add => I(x.checked_add(y).ok_or_else(overflow)?),
@@ -49,6 +49,7 @@ pub(super) fn binary(op: BinOp, a: RtVal, b: RtVal) -> Result<RtVal, String> {
             Ge => B(x >= y),
             Eq => B(x == y),
             Ne => B(x != y),
+            IntLike => I(x),
             And | Or => return Err(format!("`{}` of integers", op.symbol())),
         },
         (B(x), B(y)) => match op {

@@ -92,12 +92,12 @@ pub fn bgd_rmse_rev(
     let mut _b_15 = 0.0f64;
     let mut _iter_16 = 0;
     let mut _v17 = false;
-    let mut _v69: usize = 0;
+    let mut _v70: usize = 0;
     loop {
         if _v17 {
             break;
         }
-        _v69 += 1;
+        _v70 += 1;
         let _v19 = _iter_1;
         let _v21 = _v19 + 1;
         _iter_1 = _v21;
@@ -111,84 +111,86 @@ pub fn bgd_rmse_rev(
         } else {
             0
         };
-        let _v30 = _v25 + _v29;
-        _tape_v22_2.ensure(_v30);
-        _tape_v27_3.ensure(_v30);
-        let mut _gw_31 = 0.0f64;
-        let mut _gb_32 = 0.0f64;
-        let _w_x_36_0 = if _m_6 > 0 { &x[0.._m_6] } else { &x[..0] };
-        let _w_y_36_1 = if _m_6 > 0 { &y[0.._m_6] } else { &y[..0] };
-        for _i_33 in 0.._m_6 {
-            let _v34 = _iter_0;
-            let _v36 = _v34 + 1;
-            _iter_0 = _v36;
-            let _v37 = _w_x_36_0[_i_33];
-            _tape_v22_2[_v34] = _v37;
-            let _v38 = _w_14 * _v37;
-            let _v39 = _v38 + _b_15;
-            let _v40 = _w_y_36_1[_i_33];
-            let _e_41 = _v39 - _v40;
-            let _v42 = _w_x_36_0[_i_33];
-            _tape_v27_3[_v34] = _v42;
-            let _v43 = _e_41 * _v42;
-            let _v44 = _gw_31 + _v43;
-            let _v45 = _gb_32 + _e_41;
-            (_gw_31, _gb_32) = (_v44, _v45);
+        let _v30 = (_v29 as usize);
+        let _v31 = _v25 + _v30;
+        _tape_v22_2.ensure(_v31);
+        _tape_v27_3.ensure(_v31);
+        let mut _gw_32 = 0.0f64;
+        let mut _gb_33 = 0.0f64;
+        let _w_x_37_0 = if _m_6 > 0 { &x[0.._m_6] } else { &x[..0] };
+        let _w_y_37_1 = if _m_6 > 0 { &y[0.._m_6] } else { &y[..0] };
+        for _i_34 in 0.._m_6 {
+            let _v35 = _iter_0;
+            let _v37 = _v35 + 1;
+            _iter_0 = _v37;
+            let _v38 = _w_x_37_0[_i_34];
+            _tape_v22_2[_v35] = _v38;
+            let _v39 = _w_14 * _v38;
+            let _v40 = _v39 + _b_15;
+            let _v41 = _w_y_37_1[_i_34];
+            let _e_42 = _v40 - _v41;
+            let _v43 = _w_x_37_0[_i_34];
+            _tape_v27_3[_v35] = _v43;
+            let _v44 = _e_42 * _v43;
+            let _v45 = _gw_32 + _v44;
+            let _v46 = _gb_33 + _e_42;
+            (_gw_32, _gb_33) = (_v45, _v46);
         }
-        let _gw_46 = _gw_31;
-        let _gb_47 = _gb_32;
-        _tape_gw_4[_v19] = _gw_46;
-        _tape_gb_5[_v19] = _gb_47;
-        let _v49 = r * _gw_46;
-        let _dw_50 = _v49 * _inv_m_9;
-        let _v51 = r * _gb_47;
-        let _db_52 = _v51 * _inv_m_9;
-        let _v53 = _w_14 - _dw_50;
-        let _v54 = _b_15 - _db_52;
-        let _v56 = _iter_16 + 1;
-        let _v57 = _dw_50.abs();
-        let _v58 = _db_52.abs();
-        let _v59 = _v57 + _v58;
-        let _v60 = _v59 < tol;
-        let _v61 = _v56 >= max_iter;
-        let _v62 = _v60 || _v61;
-        let _v64 = if _v62 { true } else { _v17 };
-        (_w_14, _b_15, _iter_16, _v17) = (_v53, _v54, _v56, _v64);
+        let _gw_47 = _gw_32;
+        let _gb_48 = _gb_33;
+        _tape_gw_4[_v19] = _gw_47;
+        _tape_gb_5[_v19] = _gb_48;
+        let _v50 = r * _gw_47;
+        let _dw_51 = _v50 * _inv_m_9;
+        let _v52 = r * _gb_48;
+        let _db_53 = _v52 * _inv_m_9;
+        let _v54 = _w_14 - _dw_51;
+        let _v55 = _b_15 - _db_53;
+        let _v57 = _iter_16 + 1;
+        let _v58 = _dw_51.abs();
+        let _v59 = _db_53.abs();
+        let _v60 = _v58 + _v59;
+        let _v61 = _v60 < tol;
+        let _v62 = _v57 >= max_iter;
+        let _v63 = _v61 || _v62;
+        let _v65 = if _v63 { true } else { _v17 };
+        (_w_14, _b_15, _iter_16, _v17) = (_v54, _v55, _v57, _v65);
     }
-    let _w_65 = _w_14;
-    let _b_66 = _b_15;
-    let _v72 = _iter_2;
-    let _v73 = _m_6 > 0;
-    let _v76 = if _v73 {
-        let _v74 = _m_6 - 0;
-        _v74
+    let _w_66 = _w_14;
+    let _b_67 = _b_15;
+    let _v73 = _iter_2;
+    let _v74 = _m_6 > 0;
+    let _v77 = if _v74 {
+        let _v75 = _m_6 - 0;
+        _v75
     } else {
         0
     };
-    let _v77 = _v72 + _v76;
-    _tape_v59_6.ensure(_v77);
-    _tape_e_7.ensure(_v77);
-    let mut _sq_78 = 0.0f64;
-    let _w_x_80_0 = if _m_6 > 0 { &x[0.._m_6] } else { &x[..0] };
-    let _w_y_80_1 = if _m_6 > 0 { &y[0.._m_6] } else { &y[..0] };
-    for _i_79 in 0.._m_6 {
-        let _v80 = _iter_2;
-        let _v82 = _v80 + 1;
-        _iter_2 = _v82;
-        let _v83 = _w_x_80_0[_i_79];
-        _tape_v59_6[_v80] = _v83;
-        let _v84 = _w_65 * _v83;
-        let _v85 = _v84 + _b_66;
-        let _v86 = _w_y_80_1[_i_79];
-        let _e_87 = _v85 - _v86;
-        _tape_e_7[_v80] = _e_87;
-        let _v88 = _e_87 * _e_87;
-        let _v89 = _sq_78 + _v88;
-        _sq_78 = _v89;
+    let _v78 = (_v77 as usize);
+    let _v79 = _v73 + _v78;
+    _tape_v59_6.ensure(_v79);
+    _tape_e_7.ensure(_v79);
+    let mut _sq_80 = 0.0f64;
+    let _w_x_82_0 = if _m_6 > 0 { &x[0.._m_6] } else { &x[..0] };
+    let _w_y_82_1 = if _m_6 > 0 { &y[0.._m_6] } else { &y[..0] };
+    for _i_81 in 0.._m_6 {
+        let _v82 = _iter_2;
+        let _v84 = _v82 + 1;
+        _iter_2 = _v84;
+        let _v85 = _w_x_82_0[_i_81];
+        _tape_v59_6[_v82] = _v85;
+        let _v86 = _w_66 * _v85;
+        let _v87 = _v86 + _b_67;
+        let _v88 = _w_y_82_1[_i_81];
+        let _e_89 = _v87 - _v88;
+        _tape_e_7[_v82] = _e_89;
+        let _v90 = _e_89 * _e_89;
+        let _v91 = _sq_80 + _v90;
+        _sq_80 = _v91;
     }
-    let _sq_90 = _sq_78;
-    let _v92 = _sq_90 * _inv_m_9;
-    let _v93 = _v92.sqrt();
+    let _sq_92 = _sq_80;
+    let _v94 = _sq_92 * _inv_m_9;
+    let _v95 = _v94.sqrt();
     let mut _adj_r_3 = (-0.0f64);
     let mut _adj_w_4 = (-0.0f64);
     let mut _adj_b_5 = (-0.0f64);
@@ -196,70 +198,70 @@ pub fn bgd_rmse_rev(
     let mut _adj_v68_7 = (-0.0f64);
     let mut _adj_v69_8 = (-0.0f64);
     _adj_v69_8 += seed;
-    let _v101 = _adj_v69_8;
-    let _v103 = 0.5f64 / _v93;
-    let _v104 = _v101 * _v103;
-    _adj_v68_7 += _v104;
-    let _v105 = _adj_v68_7;
-    let _v106 = _v105 * _inv_m_9;
-    _adj_sq_6 += _v106;
-    let _v107 = _adj_sq_6;
-    let mut _carry_9 = _v107;
+    let _v103 = _adj_v69_8;
+    let _v105 = 0.5f64 / _v95;
+    let _v106 = _v103 * _v105;
+    _adj_v68_7 += _v106;
+    let _v107 = _adj_v68_7;
+    let _v108 = _v107 * _inv_m_9;
+    _adj_sq_6 += _v108;
+    let _v109 = _adj_sq_6;
+    let mut _carry_9 = _v109;
     let mut _acc_10 = (-0.0f64);
     let mut _acc_11 = (-0.0f64);
-    let _v110 = _m_6 > 0;
-    let _v113 = if _v110 {
-        let _v111 = _m_6 - 0;
-        _v111
+    let _v112 = _m_6 > 0;
+    let _v115 = if _v112 {
+        let _v113 = _m_6 - 0;
+        _v113
     } else {
         0
     };
-    for _rev_t_115 in (0.._v113).rev() {
-        let _v116 = _iter_2;
-        let _v118 = _v116 - 1;
-        _iter_2 = _v118;
+    for _rev_t_117 in (0.._v115).rev() {
+        let _v118 = _iter_2;
+        let _v120 = _v118 - 1;
+        _iter_2 = _v120;
         let mut _adj_sq_12 = (-0.0f64);
         let mut _adj_v60_13 = (-0.0f64);
         let mut _adj_v61_14 = (-0.0f64);
         let mut _adj_e_15 = (-0.0f64);
         let mut _adj_v64_16 = (-0.0f64);
         let mut _adj_v65_17 = (-0.0f64);
-        let _v126 = _carry_9;
-        _adj_v65_17 += _v126;
-        let _v127 = _adj_v65_17;
-        _adj_sq_12 += _v127;
-        _adj_v64_16 += _v127;
-        let _v128 = _adj_v64_16;
-        let _v129 = _tape_e_7[_v118];
-        let _v130 = _v128 * _v129;
-        _adj_e_15 += _v130;
-        let _v131 = _v128 * _v129;
-        _adj_e_15 += _v131;
-        let _v132 = _adj_e_15;
-        _adj_v61_14 += _v132;
-        let _v133 = _adj_v61_14;
-        _adj_v60_13 += _v133;
-        _acc_11 += _v133;
-        let _v134 = _adj_v60_13;
-        let _v135 = _tape_v59_6[_v118];
-        let _v136 = _v134 * _v135;
-        _acc_10 += _v136;
-        let _v137 = _adj_sq_12;
-        _carry_9 = _v137;
+        let _v128 = _carry_9;
+        _adj_v65_17 += _v128;
+        let _v129 = _adj_v65_17;
+        _adj_sq_12 += _v129;
+        _adj_v64_16 += _v129;
+        let _v130 = _adj_v64_16;
+        let _v131 = _tape_e_7[_v120];
+        let _v132 = _v130 * _v131;
+        _adj_e_15 += _v132;
+        let _v133 = _v130 * _v131;
+        _adj_e_15 += _v133;
+        let _v134 = _adj_e_15;
+        _adj_v61_14 += _v134;
+        let _v135 = _adj_v61_14;
+        _adj_v60_13 += _v135;
+        _acc_11 += _v135;
+        let _v136 = _adj_v60_13;
+        let _v137 = _tape_v59_6[_v120];
+        let _v138 = _v136 * _v137;
+        _acc_10 += _v138;
+        let _v139 = _adj_sq_12;
+        _carry_9 = _v139;
     }
-    let _v139 = _acc_10;
-    _adj_w_4 += _v139;
-    let _v140 = _acc_11;
-    _adj_b_5 += _v140;
-    let _v141 = _adj_w_4;
-    let mut _carry_18 = _v141;
-    let _v142 = _adj_b_5;
-    let mut _carry_19 = _v142;
+    let _v141 = _acc_10;
+    _adj_w_4 += _v141;
+    let _v142 = _acc_11;
+    _adj_b_5 += _v142;
+    let _v143 = _adj_w_4;
+    let mut _carry_18 = _v143;
+    let _v144 = _adj_b_5;
+    let mut _carry_19 = _v144;
     let mut _acc_20 = (-0.0f64);
-    for _rev_t_145 in (0.._v69).rev() {
-        let _v146 = _iter_1;
-        let _v148 = _v146 - 1;
-        _iter_1 = _v148;
+    for _rev_t_147 in (0.._v70).rev() {
+        let _v148 = _iter_1;
+        let _v150 = _v148 - 1;
+        _iter_1 = _v150;
         let mut _adj_w_21 = (-0.0f64);
         let mut _adj_b_22 = (-0.0f64);
         let mut _adj_gw_23 = (-0.0f64);
@@ -270,53 +272,53 @@ pub fn bgd_rmse_rev(
         let mut _adj_db_28 = (-0.0f64);
         let mut _adj_v38_29 = (-0.0f64);
         let mut _adj_v39_30 = (-0.0f64);
-        let _v159 = _carry_18;
-        _adj_v38_29 += _v159;
-        let _v160 = _carry_19;
-        _adj_v39_30 += _v160;
-        let _v161 = _adj_v39_30;
-        _adj_b_22 += _v161;
-        let _v162 = -_v161;
-        _adj_db_28 += _v162;
-        let _v163 = _adj_v38_29;
-        _adj_w_21 += _v163;
+        let _v161 = _carry_18;
+        _adj_v38_29 += _v161;
+        let _v162 = _carry_19;
+        _adj_v39_30 += _v162;
+        let _v163 = _adj_v39_30;
+        _adj_b_22 += _v163;
         let _v164 = -_v163;
-        _adj_dw_26 += _v164;
-        let _v165 = _adj_db_28;
-        let _v166 = _v165 * _inv_m_9;
-        _adj_v36_27 += _v166;
-        let _v167 = _adj_v36_27;
-        let _v168 = _tape_gb_5[_v148];
-        let _v169 = _v167 * _v168;
-        _acc_20 += _v169;
-        let _v170 = _v167 * r;
-        _adj_gb_24 += _v170;
-        let _v171 = _adj_dw_26;
-        let _v172 = _v171 * _inv_m_9;
-        _adj_v34_25 += _v172;
-        let _v173 = _adj_v34_25;
-        let _v174 = _tape_gw_4[_v148];
-        let _v175 = _v173 * _v174;
-        _acc_20 += _v175;
-        let _v176 = _v173 * r;
-        _adj_gw_23 += _v176;
-        let _v177 = _adj_gw_23;
-        let mut _carry_31 = _v177;
-        let _v178 = _adj_gb_24;
-        let mut _carry_32 = _v178;
+        _adj_db_28 += _v164;
+        let _v165 = _adj_v38_29;
+        _adj_w_21 += _v165;
+        let _v166 = -_v165;
+        _adj_dw_26 += _v166;
+        let _v167 = _adj_db_28;
+        let _v168 = _v167 * _inv_m_9;
+        _adj_v36_27 += _v168;
+        let _v169 = _adj_v36_27;
+        let _v170 = _tape_gb_5[_v150];
+        let _v171 = _v169 * _v170;
+        _acc_20 += _v171;
+        let _v172 = _v169 * r;
+        _adj_gb_24 += _v172;
+        let _v173 = _adj_dw_26;
+        let _v174 = _v173 * _inv_m_9;
+        _adj_v34_25 += _v174;
+        let _v175 = _adj_v34_25;
+        let _v176 = _tape_gw_4[_v150];
+        let _v177 = _v175 * _v176;
+        _acc_20 += _v177;
+        let _v178 = _v175 * r;
+        _adj_gw_23 += _v178;
+        let _v179 = _adj_gw_23;
+        let mut _carry_31 = _v179;
+        let _v180 = _adj_gb_24;
+        let mut _carry_32 = _v180;
         let mut _acc_33 = (-0.0f64);
         let mut _acc_34 = (-0.0f64);
-        let _v182 = _m_6 > 0;
-        let _v185 = if _v182 {
-            let _v183 = _m_6 - 0;
-            _v183
+        let _v184 = _m_6 > 0;
+        let _v187 = if _v184 {
+            let _v185 = _m_6 - 0;
+            _v185
         } else {
             0
         };
-        for _rev_t_187 in (0.._v185).rev() {
-            let _v188 = _iter_0;
-            let _v190 = _v188 - 1;
-            _iter_0 = _v190;
+        for _rev_t_189 in (0.._v187).rev() {
+            let _v190 = _iter_0;
+            let _v192 = _v190 - 1;
+            _iter_0 = _v192;
             let mut _adj_gw_35 = (-0.0f64);
             let mut _adj_gb_36 = (-0.0f64);
             let mut _adj_v23_37 = (-0.0f64);
@@ -325,47 +327,47 @@ pub fn bgd_rmse_rev(
             let mut _adj_v28_40 = (-0.0f64);
             let mut _adj_v29_41 = (-0.0f64);
             let mut _adj_v30_42 = (-0.0f64);
-            let _v200 = _carry_31;
-            _adj_v29_41 += _v200;
-            let _v201 = _carry_32;
-            _adj_v30_42 += _v201;
-            let _v202 = _adj_v30_42;
-            _adj_gb_36 += _v202;
-            _adj_e_39 += _v202;
-            let _v203 = _adj_v29_41;
-            _adj_gw_35 += _v203;
-            _adj_v28_40 += _v203;
-            let _v204 = _adj_v28_40;
-            let _v205 = _tape_v27_3[_v190];
-            let _v206 = _v204 * _v205;
-            _adj_e_39 += _v206;
-            let _v207 = _adj_e_39;
-            _adj_v24_38 += _v207;
-            let _v208 = _adj_v24_38;
-            _adj_v23_37 += _v208;
-            _acc_34 += _v208;
-            let _v209 = _adj_v23_37;
-            let _v210 = _tape_v22_2[_v190];
-            let _v211 = _v209 * _v210;
-            _acc_33 += _v211;
-            let _v212 = _adj_gw_35;
-            _carry_31 = _v212;
-            let _v213 = _adj_gb_36;
-            _carry_32 = _v213;
+            let _v202 = _carry_31;
+            _adj_v29_41 += _v202;
+            let _v203 = _carry_32;
+            _adj_v30_42 += _v203;
+            let _v204 = _adj_v30_42;
+            _adj_gb_36 += _v204;
+            _adj_e_39 += _v204;
+            let _v205 = _adj_v29_41;
+            _adj_gw_35 += _v205;
+            _adj_v28_40 += _v205;
+            let _v206 = _adj_v28_40;
+            let _v207 = _tape_v27_3[_v192];
+            let _v208 = _v206 * _v207;
+            _adj_e_39 += _v208;
+            let _v209 = _adj_e_39;
+            _adj_v24_38 += _v209;
+            let _v210 = _adj_v24_38;
+            _adj_v23_37 += _v210;
+            _acc_34 += _v210;
+            let _v211 = _adj_v23_37;
+            let _v212 = _tape_v22_2[_v192];
+            let _v213 = _v211 * _v212;
+            _acc_33 += _v213;
+            let _v214 = _adj_gw_35;
+            _carry_31 = _v214;
+            let _v215 = _adj_gb_36;
+            _carry_32 = _v215;
         }
-        let _v215 = _acc_33;
-        _adj_w_21 += _v215;
-        let _v216 = _acc_34;
-        _adj_b_22 += _v216;
-        let _v217 = _adj_w_21;
-        _carry_18 = _v217;
-        let _v218 = _adj_b_22;
-        _carry_19 = _v218;
+        let _v217 = _acc_33;
+        _adj_w_21 += _v217;
+        let _v218 = _acc_34;
+        _adj_b_22 += _v218;
+        let _v219 = _adj_w_21;
+        _carry_18 = _v219;
+        let _v220 = _adj_b_22;
+        _carry_19 = _v220;
     }
-    let _v220 = _acc_20;
-    _adj_r_3 += _v220;
-    let _v221 = _adj_r_3;
-    (_v93, _v221)
+    let _v222 = _acc_20;
+    _adj_r_3 += _v222;
+    let _v223 = _adj_r_3;
+    (_v95, _v223)
 }
 /// Generated by `#[differentiate]` from [`bgd_rmse`].
 #[allow(

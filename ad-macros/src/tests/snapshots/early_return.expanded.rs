@@ -89,113 +89,114 @@ fn first_big_rev(x: &[f64], dx: &mut [f64], limit: f64, seed: f64) -> (f64, f64)
     } else {
         0
     };
-    let _v12 = _v7 + _v11;
-    _tape_s_2.ensure(_v12);
-    let mut _s_13 = 0.0f64;
-    let mut _v14 = false;
-    let mut _v15 = 0.0f64;
-    let mut _v32: usize = 0;
-    for _i_16 in 0.._v6 {
-        if _v14 {
+    let _v12 = (_v11 as usize);
+    let _v13 = _v7 + _v12;
+    _tape_s_2.ensure(_v13);
+    let mut _s_14 = 0.0f64;
+    let mut _v15 = false;
+    let mut _v16 = 0.0f64;
+    let mut _v33: usize = 0;
+    for _i_17 in 0.._v6 {
+        if _v15 {
             break;
         }
-        _v32 += 1;
-        let _v17 = _iter_0;
-        let _v19 = _v17 + 1;
-        _iter_0 = _v19;
-        _tape_s_2[_v17] = _s_13;
-        let _v20 = x[_i_16];
-        let _v21 = x[_i_16];
-        let _v22 = _v20 * _v21;
-        let _v23 = _s_13 + _v22;
-        let _v24 = _v23 > limit;
-        let (_v27, _v28) = if _v24 {
-            let _v25 = _v23.sqrt();
-            (true, _v25)
+        _v33 += 1;
+        let _v18 = _iter_0;
+        let _v20 = _v18 + 1;
+        _iter_0 = _v20;
+        _tape_s_2[_v18] = _s_14;
+        let _v21 = x[_i_17];
+        let _v22 = x[_i_17];
+        let _v23 = _v21 * _v22;
+        let _v24 = _s_14 + _v23;
+        let _v25 = _v24 > limit;
+        let (_v28, _v29) = if _v25 {
+            let _v26 = _v24.sqrt();
+            (true, _v26)
         } else {
-            (_v14, _v15)
+            (_v15, _v16)
         };
-        (_s_13, _v14, _v15) = (_v23, _v27, _v28);
+        (_s_14, _v15, _v16) = (_v24, _v28, _v29);
     }
-    let _s_29 = _s_13;
-    let _v30 = _v14;
+    let _s_30 = _s_14;
     let _v31 = _v15;
-    let _v33 = !_v30;
-    let _v35 = if _v33 { _s_29 } else { 0.0f64 };
-    let _v36 = if _v30 { _v31 } else { _v35 };
+    let _v32 = _v16;
+    let _v34 = !_v31;
+    let _v36 = if _v34 { _s_30 } else { 0.0f64 };
+    let _v37 = if _v31 { _v32 } else { _v36 };
     let mut _adj_s_1 = (-0.0f64);
     let mut _adj_v21_2 = (-0.0f64);
     let mut _adj_v26_3 = (-0.0f64);
     _adj_v26_3 += seed;
-    let _v43 = if _v30 {
+    let _v44 = if _v31 {
         0.0f64
     } else {
-        let _v42 = _adj_v26_3;
-        _v42
+        let _v43 = _adj_v26_3;
+        _v43
     };
-    _adj_s_1 += _v43;
-    let _v46 = if _v30 {
-        let _v44 = _adj_v26_3;
-        _v44
+    _adj_s_1 += _v44;
+    let _v47 = if _v31 {
+        let _v45 = _adj_v26_3;
+        _v45
     } else {
         0.0f64
     };
-    _adj_v21_2 += _v46;
-    let _v47 = _adj_s_1;
-    let mut _carry_4 = _v47;
-    let _v48 = _adj_v21_2;
-    let mut _carry_5 = _v48;
-    let _w_x_54_0 = if _v32 > 0 { &x[0.._v32] } else { &x[..0] };
-    let _w_dx_54_1 = if _v32 > 0 { &mut dx[0.._v32] } else { &mut dx[..0] };
-    for _rev_t_50 in (0.._v32).rev() {
-        let _v51 = _iter_0;
-        let _v53 = _v51 - 1;
-        _iter_0 = _v53;
-        let _v54 = 0 + _rev_t_50;
+    _adj_v21_2 += _v47;
+    let _v48 = _adj_s_1;
+    let mut _carry_4 = _v48;
+    let _v49 = _adj_v21_2;
+    let mut _carry_5 = _v49;
+    let _w_x_55_0 = if _v33 > 0 { &x[0.._v33] } else { &x[..0] };
+    let _w_dx_55_1 = if _v33 > 0 { &mut dx[0.._v33] } else { &mut dx[..0] };
+    for _rev_t_51 in (0.._v33).rev() {
+        let _v52 = _iter_0;
+        let _v54 = _v52 - 1;
+        _iter_0 = _v54;
+        let _v55 = 0 + _rev_t_51;
         let mut _adj_s_6 = (-0.0f64);
         let mut _adj_v8_7 = (-0.0f64);
         let mut _adj_v10_8 = (-0.0f64);
         let mut _adj_v13_9 = (-0.0f64);
         let mut _adj_v18_10 = (-0.0f64);
-        let _v60 = _carry_4;
-        _adj_v13_9 += _v60;
-        let _v61 = _carry_5;
-        _adj_v18_10 += _v61;
-        let _v62 = _adj_v13_9;
-        let _v63 = _w_x_54_0[_rev_t_50];
-        let _v65 = _v63.powi(2);
-        let _v66 = _tape_s_2[_v53];
-        let _v67 = _v65 + _v66;
-        let _v68 = _v67 > limit;
-        let _v75 = if _v68 {
-            let _v69 = _adj_v18_10;
-            let _v71 = _v67.sqrt();
-            let _v72 = 0.5f64 / _v71;
-            let _v73 = _v69 * _v72;
-            _v73
+        let _v61 = _carry_4;
+        _adj_v13_9 += _v61;
+        let _v62 = _carry_5;
+        _adj_v18_10 += _v62;
+        let _v63 = _adj_v13_9;
+        let _v64 = _w_x_55_0[_rev_t_51];
+        let _v66 = _v64.powi(2);
+        let _v67 = _tape_s_2[_v54];
+        let _v68 = _v66 + _v67;
+        let _v69 = _v68 > limit;
+        let _v76 = if _v69 {
+            let _v70 = _adj_v18_10;
+            let _v72 = _v68.sqrt();
+            let _v73 = 0.5f64 / _v72;
+            let _v74 = _v70 * _v73;
+            _v74
         } else {
             0.0f64
         };
-        let _v76 = _v62 + _v75;
-        _adj_s_6 += _v76;
-        let _v79 = if _v68 {
+        let _v77 = _v63 + _v76;
+        _adj_s_6 += _v77;
+        let _v80 = if _v69 {
             0.0f64
         } else {
-            let _v78 = _adj_v18_10;
-            _v78
+            let _v79 = _adj_v18_10;
+            _v79
         };
-        _adj_v8_7 += _v79;
-        let _v81 = _v63 * _v76;
-        let _v82 = 2.0f64 * _v81;
-        _adj_v10_8 += _v82;
-        let _v83 = _adj_v10_8;
-        _w_dx_54_1[_rev_t_50] += _v83;
-        let _v84 = _adj_s_6;
-        _carry_4 = _v84;
-        let _v85 = _adj_v8_7;
-        _carry_5 = _v85;
+        _adj_v8_7 += _v80;
+        let _v82 = _v64 * _v77;
+        let _v83 = 2.0f64 * _v82;
+        _adj_v10_8 += _v83;
+        let _v84 = _adj_v10_8;
+        _w_dx_55_1[_rev_t_51] += _v84;
+        let _v85 = _adj_s_6;
+        _carry_4 = _v85;
+        let _v86 = _adj_v8_7;
+        _carry_5 = _v86;
     }
-    (_v36, 0.0f64)
+    (_v37, 0.0f64)
 }
 /// Generated by `#[differentiate]` from [`first_big`].
 #[allow(
