@@ -72,6 +72,10 @@ pub struct HaloChunk<'a, T> {
     hi: usize,
     in_lo: usize,
     in_hi: usize,
+    /// `in_hi − in_lo` (0 when the window misses the rows) and `in_lo − start`: the hot
+    /// path's one comparison.
+    in_span: usize,
+    in_offset: usize,
     width: usize,
     reach: usize,
     /// The target's length.
@@ -87,11 +91,13 @@ impl<T> HaloChunk<'_, T> {
     /// ([`HaloChunk::halo_slot`]).
     #[inline]
     fn local(&self, j: usize) -> Option<usize> {
-        // The hot path costs what an owned row's does: two comparisons and a subtraction.
-        if j < self.in_lo || j >= self.in_hi {
+        // The hot path costs what an owned row's does: one unsigned comparison (below
+        // `in_lo` wraps to a large number) and two additions.
+        let k = j.wrapping_sub(self.in_lo);
+        if k >= self.in_span {
             return None;
         }
-        Some(j - self.start)
+        Some(self.in_offset + k)
     }
 
     /// Position in the halo of global element `j`, or a panic naming `verb` when `j` lies
@@ -227,6 +233,8 @@ where
                     hi: 0,
                     in_lo: 0,
                     in_hi: 0,
+                    in_span: 0,
+                    in_offset: 0,
                     width,
                     reach,
                     len,
@@ -251,6 +259,8 @@ where
         chunk.hi = ((i + chunk.reach + 1) * chunk.width).min(chunk.len);
         chunk.in_lo = chunk.lo.max(chunk.start);
         chunk.in_hi = chunk.hi.min(chunk.start + chunk.rows.len());
+        chunk.in_span = chunk.in_hi.saturating_sub(chunk.in_lo);
+        chunk.in_offset = chunk.in_lo - chunk.start;
     }
 
     /// Adds the halos into the buffer: block by block in order, each block's rows above

@@ -6,9 +6,12 @@
 //! iterations: block `k` of `a..b` covers `[a + k*BLOCK, min(b, a +
 //! (k+1)*BLOCK))`. Blocks run in parallel; the iterations of a block run
 //! serially in increasing order; a reduction sums each block left to right,
-//! then the block partials serially in block order. The partition never
-//! depends on the thread count, so results are bitwise the same on 1 thread
-//! or 64. Two exceptions:
+//! then the block partials serially in block order. ([`for_each_owned_rev`] and
+//! [`for_each_owned_sum_rev`], which reverse sweeps use, take each block's
+//! iterations in decreasing order, sum it right to left, and on one thread run
+//! the last block first; their partials are still added in block order.) The
+//! partition never depends on the thread count, so results are bitwise the same
+//! on 1 thread or 64. Two exceptions:
 //! - the targets of [`for_each_owned_scatter`] (additions at computed
 //!   indices) get one private copy per thread, so they are bitwise the same
 //!   from run to run on a given number of threads and equal to rounding
@@ -30,6 +33,7 @@
 //! | `+=` at the parallel index                             | [`for_each_owned`] |
 //! | `+=` at a constant shift of it (`i±1`, rows `i±1`)     | [`for_each_owned`] with a [`Halo`] |
 //! | the same plus scalar adjoints                          | [`for_each_owned_sum`] |
+//! | the reverse sweep of either (last iteration first)     | [`for_each_owned_rev`], [`for_each_owned_sum_rev`] |
 //! | `+=` at computed indices, anywhere in the body         | [`for_each_owned_scatter`]: a private copy per thread, or atomics when [`private_fits`] says no |
 //! | a scatter recorded beforehand                          | [`scatter_private`], or [`AtomicF64Slice::add`] inside [`for_each`] |
 //!
@@ -87,7 +91,10 @@ pub use blocks::{block_count, block_range, for_each, sum, BLOCK};
 pub use counter::{atomic_ops, reset_atomic_ops};
 pub use halo::{Halo, HaloChunk};
 pub use num_traits::Zero;
-pub use owned::{for_each_owned, for_each_owned_sum, Owned, OwnedChunk, Parts, Rows};
+pub use owned::{
+    for_each_owned, for_each_owned_rev, for_each_owned_sum, for_each_owned_sum_rev, Owned,
+    OwnedChunk, Parts, Rows,
+};
 pub use private::{
     private_fits, private_max_bytes, scatter_private, Acc, PRIVATE_MAX_BYTES, PRIVATE_MAX_BYTES_ENV,
 };

@@ -72,9 +72,12 @@ pub struct OwnedChunk<'a, T> {
     /// The iteration running now; only its row is accessible.
     current: usize,
     /// Its global elements `[lo, hi)`, set with `current` and kept inside
-    /// `[base, end)`, so that each access costs two comparisons and a subtraction.
+    /// `[base, end)`; `span = hi − lo` and `offset = lo − base`, so that each access
+    /// costs one comparison (`j − lo < span`, wrapping) and two additions.
     lo: usize,
     hi: usize,
+    span: usize,
+    offset: usize,
 }
 
 /// `chunk[j]` reads element `j` (global index) of the current iteration, so
@@ -84,8 +87,8 @@ impl<T> std::ops::Index<usize> for OwnedChunk<'_, T> {
     #[inline]
     fn index(&self, j: usize) -> &T {
         let at = self.local(j, "read");
-        // SAFETY: `local` returns `j - base` only for `lo <= j < hi`, and `set_current`
-        // keeps `base <= lo` and `hi <= end = base + data.len()`.
+        // SAFETY: `local` returns `j - base` only for `lo <= j < hi` (`j - lo < span`),
+        // and `set_current` keeps `base <= lo` and `hi <= end = base + data.len()`.
         unsafe { self.data.get_unchecked(at) }
     }
 }
@@ -114,15 +117,19 @@ impl<'a, T> OwnedChunk<'a, T> {
         // The last row of a buffer whose length the width does not divide is shorter.
         self.lo = lo.max(self.base);
         self.hi = (lo + self.width).min(self.end);
+        self.span = self.hi.saturating_sub(self.lo);
+        self.offset = self.lo - self.base;
     }
 
     /// Position in `data` of global element `j`, or a panic naming `verb`.
     #[inline]
     fn local(&self, j: usize, verb: &str) -> usize {
-        if j < self.lo || j >= self.hi {
+        // One unsigned comparison: below `lo` wraps to a large number.
+        let k = j.wrapping_sub(self.lo);
+        if k >= self.span {
             outside(verb, j, self.lo, self.hi);
         }
-        j - self.base
+        self.offset + k
     }
 
     /// Element `j` (global index) of the current iteration's row.
@@ -237,6 +244,8 @@ impl<'a, T: Send> Owned for Rows<'a, T> {
                     current: first_row,
                     lo: 0,
                     hi: 0,
+                    span: 0,
+                    offset: 0,
                 };
                 chunk.set_current(first_row);
                 chunk
@@ -424,21 +433,104 @@ where
     T: Copy + Send + Sync + Add<Output = T> + Zero,
     F: Fn(usize, &mut P::Views) -> [T; K] + Sync,
 {
+    owned_blocks(range, parts, body, false)
+}
+
+/// [`for_each_owned`] with the iterations taken last to first where they run serially
+/// (the blocks, and the iterations of each block): a reverse sweep then starts on what
+/// its forward sweep touched last, still in cache. Each iteration owns the same elements.
+///
+/// ```
+/// use ad_rayon::for_each_owned_rev;
+///
+/// let mut order = vec![0_usize; 4];
+/// let next = std::sync::atomic::AtomicUsize::new(0);
+/// let one_thread = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+/// one_thread.install(|| {
+///     for_each_owned_rev(0..4, (&mut order,), |i, (o,)| {
+///         o[i] = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+///     })
+/// });
+/// assert_eq!(order, [3, 2, 1, 0]);
+/// ```
+pub fn for_each_owned_rev<P, F>(range: Range<usize>, parts: P, body: F)
+where
+    P: Parts,
+    F: Fn(usize, &mut P::Views) + Sync,
+{
+    let _: [f64; 0] = for_each_owned_sum_rev(range, parts, |i, views| {
+        body(i, views);
+        []
+    });
+}
+
+/// [`for_each_owned_sum`] in the order of [`for_each_owned_rev`]: each block's terms are
+/// summed from its last iteration to its first, then the blocks' partials in block
+/// order, so the result still does not depend on the thread count.
+///
+/// ```
+/// use ad_rayon::for_each_owned_sum_rev;
+///
+/// let x: Vec<f64> = (0..3000).map(|i| 1.0 / (1.0 + i as f64)).collect();
+/// let mut y = vec![0.0; 3000];
+/// let one_thread = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+/// let body = |i: usize, (y,): &mut (ad_rayon::OwnedChunk<f64>,)| {
+///     y[i] = 2.0 * x[i];
+///     [x[i]]
+/// };
+/// let [s1] = one_thread.install(|| for_each_owned_sum_rev(0..3000, (&mut y,), body));
+/// let [s] = for_each_owned_sum_rev(0..3000, (&mut y,), body);
+/// assert_eq!(s.to_bits(), s1.to_bits());
+/// assert_eq!(y[2999], 2.0 * x[2999]);
+/// ```
+pub fn for_each_owned_sum_rev<P, T, const K: usize, F>(
+    range: Range<usize>,
+    parts: P,
+    body: F,
+) -> [T; K]
+where
+    P: Parts,
+    T: Copy + Send + Sync + Add<Output = T> + Zero,
+    F: Fn(usize, &mut P::Views) -> [T; K] + Sync,
+{
+    owned_blocks(range, parts, body, true)
+}
+
+/// The blocks of [`for_each_owned_sum`] (`descending`: of [`for_each_owned_sum_rev`]).
+fn owned_blocks<P, T, const K: usize, F>(
+    range: Range<usize>,
+    parts: P,
+    body: F,
+    descending: bool,
+) -> [T; K]
+where
+    P: Parts,
+    T: Copy + Send + Sync + Add<Output = T> + Zero,
+    F: Fn(usize, &mut P::Views) -> [T; K] + Sync,
+{
     if range.is_empty() {
         return zeros();
     }
-    let (partials, views): (Vec<[T; K]>, Vec<P::Views>) = parts
-        .split_blocks(&range)
-        .into_par_iter()
-        .enumerate()
-        .map(|(k, mut views)| {
-            let partial = block_range(&range, k).fold(zeros(), |acc, i| {
-                P::focus(&mut views, i);
-                add_into(acc, body(i, &mut views))
-            });
-            (partial, views)
-        })
-        .unzip();
+    let block = |(k, mut views): (usize, P::Views)| {
+        let mut step = |acc, i| {
+            P::focus(&mut views, i);
+            add_into(acc, body(i, &mut views))
+        };
+        let partial = match descending {
+            false => block_range(&range, k).fold(zeros(), &mut step),
+            true => block_range(&range, k).rev().fold(zeros(), &mut step),
+        };
+        (partial, views)
+    };
+    let blocks = parts.split_blocks(&range).into_par_iter().enumerate();
+    let (mut partials, mut views): (Vec<[T; K]>, Vec<P::Views>) = match descending {
+        false => blocks.map(block).unzip(),
+        true => blocks.rev().map(block).unzip(),
+    };
+    if descending {
+        partials.reverse();
+        views.reverse();
+    }
     P::finish(views);
     combine_in_order(partials)
 }

@@ -437,6 +437,9 @@ pub struct Function {
     /// stencil's neighbours, derivative programs), with their row width and reach (see
     /// `derivative::parallel`).
     pub halo: std::collections::HashMap<Inst, std::collections::BTreeMap<Buf, HaloSpec>>,
+    /// Parallel loops best run last iteration first where they run serially (the reverse
+    /// sweeps of parallel loops: they start on what their forward sweep touched last).
+    pub descending: std::collections::HashSet<Inst>,
 }
 
 /// How far from its own row an iteration of a parallel loop adds into a buffer:
@@ -463,6 +466,7 @@ impl Function {
             scatter: Default::default(),
             atomic_scatter: false,
             halo: Default::default(),
+            descending: Default::default(),
         };
         f.body = f.new_block();
         f

@@ -147,6 +147,7 @@ impl Rev<'_> {
             vec![tr],
         );
         b.func.parallel.insert(ni, f.parallel[&i]);
+        b.func.descending.insert(ni);
         // The sums' initial values receive the adjoint of their results, once.
         self.flush_carries(b, &inits, &carry);
         self.unprivatize(b, private);

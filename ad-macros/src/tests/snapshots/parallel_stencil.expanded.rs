@@ -38,6 +38,12 @@ pub fn smooth_fwd(
         0.._v4,
         (&mut out[..], &mut dout[..]),
         |_i_5, own| {
+            let r = r;
+            let dr = dr;
+            let _n_2 = _n_2;
+            let u = &u[..];
+            let du = &du[..];
+            let idx = &idx[..];
             let (out, dout) = own;
             let _v7 = _i_5 > 0;
             let _v12 = if _v7 {
@@ -91,6 +97,8 @@ pub fn smooth_fwd(
     let sums: [f64; 2usize] = ::phidiff::__private::par::sum(
         0.._v49,
         |_v54| {
+            let out = &out[..];
+            let dout = &dout[..];
             let mut _sum_52: f64 = (-0.0f64);
             let mut _v53: f64 = (-0.0f64);
             let _v_55 = out[_v54];
@@ -144,6 +152,10 @@ pub fn smooth_rev(
         0.._v5,
         (&mut out[..], _tape_v26_5.slots_mut()),
         |_i_6, own| {
+            let r = r;
+            let _n_3 = _n_3;
+            let u = &u[..];
+            let idx = &idx[..];
             let (out, _tape_v26_5) = own;
             let _v8 = _i_6 > 0;
             let _v13 = if _v8 {
@@ -181,6 +193,7 @@ pub fn smooth_rev(
         0.._v34,
         (&mut dout[..],),
         |_v37, own| {
+            let out = &out[..];
             let (dout,) = own;
             let mut _sum_36: f64 = (-0.0f64);
             let _v_38 = out[_v37];
@@ -211,6 +224,10 @@ pub fn smooth_rev(
         (&mut dout[..],),
         vec![& mut du[..]],
         |_par_i_56, own, scatter| {
+            let r = r;
+            let _n_3 = _n_3;
+            let u = &u[..];
+            let idx = &idx[..];
             let (dout,) = own;
             let mut _acc_6: f64 = (-0.0f64);
             let _v58 = _par_i_56 > 0;
