@@ -222,8 +222,8 @@ impl Ctx<'_> {
     /// its body reads, and `let u = &u[..];` for each buffer it only reads. The closure
     /// captures them by reference, and a store through a written view may alias any
     /// memory as far as the optimizer can tell, so without the copies every use inside
-    /// the body's loops would load them again (the 2-D stencil's adjoint: 15 % of its
-    /// time).
+    /// the body's loops loads them again (measured on the 2-D stencil: about 5 % of its
+    /// forward sweep, 1 % of its reverse sweep).
     fn captured_copies(&self, l: Inst, body: Block, added: &[Cell]) -> TokenStream {
         let f = self.f;
         let mut inside = HashSet::new();

@@ -374,10 +374,13 @@ impl Cx<'_> {
                 // The reverse sweep's counter `init + int_like(t − s, init)·step`: the
                 // loop index need not be a `usize`, so its range is converted.
                 InstKind::Binary(BinOp::IntLike, a, _) => {
+                    // Only a conversion of `t − s` is read through (its `s` cancels in the
+                    // window's bounds); one without the loop index is left alone.
                     let a = self.affine(a, depth + 1)?;
-                    if a.t != 0 {
-                        self.counter.set(true);
+                    if a.t == 0 {
+                        return None;
                     }
+                    self.counter.set(true);
                     Some(a)
                 }
                 InstKind::CellGet(c) if !self.set_cells.contains(&c) => {
