@@ -8,6 +8,7 @@ mod control;
 mod env;
 mod expr;
 mod iter;
+mod macros;
 
 use crate::diagnostics::{unsupported, Diagnostics};
 use crate::ir::builder::Builder;
