@@ -606,8 +606,8 @@ fn stencil_bench(inputs: &mut Inputs, pool: &'static rayon::ThreadPool) -> Bench
             })
         })
     };
-    // On the pool's thread too, as the primal and phidiff's gradient: the three then run
-    // on the same core, whatever the other core is doing.
+    // On the pool's thread too, as the primal and phidiff's gradient: the row's three
+    // Rust timings then share one thread.
     let hand: Gradient = {
         let mut out = vec![0.0; n * n];
         Box::new(move |u: &[f64], g: &mut [f64]| {
