@@ -8,6 +8,7 @@ use num_traits::Zero;
 
 use crate::blocks::{block_range, BLOCK};
 use crate::owned::Owned;
+use crate::window::HaloWindow;
 
 /// A buffer that iteration `i` adds into at rows `i − reach ..= i + reach` (rows of
 /// `width` elements; `width == 1`: elements), e.g. `du[(i ± 1)·n + j] += …` in the adjoint
@@ -80,6 +81,8 @@ pub struct HaloChunk<'a, T> {
     reach: usize,
     /// The target's length.
     len: usize,
+    /// The copy behind a window that reaches into a halo ([`HaloChunk::iteration`]).
+    scratch: Vec<T>,
     /// The elements before the loop's rows (first block only) and after them (last block
     /// only): the halos may add there, in `finish`.
     before: &'a mut [T],
@@ -112,6 +115,57 @@ impl<T> HaloChunk<'_, T> {
             (self.lo, self.hi),
             (self.above_start, self.start, self.rows.len()),
         )
+    }
+
+    /// The current iteration's rows `i − reach ..= i + reach` as one contiguous
+    /// [`HaloWindow`]: those rows in place where they all lie in the block's own rows,
+    /// else a copy (gathered from the rows and the halos, written back on drop).
+    #[inline]
+    pub fn iteration(&mut self) -> HaloWindow<'_, T>
+    where
+        T: Copy,
+    {
+        let (lo, hi) = (self.lo, self.hi);
+        if self.in_lo == lo && self.in_hi == hi {
+            let (offset, span) = (self.in_offset, self.in_span);
+            return HaloWindow {
+                // SAFETY: `focus` keeps `in_offset + in_span = in_hi − start <=
+                // rows.len()`.
+                data: unsafe { self.rows.get_unchecked_mut(offset..offset + span) },
+                base: lo,
+                back: None,
+            };
+        }
+        self.gathered()
+    }
+
+    /// [`HaloChunk::iteration`] where the window reaches into a halo (kept out of line).
+    #[inline(never)]
+    fn gathered(&mut self) -> HaloWindow<'_, T>
+    where
+        T: Copy,
+    {
+        let (lo, hi, start) = (self.lo, self.hi, self.start);
+        let end = start + self.rows.len();
+        let (above, below) = self.halo.split_at_mut(start - self.above_start);
+        // The window's pieces: in the halo above, in the rows, in the halo below.
+        let a = lo.min(start)..hi.min(start);
+        let r = lo.max(start).min(end)..hi.min(end).max(start);
+        let b = lo.max(end)..hi.max(end);
+        let pieces = [
+            &mut above[a.start - self.above_start..a.end - self.above_start],
+            &mut self.rows[r.start - start..r.end - start],
+            &mut below[b.start - end..b.end - end],
+        ];
+        self.scratch.clear();
+        for piece in &pieces {
+            self.scratch.extend_from_slice(piece);
+        }
+        HaloWindow {
+            data: &mut self.scratch[..],
+            base: lo,
+            back: Some(pieces),
+        }
     }
 
     /// Global element range the current iteration may touch.
@@ -228,6 +282,7 @@ where
                     rows,
                     start,
                     halo: vec![T::zero(); halo_len],
+                    scratch: Vec::with_capacity((2 * reach + 1) * width),
                     above_start,
                     lo: 0,
                     hi: 0,

@@ -23,7 +23,11 @@
 //! In [`for_each_owned`], iteration `i` may touch only element `i` (row `i`,
 //! i.e. elements `[i*w, (i+1)*w)`) of each owned buffer. The buffers are
 //! split with `chunks_mut`, so this is checked safe Rust: an access outside
-//! the iteration's own row panics instead of racing.
+//! the iteration's own row panics instead of racing. Generated loop bodies take
+//! each buffer's elements for the current iteration once, as a [`Window`] (or a
+//! [`HaloWindow`]: rows `i − reach ..= i + reach`), whose bounds then live in
+//! locals rather than in the chunk, where every store would make the optimizer
+//! reload them.
 //!
 //! # Which generated pattern uses which function
 //! | adjoint pattern                                        | function |
@@ -85,6 +89,7 @@ mod owned;
 mod private;
 mod scatter;
 mod scratch;
+mod window;
 
 pub use atomic::{AtomicF32Slice, AtomicF64Slice};
 pub use blocks::{block_count, block_range, for_each, sum, BLOCK};
@@ -100,3 +105,4 @@ pub use private::{
 };
 pub use scatter::{for_each_owned_scatter, for_each_owned_scatter_atomic, Scatter, ScatterFloat};
 pub use scratch::{Scratch, POOL_BUFFERS, POOL_MAX_BYTES, POOL_TOTAL_BYTES};
+pub use window::{HaloWindow, Window};

@@ -7,6 +7,7 @@ use num_traits::Zero;
 use rayon::prelude::*;
 
 use crate::blocks::{add_into, block_count, block_range, combine_in_order, zeros, BLOCK};
+use crate::window::Window;
 
 /// A buffer written row by row: iteration `i` owns the elements
 /// `[i*width, (i+1)*width)` of `data` (`width == 1`: element `i`).
@@ -153,6 +154,19 @@ impl<'a, T> OwnedChunk<'a, T> {
     {
         let at = self.local(j, "wrote");
         self.data[at] = self.data[at] + value;
+    }
+
+    /// The current iteration's row as a [`Window`]: what generated loop bodies index, so
+    /// that the row's bounds live in locals instead of being reloaded after every store.
+    #[inline]
+    pub fn iteration(&mut self) -> Window<'_, T> {
+        let (offset, span) = (self.offset, self.span);
+        Window {
+            // SAFETY: `set_current` keeps `offset + span = hi − base <= end − base =
+            // data.len()`.
+            data: unsafe { self.data.get_unchecked_mut(offset..offset + span) },
+            base: self.lo,
+        }
     }
 
     /// Row `i` (global row index), which must be the current iteration.
@@ -433,7 +447,7 @@ where
     T: Copy + Send + Sync + Add<Output = T> + Zero,
     F: Fn(usize, &mut P::Views) -> [T; K] + Sync,
 {
-    owned_blocks(range, parts, body, false)
+    owned_blocks::<P, T, K, F, false>(range, parts, body)
 }
 
 /// [`for_each_owned`] with the iterations taken last to first where they run serially
@@ -493,15 +507,15 @@ where
     T: Copy + Send + Sync + Add<Output = T> + Zero,
     F: Fn(usize, &mut P::Views) -> [T; K] + Sync,
 {
-    owned_blocks(range, parts, body, true)
+    owned_blocks::<P, T, K, F, true>(range, parts, body)
 }
 
-/// The blocks of [`for_each_owned_sum`] (`descending`: of [`for_each_owned_sum_rev`]).
-fn owned_blocks<P, T, const K: usize, F>(
+/// The blocks of [`for_each_owned_sum`] (`DESCENDING`: of [`for_each_owned_sum_rev`]).
+/// A const parameter, so that each instance calls `body` from one place only.
+fn owned_blocks<P, T, const K: usize, F, const DESCENDING: bool>(
     range: Range<usize>,
     parts: P,
     body: F,
-    descending: bool,
 ) -> [T; K]
 where
     P: Parts,
@@ -512,25 +526,48 @@ where
         return zeros();
     }
     let block = |(k, mut views): (usize, P::Views)| {
-        let mut step = |acc, i| {
-            P::focus(&mut views, i);
-            add_into(acc, body(i, &mut views))
-        };
-        let partial = match descending {
-            false => block_range(&range, k).fold(zeros(), &mut step),
-            true => block_range(&range, k).rev().fold(zeros(), &mut step),
-        };
+        let partial =
+            block_iterations::<P, T, K, F, DESCENDING>(block_range(&range, k), &mut views, &body);
         (partial, views)
     };
     let blocks = parts.split_blocks(&range).into_par_iter().enumerate();
-    let (mut partials, mut views): (Vec<[T; K]>, Vec<P::Views>) = match descending {
+    let (mut partials, mut views): (Vec<[T; K]>, Vec<P::Views>) = match DESCENDING {
         false => blocks.map(block).unzip(),
         true => blocks.rev().map(block).unzip(),
     };
-    if descending {
+    if DESCENDING {
         partials.reverse();
         views.reverse();
     }
     P::finish(views);
     combine_in_order(partials)
+}
+
+/// The iterations of one block, serially (`DESCENDING`: last to first), and the sum of
+/// their terms in that order. A plain loop with one call of `body`, so that the body is
+/// inlined into it: a `fold` over a closure left each iteration a call, which on loops
+/// of one element per iteration cost more than the body.
+#[inline]
+fn block_iterations<P, T, const K: usize, F, const DESCENDING: bool>(
+    iterations: Range<usize>,
+    views: &mut P::Views,
+    body: &F,
+) -> [T; K]
+where
+    P: Parts,
+    T: Copy + Send + Sync + Add<Output = T> + Zero,
+    F: Fn(usize, &mut P::Views) -> [T; K] + Sync,
+{
+    let mut acc = zeros();
+    let (first, n) = (iterations.start, iterations.len());
+    for t in 0..n {
+        let i = if DESCENDING {
+            first + n - 1 - t
+        } else {
+            first + t
+        };
+        P::focus(views, i);
+        acc = add_into(acc, body(i, views));
+    }
+    acc
 }

@@ -130,7 +130,12 @@ impl Ctx<'_> {
         let unpack = if views.is_empty() {
             quote!()
         } else {
-            quote!(let (#(#views,)*) = #own;)
+            // Each view as one contiguous window of the iteration's elements, held in locals
+            // (see `ad_rayon::Window`).
+            quote! {
+                let (#(#views,)*) = #own;
+                #(let #views = &mut #views.iteration();)*
+            }
         };
         let copies = self.captured_copies(i, body, &added);
         let inner = quote! {

@@ -45,6 +45,8 @@ pub fn smooth_fwd(
             let du = &du[..];
             let idx = &idx[..];
             let (out, dout) = own;
+            let out = &mut out.iteration();
+            let dout = &mut dout.iteration();
             let _v7 = _i_5 > 0;
             let _v12 = if _v7 {
                 let _v9 = _n_2 - 1;
@@ -157,6 +159,8 @@ pub fn smooth_rev(
             let u = &u[..];
             let idx = &idx[..];
             let (out, _tape_v26_5) = own;
+            let out = &mut out.iteration();
+            let _tape_v26_5 = &mut _tape_v26_5.iteration();
             let _v8 = _i_6 > 0;
             let _v13 = if _v8 {
                 let _v10 = _n_3 - 1;
@@ -195,6 +199,7 @@ pub fn smooth_rev(
         |_v37, own| {
             let out = &out[..];
             let (dout,) = own;
+            let dout = &mut dout.iteration();
             let mut _sum_36: f64 = (-0.0f64);
             let _v_38 = out[_v37];
             let _v39 = _v_38 * _v_38;
@@ -229,6 +234,7 @@ pub fn smooth_rev(
             let u = &u[..];
             let idx = &idx[..];
             let (dout,) = own;
+            let dout = &mut dout.iteration();
             let mut _acc_6: f64 = (-0.0f64);
             let _v58 = _par_i_56 > 0;
             let _v63 = if _v58 {
