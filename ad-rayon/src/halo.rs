@@ -67,16 +67,9 @@ pub struct HaloChunk<'a, T> {
     /// below it (from `start + rows.len()`).
     halo: Vec<T>,
     above_start: usize,
-    /// The current iteration's window: global elements `[lo, hi)`, and its part in the
-    /// block's rows `[in_lo, in_hi)`.
-    lo: usize,
-    hi: usize,
-    in_lo: usize,
-    in_hi: usize,
-    /// `in_hi − in_lo` (0 when the window misses the rows) and `in_lo − start`: the hot
-    /// path's one comparison.
-    in_span: usize,
-    in_offset: usize,
+    /// The iteration running now. The loop sets only this field per iteration: the
+    /// bounds of its rows are derived where they are used ([`HaloChunk::reach_of`]).
+    current: usize,
     width: usize,
     reach: usize,
     /// The target's length.
@@ -90,17 +83,29 @@ pub struct HaloChunk<'a, T> {
 }
 
 impl<T> HaloChunk<'_, T> {
+    /// The current iteration's rows `i − reach ..= i + reach` as global elements
+    /// `[lo, hi)`.
+    #[inline]
+    fn reach_of(&self) -> (usize, usize) {
+        let i = self.current;
+        let lo = i.saturating_sub(self.reach) * self.width;
+        let hi = ((i + self.reach + 1) * self.width).min(self.len);
+        (lo, hi)
+    }
+
     /// Position in the block's rows of global element `j`; elsewhere, the halo
     /// ([`HaloChunk::halo_slot`]).
     #[inline]
     fn local(&self, j: usize) -> Option<usize> {
-        // The hot path costs what an owned row's does: one unsigned comparison (below
-        // `in_lo` wraps to a large number) and two additions.
-        let k = j.wrapping_sub(self.in_lo);
-        if k >= self.in_span {
+        let (lo, hi) = self.reach_of();
+        // The part of the reach in the block's rows.
+        let in_lo = lo.max(self.start);
+        let in_hi = hi.min(self.start + self.rows.len());
+        // One unsigned comparison: below `in_lo` wraps to a large number.
+        if j.wrapping_sub(in_lo) >= in_hi.saturating_sub(in_lo) {
             return None;
         }
-        Some(self.in_offset + k)
+        Some(j - self.start)
     }
 
     /// Position in the halo of global element `j`, or a panic naming `verb` when `j` lies
@@ -112,40 +117,52 @@ impl<T> HaloChunk<'_, T> {
         halo_position(
             verb,
             j,
-            (self.lo, self.hi),
+            self.reach_of(),
             (self.above_start, self.start, self.rows.len()),
         )
     }
 
     /// The current iteration's rows `i − reach ..= i + reach` as one contiguous
-    /// [`HaloWindow`]: those rows in place where they all lie in the block's own rows,
-    /// else a copy (gathered from the rows and the halos, written back on drop).
+    /// [`HaloWindow`]: what generated loop bodies index, taken once per iteration, so
+    /// that its bounds live in locals instead of being reloaded after every store. Where
+    /// those rows all lie in the block's own rows (all iterations but the `reach` first
+    /// and last of a block), the window is in place: with debug assertions exactly those
+    /// rows, so an access outside the reach panics; without, the block's rows, the same
+    /// for every such iteration, so the optimizer keeps it out of the loop (every access
+    /// still in bounds and no other block's: neither a race nor a thread-count dependent
+    /// result). Otherwise it is a copy of exactly those rows, gathered from the block's
+    /// rows and its halos and written back on drop.
     #[inline]
     pub fn iteration(&mut self) -> HaloWindow<'_, T>
     where
         T: Copy,
     {
-        let (lo, hi) = (self.lo, self.hi);
-        if self.in_lo == lo && self.in_hi == hi {
-            let (offset, span) = (self.in_offset, self.in_span);
+        let (lo, hi) = self.reach_of();
+        let start = self.start;
+        if lo >= start && hi <= start + self.rows.len() {
+            if cfg!(debug_assertions) {
+                return HaloWindow {
+                    data: &mut self.rows[lo - start..hi - start],
+                    base: lo,
+                    back: None,
+                };
+            }
             return HaloWindow {
-                // SAFETY: `focus` keeps `in_offset + in_span = in_hi − start <=
-                // rows.len()`.
-                data: unsafe { self.rows.get_unchecked_mut(offset..offset + span) },
-                base: lo,
+                data: &mut self.rows[..],
+                base: start,
                 back: None,
             };
         }
-        self.gathered()
+        self.gathered(lo, hi)
     }
 
     /// [`HaloChunk::iteration`] where the window reaches into a halo (kept out of line).
     #[inline(never)]
-    fn gathered(&mut self) -> HaloWindow<'_, T>
+    fn gathered(&mut self, lo: usize, hi: usize) -> HaloWindow<'_, T>
     where
         T: Copy,
     {
-        let (lo, hi, start) = (self.lo, self.hi, self.start);
+        let start = self.start;
         let end = start + self.rows.len();
         let (above, below) = self.halo.split_at_mut(start - self.above_start);
         // The window's pieces: in the halo above, in the rows, in the halo below.
@@ -179,7 +196,8 @@ impl<T> HaloChunk<'_, T> {
     /// });
     /// ```
     pub fn window(&self) -> std::ops::Range<usize> {
-        self.lo..self.hi
+        let (lo, hi) = self.reach_of();
+        lo..hi
     }
 }
 
@@ -189,8 +207,8 @@ impl<T> Index<usize> for HaloChunk<'_, T> {
     #[inline]
     fn index(&self, j: usize) -> &T {
         match self.local(j) {
-            // SAFETY: `local` returns `j - start` only for `in_lo <= j < in_hi`, and
-            // `focus` keeps `start <= in_lo` and `in_hi <= start + rows.len()`.
+            // SAFETY: `local` returns `j - start` only for `start <= j < start +
+            // rows.len()` (the part of the reach in the block's rows).
             Some(at) => unsafe { self.rows.get_unchecked(at) },
             None => &self.halo[self.halo_slot(j, "read")],
         }
@@ -284,12 +302,7 @@ where
                     halo: vec![T::zero(); halo_len],
                     scratch: Vec::with_capacity((2 * reach + 1) * width),
                     above_start,
-                    lo: 0,
-                    hi: 0,
-                    in_lo: 0,
-                    in_hi: 0,
-                    in_span: 0,
-                    in_offset: 0,
+                    current: first_row,
                     width,
                     reach,
                     len,
@@ -302,7 +315,6 @@ where
                 if k + 1 == n_blocks {
                     chunk.after = std::mem::take(&mut after);
                 }
-                Self::focus(&mut chunk, first_row);
                 chunk
             })
             .collect()
@@ -310,12 +322,7 @@ where
 
     #[inline]
     fn focus(chunk: &mut Self::Chunk, i: usize) {
-        chunk.lo = i.saturating_sub(chunk.reach) * chunk.width;
-        chunk.hi = ((i + chunk.reach + 1) * chunk.width).min(chunk.len);
-        chunk.in_lo = chunk.lo.max(chunk.start);
-        chunk.in_hi = chunk.hi.min(chunk.start + chunk.rows.len());
-        chunk.in_span = chunk.in_hi.saturating_sub(chunk.in_lo);
-        chunk.in_offset = chunk.in_lo - chunk.start;
+        chunk.current = i;
     }
 
     /// Adds the halos into the buffer: block by block in order, each block's rows above

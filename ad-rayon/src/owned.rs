@@ -70,15 +70,9 @@ pub struct OwnedChunk<'a, T> {
     /// `data`'s last.
     base: usize,
     end: usize,
-    /// The iteration running now; only its row is accessible.
+    /// The iteration running now; only its row is accessible. The loop sets only this
+    /// field per iteration: the row's bounds are derived where they are used.
     current: usize,
-    /// Its global elements `[lo, hi)`, set with `current` and kept inside
-    /// `[base, end)`; `span = hi − lo` and `offset = lo − base`, so that each access
-    /// costs one comparison (`j − lo < span`, wrapping) and two additions.
-    lo: usize,
-    hi: usize,
-    span: usize,
-    offset: usize,
 }
 
 /// `chunk[j]` reads element `j` (global index) of the current iteration, so
@@ -88,8 +82,8 @@ impl<T> std::ops::Index<usize> for OwnedChunk<'_, T> {
     #[inline]
     fn index(&self, j: usize) -> &T {
         let at = self.local(j, "read");
-        // SAFETY: `local` returns `j - base` only for `lo <= j < hi` (`j - lo < span`),
-        // and `set_current` keeps `base <= lo` and `hi <= end = base + data.len()`.
+        // SAFETY: `local` returns `j - base` only for `lo <= j < hi`, and `bounds` keeps
+        // `base <= lo` and `hi <= end = base + data.len()`.
         unsafe { self.data.get_unchecked(at) }
     }
 }
@@ -107,30 +101,34 @@ impl<T> std::ops::IndexMut<usize> for OwnedChunk<'_, T> {
 impl<'a, T> OwnedChunk<'a, T> {
     /// Global element range owned by the current iteration.
     pub fn owned(&self) -> Range<usize> {
-        self.lo..self.hi
+        let (lo, hi) = self.bounds();
+        lo..hi
     }
 
     /// Makes iteration `i` the current one.
     #[inline]
     fn set_current(&mut self, i: usize) {
         self.current = i;
-        let lo = i * self.width;
+    }
+
+    /// The current row's global elements `[lo, hi)`, inside `[base, end)`.
+    #[inline]
+    fn bounds(&self) -> (usize, usize) {
+        let lo = (self.current * self.width).max(self.base);
         // The last row of a buffer whose length the width does not divide is shorter.
-        self.lo = lo.max(self.base);
-        self.hi = (lo + self.width).min(self.end);
-        self.span = self.hi.saturating_sub(self.lo);
-        self.offset = self.lo - self.base;
+        let hi = (lo + self.width).min(self.end);
+        (lo.min(hi), hi)
     }
 
     /// Position in `data` of global element `j`, or a panic naming `verb`.
     #[inline]
     fn local(&self, j: usize, verb: &str) -> usize {
+        let (lo, hi) = self.bounds();
         // One unsigned comparison: below `lo` wraps to a large number.
-        let k = j.wrapping_sub(self.lo);
-        if k >= self.span {
-            outside(verb, j, self.lo, self.hi);
+        if j.wrapping_sub(lo) >= hi - lo {
+            outside(verb, j, lo, hi);
         }
-        self.offset + k
+        j - self.base
     }
 
     /// Element `j` (global index) of the current iteration's row.
@@ -156,16 +154,25 @@ impl<'a, T> OwnedChunk<'a, T> {
         self.data[at] = self.data[at] + value;
     }
 
-    /// The current iteration's row as a [`Window`]: what generated loop bodies index, so
-    /// that the row's bounds live in locals instead of being reloaded after every store.
+    /// The current iteration's elements as a [`Window`]: what generated loop bodies
+    /// index, taken once per iteration, so that its bounds live in locals instead of being
+    /// reloaded after every store. With debug assertions the window is the current row,
+    /// so an access outside it panics; without, it is the block's rows, the same for every
+    /// iteration, so the optimizer keeps it out of the loop: every access is still in
+    /// bounds and no other block's, so there is neither a race nor a result that depends
+    /// on the thread count.
     #[inline]
     pub fn iteration(&mut self) -> Window<'_, T> {
-        let (offset, span) = (self.offset, self.span);
+        if cfg!(debug_assertions) {
+            let (lo, hi) = self.bounds();
+            return Window {
+                data: &mut self.data[lo - self.base..hi - self.base],
+                base: lo,
+            };
+        }
         Window {
-            // SAFETY: `set_current` keeps `offset + span = hi − base <= end − base =
-            // data.len()`.
-            data: unsafe { self.data.get_unchecked_mut(offset..offset + span) },
-            base: self.lo,
+            data: &mut self.data[..],
+            base: self.base,
         }
     }
 
@@ -177,8 +184,9 @@ impl<'a, T> OwnedChunk<'a, T> {
                 self.current
             );
         }
-        // The current row's window, already cut at the buffer's end.
-        &mut self.data[self.lo - self.base..self.hi - self.base]
+        // The current row, already cut at the buffer's end.
+        let (lo, hi) = self.bounds();
+        &mut self.data[lo - self.base..hi - self.base]
     }
 }
 
@@ -250,19 +258,13 @@ impl<'a, T: Send> Owned for Rows<'a, T> {
             .map(|(k, data)| {
                 let first_row = block_range(range, k).start;
                 let base = first_row * width;
-                let mut chunk = OwnedChunk {
+                OwnedChunk {
                     end: base + data.len(),
                     data,
                     width,
                     base,
                     current: first_row,
-                    lo: 0,
-                    hi: 0,
-                    span: 0,
-                    offset: 0,
-                };
-                chunk.set_current(first_row);
-                chunk
+                }
             })
             .collect()
     }
