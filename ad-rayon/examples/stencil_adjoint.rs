@@ -24,6 +24,9 @@ fn step(u: &[f64], out: &mut [f64], w: usize) {
             width: w,
         },),
         |i, (out,)| {
+            // The iteration's elements as one window, as generated code takes them: its
+            // bounds stay in registers through the stores.
+            let out = &mut out.iteration();
             for j in 0..w {
                 let k = i * w + j;
                 out[k] = if i == 0 || i == rows - 1 {
@@ -56,6 +59,7 @@ fn energy_grad(u: &[f64], w: usize) -> Vec<f64> {
         reach: 1,
     };
     for_each_owned(0..rows, (halo,), |i, (ubar,)| {
+        let ubar = &mut ubar.iteration();
         for j in 0..w {
             let (k, b) = (i * w + j, out_bar[i * w + j]);
             if i == 0 || i == rows - 1 {

@@ -27,7 +27,9 @@
 //! each buffer's elements for the current iteration once, as a [`Window`] (or a
 //! [`HaloWindow`]: rows `i − reach ..= i + reach`), whose bounds then live in
 //! locals rather than in the chunk, where every store would make the optimizer
-//! reload them.
+//! reload them. Without debug assertions a window is the block's rows (see
+//! [`Window`]): still no race and no thread-count dependence, but an access to
+//! another row of the same block no longer panics.
 //!
 //! # Which generated pattern uses which function
 //! | adjoint pattern                                        | function |
