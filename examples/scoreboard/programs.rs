@@ -73,7 +73,7 @@ impl Bench {
         let mut cells = vec![Cell::Missing("—".into()); Peer::ALL.len()];
         for (peer, t, times) in &self.peers {
             cells[peer.index()] = Cell::Time {
-                secs: t.median() * times,
+                secs: t.fastest() * times,
                 per_direction: *times != 1.0,
             };
         }
@@ -101,8 +101,8 @@ impl Bench {
         Row {
             title: self.title.clone(),
             size: self.size.clone(),
-            primal: self.primal.median(),
-            grad: self.ours.median(),
+            primal: self.primal.fastest(),
+            grad: self.ours.fastest(),
             peers: cells,
         }
     }

@@ -107,7 +107,7 @@ pub fn markdown(rows: &[Row], machine: &str, note: &str) -> String {
         s.push('\n');
     }
     s.push_str(
-        "\nTimes are medians over interleaved rounds; a peer's (×) is its gradient time over \
+        "\nTimes are the fastest of interleaved rounds (a shared machine only slows a round down); a peer's (×) is its gradient time over \
          phidiff's (above 1: phidiff is faster). † = `n ×` the time of one directional \
          derivative (finite differences: two primal runs; num-dual: one dual-number run), \
          since these tools need one run per input. BA: the whole sparse Jacobian for every \

@@ -184,6 +184,7 @@ pub fn launchers(
                 pub fn cpu(n: usize, #(#cp_params),*) {
                     #krate::par::for_each_owned(0..n, (#(&mut *#written,)*), |#index, __views| {
                         let (#(#written,)*) = __views;
+                        #(let #written = &mut #written.iteration();)*
                         #body
                     });
                 }
