@@ -8,7 +8,7 @@ use num_traits::Zero;
 
 use crate::blocks::{block_range, BLOCK};
 use crate::owned::Owned;
-use crate::window::HaloWindow;
+use crate::window::{HaloWindow, Window};
 
 /// A buffer that iteration `i` adds into at rows `i − reach ..= i + reach` (rows of
 /// `width` elements; `width == 1`: elements), e.g. `du[(i ± 1)·n + j] += …` in the adjoint
@@ -140,16 +140,16 @@ impl<T> HaloChunk<'_, T> {
         let (lo, hi) = self.reach_of();
         let start = self.start;
         if lo >= start && hi <= start + self.rows.len() {
-            if cfg!(debug_assertions) {
-                return HaloWindow {
-                    data: &mut self.rows[lo - start..hi - start],
-                    base: lo,
-                    back: None,
-                };
-            }
+            let (data, base) = match cfg!(debug_assertions) {
+                true => (&mut self.rows[lo - start..hi - start], lo),
+                false => (&mut self.rows[..], start),
+            };
             return HaloWindow {
-                data: &mut self.rows[..],
-                base: start,
+                window: Window {
+                    data,
+                    base,
+                    halo: true,
+                },
                 back: None,
             };
         }
@@ -179,8 +179,11 @@ impl<T> HaloChunk<'_, T> {
             self.scratch.extend_from_slice(piece);
         }
         HaloWindow {
-            data: &mut self.scratch[..],
-            base: lo,
+            window: Window {
+                data: &mut self.scratch[..],
+                base: lo,
+                halo: true,
+            },
             back: Some(pieces),
         }
     }

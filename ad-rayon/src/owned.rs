@@ -163,16 +163,17 @@ impl<'a, T> OwnedChunk<'a, T> {
     /// on the thread count.
     #[inline]
     pub fn iteration(&mut self) -> Window<'_, T> {
-        if cfg!(debug_assertions) {
-            let (lo, hi) = self.bounds();
-            return Window {
-                data: &mut self.data[lo - self.base..hi - self.base],
-                base: lo,
-            };
-        }
+        let (data, base) = match cfg!(debug_assertions) {
+            true => {
+                let (lo, hi) = self.bounds();
+                (&mut self.data[lo - self.base..hi - self.base], lo)
+            }
+            false => (&mut self.data[..], self.base),
+        };
         Window {
-            data: &mut self.data[..],
-            base: self.base,
+            data,
+            base,
+            halo: false,
         }
     }
 

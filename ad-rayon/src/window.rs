@@ -39,6 +39,8 @@ use std::ops::{Index, IndexMut};
 pub struct Window<'a, T> {
     pub(crate) data: &'a mut [T],
     pub(crate) base: usize,
+    /// Whose window this is: an owned buffer's or a halo's (only words the panic).
+    pub(crate) halo: bool,
 }
 
 impl<T> Window<'_, T> {
@@ -46,13 +48,24 @@ impl<T> Window<'_, T> {
     pub fn range(&self) -> std::ops::Range<usize> {
         self.base..self.base + self.data.len()
     }
+
+    /// `j − base` where it is below the length; else a panic naming `verb`.
+    #[inline]
+    fn position(&self, j: usize, verb: &'static str) -> usize {
+        // One unsigned comparison: below `base` wraps to a large number.
+        let k = j.wrapping_sub(self.base);
+        if k >= self.data.len() {
+            outside(verb, self.halo, j, self.range());
+        }
+        k
+    }
 }
 
 impl<T> Index<usize> for Window<'_, T> {
     type Output = T;
     #[inline]
     fn index(&self, j: usize) -> &T {
-        let k = position(j, self.base, self.data.len(), OWNED_READ);
+        let k = self.position(j, "read");
         // SAFETY: `position` returns `k < data.len()` or panics.
         unsafe { self.data.get_unchecked(k) }
     }
@@ -61,7 +74,7 @@ impl<T> Index<usize> for Window<'_, T> {
 impl<T> IndexMut<usize> for Window<'_, T> {
     #[inline]
     fn index_mut(&mut self, j: usize) -> &mut T {
-        let k = position(j, self.base, self.data.len(), OWNED_WROTE);
+        let k = self.position(j, "wrote");
         // SAFETY: as in `index`.
         unsafe { self.data.get_unchecked_mut(k) }
     }
@@ -91,8 +104,7 @@ impl<T> IndexMut<usize> for Window<'_, T> {
 /// ```
 #[derive(Debug)]
 pub struct HaloWindow<'a, T: Copy> {
-    pub(crate) data: &'a mut [T],
-    pub(crate) base: usize,
+    pub(crate) window: Window<'a, T>,
     /// Where a gathered window goes back: the halo above the block, the block's rows,
     /// the halo below it (each possibly empty), in global order.
     pub(crate) back: Option<[&'a mut [T]; 3]>,
@@ -101,14 +113,14 @@ pub struct HaloWindow<'a, T: Copy> {
 impl<T: Copy> HaloWindow<'_, T> {
     /// The global elements this window covers.
     pub fn range(&self) -> std::ops::Range<usize> {
-        self.base..self.base + self.data.len()
+        self.window.range()
     }
 }
 
 impl<T: Copy> Drop for HaloWindow<'_, T> {
     fn drop(&mut self) {
         if let Some(pieces) = self.back.take() {
-            let mut from = &self.data[..];
+            let mut from = &self.window.data[..];
             for piece in pieces {
                 let (head, rest) = from.split_at(piece.len());
                 piece.copy_from_slice(head);
@@ -122,47 +134,28 @@ impl<T: Copy> Index<usize> for HaloWindow<'_, T> {
     type Output = T;
     #[inline]
     fn index(&self, j: usize) -> &T {
-        let k = position(j, self.base, self.data.len(), HALO_READ);
-        // SAFETY: `position` returns `k < data.len()` or panics.
-        unsafe { self.data.get_unchecked(k) }
+        &self.window[j]
     }
 }
 
 impl<T: Copy> IndexMut<usize> for HaloWindow<'_, T> {
     #[inline]
     fn index_mut(&mut self, j: usize) -> &mut T {
-        let k = position(j, self.base, self.data.len(), HALO_WROTE);
-        // SAFETY: as in `index`.
-        unsafe { self.data.get_unchecked_mut(k) }
+        &mut self.window[j]
     }
 }
 
-/// What an access outside a window did, and what the window is, for the panic.
-type Access = (&'static str, &'static str, &'static str);
-const OWNED_READ: Access = ("read", "its own element", "owned");
-const OWNED_WROTE: Access = ("wrote", "its own element", "owned");
-const HALO_READ: Access = ("read", "the rows it may reach", "reach");
-const HALO_WROTE: Access = ("wrote", "the rows it may reach", "reach");
-
-/// `j − base` where it is below `len`; else a panic described by `access`.
-#[inline]
-fn position(j: usize, base: usize, len: usize, access: Access) -> usize {
-    // One unsigned comparison: below `base` wraps to a large number.
-    let k = j.wrapping_sub(base);
-    if k >= len {
-        outside(access, j, base, len);
-    }
-    k
-}
-
-/// The panic of an access outside the window (kept out of line), worded as the chunks'.
+/// The panic of an access outside a window (kept out of line), worded as the chunks'.
 #[cold]
 #[inline(never)]
-fn outside(access: Access, j: usize, base: usize, len: usize) -> ! {
-    let (verb, what, label) = access;
+fn outside(verb: &str, halo: bool, j: usize, window: std::ops::Range<usize>) -> ! {
+    let (what, label) = match halo {
+        false => ("its own element", "owned"),
+        true => ("the rows it may reach", "reach"),
+    };
     panic!(
-        "parallel iteration {verb} outside {what}: index {j}, {label} {base}..{}",
-        base + len
+        "parallel iteration {verb} outside {what}: index {j}, {label} {}..{}",
+        window.start, window.end
     )
 }
 
