@@ -249,7 +249,13 @@ mod tests {
     #[cfg(debug_assertions)]
     #[should_panic(expected = "wrote outside the rows it may reach: index 4, reach 0..2")]
     fn a_halo_window_panics_past_the_reach() {
-        let mut target = vec![0.0_f64; 8];
+        adds_past_the_reach(8, 4);
+    }
+
+    /// Iterations `0..8` of a reach-1 halo over `len` elements, each adding into element
+    /// `i + shift` through its window.
+    fn adds_past_the_reach(len: usize, shift: usize) {
+        let mut target = vec![0.0_f64; len];
         for_each_owned(
             0..8,
             (Halo {
@@ -259,7 +265,7 @@ mod tests {
             },),
             |i, (t,)| {
                 let t = &mut t.iteration();
-                t[i + 4] += 1.0;
+                t[i + shift] += 1.0;
             },
         );
     }
@@ -288,19 +294,7 @@ mod tests {
         // With debug assertions the first add (element 2 from iteration 0) is past the
         // reach; without, iteration 6's add into element 8 is past the block's rows, and
         // iteration 7's window (rows 6..=8, gathered) ends before element 9.
-        let mut target = vec![0.0_f64; 10];
-        for_each_owned(
-            0..8,
-            (Halo {
-                data: &mut target,
-                width: 1,
-                reach: 1,
-            },),
-            |i, (t,)| {
-                let t = &mut t.iteration();
-                t[i + 2] += 1.0;
-            },
-        );
+        adds_past_the_reach(10, 2);
     }
 
     #[test]
