@@ -126,8 +126,7 @@ numeric_tests! {
         speelpenning_with_a_zero_factor,
     ],
     /// Checkpointed loops (revolve, periodic, online; memory and disk): heat equation,
-    /// Lorenz-63, Burgers (published values), a `while` with a data-dependent trip count,
-    /// a `&mut` state evolved in place.
+    /// Lorenz-63, Burgers (published values).
     checkpoint: [
         heat_published_every_scheme,
         heat_against_finite_differences,
@@ -135,6 +134,10 @@ numeric_tests! {
         lorenz_against_finite_differences,
         burgers_published_every_scheme,
         burgers_against_finite_differences,
+    ],
+    /// Checkpointed loops that decide their own trip count or state: a `while` with a
+    /// data-dependent trip count, a `&mut` state evolved in place.
+    checkpoint_loops: [
         while_loop_every_scheme,
         while_loop_against_finite_differences,
         in_place_state_restored_after_rev,
