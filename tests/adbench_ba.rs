@@ -316,6 +316,91 @@ fn reproj_error_fwd_and_rev_agree() {
 }
 
 #[test]
+fn reproj_error_rev2_lanes_agree() {
+    // `reproj_error_rev2` (both residuals' seeds in one sweep, as `ba_jacobian` uses it):
+    // each lane against `_fwd` by the dot-product test while the other lane carries
+    // another seed, and equal to `reproj_error_rev` with that lane's seed, bit for bit.
+    for (name, ba) in [
+        ("test.txt", test_problem()),
+        ("zero rotation", zero_rotation_problem()),
+    ] {
+        let feat = [ba.feats[0], ba.feats[1]];
+        let x0 = cat(&[&ba.cams[..N_CAM], &ba.x[..3], &[ba.w[0]], &[0.0, 0.0]]);
+        let lens = [N_CAM, 3, 1, 2];
+        let batched = |x: &[f64], seeds: [&[f64]; 2]| {
+            let p = split(x, &lens);
+            let (mut dcam, mut dx) = ([zeros(N_CAM), zeros(N_CAM)], [zeros(3), zeros(3)]);
+            let mut derr = [seeds[0].to_vec(), seeds[1].to_vec()];
+            let mut err = p[3].to_vec();
+            let [c0, c1] = &mut dcam;
+            let [x0, x1] = &mut dx;
+            let [e0, e1] = &mut derr;
+            let dw = ba::reproj_error_rev2(
+                p[0],
+                [c0, c1],
+                p[1],
+                [x0, x1],
+                p[2][0],
+                &feat,
+                &mut err,
+                [e0, e1],
+            );
+            let lane = |l: usize| cat(&[&dcam[l], &dx[l], &[dw[l]], &derr[l]]);
+            (err, [lane(0), lane(1)])
+        };
+        let primal = |x: &[f64]| {
+            let p = split(x, &lens);
+            let mut err = p[3].to_vec();
+            ba::reproj_error(p[0], p[1], p[2][0], &feat, &mut err);
+            err
+        };
+        let jvp = |x: &[f64], dx: &[f64]| {
+            let (p, d) = (split(x, &lens), split(dx, &lens));
+            let (mut err, mut derr) = (p[3].to_vec(), d[3].to_vec());
+            ba::reproj_error_fwd(
+                p[0], d[0], p[1], d[1], p[2][0], d[2][0], &feat, &mut err, &mut derr,
+            );
+            (err, derr)
+        };
+        let other = [0.7, -1.3];
+        for lane in 0..2 {
+            let vjp = |x: &[f64], w: &[f64]| {
+                let seeds = if lane == 0 { [w, &other] } else { [&other, w] };
+                let (err, lanes) = batched(x, seeds);
+                (err, lanes[lane].clone())
+            };
+            check_fwd_rev(&Case {
+                name: &format!("{name}, lane {lane}"),
+                x: &x0,
+                primal: &primal,
+                jvp: &jvp,
+                vjp: &vjp,
+                tols: Tols {
+                    fd_rel: 1e-6,
+                    fd_abs: 1e-7,
+                    dot_rel: 1e-12,
+                },
+            });
+        }
+        let seeds = [[1.0, 0.0], [0.0, 1.0]];
+        let (_, lanes) = batched(&x0, [&seeds[0], &seeds[1]]);
+        for lane in 0..2 {
+            let p = split(&x0, &lens);
+            let (mut dcam, mut dx) = (zeros(N_CAM), zeros(3));
+            let (mut err, mut derr) = (p[3].to_vec(), seeds[lane].to_vec());
+            let dw = ba::reproj_error_rev(
+                p[0], &mut dcam, p[1], &mut dx, p[2][0], &feat, &mut err, &mut derr,
+            );
+            assert_eq!(
+                lanes[lane],
+                cat(&[&dcam, &dx, &[dw], &derr]),
+                "{name}: lane {lane} of reproj_error_rev2 and reproj_error_rev"
+            );
+        }
+    }
+}
+
+#[test]
 fn weight_error_gradient_passes_finite_differences() {
     for w in [0.417022, -1.5, 0.0] {
         let g = check_grad(

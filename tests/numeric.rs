@@ -103,6 +103,16 @@ numeric_tests! {
         kinks_away_from_kinks,
         tie_conventions,
     ],
+    /// Batched reverse mode (`reverse(width = N)`): every lane against `_fwd` and
+    /// against the scalar `_rev`.
+    batched: [
+        looped_lanes,
+        cube_roots_lanes,
+        rows_energy_lanes,
+        normalize_in_place_lanes,
+        #[should_panic(expected = "`dx[1]`")]
+        short_shadow_in_a_lane_panics,
+    ],
     /// Hand-written `_fwd`/`_rev` rules called from differentiated functions.
     calls: [
         softplus_layer_uses_custom_rules,

@@ -173,10 +173,66 @@ fn derive_all(opts: &Options, item: &syn::ItemFn) -> syn::Result<TokenStream> {
             out.extend(header.grad(&grad, name));
         }
     }
+    for (name, width) in &opts.batched {
+        let name = name.as_ref().expect("names are resolved");
+        out.extend(batched_reverse(
+            item, &header, &sig, &compiled, name, *width,
+        )?);
+    }
     if opts.cuda {
         out.extend(cuda_module(opts, item, &sig, &compiled)?);
     }
     Ok(out)
+}
+
+/// The batched reverse function of `reverse(width = N)` (see `derivative::batch`).
+fn batched_reverse(
+    item: &syn::ItemFn,
+    header: &Header,
+    sig: &signature::Signature,
+    compiled: &Compiled,
+    name: &syn::Ident,
+    width: usize,
+) -> syn::Result<TokenStream> {
+    if let Some((_, spec)) = compiled.primal.checkpoints.iter().min_by_key(|(l, _)| **l) {
+        return Err(syn::Error::new_spanned(
+            &spec.attr,
+            crate::derivative::batch::unsupported("checkpointed loops"),
+        ));
+    }
+    // The scalar reverse program's parameters: each primal one, a shadow after each
+    // active buffer, and the seed last.
+    let bindings = codegen::param_bindings(sig);
+    let mut b = Vec::new();
+    let mut shadows = Vec::new();
+    for (p, bind) in sig.params.iter().zip(&bindings) {
+        b.push(*bind);
+        if p.is_active_buffer() {
+            shadows.push(b.len());
+            b.push(Binding::Reference);
+        }
+    }
+    let seed = sig.returns_float.then_some(b.len());
+    b.extend(seed.map(|_| Binding::Reference));
+    assert_eq!(b.len(), compiled.reverse.params.len(), "reverse parameters");
+    let scalar_adjoints = sig.params.iter().filter(|p| p.is_active_scalar()).count();
+    let batched = crate::derivative::batch::batch(
+        &compiled.reverse,
+        width,
+        &shadows,
+        seed,
+        scalar_adjoints,
+        item.sig.ident.span(),
+    )?;
+    verify(&batched.func).map_err(|e| internal("batched reverse mode", e, &batched.func))?;
+    let rev = &compiled.reverse;
+    let mut lanes = std::collections::HashMap::new();
+    for (n, names) in &batched.lanes {
+        b.extend(names.iter().map(|_| Binding::Reference));
+        lanes.insert(rev.params[*n].name.clone(), names.clone());
+    }
+    let body = codegen::body(&batched.func, &sig.float, header.krate, b);
+    Ok(header.reverse_batched(name, body, width, &lanes))
 }
 
 /// `mod <name>_cuda { PRIMAL, ADJOINT, .. }`: the CUDA C of the element function's primal

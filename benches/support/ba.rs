@@ -6,9 +6,9 @@
 //! `f·distort(π(R(X − C))) + (u₀, v₀)`.
 //!
 //! The residuals are written with `#[differentiate]` as a user would; the sparse Jacobian
-//! is assembled from two reverse sweeps per observation (each reprojection residual
-//! depends on 11 camera parameters, 3 point coordinates and 1 weight) and one derivative
-//! per weight residual, in ADBench's `BASparseMat` layout. [`ba_jacobian_hand`] is the
+//! is assembled from one batched reverse sweep with two seeds per observation (each
+//! reprojection residual depends on 11 camera parameters, 3 point coordinates and 1
+//! weight) and one derivative per weight residual, in ADBench's `BASparseMat` layout. [`ba_jacobian_hand`] is the
 //! same Jacobian derived by hand, the baseline "without AD".
 #![allow(dead_code)]
 
@@ -22,7 +22,7 @@ pub const N_ROW: usize = N_CAM + 3 + 1;
 
 /// The weighted reprojection error of point `x` seen by camera `cam` with weight `w` at
 /// the measured feature `feat` (ADBench's `computeReprojError`).
-#[differentiate(forward, reverse, wrt(cam, x, w, err))]
+#[differentiate(forward, reverse, reverse(width = 2), wrt(cam, x, w, err))]
 #[allow(unused_assignments)]
 pub fn reproj_error(cam: &[f64], x: &[f64], w: f64, feat: &[f64], err: &mut [f64]) {
     // The point relative to the camera centre.
@@ -179,24 +179,35 @@ impl SparseJ {
     }
 }
 
-/// The Jacobian by phidiff: two reverse sweeps of [`reproj_error`] per observation (seeds
-/// `(1, 0)` and `(0, 1)`), whose adjoints land straight in the row's values, and the
-/// derivative of [`weight_error`] per weight. Fills `j.vals`; the pattern is
-/// [`SparseJ::new`]'s.
+/// The Jacobian by phidiff: one batched reverse sweep of [`reproj_error`] per
+/// observation (`reproj_error_rev2`, seeds `(1, 0)` and `(0, 1)` in its two lanes), whose
+/// adjoints land straight in the observation's two rows, and the derivative of
+/// [`weight_error`] per weight. Fills `j.vals`; the pattern is [`SparseJ::new`]'s.
 pub fn ba_jacobian(ba: &Ba, j: &mut SparseJ) {
     j.check_shape(ba, "ba_jacobian");
     let (reproj, weights) = j.vals.split_at_mut(2 * ba.p * N_ROW);
     let mut err = [0.0; 2];
     for (i, block) in reproj.chunks_exact_mut(2 * N_ROW).enumerate() {
         let (cam, x, w, feat) = observation(ba, i);
-        for (output, row) in block.chunks_exact_mut(N_ROW).enumerate() {
-            row.fill(0.0);
-            let (dcam, rest) = row.split_at_mut(N_CAM);
-            let (dx, dw) = rest.split_at_mut(3);
-            let mut seed = [0.0; 2];
-            seed[output] = 1.0;
-            dw[0] = reproj_error_rev(cam, dcam, x, dx, w, feat, &mut err, &mut seed);
-        }
+        block.fill(0.0);
+        let (row0, row1) = block.split_at_mut(N_ROW);
+        let (dcam0, rest0) = row0.split_at_mut(N_CAM);
+        let (dx0, dw0) = rest0.split_at_mut(3);
+        let (dcam1, rest1) = row1.split_at_mut(N_CAM);
+        let (dx1, dw1) = rest1.split_at_mut(3);
+        let (mut seed0, mut seed1) = ([1.0, 0.0], [0.0, 1.0]);
+        let dw = reproj_error_rev2(
+            cam,
+            [dcam0, dcam1],
+            x,
+            [dx0, dx1],
+            w,
+            feat,
+            &mut err,
+            [&mut seed0, &mut seed1],
+        );
+        dw0[0] = dw[0];
+        dw1[0] = dw[1];
     }
     for (d, &w) in weights.iter_mut().zip(&ba.w) {
         *d = weight_error_grad(w).1;

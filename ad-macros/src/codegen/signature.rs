@@ -175,6 +175,108 @@ impl Header<'_> {
         self.wrap(name, params, ret, quote!(#checks #body))
     }
 
+    /// The batched `_rev<N>` of `reverse(width = N)`: each shadow is an array of N
+    /// shadows (`dx: [&mut [T]; N]`), the seed an array of N seeds, and each scalar
+    /// adjoint an array of N. `lanes` maps the name of each shadow and of the seed to the
+    /// names of its lanes `1..N` in `body`, which yields the value and then the scalar
+    /// adjoints lane after lane.
+    pub fn reverse_batched(
+        &self,
+        name: &Ident,
+        body: TokenStream,
+        width: usize,
+        lanes: &std::collections::HashMap<String, Vec<String>>,
+    ) -> TokenStream {
+        let rt = self.krate;
+        let ft = self.ft();
+        let lane_idents = |base: &Ident| -> Vec<Ident> {
+            let mut v = vec![base.clone()];
+            v.extend(
+                lanes[&base.to_string()]
+                    .iter()
+                    .map(|n| format_ident!("{}", n)),
+            );
+            v
+        };
+        let mut params = Vec::new();
+        let mut prologue = quote!();
+        for p in &self.sig.params {
+            params.push(param_tokens(p));
+            if p.is_active_buffer() {
+                let t = tangent_name_in(p, &self.sig.params);
+                let e = element_type(&p.ty);
+                params.push(quote!(#t: [&mut [#e]; #width]));
+                let ls = lane_idents(&t);
+                prologue.extend(quote!(let [#(#ls),*] = #t;));
+                let n = &p.name;
+                for (l, d) in ls.iter().enumerate() {
+                    let (ns, ds) = (n.to_string(), format!("{t}[{l}]"));
+                    prologue
+                        .extend(quote!(#rt::__private::check_len(#ns, #ds, #n.len(), #d.len());));
+                    if let ParamClass::Buffer { rank: 2, .. } = p.class {
+                        let row = format!("{ns}[i]");
+                        let drow = format!("{t}[{l}][i]");
+                        prologue.extend(quote! {
+                            for (__r, __dr) in #n.iter().zip(#d.iter()) {
+                                #rt::__private::check_len(#row, #drow, __r.len(), __dr.len());
+                            }
+                        });
+                    }
+                }
+            }
+        }
+        if self.sig.returns_float {
+            let names: Vec<String> = self.sig.params.iter().map(|q| q.name.to_string()).collect();
+            let seed = format_ident!(
+                "{}",
+                crate::derivative::seed_name(names.iter().map(String::as_str))
+            );
+            params.push(quote!(#seed: [#ft; #width]));
+            let ls = lane_idents(&seed);
+            prologue.extend(quote!(let [#(#ls),*] = #seed;));
+        }
+        // The body yields (value?, adjoints of lane 0, .., adjoints of lane N − 1).
+        let n_adj = self
+            .sig
+            .params
+            .iter()
+            .filter(|p| p.is_active_scalar())
+            .count();
+        let n_val = usize::from(self.sig.returns_float);
+        let ys: Vec<Ident> = (0..n_val + width * n_adj)
+            .map(|k| format_ident!("__y{}", k))
+            .collect();
+        let bind = match ys.len() {
+            0 => quote!(#body;),
+            1 => {
+                let y = &ys[0];
+                quote!(let #y = { #body };)
+            }
+            _ => quote!(let (#(#ys),*) = { #body };),
+        };
+        let mut outs = Vec::new();
+        let mut out_tys = Vec::new();
+        if self.sig.returns_float {
+            let y = &ys[0];
+            outs.push(quote!(#y));
+            out_tys.push(ft.clone());
+        }
+        for a in 0..n_adj {
+            let lane_ys = (0..width).map(|l| &ys[n_val + l * n_adj + a]);
+            outs.push(quote!([#(#lane_ys),*]));
+            out_tys.push(quote!([#ft; #width]));
+        }
+        let (ret, result) = match outs.len() {
+            0 => (quote!(), quote!()),
+            1 => {
+                let (t, o) = (&out_tys[0], &outs[0]);
+                (quote!(-> #t), quote!(#o))
+            }
+            _ => (quote!(-> (#(#out_tys),*)), quote!((#(#outs),*))),
+        };
+        self.wrap(name, params, ret, quote!(#prologue #bind #result))
+    }
+
     /// `_grad`: seed 1, fresh zeroed buffers; (value, lone gradient or tuple in order).
     pub fn grad(&self, name: &Ident, rev_name: &Ident) -> TokenStream {
         let ft = self.ft();

@@ -1,6 +1,7 @@
 //! Derivative programs: forward (tangent) and reverse (adjoint) IR functions built from a
 //! primal IR function and its activity.
 
+pub mod batch;
 pub mod forward;
 pub mod parallel;
 pub mod phi;

@@ -35,6 +35,9 @@ pub struct Options {
     /// `forward`/`reverse` without a name: the defaults are derived from the function name.
     pub forward_requested: bool,
     pub reverse_requested: bool,
+    /// `reverse(width = N)`: batched reverse functions (name, width), named
+    /// `<name>_rev<N>` unless `name = ..` is given.
+    pub batched: Vec<(Option<Ident>, usize)>,
 }
 
 impl Options {
@@ -45,11 +48,17 @@ impl Options {
         if self.reverse_requested && self.reverse.is_none() {
             self.reverse = Some(Ident::new(&format!("{fn_name}_rev"), fn_name.span()));
         }
+        for (name, width) in &mut self.batched {
+            if name.is_none() {
+                *name = Some(Ident::new(&format!("{fn_name}_rev{width}"), fn_name.span()));
+            }
+        }
     }
 }
 
 /// The options `#[differentiate(..)]` takes, for messages.
-const OPTIONS: &str = "`forward`, `reverse`, `wrt(..)`, `cuda`, `crate = path`, \
+const OPTIONS: &str =
+    "`forward`, `reverse`, `reverse(width = N)`, `wrt(..)`, `cuda`, `crate = path`, \
      `coarsen = on|off`, `coarsen(limit = N)` or `parallel_adjoint = summation_aware|atomic`";
 
 /// Edit distance between two short words (for "did you mean").
@@ -92,19 +101,49 @@ fn did_you_mean(word: &str, candidates: &[&str]) -> String {
         .unwrap_or_default()
 }
 
-fn parse_name(mode: &Ident, content: ParseStream) -> syn::Result<Ident> {
-    let key: Ident = content.parse()?;
-    if key != "name" {
-        return Err(syn::Error::new(
-            key.span(),
-            format!(
-                "phidiff: `{mode}(..)` takes `name = <identifier>` to rename the generated \
-                 function, e.g. `{mode}(name = my_{mode}_fn)`; found `{key}`"
-            ),
-        ));
+/// The parenthesized arguments of a mode: `name = <identifier>` and, for `reverse`,
+/// `width = N`, in any order.
+fn parse_mode_args(
+    mode: &Ident,
+    content: ParseStream,
+) -> syn::Result<(Option<Ident>, Option<usize>)> {
+    let (mut name, mut width) = (None, None);
+    while !content.is_empty() {
+        let key: Ident = content.parse()?;
+        match key.to_string().as_str() {
+            "name" => {
+                content.parse::<Token![=]>()?;
+                name = Some(content.parse()?);
+            }
+            "width" if mode == "reverse" => {
+                content.parse::<Token![=]>()?;
+                let n: syn::LitInt = content.parse()?;
+                let w: usize = n.base10_parse()?;
+                if !(1..=64).contains(&w) {
+                    return Err(syn::Error::new(
+                        n.span(),
+                        "phidiff: `reverse(width = N)` takes 1 ≤ N ≤ 64 seeds per sweep",
+                    ));
+                }
+                width = Some(w);
+            }
+            _ => {
+                let takes = if mode == "reverse" {
+                    "`name = <identifier>` to rename the generated function and `width = N` for N seeds per sweep, e.g. `reverse(width = 2)`"
+                } else {
+                    "`name = <identifier>` to rename the generated function, e.g. `forward(name = my_forward_fn)`"
+                };
+                return Err(syn::Error::new(
+                    key.span(),
+                    format!("phidiff: `{mode}(..)` takes {takes}; found `{key}`"),
+                ));
+            }
+        }
+        if !content.is_empty() {
+            content.parse::<Token![,]>()?;
+        }
     }
-    content.parse::<Token![=]>()?;
-    content.parse()
+    Ok((name, width))
 }
 
 impl Parse for Options {
@@ -120,19 +159,22 @@ impl Parse for Options {
             cuda: false,
             forward_requested: false,
             reverse_requested: false,
+            batched: Vec::new(),
         };
         while !input.is_empty() {
             let key = input.call(Ident::parse_any)?;
             match key.to_string().as_str() {
                 "forward" | "reverse" => {
-                    let name = if input.peek(syn::token::Paren) {
+                    let (name, width) = if input.peek(syn::token::Paren) {
                         let content;
                         syn::parenthesized!(content in input);
-                        Some(parse_name(&key, &content)?)
+                        parse_mode_args(&key, &content)?
                     } else {
-                        None
+                        (None, None)
                     };
-                    if key == "forward" {
+                    if let Some(width) = width {
+                        opts.batched.push((name, width));
+                    } else if key == "forward" {
                         opts.forward_requested = true;
                         opts.forward = name;
                     } else {
@@ -228,7 +270,7 @@ impl Parse for Options {
                 input.parse::<Token![,]>()?;
             }
         }
-        if !opts.forward_requested && !opts.reverse_requested {
+        if !opts.forward_requested && !opts.reverse_requested && opts.batched.is_empty() {
             return Err(syn::Error::new(
                 proc_macro2::Span::call_site(),
                 "phidiff: `#[differentiate]` needs a mode: add `forward` (generates `<name>_fwd`), \

@@ -58,7 +58,10 @@ fn run_shard(shard: usize) {
         let (program, mut rng) = nth_program(number);
         report.count(&program);
         match compile_and_check(&program, &mut rng, number % FULL_GRADIENT_EVERY == 0) {
-            Ok(outcome) => *report.outcomes.entry(outcome).or_default() += 1,
+            Ok((outcome, batched)) => {
+                *report.outcomes.entry(outcome).or_default() += 1;
+                report.batched += usize::from(batched);
+            }
             Err(failure) => report.fail(number, &program, failure),
         }
     }
@@ -97,25 +100,45 @@ fn compile_and_check(
     program: &Program,
     rng: &mut Rng,
     full_gradient: bool,
-) -> Result<Outcome, Failure> {
+) -> Result<(Outcome, bool), Failure> {
     let item: syn::ItemFn = syn::parse_str(&program.src)
         .map_err(|e| Failure::new("generator: source does not parse", e.to_string()))?;
     let compiled =
         crate::expand::compile_for_tests(&item).map_err(|e| Failure::new("compile error", e))?;
     let fine = crate::expand::compile_fine_reverse_for_tests(&item)
         .map_err(|e| Failure::new("compile error (coarsen = off)", e))?;
+    // Two lanes; programs with calls of user functions are not batched (a compile error).
+    let params = &program.params;
+    let shadows: Vec<usize> = shadow_params(params);
+    let seed = compiled.reverse.params.len() - 1;
+    let scalars = params.iter().filter(|p| p.shape == Shape::Scalar).count();
+    let batched = crate::derivative::batch::batch(
+        &compiled.reverse,
+        2,
+        &shadows,
+        Some(seed),
+        scalars,
+        proc_macro2::Span::call_site(),
+    )
+    .ok();
     let fns = Fns {
         primal: &compiled.primal,
         forward: &compiled.forward,
         reverse: &compiled.reverse,
         reverse_fine: &fine,
+        batched: batched.as_ref(),
     };
-    check_program(program, &fns, rng, full_gradient).map_err(|mut f| {
-        f.ir = [fns.primal, fns.forward, fns.reverse, fns.reverse_fine]
-            .map(printer::print)
-            .join("\n");
-        f
-    })
+    check_program(program, &fns, rng, full_gradient)
+        .map(|outcome| (outcome, batched.is_some()))
+        .map_err(|mut f| {
+            f.ir = [fns.primal, fns.forward, fns.reverse, fns.reverse_fine]
+                .map(printer::print)
+                .join("\n");
+            if let Some(b) = &batched {
+                f.ir.push_str(&format!("\n{}", printer::print(&b.func)));
+            }
+            f
+        })
 }
 
 /// The compiled functions of one program: primal, forward, reverse (coarsened) and the
@@ -125,6 +148,23 @@ struct Fns<'a> {
     forward: &'a Function,
     reverse: &'a Function,
     reverse_fine: &'a Function,
+    /// The two-lane `reverse(width = 2)` program, where the program has one.
+    batched: Option<&'a crate::derivative::batch::Batched>,
+}
+
+/// The indices of the reverse function's shadow parameters (one after each slice).
+fn shadow_params(params: &[UserParam]) -> Vec<usize> {
+    let (mut at, mut out) = (0, Vec::new());
+    for p in params {
+        match p.shape {
+            Shape::Slice => {
+                out.push(at + 1);
+                at += 2;
+            }
+            Shape::Scalar | Shape::Len => at += 1,
+        }
+    }
+    out
 }
 
 /// Checks one compiled program: verifier, calling convention, then dot product and finite
@@ -142,6 +182,10 @@ fn check_program(
         ("reverse (coarsen = off)", fns.reverse_fine),
     ] {
         verify::verify(f).map_err(|e| Failure::new("verifier", format!("{what}: {e}")))?;
+    }
+    if let Some(b) = fns.batched {
+        verify::verify(&b.func)
+            .map_err(|e| Failure::new("verifier", format!("reverse (width = 2): {e}")))?;
     }
     check_convention(&program.params, fns)?;
     let mut outcome = Outcome::Large;
@@ -362,6 +406,19 @@ fn check_at(
     let (adjoint, shadow_out) = collect_adjoint(params, point, &args, &results, &shadow_in)
         .map_err(|e| Failure::new("reverse run", format!("{e}\n{}", numbers())))?;
     let y_rev = results[0];
+    if let Some(b) = fns.batched {
+        check_lanes(
+            params,
+            point,
+            fns.reverse,
+            b,
+            seed,
+            &shadow_in,
+            &args,
+            &results,
+        )
+        .map_err(|e| Failure::new("reverse (width = 2)", format!("{e}\n{}", numbers())))?;
+    }
 
     // Coarsened and fine-grained adjoints agree up to the rounding of reassociated sums.
     let mut args = arguments(params, point, Mode::Reverse { seed }, &shadow_in);
@@ -460,6 +517,55 @@ fn check_at(
         }
     }
     Ok(Outcome::Checked)
+}
+
+/// The two-lane program against two scalar sweeps: lane 0 with the scalar run's seed and
+/// shadows (`args` and `results` after it ran), lane 1 with others derived from them. Both
+/// must equal their scalar sweep exactly: the lanes repeat its arithmetic.
+fn check_lanes(
+    params: &[UserParam],
+    point: &Point,
+    reverse: &Function,
+    b: &crate::derivative::batch::Batched,
+    seed: f64,
+    shadow_in: &[f64],
+    args: &[RtArg],
+    results: &[f64],
+) -> Result<(), String> {
+    let seed1 = 0.3 - 0.7 * seed;
+    let shadow1: Vec<f64> = shadow_in.iter().rev().map(|s| 0.9 * s - 0.1).collect();
+    let mut lane1 = arguments(params, point, Mode::Reverse { seed: seed1 }, &shadow1);
+    let mut batched_args = arguments(params, point, Mode::Reverse { seed }, shadow_in);
+    let n_params = batched_args.len();
+    for (n, _) in &b.lanes {
+        batched_args.push(lane1[*n].clone());
+    }
+    let got = run_floats(&b.func, &mut batched_args, "batched run").map_err(|f| f.detail)?;
+    let results1 = run_floats(reverse, &mut lane1, "reverse run (lane 1)").map_err(|f| f.detail)?;
+    let mut want = results.to_vec();
+    want.extend_from_slice(&results1[1..]);
+    if got != want {
+        return Err(format!(
+            "returned {got:?}, but the scalar sweeps return {results:?} and {results1:?}"
+        ));
+    }
+    for (k, a) in args.iter().enumerate() {
+        if format!("{a:?}") != format!("{:?}", batched_args[k]) {
+            return Err(format!(
+                "parameter {k} is {:?} after the batched run but {a:?} after the scalar one",
+                batched_args[k]
+            ));
+        }
+    }
+    for (j, (n, _)) in b.lanes.iter().enumerate() {
+        let (got, want) = (&batched_args[n_params + j], &lane1[*n]);
+        if format!("{got:?}") != format!("{want:?}") {
+            return Err(format!(
+                "lane 1 of parameter {n} is {got:?} but the scalar sweep gives {want:?}"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The adjoint `Jᵀ ȳ` in the layout of `Point::active` (what the reverse function added
@@ -561,6 +667,8 @@ struct Report {
     by_kind: BTreeMap<&'static str, usize>,
     by_feature: BTreeMap<&'static str, usize>,
     outcomes: BTreeMap<Outcome, usize>,
+    /// Programs whose two-lane batched reverse program was checked too.
+    batched: usize,
     failures_by_class: BTreeMap<&'static str, usize>,
     failures: Vec<String>,
 }
@@ -636,6 +744,12 @@ impl Report {
         ] {
             assert!(features.contains(feature), "no program used {feature}");
         }
+        assert!(
+            self.batched * 100 >= self.programs * 90,
+            "only {} of {} programs were batched",
+            self.batched,
+            self.programs
+        );
         let checked = self.outcomes.get(&Outcome::Checked).copied().unwrap_or(0);
         assert!(
             checked * 100 >= self.programs * 95,
@@ -679,6 +793,7 @@ fn harness_catches_wrong_derivatives() {
             forward: &forward,
             reverse: &reverse,
             reverse_fine: &fine,
+            batched: None,
         };
         check_program(&program, &fns, &mut Rng::new(7), full).map_err(|f| f.class)
     };
@@ -810,4 +925,91 @@ mod hand_written {
         let t = b.mul(x1, av);
         (x0, x1, av, b.add(s, t))
     }
+}
+
+/// The lane check itself: a two-lane program whose lane 1 reads lane 0's seed, or adds
+/// lane 1's adjoint into lane 0's shadow, is caught.
+#[test]
+fn harness_catches_wrong_lanes() {
+    use crate::ir::{InstKind, ParamKind};
+    let src = "fn f(x: &[f64], a: f64, n: usize) -> f64 { (a * x[0]).sin() + x[1] * a }";
+    let params = vec![
+        UserParam {
+            name: "x".into(),
+            shape: Shape::Slice,
+        },
+        UserParam {
+            name: "a".into(),
+            shape: Shape::Scalar,
+        },
+        UserParam {
+            name: "n".into(),
+            shape: Shape::Len,
+        },
+    ];
+    let program = Program {
+        src: src.into(),
+        params,
+        kind: "straight_line",
+        features: BTreeSet::new(),
+    };
+    let item: syn::ItemFn = syn::parse_str(src).unwrap();
+    let compiled = crate::expand::compile_for_tests(&item).unwrap();
+    let fine = crate::expand::compile_fine_reverse_for_tests(&item).unwrap();
+    let seed = compiled.reverse.params.len() - 1;
+    let batched = crate::derivative::batch::batch(
+        &compiled.reverse,
+        2,
+        &[1],
+        Some(seed),
+        1,
+        proc_macro2::Span::call_site(),
+    )
+    .unwrap();
+    let check = |b: &crate::derivative::batch::Batched| {
+        let fns = Fns {
+            primal: &compiled.primal,
+            forward: &compiled.forward,
+            reverse: &compiled.reverse,
+            reverse_fine: &fine,
+            batched: Some(b),
+        };
+        check_program(&program, &fns, &mut Rng::new(7), true).map_err(|f| f.class)
+    };
+    assert_eq!(check(&batched), Ok(Outcome::Checked));
+    let n = compiled.reverse.params.len();
+    // Lane 1 reads lane 0's seed.
+    let mut wrong_seed = batched.func.clone();
+    for inst in &mut wrong_seed.insts {
+        if let InstKind::Param(p) = &mut inst.kind {
+            if *p == n + 1 {
+                *p = seed;
+            }
+        }
+    }
+    let wrong_seed = crate::derivative::batch::Batched {
+        func: wrong_seed,
+        lanes: batched.lanes.clone(),
+    };
+    assert_eq!(check(&wrong_seed), Err("reverse (width = 2)"));
+    // Lane 1 adds into lane 0's shadow.
+    let mut wrong_shadow = batched.func.clone();
+    let (ParamKind::Buffer { buf: dx, .. }, ParamKind::Buffer { buf: dx1, .. }) =
+        (&wrong_shadow.params[1].kind, &wrong_shadow.params[n].kind)
+    else {
+        panic!("shadow parameters")
+    };
+    let (dx, dx1) = (*dx, *dx1);
+    for inst in &mut wrong_shadow.insts {
+        if let InstKind::StoreAdd(b, ..) = &mut inst.kind {
+            if *b == dx1 {
+                *b = dx;
+            }
+        }
+    }
+    let wrong_shadow = crate::derivative::batch::Batched {
+        func: wrong_shadow,
+        lanes: batched.lanes.clone(),
+    };
+    assert_eq!(check(&wrong_shadow), Err("reverse (width = 2)"));
 }

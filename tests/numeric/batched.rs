@@ -1,0 +1,260 @@
+//! Batched reverse mode, `reverse(width = N)`: N seeds in one sweep. Each function is
+//! checked lane by lane: its `_fwd` against finite differences, and every lane of the
+//! batched function against `_fwd` with the dot-product test while the other lanes carry
+//! other seeds (a lane that read another lane's adjoints fails it). Every lane must also
+//! equal the scalar `_rev` run with that lane's seed, bit for bit: the lanes repeat the
+//! scalar sweep's adjoint arithmetic in the same order.
+
+use super::differentiate;
+use crate::common::*;
+use phidiff::Float;
+
+/// A local buffer, two loops (the second carries a value), a scalar active and a seed.
+#[differentiate(forward, reverse, reverse(width = 3))]
+pub fn looped<T: Float>(x: &[T], k: T) -> T {
+    let n = x.len();
+    let mut s = T::zero();
+    let mut v = vec![T::zero(); n];
+    for i in 0..n {
+        v[i] = (x[i] * k).sin();
+        s += v[i] * x[i];
+    }
+    let mut t = T::one();
+    for i in 0..n {
+        t = t * T::from(0.5).unwrap() + v[i] * s;
+    }
+    t + s * k
+}
+
+/// Cube roots by Newton's method, element by element, until the step is small: a
+/// `while` whose trip count depends on the data, writing an output slice.
+#[differentiate(forward, reverse, reverse(width = 2))]
+pub fn cube_roots(a: &[f64], out: &mut [f64]) {
+    for i in 0..a.len() {
+        let mut r = 1.0 + a[i] / 3.0;
+        let mut step: f64 = 1.0;
+        while step.abs() > 1e-14 {
+            let next = r - (r * r * r - a[i]) / (3.0 * r * r);
+            step = next - r;
+            r = next;
+        }
+        out[i] = r;
+    }
+}
+
+/// Rows of a matrix (`&[Vec<f64>]`), a branch per entry and a running value per row.
+#[differentiate(forward, reverse, reverse(width = 2))]
+pub fn rows_energy(a: &[Vec<f64>], x: &[f64]) -> f64 {
+    let mut e = 0.0;
+    for i in 0..a.len() {
+        let mut acc = 0.0;
+        for j in 0..x.len() {
+            let p = a[i][j] * x[j];
+            acc = if p > 0.0 { acc + p * p } else { acc - 0.5 * p };
+        }
+        e += acc.sqrt() * (i as f64 + 1.0);
+    }
+    e
+}
+
+/// A state scaled and normalized in place: the shadow of `v` holds the adjoint of its
+/// final value on entry and of its initial value on exit; `scale`'s adjoints are
+/// returned, one per lane.
+#[differentiate(forward, reverse, reverse(width = 4))]
+pub fn normalize_in_place(v: &mut [f64], scale: f64) {
+    let mut norm = 0.0;
+    for i in 0..v.len() {
+        v[i] *= scale;
+        norm += v[i] * v[i];
+    }
+    let norm = norm.sqrt();
+    for i in 0..v.len() {
+        v[i] /= norm;
+    }
+}
+
+/// A seed of lane `lane` that is not the one under test (entry `k`).
+fn other_seed(lane: usize, k: usize) -> f64 {
+    0.37 * (lane as f64 + 1.0) - 0.11 * k as f64
+}
+
+/// `(x, [ȳ per lane]) ↦ (y, [x̄ per lane])` through a batched function.
+type Batched<'a> = &'a dyn Fn(&[f64], &[Vec<f64>]) -> (Vec<f64>, Vec<Vec<f64>>);
+
+/// Checks every lane of a batched function (see the file's docs), named `name`.
+fn check_lanes(
+    name: &str,
+    x: &[f64],
+    width: usize,
+    primal: &dyn Fn(&[f64]) -> Vec<f64>,
+    jvp: &dyn Fn(&[f64], &[f64]) -> (Vec<f64>, Vec<f64>),
+    scalar: &dyn Fn(&[f64], &[f64]) -> (Vec<f64>, Vec<f64>),
+    batched: Batched,
+) {
+    let n_out = primal(x).len();
+    for lane in 0..width {
+        let vjp = |x: &[f64], w: &[f64]| {
+            let seeds: Vec<Vec<f64>> = (0..width)
+                .map(|m| {
+                    if m == lane {
+                        w.to_vec()
+                    } else {
+                        (0..n_out).map(|k| other_seed(m, k)).collect()
+                    }
+                })
+                .collect();
+            let (y, adjoints) = batched(x, &seeds);
+            assert_eq!(adjoints.len(), width, "{name}: lanes");
+            (y, adjoints[lane].clone())
+        };
+        check_fwd_rev(&Case {
+            name: &format!("{name}, lane {lane} of {width}"),
+            x,
+            primal,
+            jvp,
+            vjp: &vjp,
+            tols: TOLS,
+        });
+    }
+    let seeds: Vec<Vec<f64>> = (0..width)
+        .map(|m| phidiff::check::random_vector(3000 + m as u64, n_out))
+        .collect();
+    let (y, adjoints) = batched(x, &seeds);
+    for (lane, seed) in seeds.iter().enumerate() {
+        let (ys, adjoint) = scalar(x, seed);
+        assert_eq!(y, ys, "{name}: value of the batched and the scalar sweep");
+        assert_eq!(
+            adjoints[lane], adjoint,
+            "{name}: lane {lane} differs from the scalar sweep"
+        );
+    }
+}
+
+pub fn looped_lanes() {
+    let x0: Vec<f64> = (0..7).map(|i| 0.3 * i as f64 - 0.8).collect();
+    let x = cat(&[&x0, &[1.3]]);
+    let n = x0.len();
+    let primal = |x: &[f64]| vec![looped(&x[..n], x[n])];
+    let jvp = |x: &[f64], dx: &[f64]| {
+        let (y, dy) = looped_fwd(&x[..n], &dx[..n], x[n], dx[n]);
+        (vec![y], vec![dy])
+    };
+    let scalar = |x: &[f64], w: &[f64]| {
+        let mut dx = zeros(n);
+        let (y, dk) = looped_rev(&x[..n], &mut dx, x[n], w[0]);
+        (vec![y], cat(&[&dx, &[dk]]))
+    };
+    let batched = |x: &[f64], w: &[Vec<f64>]| {
+        let mut d = [zeros(n), zeros(n), zeros(n)];
+        let [d0, d1, d2] = &mut d;
+        let (y, dk) = looped_rev3(&x[..n], [d0, d1, d2], x[n], [w[0][0], w[1][0], w[2][0]]);
+        let lanes = (0..3).map(|l| cat(&[&d[l], &[dk[l]]])).collect();
+        (vec![y], lanes)
+    };
+    check_lanes("looped", &x, 3, &primal, &jvp, &scalar, &batched);
+}
+
+pub fn cube_roots_lanes() {
+    let a = [0.5, 2.0, 8.0, 27.5, 0.1];
+    let n = a.len();
+    // Inputs: `a` and the initial `out` (overwritten); outputs: the final `out`.
+    let x = cat(&[&a, &[0.0; 5]]);
+    let primal = |x: &[f64]| {
+        let mut out = x[n..].to_vec();
+        cube_roots(&x[..n], &mut out);
+        out
+    };
+    let jvp = |x: &[f64], dx: &[f64]| {
+        let (mut out, mut dout) = (x[n..].to_vec(), dx[n..].to_vec());
+        cube_roots_fwd(&x[..n], &dx[..n], &mut out, &mut dout);
+        (out, dout)
+    };
+    let scalar = |x: &[f64], w: &[f64]| {
+        let (mut da, mut out, mut dout) = (zeros(n), x[n..].to_vec(), w.to_vec());
+        cube_roots_rev(&x[..n], &mut da, &mut out, &mut dout);
+        (out, cat(&[&da, &dout]))
+    };
+    let batched = |x: &[f64], w: &[Vec<f64>]| {
+        let mut da = [zeros(n), zeros(n)];
+        let mut dout = [w[0].clone(), w[1].clone()];
+        let mut out = x[n..].to_vec();
+        let [da0, da1] = &mut da;
+        let [do0, do1] = &mut dout;
+        cube_roots_rev2(&x[..n], [da0, da1], &mut out, [do0, do1]);
+        let lanes = (0..2).map(|l| cat(&[&da[l], &dout[l]])).collect();
+        (out, lanes)
+    };
+    check_lanes("cube_roots", &x, 2, &primal, &jvp, &scalar, &batched);
+}
+
+pub fn rows_energy_lanes() {
+    let (m, n) = (3, 4);
+    let a: Vec<f64> = (0..m * n)
+        .map(|k| ((k * 7 % 11) as f64 - 4.5) * 0.3)
+        .collect();
+    let x = cat(&[&a, &[0.9, -0.4, 1.7, 0.6]]);
+    let rows = |x: &[f64]| to_rows(&x[..m * n], n);
+    let primal = |x: &[f64]| vec![rows_energy(&rows(x), &x[m * n..])];
+    let jvp = |x: &[f64], dx: &[f64]| {
+        let (y, dy) = rows_energy_fwd(&rows(x), &rows(dx), &x[m * n..], &dx[m * n..]);
+        (vec![y], vec![dy])
+    };
+    let scalar = |x: &[f64], w: &[f64]| {
+        let (mut da, mut dx) = (vec![zeros(n); m], zeros(n));
+        let y = rows_energy_rev(&rows(x), &mut da, &x[m * n..], &mut dx, w[0]);
+        (vec![y], cat(&[&from_rows(&da), &dx]))
+    };
+    let batched = |x: &[f64], w: &[Vec<f64>]| {
+        let mut da = [vec![zeros(n); m], vec![zeros(n); m]];
+        let mut dx = [zeros(n), zeros(n)];
+        let [da0, da1] = &mut da;
+        let [dx0, dx1] = &mut dx;
+        let y = rows_energy_rev2(
+            &rows(x),
+            [da0, da1],
+            &x[m * n..],
+            [dx0, dx1],
+            [w[0][0], w[1][0]],
+        );
+        let lanes = (0..2).map(|l| cat(&[&from_rows(&da[l]), &dx[l]])).collect();
+        (vec![y], lanes)
+    };
+    check_lanes("rows_energy", &x, 2, &primal, &jvp, &scalar, &batched);
+}
+
+pub fn normalize_in_place_lanes() {
+    let v0 = [0.4, -1.2, 2.5, 0.7, -0.3];
+    let n = v0.len();
+    let x = cat(&[&v0, &[1.7]]);
+    let primal = |x: &[f64]| {
+        let mut v = x[..n].to_vec();
+        normalize_in_place(&mut v, x[n]);
+        v
+    };
+    let jvp = |x: &[f64], dx: &[f64]| {
+        let (mut v, mut dv) = (x[..n].to_vec(), dx[..n].to_vec());
+        normalize_in_place_fwd(&mut v, &mut dv, x[n], dx[n]);
+        (v, dv)
+    };
+    let scalar = |x: &[f64], w: &[f64]| {
+        let (mut v, mut dv) = (x[..n].to_vec(), w.to_vec());
+        let ds = normalize_in_place_rev(&mut v, &mut dv, x[n]);
+        (v, cat(&[&dv, &[ds]]))
+    };
+    let batched = |x: &[f64], w: &[Vec<f64>]| {
+        let mut v = x[..n].to_vec();
+        let mut dv = [w[0].clone(), w[1].clone(), w[2].clone(), w[3].clone()];
+        let [d0, d1, d2, d3] = &mut dv;
+        let ds = normalize_in_place_rev4(&mut v, [d0, d1, d2, d3], x[n]);
+        let lanes = (0..4).map(|l| cat(&[&dv[l], &[ds[l]]])).collect();
+        (v, lanes)
+    };
+    check_lanes("normalize_in_place", &x, 4, &primal, &jvp, &scalar, &batched);
+}
+
+/// A shadow of the wrong length in any lane panics naming the lane.
+pub fn short_shadow_in_a_lane_panics() {
+    let x = [0.1, 0.2, 0.3];
+    let (mut d0, mut d1, mut d2) = (zeros(3), zeros(2), zeros(3));
+    looped_rev3(&x, [&mut d0, &mut d1, &mut d2], 0.5, [1.0; 3]);
+}
