@@ -6,10 +6,10 @@
 //! ```
 //!
 //! Programs: ADBench GMM (d = 2 … 64, K = 5 … 100, n = 1000), ADBench LSTM (l = 2,
-//! c = 1024), ADBench BA (ba1: the sparse Jacobian, reverse sweeps per observation),
-//! Rosenbrock, 2-D Burgers (Revolve, and fully taped) and a rayon stencil. Peers: a
-//! hand-written adjoint, central finite differences, echidna (tape-based reverse mode),
-//! num-dual (forward mode), and JAX (jit) and PyTorch through `benches/peers/jax_torch.py`
+//! c = 1024), ADBench BA (ba1: the sparse Jacobian, one batched reverse sweep per
+//! observation), Rosenbrock, 2-D Burgers (Revolve, and fully taped) and a rayon stencil.
+//! Peers: a hand-written adjoint, central finite differences, echidna (tape-based reverse
+//! mode), num-dual (forward mode), and JAX (jit) and PyTorch through `benches/peers/jax_torch.py`
 //! when `.venv-peers/` exists (`scripts/peers-venv` makes it; `PHIDIFF_PEERS_PYTHON` names
 //! another interpreter). Everything runs on one thread: phidiff's rayon stencil in a
 //! one-thread pool, PyTorch with `set_num_threads(1)`, XLA without its thread pool.

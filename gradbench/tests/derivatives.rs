@@ -682,6 +682,49 @@ fn ba_reprojection_dot_product() {
             [&dcam[..], &dx[..], &[dw]].concat()
         },
     );
+    // Each lane of the batched sweep the Jacobian uses, the other lane seeded otherwise.
+    for lane in 0..2 {
+        check_dot(
+            &format!("reprojection, lane {lane} of reprojection_error_rev2"),
+            15,
+            2,
+            |v| {
+                let (mut err, mut derr) = ([0.0; 2], [0.0; 2]);
+                ba::reprojection_error_fwd(
+                    cam,
+                    &v[..11],
+                    x,
+                    &v[11..14],
+                    w,
+                    v[14],
+                    feat,
+                    &mut err,
+                    &mut derr,
+                );
+                derr.to_vec()
+            },
+            |y| {
+                let (mut dcam, mut dx) = ([[0.0; 11]; 2], [[0.0; 3]; 2]);
+                let mut derr = [[0.7, -1.3]; 2];
+                derr[lane] = [y[0], y[1]];
+                let mut err = [0.0; 2];
+                let [dcam0, dcam1] = &mut dcam;
+                let [dx0, dx1] = &mut dx;
+                let [derr0, derr1] = &mut derr;
+                let dw = ba::reprojection_error_rev2(
+                    cam,
+                    [dcam0, dcam1],
+                    x,
+                    [dx0, dx1],
+                    w,
+                    feat,
+                    &mut err,
+                    [derr0, derr1],
+                );
+                [&dcam[lane][..], &dx[lane][..], &[dw[lane]]].concat()
+            },
+        );
+    }
     check_dot(
         "weight error",
         1,
