@@ -170,6 +170,7 @@ numeric_tests! {
     parallel: [
         heat_step_parallel_equals_serial,
         map_sum_and_zip_parallel_equal_serial,
+        writer_then_sum_with_gather,
         gather_at_random_indices,
         histogram_scatter,
         burgers_step_parallel_equals_serial,

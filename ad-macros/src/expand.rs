@@ -95,6 +95,9 @@ fn compile(opts: &Options, item: &syn::ItemFn) -> syn::Result<(signature::Signat
     let primal = crate::lower::lower_function(item, &sig, &diag);
     diag.check()?;
     verify(&primal).map_err(|e| internal("lowering", e, &primal))?;
+    let mut primal = primal;
+    crate::lower::fuse_sums_into_writers(&mut primal);
+    verify(&primal).map_err(|e| internal("sum fusion", e, &primal))?;
     reverse::check_checkpoints(&primal)?;
     let active: Vec<bool> = sig.params.iter().map(|p| p.active).collect();
     let act = activity::analyze(&primal, &active);

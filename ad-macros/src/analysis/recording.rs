@@ -210,7 +210,7 @@ pub fn stable_reads(f: &Function, structure: &Structure) -> Vec<bool> {
     let mut stable = vec![false; f.insts.len()];
     f.walk(f.body, &mut |i| {
         if let InstKind::Load(b, _) | InstKind::Len(b, _) = f.inst(i).kind {
-            stable[i.index()] = stable_at(f, structure, b, i);
+            stable[i.index()] = f.final_reads.contains(&i) || stable_at(f, structure, b, i);
         }
     });
     stable

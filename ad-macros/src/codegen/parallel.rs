@@ -73,15 +73,7 @@ impl Ctx<'_> {
         // Each parameter is a sum: its only use is the addition that yields it.
         let ys = &f.block(body).yields;
         for (k, p) in params.iter().enumerate() {
-            let mut uses = 0;
-            f.walk(body, &mut |j| {
-                uses += f.operands(j).iter().filter(|o| *o == p).count()
-            });
-            let sum = ys[k] == *p
-                || (uses == 1
-                    && matches!(f.value(ys[k]).def, ValueDef::Result(j, 0)
-                        if matches!(f.inst(j).kind, Binary(BinOp::Add, a, b) if a == *p || b == *p)));
-            if f.ty(*p) != Ty::Float || !sum {
+            if f.ty(*p) != Ty::Float || !carried_sum(f, body, *p, ys[k]) {
                 problem.get_or_insert("a parallel loop carries a value other than a float sum");
             }
         }
@@ -284,5 +276,40 @@ impl Ctx<'_> {
             #(let #cells = #cells;)*
             #(let #bufs = &#bufs[..];)*
         }
+    }
+}
+
+/// Whether loop parameter `p`, yielded back as `y` by `body`, is a sum: `y` is `p + term`
+/// and that is `p`'s only use, or `y` is the result of an inner `for` loop that starts its
+/// own sum from `p` (the sum of a row, `lower::fuse_sums_into_writers`).
+fn carried_sum(f: &Function, body: Block, p: Value, y: Value) -> bool {
+    if y == p {
+        return true;
+    }
+    let mut uses = 0;
+    f.walk(body, &mut |j| {
+        uses += f.operands(j).iter().filter(|o| **o == p).count()
+    });
+    let ValueDef::Result(j, m) = f.value(y).def else {
+        return false;
+    };
+    if uses != 1 || !f.block(body).insts.contains(&j) {
+        return false;
+    }
+    match &f.inst(j).kind {
+        InstKind::Binary(BinOp::Add, a, b) => m == 0 && (*a == p || *b == p),
+        InstKind::For {
+            params,
+            inits,
+            body: inner,
+            exit,
+            ..
+        } if !f.parallel.contains_key(&j) && exit.is_empty() => {
+            let m = m as usize;
+            m < params.len()
+                && inits[m] == p
+                && carried_sum(f, *inner, params[m], f.block(*inner).yields[m])
+        }
+        _ => false,
     }
 }

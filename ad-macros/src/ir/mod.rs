@@ -440,6 +440,10 @@ pub struct Function {
     /// Parallel loops best run last iteration first where they run serially (the reverse
     /// sweeps of parallel loops: they start on what their forward sweep touched last).
     pub descending: std::collections::HashSet<Inst>,
+    /// Loads that read their element's final value (primal programs): nothing writes the
+    /// element after them, so the reverse sweep may read it again instead of saving it
+    /// (the element sums `lower::fuse_sums_into_writers` moves into their writer).
+    pub final_reads: std::collections::HashSet<Inst>,
 }
 
 /// How far from its own row an iteration of a parallel loop adds into a buffer:
@@ -467,6 +471,7 @@ impl Function {
             atomic_scatter: false,
             halo: Default::default(),
             descending: Default::default(),
+            final_reads: Default::default(),
         };
         f.body = f.new_block();
         f

@@ -9,6 +9,8 @@ mod env;
 mod expr;
 mod iter;
 mod macros;
+mod sum_fusion;
+pub use sum_fusion::fuse_sums_into_writers;
 
 use crate::diagnostics::{unsupported, Diagnostics};
 use crate::ir::builder::Builder;

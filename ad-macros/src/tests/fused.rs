@@ -165,3 +165,106 @@ fn parallel_sums_with_the_seed_as_adjoint_are_fused() {
         );
     }
 }
+
+/// The parallel loops of a program (each a `for` in `Function::parallel`).
+fn parallel_loops(f: &Function) -> usize {
+    f.parallel.len()
+}
+
+/// A parallel sum over a buffer moves into the parallel loop that wrote it
+/// (`lower::fuse_sums_into_writers`): by rows (`par_chunks_mut`) and by elements
+/// (`par_iter_mut`). Then the row loop of the fused sum is fused too, so the reverse
+/// program has no reversed loop: each element's adjoint follows the element.
+#[test]
+fn parallel_sums_move_into_their_writer() {
+    let rows = item(
+        "fn f(u: &[f64], out: &mut [f64], n: usize) -> f64 {
+            out.par_chunks_mut(n).enumerate().for_each(|(i, row)| {
+                for j in 0..row.len() {
+                    row[j] = u[i * n + j].sin();
+                }
+            });
+            out.par_iter().map(|v| v * v).sum()
+        }",
+    );
+    let elements = item(
+        "fn f(u: &[f64], out: &mut [f64]) -> f64 {
+            out.par_iter_mut().enumerate().for_each(|(i, o)| {
+                *o = u[i] * u[i];
+            });
+            let c = 2.0;
+            out.par_iter().map(|v| v.sin() * c).sum::<f64>()
+        }",
+    );
+    for (what, src) in [("rows", &rows), ("elements", &elements)] {
+        let c = compile_with_for_tests("reverse", src).unwrap();
+        assert_eq!(parallel_loops(&c.primal), 1, "{what}: one parallel loop");
+        assert_eq!(reversed_loops(&c.reverse), 0, "{what}: every loop fused");
+    }
+}
+
+/// Sums that must stay apart: a term reading another element (`out[n − 1 − i]` is not
+/// final when element `i`'s iteration ends), a writer whose row loop skips the first element,
+/// a writer that stores at a shifted element, a statement between the two loops that
+/// reads the written buffer, a buffer written again after the sum, and a sum over
+/// another buffer.
+#[test]
+fn parallel_sums_that_stay_apart() {
+    let cases = [
+        (
+            "another element",
+            "fn f(u: &[f64], out: &mut [f64]) -> f64 {
+                out.par_iter_mut().enumerate().for_each(|(i, o)| { *o = u[i] * u[i]; });
+                let n = out.len();
+                (0..n).into_par_iter().map(|i| out[i] * out[n - 1 - i]).sum::<f64>()
+            }",
+        ),
+        (
+            "skipped element",
+            "fn f(u: &[f64], out: &mut [f64], n: usize) -> f64 {
+                out.par_chunks_mut(n).enumerate().for_each(|(i, row)| {
+                    for j in 1..row.len() { row[j] = u[i * n + j].sin(); }
+                });
+                out.par_iter().map(|v| v * v).sum()
+            }",
+        ),
+        (
+            "shifted store",
+            "fn f(u: &[f64], out: &mut [f64], n: usize) -> f64 {
+                out.par_chunks_mut(n).enumerate().for_each(|(i, row)| {
+                    for j in 0..row.len() - 1 { row[j + 1] = u[i * n + j].sin(); }
+                });
+                out.par_iter().map(|v| v * v).sum()
+            }",
+        ),
+        (
+            "read between",
+            "fn f(u: &[f64], out: &mut [f64]) -> f64 {
+                out.par_iter_mut().enumerate().for_each(|(i, o)| { *o = u[i] * u[i]; });
+                let first = out[0];
+                out.par_iter().map(|v| v * first).sum::<f64>()
+            }",
+        ),
+        (
+            "written again",
+            "fn f(u: &[f64], out: &mut [f64]) -> f64 {
+                out.par_iter_mut().enumerate().for_each(|(i, o)| { *o = u[i] * u[i]; });
+                let s = out.par_iter().map(|v| v * v).sum::<f64>();
+                out[0] = s;
+                s
+            }",
+        ),
+        (
+            "another buffer",
+            "fn f(u: &[f64], out: &mut [f64]) -> f64 {
+                out.par_iter_mut().enumerate().for_each(|(i, o)| { *o = u[i] * u[i]; });
+                u.par_iter().map(|v| v * v).sum::<f64>()
+            }",
+        ),
+    ];
+    for (what, src) in cases {
+        let c =
+            compile_with_for_tests("reverse", &item(src)).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(parallel_loops(&c.primal), 2, "{what}: the sum stays apart");
+    }
+}

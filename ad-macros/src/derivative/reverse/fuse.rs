@@ -36,7 +36,7 @@
 //! it alone, since its iterations run in any order.
 
 use super::carry::{int_const, touched_bufs};
-use crate::analysis::recording::Structure;
+use crate::analysis::recording::{Recording, Structure};
 use crate::analysis::reuse::same_bound;
 use crate::derivative::segments::Segmentation;
 use crate::ir::*;
@@ -49,6 +49,7 @@ pub(super) fn fusable_loops(
     act: &crate::analysis::activity::Activity,
     seg: &Segmentation,
     structure: &Structure,
+    rec: &Recording,
 ) -> HashMap<Inst, (usize, f64)> {
     let mut out = HashMap::new();
     let Some(&ret) = f.block(f.body).yields.first() else {
@@ -59,7 +60,7 @@ pub(super) fn fusable_loops(
     }
     let top = f.block(f.body).insts.clone();
     for (pos, &l) in top.iter().enumerate() {
-        let Some(k) = summed_param(f, act, seg, l) else {
+        let Some(k) = summed_param(f, act, seg, structure, rec, l) else {
             continue;
         };
         let later = &top[pos + 1..];
@@ -69,9 +70,94 @@ pub(super) fn fusable_loops(
         let result = f.inst(l).results[k];
         if let Some(c) = coefficient_after(f, later, result, ret) {
             out.insert(l, (k, c));
+            if let Some((inner, m)) = fusable_inner(f, act, seg, l, k) {
+                out.insert(inner, (m, c));
+            }
         }
     }
     out
+}
+
+/// The inner loop of fused parallel sum `l` that carries its sum (a row's sum), with the
+/// position of its summed parameter, when it can be fused too: every iteration of it is
+/// then reversed as soon as it has run, inside the iteration of `l` (an element's adjoint
+/// right after the element, as a hand-written adjoint does).
+///
+/// The inner loop's sum starts from `l`'s and is what `l` yields, so its adjoint is
+/// `l`'s, `c · seed`. It qualifies when it is a plain `for` (as `summed_param` asks of
+/// `l`'s body, with no loops inside) and it reads no active value that `l`'s iteration
+/// computes before it: the adjoints its iterations add into must exist before the loop
+/// runs, and those of `l`'s iteration are declared only when `l`'s adjoint runs.
+fn fusable_inner(
+    f: &Function,
+    act: &crate::analysis::activity::Activity,
+    seg: &Segmentation,
+    l: Inst,
+    k: usize,
+) -> Option<(Inst, usize)> {
+    if !f.parallel.contains_key(&l) {
+        return None;
+    }
+    let InstKind::For { params, body, .. } = &f.inst(l).kind else {
+        return None;
+    };
+    let p = params[k];
+    let ValueDef::Result(inner, m) = f.value(f.block(*body).yields[k]).def else {
+        return None;
+    };
+    let InstKind::For {
+        params: ip,
+        inits,
+        body: ibody,
+        exit,
+        ..
+    } = &f.inst(inner).kind
+    else {
+        return None;
+    };
+    let m = m as usize;
+    if m >= ip.len()
+        || inits[m] != p
+        || !exit.is_empty()
+        || f.parallel.contains_key(&inner)
+        || seg.closed.contains_key(&inner)
+        || seg.of_inst.contains_key(&inner)
+        || ip.iter().enumerate().any(|(j, q)| j != m && act.value(*q))
+    {
+        return None;
+    }
+    let mut inside = HashSet::new();
+    f.walk(*ibody, &mut |i| {
+        inside.insert(i);
+    });
+    let mut outer_body = HashSet::new();
+    f.walk(*body, &mut |i| {
+        if !inside.contains(&i) && i != inner {
+            outer_body.insert(i);
+        }
+    });
+    let mut ok = true;
+    f.walk(*ibody, &mut |i| {
+        ok &= matches!(
+            f.inst(i).kind,
+            InstKind::FConst(_)
+                | InstKind::IConst(_)
+                | InstKind::BConst(_)
+                | InstKind::Unary(..)
+                | InstKind::Binary(..)
+                | InstKind::Math(..)
+                | InstKind::Cast { .. }
+                | InstKind::Load(..)
+                | InstKind::Len(..)
+                | InstKind::Store(..)
+                | InstKind::If { .. }
+        );
+        for v in f.operands(i) {
+            let def = f.def_inst(v);
+            ok &= !(act.value(v) && outer_body.contains(&def));
+        }
+    });
+    ok.then_some((inner, m))
 }
 
 /// The position of loop `l`'s summed parameter, when `l` qualifies (see the module).
@@ -79,6 +165,8 @@ fn summed_param(
     f: &Function,
     act: &crate::analysis::activity::Activity,
     seg: &Segmentation,
+    structure: &Structure,
+    rec: &Recording,
     l: Inst,
 ) -> Option<usize> {
     let InstKind::For {
@@ -125,10 +213,11 @@ fn summed_param(
             | InstKind::Alloc { .. }
             | InstKind::Assert { .. }
             | InstKind::If { .. } => true,
-            // A parallel sum's inner loops would keep their tapes and counters by row;
-            // its fused iterations stay loop-free.
+            // A parallel sum's inner loops would keep their tapes and counters by row:
+            // they may stand where its iterations save nothing (a row's sum,
+            // `lower::fuse_sums_into_writers`).
             InstKind::For { exit, .. } => {
-                !parallel
+                (!parallel || !rec.saves_inside(f, structure, l))
                     && exit.is_empty()
                     && !f.parallel.contains_key(&i)
                     && !f.checkpoints.contains_key(&i)
@@ -157,10 +246,42 @@ fn summed_param(
     if uses != 1 || !f.block(*body).insts.contains(&u) {
         return None;
     }
-    match f.inst(u).kind {
-        InstKind::Binary(BinOp::Add, a, b) if a == p || b == p => Some(k),
-        InstKind::Binary(BinOp::Sub, a, _) if a == p => Some(k),
-        _ => None,
+    summed_by(f, u, p).then_some(k)
+}
+
+/// Whether instruction `u` updates the sum `p` (its only use): `p + term`, `p − term`, or
+/// an inner `for` loop that starts its own sum from `p` and yields it (a row's sum).
+fn summed_by(f: &Function, u: Inst, p: Value) -> bool {
+    match &f.inst(u).kind {
+        InstKind::Binary(BinOp::Add, a, b) => *a == p || *b == p,
+        InstKind::Binary(BinOp::Sub, a, _) => *a == p,
+        InstKind::For {
+            params,
+            inits,
+            body,
+            exit,
+            ..
+        } if exit.is_empty() => {
+            let Some(m) = inits.iter().position(|v| *v == p) else {
+                return false;
+            };
+            let q = params[m];
+            let mut uses = 0;
+            f.walk(*body, &mut |i| {
+                uses += f.operands(i).iter().filter(|v| **v == q).count();
+                for c in f.child_blocks(i) {
+                    uses += f.block(c).yields.iter().filter(|v| **v == q).count();
+                }
+            });
+            let y = f.block(*body).yields[m];
+            match f.value(y).def {
+                ValueDef::Result(w, 0) if uses == 1 && f.block(*body).insts.contains(&w) => {
+                    summed_by(f, w, q)
+                }
+                _ => false,
+            }
+        }
+        _ => false,
     }
 }
 
@@ -230,10 +351,39 @@ fn writes_are_private(f: &Function, structure: &Structure, l: Inst, later: &[Ins
         }
         written.extend(f.written_bufs(i));
     });
-    written
-        .iter()
-        .filter(|b| !local.contains(*b))
-        .all(|&buf| refilled(f, structure, *body, buf, later))
+    // A parallel loop's own elements or rows (`derivative::parallel::ownership`).
+    let owned = if f.parallel.contains_key(&l) {
+        crate::derivative::parallel::ownership(f, l).unwrap_or_default()
+    } else {
+        Default::default()
+    };
+    written.iter().filter(|b| !local.contains(*b)).all(|&buf| {
+        (owned.contains_key(&buf) && final_only(f, l, buf, later))
+            || refilled(f, structure, *body, buf, later)
+    })
+}
+
+/// Whether buffer `buf`, which each iteration of parallel loop `l` writes at its own
+/// elements, is read in the loop only at final values (`Function::final_reads`) and not
+/// touched after it. The adjoint of each element is then complete when its iteration
+/// ends: what the user's shadow holds, plus what the iteration's own reads add.
+fn final_only(f: &Function, l: Inst, buf: Buf, later: &[Inst]) -> bool {
+    let InstKind::For { body, .. } = &f.inst(l).kind else {
+        return false;
+    };
+    let mut ok = true;
+    f.walk(*body, &mut |i| {
+        if let InstKind::Load(b, _) | InstKind::Len(b, _) = &f.inst(i).kind {
+            ok &= *b != buf || f.final_reads.contains(&i);
+        }
+    });
+    for &i in later {
+        ok &= !touched_bufs(f, i).contains(&buf);
+        for c in f.child_blocks(i) {
+            f.walk(c, &mut |j| ok &= !touched_bufs(f, j).contains(&buf));
+        }
+    }
+    ok
 }
 
 fn refilled(f: &Function, structure: &Structure, body: Block, buf: Buf, later: &[Inst]) -> bool {

@@ -64,7 +64,7 @@ pub fn reverse(
     let mut rv = Rev::new(f, act, m, shadow, param_index, coarsening)?;
     rv.seed_param = seed_index;
     if seed_index.is_some() {
-        rv.fused = fuse::fusable_loops(f, act, &rv.seg, &rv.structure);
+        rv.fused = fuse::fusable_loops(f, act, &rv.seg, &rv.structure, &rv.rec);
         rv.fused
             .retain(|l, _| rv.work.get(l).copied().unwrap_or(false));
     }

@@ -271,7 +271,16 @@ impl Rev<'_> {
             for p in &params {
                 self.save(b, *p);
             }
+            // A fused loop's inner fused loops reverse their iterations inside its body,
+            // reading its index (`fuse::fusable_inner`).
+            let fused_index = match (self.fused.contains_key(&i), new_index) {
+                (true, Some(ix)) if !self.plain => self.index.insert(i, ix).is_none(),
+                _ => false,
+            };
             self.sweep_block(b, body);
+            if fused_index {
+                self.index.remove(&i);
+            }
             if let Some(cells) = &tangent_cells {
                 self.step_tangents(b, i, cells)
                     .expect("the forward sweep reads no saved values");

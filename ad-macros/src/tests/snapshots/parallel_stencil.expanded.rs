@@ -34,10 +34,10 @@ pub fn smooth_fwd(
     ::phidiff::__private::check_len("out", "dout", out.len(), dout.len());
     let _n_2 = u.len();
     let _v4 = out.len();
-    ::phidiff::__private::par::for_each_owned(
+    let sums: [f64; 2usize] = ::phidiff::__private::par::for_each_owned_sum(
         0.._v4,
         (&mut out[..], &mut dout[..]),
-        |_i_5, own| {
+        |_i_11, own| {
             let r = r;
             let dr = dr;
             let _n_2 = _n_2;
@@ -47,76 +47,68 @@ pub fn smooth_fwd(
             let (out, dout) = own;
             let out = &mut out.iteration();
             let dout = &mut dout.iteration();
-            let _v7 = _i_5 > 0;
-            let _v12 = if _v7 {
-                let _v9 = _n_2 - 1;
-                let _v10 = _i_5 < _v9;
-                _v10
+            let mut _sum_9: f64 = (-0.0f64);
+            let mut _v10: f64 = (-0.0f64);
+            let _v13 = _i_11 > 0;
+            let _v18 = if _v13 {
+                let _v15 = _n_2 - 1;
+                let _v16 = _i_11 < _v15;
+                _v16
             } else {
                 false
             };
-            if _v12 {
-                let _v13 = u[_i_5];
-                let _v14 = du[_i_5];
-                let _v16 = _i_5 - 1;
-                let _v17 = u[_v16];
-                let _v18 = du[_v16];
-                let _v20 = u[_i_5];
-                let _v21 = du[_i_5];
-                let _v22 = 2.0f64 * _v20;
-                let _v23 = 2.0f64 * _v21;
-                let _v24 = _v17 - _v22;
-                let _v25 = _v18 - _v23;
-                let _v27 = _i_5 + 1;
-                let _v28 = u[_v27];
-                let _v29 = du[_v27];
-                let _v30 = _v24 + _v28;
-                let _v31 = _v25 + _v29;
-                let _v32 = r * _v30;
-                let _v33 = dr * _v30;
-                let _v34 = r * _v31;
-                let _v35 = _v33 + _v34;
-                let _v36 = idx[_i_5];
-                let _v37 = u[_v36];
-                let _v38 = du[_v36];
-                let _v39 = _v32 * _v37;
-                let _v40 = _v35 * _v37;
-                let _v41 = _v32 * _v38;
-                let _v42 = _v40 + _v41;
-                let _v43 = _v13 + _v39;
-                let _v44 = _v14 + _v42;
-                out[_i_5] = _v43;
-                dout[_i_5] = _v44;
+            if _v18 {
+                let _v19 = u[_i_11];
+                let _v20 = du[_i_11];
+                let _v22 = _i_11 - 1;
+                let _v23 = u[_v22];
+                let _v24 = du[_v22];
+                let _v26 = u[_i_11];
+                let _v27 = du[_i_11];
+                let _v28 = 2.0f64 * _v26;
+                let _v29 = 2.0f64 * _v27;
+                let _v30 = _v23 - _v28;
+                let _v31 = _v24 - _v29;
+                let _v33 = _i_11 + 1;
+                let _v34 = u[_v33];
+                let _v35 = du[_v33];
+                let _v36 = _v30 + _v34;
+                let _v37 = _v31 + _v35;
+                let _v38 = r * _v36;
+                let _v39 = dr * _v36;
+                let _v40 = r * _v37;
+                let _v41 = _v39 + _v40;
+                let _v42 = idx[_i_11];
+                let _v43 = u[_v42];
+                let _v44 = du[_v42];
+                let _v45 = _v38 * _v43;
+                let _v46 = _v41 * _v43;
+                let _v47 = _v38 * _v44;
+                let _v48 = _v46 + _v47;
+                let _v49 = _v19 + _v45;
+                let _v50 = _v20 + _v48;
+                out[_i_11] = _v49;
+                dout[_i_11] = _v50;
             } else {
-                let _v45 = u[_i_5];
-                let _v46 = du[_i_5];
-                out[_i_5] = _v45;
-                dout[_i_5] = _v46;
+                let _v51 = u[_i_11];
+                let _v52 = du[_i_11];
+                out[_i_11] = _v51;
+                dout[_i_11] = _v52;
             }
+            let _v_53 = out[_i_11];
+            let _v54 = dout[_i_11];
+            let _v55 = _v_53 * _v_53;
+            let _v56 = _v54 * _v_53;
+            let _v57 = _v_53 * _v54;
+            let _v58 = _v56 + _v57;
+            let _v59 = _sum_9 + _v55;
+            let _v60 = _v10 + _v58;
+            [_v59, _v60]
         },
     );
-    let _v49 = out.len();
-    let sums: [f64; 2usize] = ::phidiff::__private::par::sum(
-        0.._v49,
-        |_v54| {
-            let out = &out[..];
-            let dout = &dout[..];
-            let mut _sum_52: f64 = (-0.0f64);
-            let mut _v53: f64 = (-0.0f64);
-            let _v_55 = out[_v54];
-            let _v56 = dout[_v54];
-            let _v57 = _v_55 * _v_55;
-            let _v58 = _v56 * _v_55;
-            let _v59 = _v_55 * _v56;
-            let _v60 = _v58 + _v59;
-            let _v61 = _sum_52 + _v57;
-            let _v62 = _v53 + _v60;
-            [_v61, _v62]
-        },
-    );
-    let _sum_63 = 0.0f64 + sums[0usize];
-    let _v64 = 0.0f64 + sums[1usize];
-    (_sum_63, _v64)
+    let _sum_61 = 0.0f64 + sums[0usize];
+    let _v62 = 0.0f64 + sums[1usize];
+    (_sum_61, _v62)
 }
 /// Generated by `#[differentiate]` from [`smooth`].
 #[allow(
@@ -150,156 +142,131 @@ pub fn smooth_rev(
     let _n_3 = u.len();
     let _v5 = out.len();
     _tape_v26_5.ensure(_v5);
-    ::phidiff::__private::par::for_each_owned(
+    let sums: [f64; 2usize] = ::phidiff::__private::par::for_each_owned_scatter(
         0.._v5,
-        (&mut out[..], _tape_v26_5.slots_mut()),
-        |_i_6, own| {
+        (&mut out[..], &mut dout[..], _tape_v26_5.slots_mut()),
+        vec![& mut du[..]],
+        |_i_10, own, scatter| {
             let r = r;
             let _n_3 = _n_3;
             let u = &u[..];
             let idx = &idx[..];
-            let (out, _tape_v26_5) = own;
+            let (out, dout, _tape_v26_5) = own;
             let out = &mut out.iteration();
+            let dout = &mut dout.iteration();
             let _tape_v26_5 = &mut _tape_v26_5.iteration();
-            let _v8 = _i_6 > 0;
-            let _v13 = if _v8 {
-                let _v10 = _n_3 - 1;
-                let _v11 = _i_6 < _v10;
-                _v11
+            let mut _sum_9: f64 = (-0.0f64);
+            let mut _adj_r_0: f64 = (-0.0f64);
+            let _v12 = _i_10 > 0;
+            let _v17 = if _v12 {
+                let _v14 = _n_3 - 1;
+                let _v15 = _i_10 < _v14;
+                _v15
             } else {
                 false
             };
-            if _v13 {
-                let _v14 = u[_i_6];
-                let _v16 = _i_6 - 1;
-                let _v17 = u[_v16];
-                let _v19 = u[_i_6];
-                let _v20 = 2.0f64 * _v19;
-                let _v21 = _v17 - _v20;
-                let _v23 = _i_6 + 1;
-                let _v24 = u[_v23];
-                let _v25 = _v21 + _v24;
-                let _v26 = r * _v25;
-                let _v27 = idx[_i_6];
+            if _v17 {
+                let _v18 = u[_i_10];
+                let _v20 = _i_10 - 1;
+                let _v21 = u[_v20];
+                let _v23 = u[_i_10];
+                let _v24 = 2.0f64 * _v23;
+                let _v25 = _v21 - _v24;
+                let _v27 = _i_10 + 1;
                 let _v28 = u[_v27];
-                _tape_v26_5[_i_6] = _v28;
-                let _v29 = _v26 * _v28;
-                let _v30 = _v14 + _v29;
-                out[_i_6] = _v30;
+                let _v29 = _v25 + _v28;
+                let _v30 = r * _v29;
+                let _v31 = idx[_i_10];
+                let _v32 = u[_v31];
+                _tape_v26_5[_i_10] = _v32;
+                let _v33 = _v30 * _v32;
+                let _v34 = _v18 + _v33;
+                out[_i_10] = _v34;
             } else {
-                let _v31 = u[_i_6];
-                out[_i_6] = _v31;
+                let _v35 = u[_i_10];
+                out[_i_10] = _v35;
             }
-        },
-    );
-    let _v34 = out.len();
-    let sums: [f64; 1usize] = ::phidiff::__private::par::for_each_owned_sum(
-        0.._v34,
-        (&mut dout[..],),
-        |_v37, own| {
-            let out = &out[..];
-            let (dout,) = own;
-            let dout = &mut dout.iteration();
-            let mut _sum_36: f64 = (-0.0f64);
-            let _v_38 = out[_v37];
-            let _v39 = _v_38 * _v_38;
-            let _v40 = _sum_36 + _v39;
+            let _v_36 = out[_i_10];
+            let _v37 = _v_36 * _v_36;
+            let _v38 = _sum_9 + _v37;
             let mut _carry_2 = seed;
             let mut _adj_sum_3 = (-0.0f64);
             let mut _adj_v_4 = (-0.0f64);
-            let mut _adj_v38_5 = (-0.0f64);
-            let _v45 = _carry_2;
-            _adj_v38_5 += _v45;
-            let _v46 = _adj_v38_5;
-            _adj_sum_3 += _v46;
-            let _v_48 = out[_v37];
-            let _v49 = _v_48 * _v46;
-            let _v50 = 2.0f64 * _v49;
-            _adj_v_4 += _v50;
-            let _v51 = _adj_v_4;
-            dout[_v37] += _v51;
-            [_v40]
-        },
-    );
-    let _sum_52 = 0.0f64 + sums[0usize];
-    _adj_sum_1 += seed;
-    let mut _acc_6 = (-0.0f64);
-    let sums: [f64; 1usize] = ::phidiff::__private::par::for_each_owned_scatter(
-        0.._v5,
-        (&mut dout[..],),
-        vec![& mut du[..]],
-        |_par_i_56, own, scatter| {
-            let r = r;
-            let _n_3 = _n_3;
-            let u = &u[..];
-            let idx = &idx[..];
-            let (dout,) = own;
-            let dout = &mut dout.iteration();
-            let mut _acc_6: f64 = (-0.0f64);
-            let _v58 = _par_i_56 > 0;
-            let _v63 = if _v58 {
-                let _v60 = _n_3 - 1;
-                let _v61 = _par_i_56 < _v60;
-                _v61
+            let mut _adj_v45_5 = (-0.0f64);
+            let _v43 = _carry_2;
+            _adj_v45_5 += _v43;
+            let _v44 = _adj_v45_5;
+            _adj_sum_3 += _v44;
+            let _v_46 = out[_i_10];
+            let _v47 = _v_46 * _v44;
+            let _v48 = 2.0f64 * _v47;
+            _adj_v_4 += _v48;
+            let _v49 = _adj_v_4;
+            dout[_i_10] += _v49;
+            let _v51 = _i_10 > 0;
+            let _v56 = if _v51 {
+                let _v53 = _n_3 - 1;
+                let _v54 = _i_10 < _v53;
+                _v54
             } else {
                 false
             };
-            if _v63 {
-                let mut _adj_v15_7 = (-0.0f64);
-                let mut _adj_v17_8 = (-0.0f64);
-                let mut _adj_v22_9 = (-0.0f64);
-                let mut _adj_v26_10 = (-0.0f64);
-                let mut _adj_v28_11 = (-0.0f64);
-                let _v69 = dout[_par_i_56];
-                _adj_v28_11 += _v69;
-                dout[_par_i_56] = 0.0f64;
-                let _v72 = _par_i_56 - 1;
+            if _v56 {
+                let mut _adj_v15_6 = (-0.0f64);
+                let mut _adj_v17_7 = (-0.0f64);
+                let mut _adj_v22_8 = (-0.0f64);
+                let mut _adj_v26_9 = (-0.0f64);
+                let mut _adj_v28_10 = (-0.0f64);
+                let _v62 = dout[_i_10];
+                _adj_v28_10 += _v62;
+                dout[_i_10] = 0.0f64;
+                let _v65 = _i_10 - 1;
+                let _v66 = u[_v65];
+                let _v68 = u[_i_10];
+                let _v69 = 2.0f64 * _v68;
+                let _v70 = _v66 - _v69;
+                let _v72 = _i_10 + 1;
                 let _v73 = u[_v72];
-                let _v75 = u[_par_i_56];
-                let _v76 = 2.0f64 * _v75;
-                let _v77 = _v73 - _v76;
-                let _v79 = _par_i_56 + 1;
-                let _v80 = u[_v79];
-                let _v81 = _v77 + _v80;
-                let _v82 = _tape_v26_5[_par_i_56];
-                let _v83 = _adj_v28_11;
-                let _v84 = _v82 * _v83;
-                let _v85 = _v81 * _v84;
-                _acc_6 += _v85;
-                let _v86 = r * _v84;
-                _adj_v15_7 += _v86;
-                let _v87 = 2.0f64 * _v86;
-                let _v88 = _v83 - _v87;
-                _adj_v17_8 += _v88;
-                _adj_v22_9 += _v86;
-                let _v89 = _v81 * r;
-                let _v90 = _v89 * _v83;
-                _adj_v26_10 += _v90;
-                let _v91 = _adj_v26_10;
-                let _v92 = idx[_par_i_56];
-                scatter.add(0usize, _v92, _v91);
-                let _v93 = _adj_v22_9;
-                scatter.add(0usize, _v79, _v93);
-                let _v94 = _adj_v17_8;
-                scatter.add(0usize, _par_i_56, _v94);
-                let _v95 = _adj_v15_7;
-                scatter.add(0usize, _v72, _v95);
+                let _v74 = _v70 + _v73;
+                let _v75 = _tape_v26_5[_i_10];
+                let _v76 = _adj_v28_10;
+                let _v77 = _v75 * _v76;
+                let _v78 = _v74 * _v77;
+                _adj_r_0 += _v78;
+                let _v79 = r * _v77;
+                _adj_v15_6 += _v79;
+                let _v80 = 2.0f64 * _v79;
+                let _v81 = _v76 - _v80;
+                _adj_v17_7 += _v81;
+                _adj_v22_8 += _v79;
+                let _v82 = _v74 * r;
+                let _v83 = _v82 * _v76;
+                _adj_v26_9 += _v83;
+                let _v84 = _adj_v26_9;
+                let _v85 = idx[_i_10];
+                scatter.add(0usize, _v85, _v84);
+                let _v86 = _adj_v22_8;
+                scatter.add(0usize, _v72, _v86);
+                let _v87 = _adj_v17_7;
+                scatter.add(0usize, _i_10, _v87);
+                let _v88 = _adj_v15_6;
+                scatter.add(0usize, _v65, _v88);
             } else {
-                let mut _adj_v29_12 = (-0.0f64);
-                let _v97 = dout[_par_i_56];
-                _adj_v29_12 += _v97;
-                dout[_par_i_56] = 0.0f64;
-                let _v99 = _adj_v29_12;
-                scatter.add(0usize, _par_i_56, _v99);
+                let mut _adj_v29_11 = (-0.0f64);
+                let _v90 = dout[_i_10];
+                _adj_v29_11 += _v90;
+                dout[_i_10] = 0.0f64;
+                let _v92 = _adj_v29_11;
+                scatter.add(0usize, _i_10, _v92);
             }
-            [_acc_6]
+            [_v38, _adj_r_0]
         },
     );
-    _acc_6 += sums[0usize];
-    let _v101 = _acc_6;
-    _adj_r_0 += _v101;
-    let _v102 = _adj_r_0;
-    (_sum_52, _v102)
+    let _sum_93 = 0.0f64 + sums[0usize];
+    _adj_r_0 += sums[1usize];
+    _adj_sum_1 += seed;
+    let _v96 = _adj_r_0;
+    (_sum_93, _v96)
 }
 /// Generated by `#[differentiate]` from [`smooth`].
 #[allow(
