@@ -110,6 +110,7 @@ numeric_tests! {
         cube_roots_lanes,
         rows_energy_lanes,
         normalize_in_place_lanes,
+        calls_a_helper_lanes,
         #[should_panic(expected = "`dx[1]`")]
         short_shadow_in_a_lane_panics,
     ],

@@ -73,6 +73,25 @@ pub fn normalize_in_place(v: &mut [f64], scale: f64) {
     }
 }
 
+/// A helper with a scalar and a slice argument, called from a batched function.
+#[differentiate(forward, reverse)]
+pub fn bump(a: f64, v: &[f64]) -> f64 {
+    (a * v[0]).sin() + v[1] * a
+}
+
+/// Calls of another function's derivatives: one `_rev` call per lane.
+#[differentiate(forward, reverse, reverse(width = 2))]
+pub fn calls_a_helper(x: &[f64], k: f64) -> f64 {
+    let mut s = 0.0;
+    let mut pair = vec![0.0; 2];
+    for i in 0..x.len() - 1 {
+        pair[0] = x[i];
+        pair[1] = x[i + 1];
+        s += bump(x[i] * k, &pair);
+    }
+    s * s
+}
+
 /// A seed of lane `lane` that is not the one under test (entry `k`).
 fn other_seed(lane: usize, k: usize) -> f64 {
     0.37 * (lane as f64 + 1.0) - 0.11 * k as f64
@@ -250,6 +269,30 @@ pub fn normalize_in_place_lanes() {
         (v, lanes)
     };
     check_lanes("normalize_in_place", &x, 4, &primal, &jvp, &scalar, &batched);
+}
+
+pub fn calls_a_helper_lanes() {
+    let x0 = [0.4, -1.1, 0.8, 1.5, -0.2];
+    let n = x0.len();
+    let x = cat(&[&x0, &[0.7]]);
+    let primal = |x: &[f64]| vec![calls_a_helper(&x[..n], x[n])];
+    let jvp = |x: &[f64], dx: &[f64]| {
+        let (y, dy) = calls_a_helper_fwd(&x[..n], &dx[..n], x[n], dx[n]);
+        (vec![y], vec![dy])
+    };
+    let scalar = |x: &[f64], w: &[f64]| {
+        let mut dx = zeros(n);
+        let (y, dk) = calls_a_helper_rev(&x[..n], &mut dx, x[n], w[0]);
+        (vec![y], cat(&[&dx, &[dk]]))
+    };
+    let batched = |x: &[f64], w: &[Vec<f64>]| {
+        let mut d = [zeros(n), zeros(n)];
+        let [d0, d1] = &mut d;
+        let (y, dk) = calls_a_helper_rev2(&x[..n], [d0, d1], x[n], [w[0][0], w[1][0]]);
+        let lanes = (0..2).map(|l| cat(&[&d[l], &[dk[l]]])).collect();
+        (vec![y], lanes)
+    };
+    check_lanes("calls_a_helper", &x, 2, &primal, &jvp, &scalar, &batched);
 }
 
 /// A shadow of the wrong length in any lane panics naming the lane.

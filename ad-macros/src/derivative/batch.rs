@@ -12,7 +12,8 @@
 //! parameters: a value computed from one, a cell or buffer that one is written into, an
 //! `if` result or loop parameter that one flows into. Lane copies of parameters are
 //! appended to the parameter list (`dx_l1` after `dx`); the function's scalar adjoints are
-//! yielded lane after lane.
+//! yielded lane after lane. A call of another function's `_rev` runs once per lane (the
+//! callee has one seed), which is right when the call writes no primal buffer.
 
 use crate::ir::*;
 use proc_macro2::Span;
@@ -71,6 +72,18 @@ impl Taint {
                 taint_results = self.any(&f.operands(i))
             }
             CellGet(c) => taint_results = self.cells.contains(c),
+            // A reverse call returns adjoints and adds adjoints into its shadows.
+            Call {
+                suffix: CallSuffix::Rev { shadows, .. },
+                ..
+            } => {
+                taint_results = true;
+                for a in shadows.iter().flatten() {
+                    if let CallArg::Buf { buf, .. } = a {
+                        self.bufs.insert(*buf);
+                    }
+                }
+            }
             CellDecl(c, v) | CellSet(c, v) | CellAdd(c, v) => {
                 if self.v(*v) {
                     self.cells.insert(*c);
@@ -173,17 +186,24 @@ fn check(f: &Function, t: &Taint, at: Span) -> Result<(), syn::Error> {
                 err = Some(syn::Error::new(at, unsupported("checkpointed loops")));
                 return;
             }
+            // A reverse call runs once per lane, each with its lane's shadows and seed:
+            // its primal arguments must be the same for every lane, so none may be a
+            // buffer the call writes (its `_rev` leaves the buffer's final value there).
             Call { suffix, args, .. } => {
                 let adjoint_arg = args.iter().any(|a| match a {
                     CallArg::Scalar(v) => t.v(*v),
                     CallArg::Buf { buf, .. } => t.bufs.contains(buf),
                     CallArg::Opaque(_) => false,
                 });
-                if adjoint_arg || matches!(suffix, CallSuffix::Rev { .. }) {
+                let writes_primal = args
+                    .iter()
+                    .any(|a| matches!(a, CallArg::Buf { mutable: true, .. }));
+                let rev = matches!(suffix, CallSuffix::Rev { .. });
+                if adjoint_arg || (rev && writes_primal) {
                     err = Some(syn::Error::new(
                         data.span,
                         unsupported(
-                            "calls of functions with active arguments (their `_rev` takes one seed)",
+                            "calls that pass a `&mut` buffer to a function with active arguments (its `_rev` runs once per seed, and would find the buffer it wrote)",
                         ),
                     ));
                 }
@@ -349,6 +369,28 @@ impl Lanes<'_> {
                 idx: v(idx),
                 src: b(src),
             },
+            Call {
+                callee,
+                args,
+                suffix: CallSuffix::Rev { shadows, seed },
+            } => {
+                let arg = |a: &CallArg| match a {
+                    CallArg::Scalar(x) => CallArg::Scalar(v(x)),
+                    CallArg::Buf { buf, mutable } => CallArg::Buf {
+                        buf: b(buf),
+                        mutable: *mutable,
+                    },
+                    CallArg::Opaque(t) => CallArg::Opaque(t.clone()),
+                };
+                Call {
+                    callee: callee.clone(),
+                    args: args.iter().map(arg).collect(),
+                    suffix: CallSuffix::Rev {
+                        shadows: shadows.iter().map(|a| a.as_ref().map(arg)).collect(),
+                        seed: seed.as_ref().map(v),
+                    },
+                }
+            }
             other => unreachable!("batch: lane copy of {other:?}"),
         }
     }
