@@ -264,6 +264,26 @@ fn hand_jacobian_equals_phidiff_jacobian() {
     }
 }
 
+/// The flat inputs of one reprojection: camera (11), point (3), weight, and the initial
+/// `err` (2, overwritten); the output is the final `err`.
+const REPROJ_LENS: [usize; 4] = [N_CAM, 3, 1, 2];
+
+fn reproj_primal(feat: &[f64], x: &[f64]) -> Vec<f64> {
+    let p = split(x, &REPROJ_LENS);
+    let mut err = p[3].to_vec();
+    ba::reproj_error(p[0], p[1], p[2][0], feat, &mut err);
+    err
+}
+
+fn reproj_jvp(feat: &[f64], x: &[f64], dx: &[f64]) -> (Vec<f64>, Vec<f64>) {
+    let (p, d) = (split(x, &REPROJ_LENS), split(dx, &REPROJ_LENS));
+    let (mut err, mut derr) = (p[3].to_vec(), d[3].to_vec());
+    ba::reproj_error_fwd(
+        p[0], d[0], p[1], d[1], p[2][0], d[2][0], feat, &mut err, &mut derr,
+    );
+    (err, derr)
+}
+
 #[test]
 fn reproj_error_fwd_and_rev_agree() {
     // Flat inputs: camera (11), point (3), weight, the initial `err` (2, overwritten);
@@ -274,23 +294,10 @@ fn reproj_error_fwd_and_rev_agree() {
     ] {
         let feat = [ba.feats[0], ba.feats[1]];
         let x0 = cat(&[&ba.cams[..N_CAM], &ba.x[..3], &[ba.w[0]], &[0.0, 0.0]]);
-        let lens = [N_CAM, 3, 1, 2];
-        let primal = |x: &[f64]| {
-            let p = split(x, &lens);
-            let mut err = p[3].to_vec();
-            ba::reproj_error(p[0], p[1], p[2][0], &feat, &mut err);
-            err
-        };
-        let jvp = |x: &[f64], dx: &[f64]| {
-            let (p, d) = (split(x, &lens), split(dx, &lens));
-            let (mut err, mut derr) = (p[3].to_vec(), d[3].to_vec());
-            ba::reproj_error_fwd(
-                p[0], d[0], p[1], d[1], p[2][0], d[2][0], &feat, &mut err, &mut derr,
-            );
-            (err, derr)
-        };
+        let primal = |x: &[f64]| reproj_primal(&feat, x);
+        let jvp = |x: &[f64], dx: &[f64]| reproj_jvp(&feat, x, dx);
         let vjp = |x: &[f64], w: &[f64]| {
-            let p = split(x, &lens);
+            let p = split(x, &REPROJ_LENS);
             let (mut dcam, mut dx) = (zeros(N_CAM), zeros(3));
             let mut err = p[3].to_vec();
             let mut derr = w.to_vec();
@@ -326,9 +333,8 @@ fn reproj_error_rev2_lanes_agree() {
     ] {
         let feat = [ba.feats[0], ba.feats[1]];
         let x0 = cat(&[&ba.cams[..N_CAM], &ba.x[..3], &[ba.w[0]], &[0.0, 0.0]]);
-        let lens = [N_CAM, 3, 1, 2];
         let batched = |x: &[f64], seeds: [&[f64]; 2]| {
-            let p = split(x, &lens);
+            let p = split(x, &REPROJ_LENS);
             let (mut dcam, mut dx) = ([zeros(N_CAM), zeros(N_CAM)], [zeros(3), zeros(3)]);
             let mut derr = [seeds[0].to_vec(), seeds[1].to_vec()];
             let mut err = p[3].to_vec();
@@ -348,20 +354,8 @@ fn reproj_error_rev2_lanes_agree() {
             let lane = |l: usize| cat(&[&dcam[l], &dx[l], &[dw[l]], &derr[l]]);
             (err, [lane(0), lane(1)])
         };
-        let primal = |x: &[f64]| {
-            let p = split(x, &lens);
-            let mut err = p[3].to_vec();
-            ba::reproj_error(p[0], p[1], p[2][0], &feat, &mut err);
-            err
-        };
-        let jvp = |x: &[f64], dx: &[f64]| {
-            let (p, d) = (split(x, &lens), split(dx, &lens));
-            let (mut err, mut derr) = (p[3].to_vec(), d[3].to_vec());
-            ba::reproj_error_fwd(
-                p[0], d[0], p[1], d[1], p[2][0], d[2][0], &feat, &mut err, &mut derr,
-            );
-            (err, derr)
-        };
+        let primal = |x: &[f64]| reproj_primal(&feat, x);
+        let jvp = |x: &[f64], dx: &[f64]| reproj_jvp(&feat, x, dx);
         let other = [0.7, -1.3];
         for lane in 0..2 {
             let vjp = |x: &[f64], w: &[f64]| {
@@ -385,7 +379,7 @@ fn reproj_error_rev2_lanes_agree() {
         let seeds = [[1.0, 0.0], [0.0, 1.0]];
         let (_, lanes) = batched(&x0, [&seeds[0], &seeds[1]]);
         for lane in 0..2 {
-            let p = split(&x0, &lens);
+            let p = split(&x0, &REPROJ_LENS);
             let (mut dcam, mut dx) = (zeros(N_CAM), zeros(3));
             let (mut err, mut derr) = (p[3].to_vec(), seeds[lane].to_vec());
             let dw = ba::reproj_error_rev(

@@ -654,55 +654,35 @@ fn ba_sparse_jacobian_matches_finite_differences() {
 fn ba_reprojection_dot_product() {
     let p = ba_problem();
     let (cam, x, w, feat) = (&p.cams[..11], &p.points[..3], p.weights[0], &p.feats[..2]);
-    check_dot(
-        "reprojection",
-        15,
-        2,
-        |v| {
-            let (mut err, mut derr) = ([0.0; 2], [0.0; 2]);
-            ba::reprojection_error_fwd(
-                cam,
-                &v[..11],
-                x,
-                &v[11..14],
-                w,
-                v[14],
-                feat,
-                &mut err,
-                &mut derr,
-            );
-            derr.to_vec()
-        },
-        |y| {
-            let (mut dcam, mut dx) = ([0.0; 11], [0.0; 3]);
-            let (mut err, mut derr) = ([0.0; 2], [y[0], y[1]]);
-            let dw = ba::reprojection_error_rev(
-                cam, &mut dcam, x, &mut dx, w, feat, &mut err, &mut derr,
-            );
-            [&dcam[..], &dx[..], &[dw]].concat()
-        },
-    );
+    let jvp = |v: &[f64]| {
+        let (mut err, mut derr) = ([0.0; 2], [0.0; 2]);
+        ba::reprojection_error_fwd(
+            cam,
+            &v[..11],
+            x,
+            &v[11..14],
+            w,
+            v[14],
+            feat,
+            &mut err,
+            &mut derr,
+        );
+        derr.to_vec()
+    };
+    check_dot("reprojection", 15, 2, jvp, |y| {
+        let (mut dcam, mut dx) = ([0.0; 11], [0.0; 3]);
+        let (mut err, mut derr) = ([0.0; 2], [y[0], y[1]]);
+        let dw =
+            ba::reprojection_error_rev(cam, &mut dcam, x, &mut dx, w, feat, &mut err, &mut derr);
+        [&dcam[..], &dx[..], &[dw]].concat()
+    });
     // Each lane of the batched sweep the Jacobian uses, the other lane seeded otherwise.
     for lane in 0..2 {
         check_dot(
             &format!("reprojection, lane {lane} of reprojection_error_rev2"),
             15,
             2,
-            |v| {
-                let (mut err, mut derr) = ([0.0; 2], [0.0; 2]);
-                ba::reprojection_error_fwd(
-                    cam,
-                    &v[..11],
-                    x,
-                    &v[11..14],
-                    w,
-                    v[14],
-                    feat,
-                    &mut err,
-                    &mut derr,
-                );
-                derr.to_vec()
-            },
+            jvp,
             |y| {
                 let (mut dcam, mut dx) = ([[0.0; 11]; 2], [[0.0; 3]; 2]);
                 let mut derr = [[0.7, -1.3]; 2];

@@ -86,21 +86,29 @@ impl Header<'_> {
 
     /// Panics naming the parameter when a tangent or shadow buffer has the wrong length.
     fn length_checks(&self, shadow_of: impl Fn(&ParamSpec) -> Ident) -> TokenStream {
-        let rt = self.krate;
         let mut out = quote!();
         for p in self.sig.params.iter().filter(|p| p.is_active_buffer()) {
-            let (n, d) = (&p.name, shadow_of(p));
-            let (ns, ds) = (n.to_string(), d.to_string());
-            out.extend(quote!(#rt::__private::check_len(#ns, #ds, #n.len(), #d.len());));
-            if let ParamClass::Buffer { rank: 2, .. } = p.class {
-                let row = format!("{ns}[i]");
-                let drow = format!("{ds}[i]");
-                out.extend(quote! {
-                    for (__r, __dr) in #n.iter().zip(#d.iter()) {
-                        #rt::__private::check_len(#row, #drow, __r.len(), __dr.len());
-                    }
-                });
-            }
+            let d = shadow_of(p);
+            out.extend(self.length_check(p, &d, &d.to_string()));
+        }
+        out
+    }
+
+    /// The check that shadow (or tangent) `d`, called `label` in the message, has the
+    /// length of parameter `p` (and, for a 2-D parameter, each row's).
+    fn length_check(&self, p: &ParamSpec, d: &Ident, label: &str) -> TokenStream {
+        let rt = self.krate;
+        let n = &p.name;
+        let ns = n.to_string();
+        let mut out = quote!(#rt::__private::check_len(#ns, #label, #n.len(), #d.len()););
+        if let ParamClass::Buffer { rank: 2, .. } = p.class {
+            let row = format!("{ns}[i]");
+            let drow = format!("{label}[i]");
+            out.extend(quote! {
+                for (__r, __dr) in #n.iter().zip(#d.iter()) {
+                    #rt::__private::check_len(#row, #drow, __r.len(), __dr.len());
+                }
+            });
         }
         out
     }
@@ -187,7 +195,6 @@ impl Header<'_> {
         width: usize,
         lanes: &std::collections::HashMap<String, Vec<String>>,
     ) -> TokenStream {
-        let rt = self.krate;
         let ft = self.ft();
         let lane_idents = |base: &Ident| -> Vec<Ident> {
             let mut v = vec![base.clone()];
@@ -208,20 +215,8 @@ impl Header<'_> {
                 params.push(quote!(#t: [&mut [#e]; #width]));
                 let ls = lane_idents(&t);
                 prologue.extend(quote!(let [#(#ls),*] = #t;));
-                let n = &p.name;
                 for (l, d) in ls.iter().enumerate() {
-                    let (ns, ds) = (n.to_string(), format!("{t}[{l}]"));
-                    prologue
-                        .extend(quote!(#rt::__private::check_len(#ns, #ds, #n.len(), #d.len());));
-                    if let ParamClass::Buffer { rank: 2, .. } = p.class {
-                        let row = format!("{ns}[i]");
-                        let drow = format!("{t}[{l}][i]");
-                        prologue.extend(quote! {
-                            for (__r, __dr) in #n.iter().zip(#d.iter()) {
-                                #rt::__private::check_len(#row, #drow, __r.len(), __dr.len());
-                            }
-                        });
-                    }
+                    prologue.extend(self.length_check(p, d, &format!("{t}[{l}]")));
                 }
             }
         }

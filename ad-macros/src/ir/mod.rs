@@ -327,6 +327,22 @@ pub enum InstKind {
     },
 }
 
+impl InstKind {
+    /// Constants and scalar arithmetic: no buffers, cells, calls or blocks.
+    pub fn is_arithmetic(&self) -> bool {
+        matches!(
+            self,
+            InstKind::FConst(_)
+                | InstKind::IConst(_)
+                | InstKind::BConst(_)
+                | InstKind::Unary(..)
+                | InstKind::Binary(..)
+                | InstKind::Math(..)
+                | InstKind::Cast { .. }
+        )
+    }
+}
+
 /// A checkpointing scheme of a loop marked `#[checkpoint(...)]`; the count is an integer
 /// value of the primal (snapshots, or the period of `periodic`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

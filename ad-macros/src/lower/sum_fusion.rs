@@ -19,7 +19,7 @@
 //! - the sum is the next parallel loop: `0..len X`, one float parameter `s` updated by the
 //!   body's yield, a body of arithmetic and reads only, reading `X` only at its own index
 //!   and no other buffer the writer writes;
-//! - between the two stand only constants, integer arithmetic and lengths, which move
+//! - between the two stand only constants, scalar arithmetic and lengths, which move
 //!   above the writer, the sum's trip count is unused, and nothing after the sum writes
 //!   `X` (so the moved reads of `X` see final values, `Function::final_reads`).
 //!
@@ -118,13 +118,7 @@ fn plan_at(f: &Function, blk: Block, k: usize) -> Option<Plan> {
     let mut sum = None;
     for &j in &insts[k + 1..] {
         match &f.inst(j).kind {
-            InstKind::FConst(_)
-            | InstKind::IConst(_)
-            | InstKind::BConst(_)
-            | InstKind::Len(..)
-            | InstKind::Unary(..)
-            | InstKind::Binary(..)
-            | InstKind::Cast { .. } => between.push(j),
+            kind if kind.is_arithmetic() || matches!(kind, InstKind::Len(..)) => between.push(j),
             InstKind::For { .. } => {
                 sum = Some(j);
                 break;
@@ -186,13 +180,7 @@ fn plan_at(f: &Function, blk: Block, k: usize) -> Option<Plan> {
     for &j in &f.block(*sbody).insts {
         s_uses += f.operands(j).iter().filter(|v| **v == s).count();
         ok &= match &f.inst(j).kind {
-            InstKind::FConst(_)
-            | InstKind::IConst(_)
-            | InstKind::BConst(_)
-            | InstKind::Unary(..)
-            | InstKind::Binary(..)
-            | InstKind::Math(..)
-            | InstKind::Cast { .. } => true,
+            kind if kind.is_arithmetic() => true,
             InstKind::Load(b, idx) if *b == x => idx.as_slice() == [*si],
             InstKind::Load(b, _) => !written.contains(b),
             _ => false,

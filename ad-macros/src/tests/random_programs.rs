@@ -759,32 +759,31 @@ impl Report {
     }
 }
 
+/// `f(x, a, n) = sin(a·x[0]) + x[1]·a` as a generated program, for the harness tests.
+fn straight_line() -> Program {
+    let src = "fn f(x: &[f64], a: f64, n: usize) -> f64 { (a * x[0]).sin() + x[1] * a }";
+    let param = |name: &str, shape| UserParam {
+        name: name.into(),
+        shape,
+    };
+    Program {
+        src: src.into(),
+        params: vec![
+            param("x", Shape::Slice),
+            param("a", Shape::Scalar),
+            param("n", Shape::Len),
+        ],
+        kind: "straight_line",
+        features: BTreeSet::new(),
+    }
+}
+
 /// The harness itself: hand-written derivatives of
 /// `f(x, a, n) = sin(a·x[0]) + x[1]·a` pass, and each kind of wrong derivative is caught
 /// by the check meant for it.
 #[test]
 fn harness_catches_wrong_derivatives() {
-    let src = "fn f(x: &[f64], a: f64, n: usize) -> f64 { (a * x[0]).sin() + x[1] * a }";
-    let params = vec![
-        UserParam {
-            name: "x".into(),
-            shape: Shape::Slice,
-        },
-        UserParam {
-            name: "a".into(),
-            shape: Shape::Scalar,
-        },
-        UserParam {
-            name: "n".into(),
-            shape: Shape::Len,
-        },
-    ];
-    let program = Program {
-        src: src.into(),
-        params,
-        kind: "straight_line",
-        features: BTreeSet::new(),
-    };
+    let program = straight_line();
     let check_against = |forward_bug: bool, reverse_bug: bool, full: bool, fine_bug: bool| {
         let (primal, forward, reverse) = hand_written::derivatives(forward_bug, reverse_bug);
         let (_, _, fine) = hand_written::derivatives(forward_bug, fine_bug);
@@ -932,28 +931,8 @@ mod hand_written {
 #[test]
 fn harness_catches_wrong_lanes() {
     use crate::ir::{InstKind, ParamKind};
-    let src = "fn f(x: &[f64], a: f64, n: usize) -> f64 { (a * x[0]).sin() + x[1] * a }";
-    let params = vec![
-        UserParam {
-            name: "x".into(),
-            shape: Shape::Slice,
-        },
-        UserParam {
-            name: "a".into(),
-            shape: Shape::Scalar,
-        },
-        UserParam {
-            name: "n".into(),
-            shape: Shape::Len,
-        },
-    ];
-    let program = Program {
-        src: src.into(),
-        params,
-        kind: "straight_line",
-        features: BTreeSet::new(),
-    };
-    let item: syn::ItemFn = syn::parse_str(src).unwrap();
+    let program = straight_line();
+    let item: syn::ItemFn = syn::parse_str(&program.src).unwrap();
     let compiled = crate::expand::compile_for_tests(&item).unwrap();
     let fine = crate::expand::compile_fine_reverse_for_tests(&item).unwrap();
     let seed = compiled.reverse.params.len() - 1;

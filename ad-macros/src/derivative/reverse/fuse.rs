@@ -138,20 +138,12 @@ fn fusable_inner(
     });
     let mut ok = true;
     f.walk(*ibody, &mut |i| {
-        ok &= matches!(
-            f.inst(i).kind,
-            InstKind::FConst(_)
-                | InstKind::IConst(_)
-                | InstKind::BConst(_)
-                | InstKind::Unary(..)
-                | InstKind::Binary(..)
-                | InstKind::Math(..)
-                | InstKind::Cast { .. }
-                | InstKind::Load(..)
-                | InstKind::Len(..)
-                | InstKind::Store(..)
-                | InstKind::If { .. }
-        );
+        let kind = &f.inst(i).kind;
+        ok &= kind.is_arithmetic()
+            || matches!(
+                kind,
+                InstKind::Load(..) | InstKind::Len(..) | InstKind::Store(..) | InstKind::If { .. }
+            );
         for v in f.operands(i) {
             let def = f.def_inst(v);
             ok &= !(act.value(v) && outer_body.contains(&def));
@@ -199,14 +191,8 @@ fn summed_param(
     let mut plain = true;
     f.walk(*body, &mut |i| {
         plain &= match &f.inst(i).kind {
-            InstKind::FConst(_)
-            | InstKind::IConst(_)
-            | InstKind::BConst(_)
-            | InstKind::Unary(..)
-            | InstKind::Binary(..)
-            | InstKind::Math(..)
-            | InstKind::Cast { .. }
-            | InstKind::Load(..)
+            k if k.is_arithmetic() => true,
+            InstKind::Load(..)
             | InstKind::Len(..)
             | InstKind::Store(..)
             | InstKind::StoreAdd(..)
@@ -232,14 +218,7 @@ fn summed_param(
     // `s` is read once, by the update that the body yields.
     let update = f.block(*body).yields[k];
     let p = params[k];
-    let mut uses = 0;
-    f.walk(*body, &mut |i| {
-        uses += f.operands(i).iter().filter(|v| **v == p).count();
-        for c in f.child_blocks(i) {
-            uses += f.block(c).yields.iter().filter(|v| **v == p).count();
-        }
-    });
-    uses += f.block(*body).yields.iter().filter(|v| **v == p).count();
+    let uses = uses_in(f, *body, p);
     let ValueDef::Result(u, 0) = f.value(update).def else {
         return None;
     };
@@ -266,16 +245,11 @@ fn summed_by(f: &Function, u: Inst, p: Value) -> bool {
                 return false;
             };
             let q = params[m];
-            let mut uses = 0;
-            f.walk(*body, &mut |i| {
-                uses += f.operands(i).iter().filter(|v| **v == q).count();
-                for c in f.child_blocks(i) {
-                    uses += f.block(c).yields.iter().filter(|v| **v == q).count();
-                }
-            });
             let y = f.block(*body).yields[m];
             match f.value(y).def {
-                ValueDef::Result(w, 0) if uses == 1 && f.block(*body).insts.contains(&w) => {
+                ValueDef::Result(w, 0)
+                    if uses_in(f, *body, q) == 1 && f.block(*body).insts.contains(&w) =>
+                {
                     summed_by(f, w, q)
                 }
                 _ => false,
@@ -283,6 +257,19 @@ fn summed_by(f: &Function, u: Inst, p: Value) -> bool {
         }
         _ => false,
     }
+}
+
+/// How many times `v` is read in `body`: by instructions, and by the yields of `body` and
+/// of the blocks in it.
+fn uses_in(f: &Function, body: Block, v: Value) -> usize {
+    let mut uses = f.block(body).yields.iter().filter(|y| **y == v).count();
+    f.walk(body, &mut |i| {
+        uses += f.operands(i).iter().filter(|o| **o == v).count();
+        for c in f.child_blocks(i) {
+            uses += f.block(c).yields.iter().filter(|y| **y == v).count();
+        }
+    });
+    uses
 }
 
 /// The constant `c` with `∂ret/∂result = c`, when `result` reaches `ret` through the
