@@ -196,6 +196,8 @@ impl Header<'_> {
         lanes: &std::collections::HashMap<String, Vec<String>>,
     ) -> TokenStream {
         let ft = self.ft();
+        let n_lanes = width;
+        let width = proc_macro2::Literal::usize_unsuffixed(width);
         let lane_idents = |base: &Ident| -> Vec<Ident> {
             let mut v = vec![base.clone()];
             v.extend(
@@ -238,7 +240,7 @@ impl Header<'_> {
             .filter(|p| p.is_active_scalar())
             .count();
         let n_val = usize::from(self.sig.returns_float);
-        let ys: Vec<Ident> = (0..n_val + width * n_adj)
+        let ys: Vec<Ident> = (0..n_val + n_lanes * n_adj)
             .map(|k| format_ident!("__y{}", k))
             .collect();
         let bind = match ys.len() {
@@ -257,7 +259,7 @@ impl Header<'_> {
             out_tys.push(ft.clone());
         }
         for a in 0..n_adj {
-            let lane_ys = (0..width).map(|l| &ys[n_val + l * n_adj + a]);
+            let lane_ys = (0..n_lanes).map(|l| &ys[n_val + l * n_adj + a]);
             outs.push(quote!([#(#lane_ys),*]));
             out_tys.push(quote!([#ft; #width]));
         }

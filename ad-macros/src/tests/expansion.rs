@@ -33,6 +33,26 @@ fn straight_line_scalar() {
     );
 }
 
+/// `reverse(width = 2)`: the shadows and the seed as arrays, destructured into lanes; the
+/// forward sweep and the partials once, each adjoint statement once per lane.
+#[test]
+fn batched_reverse() {
+    check(
+        "batched_reverse",
+        quote!(reverse(width = 2)),
+        quote! {
+            pub fn f(x: &[f64], k: f64, y: &mut [f64]) -> f64 {
+                let mut s = 0.0;
+                for i in 0..x.len() {
+                    y[i] = (k * x[i]).sin();
+                    s += y[i] * x[i];
+                }
+                s
+            }
+        },
+    );
+}
+
 #[test]
 fn rosenbrock_generic_loop() {
     check(
