@@ -171,7 +171,6 @@ numeric_tests! {
     parallel: [
         heat_step_parallel_equals_serial,
         map_sum_and_zip_parallel_equal_serial,
-        writer_then_sum_with_gather,
         gather_at_random_indices,
         histogram_scatter,
         burgers_step_parallel_equals_serial,
@@ -180,6 +179,8 @@ numeric_tests! {
         gmm_parallel_over_points,
         atomic_and_summation_aware_adjoints_equal_serial,
     ],
+    /// A parallel sum over what a parallel loop just wrote, moved into that loop.
+    parallel_fused: [writer_then_sum_with_gather],
     /// Rayon loops over the rows of a flat 2-D grid (`par_chunks_mut`).
     parallel_rows: [
         heat2d_rows_parallel_equal_serial,

@@ -84,10 +84,19 @@ pub(super) fn fusable_loops(
 /// right after the element, as a hand-written adjoint does).
 ///
 /// The inner loop's sum starts from `l`'s and is what `l` yields, so its adjoint is
-/// `l`'s, `c · seed`. It qualifies when it is a plain `for` (as `summed_param` asks of
-/// `l`'s body, with no loops inside) and it reads no active value that `l`'s iteration
-/// computes before it: the adjoints its iterations add into must exist before the loop
-/// runs, and those of `l`'s iteration are declared only when `l`'s adjoint runs.
+/// `l`'s, `c · seed`. It qualifies when:
+/// - it is a plain `for` (as `summed_param` asks of `l`'s body, with no loops inside),
+///   the last statement of `l`'s body, carrying no other active value;
+/// - it reads no active value that `l`'s iteration computes before it: the adjoints its
+///   iterations add into must exist before the loop runs, and those of `l`'s iteration
+///   are declared only when `l`'s adjoint runs;
+/// - each of its iterations stores only at its own element (`base + j`), so that no
+///   later iteration overwrites an element whose shadow an earlier adjoint has taken.
+///
+/// A sum reaches a parallel loop's inner loop this way only when
+/// `lower::fuse_sums_into_writers` put it there (a user's `.map(..).sum()` adds the
+/// closure's result to it instead), and that pass already asks for stores at `base + j`;
+/// the check keeps this fusion sound on its own.
 fn fusable_inner(
     f: &Function,
     act: &crate::analysis::activity::Activity,
@@ -123,9 +132,13 @@ fn fusable_inner(
         || seg.closed.contains_key(&inner)
         || seg.of_inst.contains_key(&inner)
         || ip.iter().enumerate().any(|(j, q)| j != m && act.value(*q))
+        || f.block(*body).insts.last() != Some(&inner)
     {
         return None;
     }
+    let InstKind::For { index: j, .. } = f.inst(inner).kind else {
+        return None;
+    };
     let mut inside = HashSet::new();
     f.walk(*ibody, &mut |i| {
         inside.insert(i);
@@ -147,6 +160,19 @@ fn fusable_inner(
         for v in f.operands(i) {
             let def = f.def_inst(v);
             ok &= !(act.value(v) && outer_body.contains(&def));
+        }
+        // Each iteration stores only at its own element, `base + j` with `base` from
+        // outside the loop: no later iteration overwrites what an earlier one's adjoint
+        // has taken the shadow of.
+        if let InstKind::Store(_, idx, _) = kind {
+            ok &= match idx[..] {
+                [x] if x == j => true,
+                [x] => matches!(f.value(x).def, ValueDef::Result(a, 0)
+                    if matches!(f.inst(a).kind, InstKind::Binary(BinOp::Add, b, c)
+                        if (c == j && !inside.contains(&f.def_inst(b)) && b != j)
+                            || (b == j && !inside.contains(&f.def_inst(c)) && c != j))),
+                _ => false,
+            };
         }
     });
     ok.then_some((inner, m))
