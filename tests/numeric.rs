@@ -219,6 +219,7 @@ numeric_tests! {
         negated_sum_with_outer_scalar,
         inner_recurrence_sum_tapes_per_iteration,
         read_then_overwritten_buffer,
+        branch_values_read_from_the_iteration,
         look_alike_sums,
         mixture_like_scratch_rows,
         carried_row_is_not_fused,

@@ -175,6 +175,35 @@ pub fn chain_energy(x: &[f64]) -> f64 {
     e
 }
 
+/// The fused adjoint reads what its iteration computed (`Rev::from_iteration` in
+/// `ad-macros/src/derivative/reverse/adjoint.rs`): reads of a scratch buffer that the
+/// iteration overwrites afterwards (taped per iteration without fusion), an `exp` and
+/// reads defined inside the branches (kept in cells declared at the start of the
+/// iteration), and values defined before the branch (read as they are).
+#[differentiate(forward, reverse, wrt(x, p))]
+pub fn branch_values_from_the_iteration(x: &[f64], p: &[f64]) -> f64 {
+    let n = x.len();
+    let mut s = 0.0;
+    for i in 0..n {
+        let mut tmp = vec![0.0; 2];
+        tmp[0] = x[i] * p[0];
+        tmp[1] = x[(i + 1) % n];
+        let a = tmp[0] * tmp[1];
+        tmp[0] = a.sin();
+        let mut t = tmp[0] * p[1];
+        if x[i] > 0.5 {
+            let k = (i + 2) % n;
+            let b = x[k] * x[k] * p[1];
+            let c = b.exp();
+            t += c * a;
+        } else {
+            t -= a * a * x[i];
+        }
+        s += t;
+    }
+    s
+}
+
 fn point(n: usize, shift: f64) -> Vec<f64> {
     (0..n)
         .map(|k| 0.3 + 0.7 * ((k as f64) * 1.3 + shift).sin())
@@ -238,6 +267,28 @@ pub fn read_then_overwritten_buffer() {
             let mut g = zeros(n);
             let y = read_then_overwritten_rev(p, &mut g, w[0]);
             (vec![y], g)
+        },
+        tols: TOLS,
+    });
+}
+
+pub fn branch_values_read_from_the_iteration() {
+    let n = 7;
+    let x = cat(&[&point(n, 0.6), &[0.9, -0.7]]);
+    // Both arms run: some points lie above 0.5, some below.
+    assert!(x[..n].iter().any(|v| *v > 0.5) && x[..n].iter().any(|v| *v < 0.5));
+    check_fwd_rev(&Case {
+        name: "branch_values_from_the_iteration",
+        x: &x,
+        primal: &|p| vec![branch_values_from_the_iteration(&p[..n], &p[n..])],
+        jvp: &|p, v| {
+            let (y, dy) = branch_values_from_the_iteration_fwd(&p[..n], &v[..n], &p[n..], &v[n..]);
+            (vec![y], vec![dy])
+        },
+        vjp: &|p, w| {
+            let (mut gx, mut gp) = (zeros(n), zeros(2));
+            let y = branch_values_from_the_iteration_rev(&p[..n], &mut gx, &p[n..], &mut gp, w[0]);
+            (vec![y], cat(&[&gx, &gp]))
         },
         tols: TOLS,
     });

@@ -7,6 +7,9 @@ pub struct Builder<'f> {
     pub func: &'f mut Function,
     pub block: Block,
     pub span: Span,
+    /// The blocks [`Builder::in_block`] moved away from, outermost first: those enclosing
+    /// the current one where passes nest blocks that way.
+    pub open: Vec<Block>,
 }
 
 impl<'f> Builder<'f> {
@@ -15,6 +18,7 @@ impl<'f> Builder<'f> {
             func,
             block,
             span: Span::call_site(),
+            open: Vec::new(),
         }
     }
 
@@ -144,7 +148,9 @@ impl<'f> Builder<'f> {
     /// Runs `f` with the cursor moved to `block`, then moves it back.
     pub fn in_block<R>(&mut self, block: Block, f: impl FnOnce(&mut Self) -> R) -> R {
         let saved = std::mem::replace(&mut self.block, block);
+        self.open.push(saved);
         let r = f(self);
+        self.open.pop();
         self.block = saved;
         r
     }

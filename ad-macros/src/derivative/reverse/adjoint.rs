@@ -16,6 +16,18 @@ impl Rev<'_> {
         let storage = *self.rec.storage.get(&v).ok_or_else(|| {
             format!("phidiff internal error: the reverse sweep reads {v}, which was not planned")
         })?;
+        if let Some(x) = self.from_iteration(b, v, Some(storage)) {
+            self.memo
+                .last_mut()
+                .expect("an open reverse block")
+                .insert(v, x);
+            return Ok(x);
+        }
+        if self.iteration_saved.contains(&v) {
+            return Err(format!(
+                "phidiff internal error: {v} of a fused iteration read outside its adjoint"
+            ));
+        }
         let x = match storage {
             Storage::Direct => return Ok(self.m.v(v)),
             Storage::Index(l) => {
@@ -85,6 +97,82 @@ impl Rev<'_> {
             .expect("an open reverse block")
             .insert(v, x);
         Ok(x)
+    }
+
+    /// `v` as the forward code of the current fused iteration computed it, where `v` is
+    /// defined in that iteration (not in a loop inside it) and would otherwise be
+    /// re-evaluated or read from a tape. A fused iteration's adjoint runs right after its
+    /// forward code ([`fuse`]), so `v` is still at hand: where its definition encloses the
+    /// adjoint, the adjoint reads it as is; where it does not (`v` is defined in an `if`),
+    /// a cell declared at the start of the iteration takes it after its definition. A
+    /// re-evaluated integer or boolean defined in an `if` is re-evaluated (from operands
+    /// that are mostly at hand): a cell would cost as much.
+    ///
+    /// Measured on the 2-D stencil's gradient (1000×1000, one thread, hand-edited
+    /// expansion, minimum over interleaved runs): 7.44 → 7.15 ms, with the five reads of
+    /// `u` and the laplacian no longer evaluated again in the adjoint.
+    ///
+    /// `storage` is the plan's for `v`; a node of a coarsened segment has none (it would be
+    /// re-evaluated from the segment's leaves).
+    pub(super) fn from_iteration(
+        &mut self,
+        b: &mut Builder,
+        v: Value,
+        storage: Option<Storage>,
+    ) -> Option<Value> {
+        if self.fusing.is_empty() || self.plain {
+            return None;
+        }
+        let ValueDef::Result(def, _) = self.f.value(v).def else {
+            return None;
+        };
+        if matches!(
+            self.f.inst(def).kind,
+            InstKind::FConst(_) | InstKind::IConst(_) | InstKind::BConst(_)
+        ) {
+            return None;
+        }
+        let taped = matches!(storage, Some(Storage::Tape(_)));
+        if !matches!(
+            storage,
+            None | Some(Storage::Tape(_) | Storage::Recompute | Storage::Fill | Storage::Induction)
+        ) {
+            return None;
+        }
+        let l = self.loop_of(def)?;
+        let body = self.fusing.iter().find(|(fl, _)| *fl == l)?.1;
+        let nv = self.m.values[v.index()]?;
+        if let Some(c) = self.iteration_cells.get(&v) {
+            return Some(b.get(*c));
+        }
+        let ni = b.func.def_inst(nv);
+        let encloses = std::iter::once(b.block)
+            .chain(b.open.iter().copied())
+            .any(|blk| b.func.block(blk).insts.contains(&ni));
+        if encloses {
+            return Some(nv);
+        }
+        let ty = self.f.ty(v);
+        if !taped && ty != Ty::Float {
+            return None;
+        }
+        let at = (0..b.func.blocks.len()).find(|&k| b.func.blocks[k].insts.contains(&ni))?;
+        // The cell's declaration goes first in the iteration's body, its assignment right
+        // after the definition.
+        let c = b.in_block(body, |b| {
+            let z = b.zero(ty);
+            b.cell(ty, "fwd", z)
+        });
+        let insts = &mut b.func.blocks[body.index()].insts;
+        let decl = insts.split_off(insts.len() - 2);
+        insts.splice(0..0, decl);
+        b.in_block(Block(at as u32), |b| b.set(c, nv));
+        let insts = &mut b.func.blocks[at].insts;
+        let set = insts.pop().expect("just pushed");
+        let pos = insts.iter().position(|&x| x == ni).expect("the definition");
+        insts.insert(pos + 1, set);
+        self.iteration_cells.insert(v, c);
+        Some(b.get(c))
     }
 
     /// Re-evaluates `v` from its operands; with `within`, those of `within`'s instructions

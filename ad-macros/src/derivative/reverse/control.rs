@@ -206,6 +206,30 @@ impl Rev<'_> {
     /// (see [`super::fuse`]): the summed parameter's adjoint is `c · seed` in every
     /// iteration, the iteration's tapes are read at its own slot, and the counter goes back
     /// so that the next iteration reuses the slot.
+    /// Takes out of the plan's tapes the values that fused loops save for their own
+    /// iterations: their fused adjoints read them from the iteration
+    /// ([`Rev::from_iteration`]).
+    pub(super) fn untape_fused(&mut self) {
+        let local: Vec<Value> = self
+            .rec
+            .saved
+            .iter()
+            .copied()
+            .filter(|&v| match self.rec.storage[&v] {
+                Storage::Tape(l) => {
+                    self.fused.contains_key(&l)
+                        && matches!(self.f.value(v).def, ValueDef::Result(..))
+                        && self.loop_of(self.f.def_inst(v)) == Some(l)
+                }
+                _ => false,
+            })
+            .collect();
+        for v in local {
+            self.rec.saved.remove(&v);
+            self.iteration_saved.insert(v);
+        }
+    }
+
     pub(super) fn fused_adjoint(
         &mut self,
         b: &mut Builder,

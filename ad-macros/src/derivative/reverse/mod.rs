@@ -67,6 +67,7 @@ pub fn reverse(
         rv.fused = fuse::fusable_loops(f, act, &rv.seg, &rv.structure, &rv.rec);
         rv.fused
             .retain(|l, _| rv.work.get(l).copied().unwrap_or(false));
+        rv.untape_fused();
     }
     let body = out.body;
     let mut b = Builder::new(&mut out, body);
@@ -182,6 +183,15 @@ struct Rev<'a> {
     fuse_error: Option<String>,
     /// The fused loops as emitted (instructions of the generated function).
     fused_out: HashSet<Inst>,
+    /// The fused loops whose forward body is being emitted, outermost first, each with
+    /// its body in the generated function (see [`Rev::from_iteration`]).
+    fusing: Vec<(Inst, Block)>,
+    /// Values of fused iterations saved in a tape by the plan, whose fused adjoint reads
+    /// them from the iteration instead: they get no tape.
+    iteration_saved: HashSet<Value>,
+    /// The cell holding a value of a fused iteration where its definition does not
+    /// enclose the adjoint that reads it (one inside an `if`).
+    iteration_cells: HashMap<Value, Cell>,
 }
 
 impl<'a> Rev<'a> {
@@ -265,6 +275,9 @@ impl<'a> Rev<'a> {
             seed_param: None,
             fuse_error: None,
             fused_out: HashSet::new(),
+            fusing: Vec::new(),
+            iteration_saved: HashSet::new(),
+            iteration_cells: HashMap::new(),
         })
         .map(|mut rv| {
             rv.plan_checkpoints();

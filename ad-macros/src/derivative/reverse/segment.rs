@@ -51,6 +51,10 @@ impl Rev<'_> {
             if self.structure.def_block(self.f, *v) == self.f.body {
                 return Ok(self.m.v(*v));
             }
+            if let Some(x) = self.from_iteration(b, *v, None) {
+                emitted.last_mut().expect("an open scope").insert(s, x);
+                return Ok(x);
+            }
             if self.current_saved.contains(&s) {
                 let x = self.fetch(b, *v)?;
                 emitted.last_mut().expect("an open scope").insert(s, x);

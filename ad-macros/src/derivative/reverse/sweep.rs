@@ -277,6 +277,10 @@ impl Rev<'_> {
                 (true, Some(ix)) if !self.plain => self.index.insert(i, ix).is_none(),
                 _ => false,
             };
+            let fusing = self.fused.contains_key(&i) && !self.plain;
+            if fusing {
+                self.fusing.push((i, nb));
+            }
             self.sweep_block(b, body);
             if fused_index {
                 self.index.remove(&i);
@@ -292,6 +296,9 @@ impl Rev<'_> {
                 if let Err(e) = self.fused_adjoint(b, i, k, c, new_index) {
                     self.fuse_error.get_or_insert(e);
                 }
+            }
+            if fusing {
+                self.fusing.pop();
             }
             f.block(body).yields.iter().map(|y| self.m.v(*y)).collect()
         });

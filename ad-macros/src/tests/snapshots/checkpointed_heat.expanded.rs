@@ -188,15 +188,14 @@ pub fn heat_rev(
         _adj_v39_7 += _v80;
         let _v81 = _adj_v39_7;
         _adj_j_5 += _v81;
-        let _v83 = _w_u_94_0[_i_71];
-        let _v84 = _v83 * _v81;
-        let _v85 = 2.0f64 * _v84;
-        _adj_v36_6 += _v85;
-        let _v86 = _adj_v36_6;
-        _w_zero_u_94_1[_i_71] += _v86;
+        let _v83 = _v72 * _v81;
+        let _v84 = 2.0f64 * _v83;
+        _adj_v36_6 += _v84;
+        let _v85 = _adj_v36_6;
+        _w_zero_u_94_1[_i_71] += _v85;
         _j_70 = _v75;
     }
-    let _j_87 = _j_70;
+    let _j_86 = _j_70;
     _adj_j_1 += seed;
     loop {
         let action = checkpointer_0.next_reverse();
@@ -233,27 +232,27 @@ pub fn heat_rev(
             ::phidiff::__private::checkpoint::Action::Advance { from, to } => {
                 for _ in from..to {
                     _next_4[0] = 0.0f64;
-                    let _v94 = _n_4 - 1;
-                    _next_4[_v94] = 0.0f64;
-                    let _v98 = _n_4 - 1;
-                    for _i_99 in 1.._v98 {
-                        let _v100 = _u_2[_i_99];
-                        let _v102 = _i_99 - 1;
-                        let _v103 = _u_2[_v102];
-                        let _v105 = _u_2[_i_99];
-                        let _v106 = 2.0f64 * _v105;
-                        let _v107 = _v103 - _v106;
-                        let _v109 = _i_99 + 1;
-                        let _v110 = _u_2[_v109];
-                        let _v111 = _v107 + _v110;
-                        let _v112 = r * _v111;
-                        let _v113 = _v100 + _v112;
-                        _next_4[_i_99] = _v113;
+                    let _v93 = _n_4 - 1;
+                    _next_4[_v93] = 0.0f64;
+                    let _v97 = _n_4 - 1;
+                    for _i_98 in 1.._v97 {
+                        let _v99 = _u_2[_i_98];
+                        let _v101 = _i_98 - 1;
+                        let _v102 = _u_2[_v101];
+                        let _v104 = _u_2[_i_98];
+                        let _v105 = 2.0f64 * _v104;
+                        let _v106 = _v102 - _v105;
+                        let _v108 = _i_98 + 1;
+                        let _v109 = _u_2[_v108];
+                        let _v110 = _v106 + _v109;
+                        let _v111 = r * _v110;
+                        let _v112 = _v99 + _v111;
+                        _next_4[_i_98] = _v112;
                     }
                     ::core::mem::swap(&mut _u_2, &mut _next_4);
-                    let _v115 = _ck_index_3;
-                    let _v117 = _v115 + 1;
-                    _ck_index_3 = _v117;
+                    let _v114 = _ck_index_3;
+                    let _v116 = _v114 + 1;
+                    _ck_index_3 = _v116;
                 }
             }
             ::phidiff::__private::checkpoint::Action::Reverse { .. }
@@ -264,71 +263,71 @@ pub fn heat_rev(
                 }
                 ::core::mem::swap(&mut _zero_u_3, &mut _zero_next_5);
                 let mut _acc_8 = (-0.0f64);
-                let _v123 = _n_4 - 1;
-                let _v124 = _v123 > 1;
-                let _v127 = if _v124 {
-                    let _v125 = _v123 - 1;
-                    _v125
+                let _v122 = _n_4 - 1;
+                let _v123 = _v122 > 1;
+                let _v126 = if _v123 {
+                    let _v124 = _v122 - 1;
+                    _v124
                 } else {
                     0
                 };
                 let mut _carry_shadow_14 = 0.0f64;
                 let mut _carry_shadow_15 = 0.0f64;
-                for _rev_t_129 in (0.._v127).rev() {
-                    let _v130 = 1 + _rev_t_129;
+                for _rev_t_128 in (0.._v126).rev() {
+                    let _v129 = 1 + _rev_t_128;
                     let mut _adj_v16_9 = (-0.0f64);
                     let mut _adj_v19_10 = (-0.0f64);
                     let mut _adj_v21_11 = (-0.0f64);
                     let mut _adj_v26_12 = (-0.0f64);
                     let mut _adj_v29_13 = (-0.0f64);
-                    let _v136 = _zero_next_5[_v130];
-                    _adj_v29_13 += _v136;
-                    _zero_next_5[_v130] = 0.0f64;
-                    let _v139 = _v130 - 1;
-                    let _v140 = _u_2[_v139];
-                    let _v142 = _u_2[_v130];
-                    let _v143 = 2.0f64 * _v142;
-                    let _v144 = _v140 - _v143;
-                    let _v146 = _v130 + 1;
-                    let _v147 = _u_2[_v146];
-                    let _v148 = _v144 + _v147;
-                    let _v149 = _adj_v29_13;
-                    let _v150 = _v148 * _v149;
-                    _acc_8 += _v150;
-                    _adj_v16_9 += _v149;
-                    let _v151 = r * _v149;
-                    _adj_v19_10 += _v151;
-                    let _v152 = 2.0f64 * _v151;
-                    let _v153 = -_v152;
-                    _adj_v21_11 += _v153;
-                    _adj_v26_12 += _v151;
-                    let _v154 = _adj_v26_12;
-                    let _v155 = _adj_v21_11;
-                    let _v156 = _adj_v19_10;
-                    let _v157 = _adj_v16_9;
-                    let _v168 = _carry_shadow_15;
-                    let _v169 = _v154 + _v168;
-                    _zero_u_3[_v146] += _v169;
-                    let _v170 = _carry_shadow_14;
-                    let _v172 = _v155 + _v157;
-                    let _v173 = _v172 + _v170;
-                    _carry_shadow_15 = _v173;
-                    _carry_shadow_14 = _v156;
+                    let _v135 = _zero_next_5[_v129];
+                    _adj_v29_13 += _v135;
+                    _zero_next_5[_v129] = 0.0f64;
+                    let _v138 = _v129 - 1;
+                    let _v139 = _u_2[_v138];
+                    let _v141 = _u_2[_v129];
+                    let _v142 = 2.0f64 * _v141;
+                    let _v143 = _v139 - _v142;
+                    let _v145 = _v129 + 1;
+                    let _v146 = _u_2[_v145];
+                    let _v147 = _v143 + _v146;
+                    let _v148 = _adj_v29_13;
+                    let _v149 = _v147 * _v148;
+                    _acc_8 += _v149;
+                    _adj_v16_9 += _v148;
+                    let _v150 = r * _v148;
+                    _adj_v19_10 += _v150;
+                    let _v151 = 2.0f64 * _v150;
+                    let _v152 = -_v151;
+                    _adj_v21_11 += _v152;
+                    _adj_v26_12 += _v150;
+                    let _v153 = _adj_v26_12;
+                    let _v154 = _adj_v21_11;
+                    let _v155 = _adj_v19_10;
+                    let _v156 = _adj_v16_9;
+                    let _v167 = _carry_shadow_15;
+                    let _v168 = _v153 + _v167;
+                    _zero_u_3[_v145] += _v168;
+                    let _v169 = _carry_shadow_14;
+                    let _v171 = _v154 + _v156;
+                    let _v172 = _v171 + _v169;
+                    _carry_shadow_15 = _v172;
+                    _carry_shadow_14 = _v155;
                 }
-                let _v174 = _v127 > 0;
-                if _v174 {
-                    let _v175 = 1 + 0;
-                    let _v176 = _carry_shadow_14;
-                    let _v178 = _v175 - 1;
-                    _zero_u_3[_v178] += _v176;
-                    let _v179 = _carry_shadow_15;
-                    let _v181 = _v175 + 0;
-                    _zero_u_3[_v181] += _v179;
+                let _v173 = _v126 > 0;
+                if _v173 {
+                    let _v174 = 1 + 0;
+                    let _v175 = _carry_shadow_14;
+                    let _v177 = _v174 - 1;
+                    _zero_u_3[_v177] += _v175;
+                    let _v178 = _carry_shadow_15;
+                    let _v180 = _v174 + 0;
+                    _zero_u_3[_v180] += _v178;
                 }
-                let _v159 = _acc_8;
-                _adj_r_0 += _v159;
-                let _v161 = _n_4 - 1;
-                _zero_next_5[_v161] = 0.0f64;
+                let _v158 = _acc_8;
+                _adj_r_0 += _v158;
+                let _v160 = _n_4 - 1;
+                _zero_next_5[_v160] = 0.0f64;
                 _zero_next_5[0] = 0.0f64;
             }
             ::phidiff::__private::checkpoint::Action::Done => break,
@@ -338,8 +337,8 @@ pub fn heat_rev(
     for (__d, __s) in du0.iter_mut().zip(_zero_u_3.iter()) {
         *__d += *__s;
     }
-    let _v165 = _adj_r_0;
-    (_j_87, _v165)
+    let _v164 = _adj_r_0;
+    (_j_86, _v164)
 }
 /// Generated by `#[differentiate]` from [`heat`].
 #[allow(

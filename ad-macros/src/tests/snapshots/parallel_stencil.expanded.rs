@@ -131,32 +131,27 @@ pub fn smooth_rev(
 ) -> (f64, f64) {
     ::phidiff::__private::check_len("u", "du", u.len(), du.len());
     ::phidiff::__private::check_len("out", "dout", out.len(), dout.len());
-    let mut _tape_v26_5 = {
-        static HINT: ::core::sync::atomic::AtomicUsize = ::core::sync::atomic::AtomicUsize::new(
-            0,
-        );
-        ::phidiff::__private::Tape::with_hint(&HINT)
-    };
     let mut _adj_r_0 = (-0.0f64);
     let mut _adj_sum_1 = (-0.0f64);
     let _n_3 = u.len();
     let _v5 = out.len();
-    _tape_v26_5.ensure(_v5);
     let sums: [f64; 2usize] = ::phidiff::__private::par::for_each_owned_scatter(
         0.._v5,
-        (&mut out[..], &mut dout[..], _tape_v26_5.slots_mut()),
+        (&mut out[..], &mut dout[..]),
         vec![& mut du[..]],
         |_i_10, own, scatter| {
             let r = r;
             let _n_3 = _n_3;
             let u = &u[..];
             let idx = &idx[..];
-            let (out, dout, _tape_v26_5) = own;
+            let (out, dout) = own;
             let out = &mut out.iteration();
             let dout = &mut dout.iteration();
-            let _tape_v26_5 = &mut _tape_v26_5.iteration();
             let mut _sum_9: f64 = (-0.0f64);
             let mut _adj_r_0: f64 = (-0.0f64);
+            let mut _fwd_13 = 0.0f64;
+            let mut _fwd_12 = 0.0f64;
+            let mut _fwd_11 = 0.0f64;
             let _v12 = _i_10 > 0;
             let _v17 = if _v12 {
                 let _v14 = _n_3 - 1;
@@ -175,10 +170,12 @@ pub fn smooth_rev(
                 let _v27 = _i_10 + 1;
                 let _v28 = u[_v27];
                 let _v29 = _v25 + _v28;
+                _fwd_11 = _v29;
                 let _v30 = r * _v29;
+                _fwd_13 = _v30;
                 let _v31 = idx[_i_10];
                 let _v32 = u[_v31];
-                _tape_v26_5[_i_10] = _v32;
+                _fwd_12 = _v32;
                 let _v33 = _v30 * _v32;
                 let _v34 = _v18 + _v33;
                 out[_i_10] = _v34;
@@ -197,76 +194,62 @@ pub fn smooth_rev(
             _adj_v45_5 += _v43;
             let _v44 = _adj_v45_5;
             _adj_sum_3 += _v44;
-            let _v_46 = out[_i_10];
-            let _v47 = _v_46 * _v44;
-            let _v48 = 2.0f64 * _v47;
-            _adj_v_4 += _v48;
-            let _v49 = _adj_v_4;
-            dout[_i_10] += _v49;
-            let _v51 = _i_10 > 0;
-            let _v56 = if _v51 {
-                let _v53 = _n_3 - 1;
-                let _v54 = _i_10 < _v53;
-                _v54
-            } else {
-                false
-            };
-            if _v56 {
+            let _v46 = _v_36 * _v44;
+            let _v47 = 2.0f64 * _v46;
+            _adj_v_4 += _v47;
+            let _v48 = _adj_v_4;
+            dout[_i_10] += _v48;
+            if _v17 {
                 let mut _adj_v15_6 = (-0.0f64);
                 let mut _adj_v17_7 = (-0.0f64);
                 let mut _adj_v22_8 = (-0.0f64);
                 let mut _adj_v26_9 = (-0.0f64);
                 let mut _adj_v28_10 = (-0.0f64);
-                let _v62 = dout[_i_10];
-                _adj_v28_10 += _v62;
+                let _v54 = dout[_i_10];
+                _adj_v28_10 += _v54;
                 dout[_i_10] = 0.0f64;
-                let _v65 = _i_10 - 1;
-                let _v66 = u[_v65];
-                let _v68 = u[_i_10];
-                let _v69 = 2.0f64 * _v68;
-                let _v70 = _v66 - _v69;
-                let _v72 = _i_10 + 1;
-                let _v73 = u[_v72];
-                let _v74 = _v70 + _v73;
-                let _v75 = _tape_v26_5[_i_10];
-                let _v76 = _adj_v28_10;
-                let _v77 = _v75 * _v76;
-                let _v78 = _v74 * _v77;
-                _adj_r_0 += _v78;
-                let _v79 = r * _v77;
-                _adj_v15_6 += _v79;
-                let _v80 = 2.0f64 * _v79;
-                let _v81 = _v76 - _v80;
-                _adj_v17_7 += _v81;
-                _adj_v22_8 += _v79;
-                let _v82 = _v74 * r;
-                let _v83 = _v82 * _v76;
-                _adj_v26_9 += _v83;
-                let _v84 = _adj_v26_9;
-                let _v85 = idx[_i_10];
-                scatter.add(0usize, _v85, _v84);
-                let _v86 = _adj_v22_8;
-                scatter.add(0usize, _v72, _v86);
-                let _v87 = _adj_v17_7;
-                scatter.add(0usize, _i_10, _v87);
-                let _v88 = _adj_v15_6;
-                scatter.add(0usize, _v65, _v88);
+                let _v57 = _fwd_11;
+                let _v59 = _fwd_12;
+                let _v60 = _adj_v28_10;
+                let _v61 = _v59 * _v60;
+                let _v62 = _v57 * _v61;
+                _adj_r_0 += _v62;
+                let _v63 = r * _v61;
+                _adj_v15_6 += _v63;
+                let _v65 = 2.0f64 * _v63;
+                let _v66 = _v60 - _v65;
+                _adj_v17_7 += _v66;
+                _adj_v22_8 += _v63;
+                let _v68 = _fwd_13;
+                let _v69 = _v68 * _v60;
+                _adj_v26_9 += _v69;
+                let _v70 = _adj_v26_9;
+                let _v71 = idx[_i_10];
+                scatter.add(0usize, _v71, _v70);
+                let _v72 = _adj_v22_8;
+                let _v74 = _i_10 + 1;
+                scatter.add(0usize, _v74, _v72);
+                let _v75 = _adj_v17_7;
+                scatter.add(0usize, _i_10, _v75);
+                let _v76 = _adj_v15_6;
+                let _v78 = _i_10 - 1;
+                scatter.add(0usize, _v78, _v76);
             } else {
-                let mut _adj_v29_11 = (-0.0f64);
-                let _v90 = dout[_i_10];
-                _adj_v29_11 += _v90;
+                let mut _adj_v29_14 = (-0.0f64);
+                let _v80 = dout[_i_10];
+                _adj_v29_14 += _v80;
                 dout[_i_10] = 0.0f64;
-                let _v92 = _adj_v29_11;
-                scatter.add(0usize, _i_10, _v92);
+                let _v82 = _adj_v29_14;
+                scatter.add(0usize, _i_10, _v82);
             }
             [_v38, _adj_r_0]
         },
     );
-    let _sum_93 = 0.0f64 + sums[0usize];
+    let _sum_83 = 0.0f64 + sums[0usize];
     _adj_r_0 += sums[1usize];
     _adj_sum_1 += seed;
-    let _v96 = _adj_r_0;
-    (_sum_93, _v96)
+    let _v86 = _adj_r_0;
+    (_sum_83, _v86)
 }
 /// Generated by `#[differentiate]` from [`smooth`].
 #[allow(
