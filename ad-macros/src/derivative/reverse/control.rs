@@ -202,10 +202,6 @@ impl Rev<'_> {
         out
     }
 
-    /// The adjoint of the iteration of fused sum `l` that the forward sweep has just run
-    /// (see [`super::fuse`]): the summed parameter's adjoint is `c · seed` in every
-    /// iteration, the iteration's tapes are read at its own slot, and the counter goes back
-    /// so that the next iteration reuses the slot.
     /// Takes out of the plan's tapes the values that fused loops save for their own
     /// iterations: their fused adjoints read them from the iteration
     /// ([`Rev::from_iteration`]).
@@ -230,6 +226,10 @@ impl Rev<'_> {
         }
     }
 
+    /// The adjoint of the iteration of fused sum `l` that the forward sweep has just run
+    /// (see [`super::fuse`]): the summed parameter's adjoint is `c · seed` in every
+    /// iteration, the iteration's tapes are read at its own slot, and the counter goes back
+    /// so that the next iteration reuses the slot.
     pub(super) fn fused_adjoint(
         &mut self,
         b: &mut Builder,
