@@ -220,6 +220,7 @@ numeric_tests! {
         inner_recurrence_sum_tapes_per_iteration,
         read_then_overwritten_buffer,
         branch_values_read_from_the_iteration,
+        adjacent_inner_loops_fused,
         look_alike_sums,
         mixture_like_scratch_rows,
         carried_row_is_not_fused,

@@ -98,6 +98,8 @@ fn compile(opts: &Options, item: &syn::ItemFn) -> syn::Result<(signature::Signat
     let mut primal = primal;
     crate::lower::fuse_sums_into_writers(&mut primal);
     verify(&primal).map_err(|e| internal("sum fusion", e, &primal))?;
+    crate::lower::fuse_adjacent_loops(&mut primal);
+    verify(&primal).map_err(|e| internal("loop fusion", e, &primal))?;
     reverse::check_checkpoints(&primal)?;
     let active: Vec<bool> = sig.params.iter().map(|p| p.active).collect();
     let act = activity::analyze(&primal, &active);

@@ -204,6 +204,35 @@ pub fn branch_values_from_the_iteration(x: &[f64], p: &[f64]) -> f64 {
     s
 }
 
+/// Adjacent loops over one range run as one (`lower::fuse_adjacent_loops`): the first
+/// three inner loops become one whose iteration `j` fills `xc[j]`, reads it into `z[j]`
+/// and overwrites it; the sum loop after them carries `t` and stays apart. The outer sum
+/// is then reversed as it runs, with `xc` and `z` refilled in each iteration.
+#[differentiate(forward, reverse, wrt(x, m, q))]
+pub fn adjacent_inner_loops(x: &[f64], m: &[f64], q: &[f64], d: usize) -> f64 {
+    let n = x.len() / d;
+    let mut xc = vec![0.0; d];
+    let mut z = vec![0.0; d];
+    let mut s = 0.0;
+    for i in 0..n {
+        for j in 0..d {
+            xc[j] = x[i * d + j] - m[j];
+        }
+        for j in 0..d {
+            z[j] = q[j].exp() * xc[j];
+        }
+        for j in 0..d {
+            xc[j] = z[j] * xc[j] + x[i * d + j].sin();
+        }
+        let mut t = 0.0;
+        for j in 0..d {
+            t += z[j] * xc[j];
+        }
+        s += (0.1 * t).exp();
+    }
+    s
+}
+
 fn point(n: usize, shift: f64) -> Vec<f64> {
     (0..n)
         .map(|k| 0.3 + 0.7 * ((k as f64) * 1.3 + shift).sin())
@@ -289,6 +318,37 @@ pub fn branch_values_read_from_the_iteration() {
             let (mut gx, mut gp) = (zeros(n), zeros(2));
             let y = branch_values_from_the_iteration_rev(&p[..n], &mut gx, &p[n..], &mut gp, w[0]);
             (vec![y], cat(&[&gx, &gp]))
+        },
+        tols: TOLS,
+    });
+}
+
+pub fn adjacent_inner_loops_fused() {
+    let (d, n) = (3, 4);
+    let x = cat(&[&point(n * d, 0.2), &point(d, 1.1), &point(d, 2.3)]);
+    let (nx, nm) = (n * d, d);
+    check_fwd_rev(&Case {
+        name: "adjacent_inner_loops",
+        x: &x,
+        primal: &|p| {
+            let (x, rest) = p.split_at(nx);
+            let (m, q) = rest.split_at(nm);
+            vec![adjacent_inner_loops(x, m, q, d)]
+        },
+        jvp: &|p, v| {
+            let (x, rest) = p.split_at(nx);
+            let (m, q) = rest.split_at(nm);
+            let (dx, drest) = v.split_at(nx);
+            let (dm, dq) = drest.split_at(nm);
+            let (y, dy) = adjacent_inner_loops_fwd(x, dx, m, dm, q, dq, d);
+            (vec![y], vec![dy])
+        },
+        vjp: &|p, w| {
+            let (x, rest) = p.split_at(nx);
+            let (m, q) = rest.split_at(nm);
+            let (mut gx, mut gm, mut gq) = (zeros(nx), zeros(nm), zeros(d));
+            let y = adjacent_inner_loops_rev(x, &mut gx, m, &mut gm, q, &mut gq, d, w[0]);
+            (vec![y], cat(&[&gx, &gm, &gq]))
         },
         tols: TOLS,
     });

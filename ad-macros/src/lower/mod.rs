@@ -8,8 +8,10 @@ mod control;
 mod env;
 mod expr;
 mod iter;
+mod loop_fusion;
 mod macros;
 mod sum_fusion;
+pub use loop_fusion::fuse_adjacent_loops;
 pub use sum_fusion::fuse_sums_into_writers;
 
 use crate::diagnostics::{unsupported, Diagnostics};

@@ -268,3 +268,168 @@ fn parallel_sums_that_stay_apart() {
         assert_eq!(parallel_loops(&c.primal), 2, "{what}: the sum stays apart");
     }
 }
+
+/// The `for` loops of a program (at any depth).
+fn for_loops(f: &Function) -> usize {
+    let mut n = 0;
+    f.walk(f.body, &mut |i| {
+        n += matches!(f.inst(i).kind, InstKind::For { .. }) as usize;
+    });
+    n
+}
+
+/// Adjacent loops over one range whose second reads what the first writes at its own
+/// index run as one loop (`lower::fuse_adjacent_loops`): GMM's `xc` and `qxc` loops, three
+/// loops in a row, and loops inside another loop.
+#[test]
+fn adjacent_loops_over_one_range_fuse() {
+    let cases = [
+        (
+            "gmm's xc and qxc",
+            "fn f(x: &[f64], m: &[f64], q: &[f64], xc: &mut [f64], qxc: &mut [f64], d: usize) -> f64 {
+                for j in 0..d { xc[j] = x[j] - m[j]; }
+                for j in 0..d { qxc[j] = q[j] * xc[j]; }
+                qxc[0] + xc[1]
+            }",
+            1,
+        ),
+        (
+            "three in a row over a length",
+            "fn f(x: &[f64], a: &mut [f64], b: &mut [f64]) -> f64 {
+                for j in 0..x.len() { a[j] = x[j].sin(); }
+                for j in 0..x.len() { b[j] = a[j] * x[j]; }
+                for j in 0..x.len() { a[j] = b[j] + a[j]; }
+                a[0]
+            }",
+            1,
+        ),
+        (
+            "inside another loop",
+            "fn f(x: &[f64], m: &[f64], d: usize, n: usize) -> f64 {
+                let mut xc = vec![0.0; d];
+                let mut z = vec![0.0; d];
+                let mut s = 0.0;
+                for i in 0..n {
+                    for j in 0..d { xc[j] = x[i * d + j] - m[j]; }
+                    for j in 0..d { z[j] = xc[j] * xc[j]; }
+                    s += z[0];
+                }
+                s
+            }",
+            2,
+        ),
+    ];
+    for (what, src) in cases.iter().map(|(w, s, _)| (w, s)) {
+        let n = cases.iter().find(|c| c.0 == *what).expect("listed").2;
+        let c = compile_with_for_tests("forward, reverse", &item(src)).expect("compiles");
+        assert_eq!(
+            for_loops(&c.primal),
+            n,
+            "{what}:\n{}",
+            crate::ir::printer::print(&c.primal)
+        );
+    }
+}
+
+/// Look-alikes that stay two loops: the second reads another element of what the first
+/// writes, the first reads what the second writes, the ranges differ, the second carries
+/// a sum, a call stands in a body, something between the loops is not arithmetic, and the
+/// second loop's range is the first's trip count.
+#[test]
+fn adjacent_loops_that_stay_apart() {
+    let cases = [
+        (
+            "another element",
+            "fn f(x: &[f64], a: &mut [f64], b: &mut [f64], d: usize) -> f64 {
+                for j in 0..d { a[j] = x[j].sin(); }
+                for j in 0..d { b[j] = a[(j + 1) % d]; }
+                b[0]
+            }",
+        ),
+        (
+            "first reads the second's",
+            "fn f(x: &[f64], a: &mut [f64], b: &mut [f64], d: usize) -> f64 {
+                for j in 0..d { a[j] = x[j] * b[0]; }
+                for j in 0..d { b[j] = a[j] * 2.0; }
+                b[1]
+            }",
+        ),
+        (
+            "other range",
+            "fn f(x: &[f64], a: &mut [f64], b: &mut [f64], d: usize) -> f64 {
+                for j in 0..d { a[j] = x[j].sin(); }
+                for j in 1..d { b[j] = a[j] * 2.0; }
+                b[1]
+            }",
+        ),
+        (
+            "carried sum",
+            "fn f(x: &[f64], a: &mut [f64], d: usize) -> f64 {
+                for j in 0..d { a[j] = x[j].sin(); }
+                let mut s = 0.0;
+                for j in 0..d { s += a[j]; }
+                s
+            }",
+        ),
+        (
+            "store between",
+            "fn f(x: &[f64], a: &mut [f64], b: &mut [f64], d: usize) -> f64 {
+                for j in 0..d { a[j] = x[j].sin(); }
+                a[0] = 1.0;
+                for j in 0..d { b[j] = a[j] * 2.0; }
+                b[1]
+            }",
+        ),
+    ];
+    for (what, src) in cases {
+        let c = compile_with_for_tests("forward, reverse", &item(src)).expect("compiles");
+        assert_eq!(
+            for_loops(&c.primal),
+            2,
+            "{what}:\n{}",
+            crate::ir::printer::print(&c.primal)
+        );
+    }
+}
+
+/// The shape of `tests/numeric/fused.rs`'s `adjacent_inner_loops`: three inner loops fuse
+/// into one, the carried sum after them stays apart, and the outer sum is still reversed
+/// as it runs (the fused loop refills `xc` and `z` before reading them), leaving the
+/// reversed inner loops only.
+#[test]
+fn fused_inner_loops_keep_the_outer_sum_fused() {
+    let src = item(
+        "fn f(x: &[f64], m: &[f64], q: &[f64], d: usize) -> f64 {
+            let n = x.len() / d;
+            let mut xc = vec![0.0; d];
+            let mut z = vec![0.0; d];
+            let mut s = 0.0;
+            for i in 0..n {
+                for j in 0..d { xc[j] = x[i * d + j] - m[j]; }
+                for j in 0..d { z[j] = q[j].exp() * xc[j]; }
+                for j in 0..d { xc[j] = z[j] * xc[j] + x[i * d + j].sin(); }
+                let mut t = 0.0;
+                for j in 0..d { t += z[j] * xc[j]; }
+                s += (0.1 * t).exp();
+            }
+            s
+        }",
+    );
+    for mode in [
+        "reverse, wrt(x, m, q)",
+        "reverse, wrt(x, m, q), coarsen = off",
+    ] {
+        let c = compile_with_for_tests(mode, &src).expect("compiles");
+        assert_eq!(
+            for_loops(&c.primal),
+            3,
+            "{mode}: the outer loop, the fused one, the sum"
+        );
+        assert_eq!(
+            reversed_loops(&c.reverse),
+            2,
+            "{mode}:\n{}",
+            crate::ir::printer::print(&c.reverse)
+        );
+    }
+}

@@ -448,7 +448,8 @@ fn refilled(f: &Function, structure: &Structure, body: Block, buf: Buf, later: &
 
 /// Whether, climbing from `i` to the loop body `top`, some block holds, before the
 /// statement containing `i`, a loop `for j in 0..len` whose body stores `buf[j]` as a
-/// statement of its own.
+/// statement of its own, or `i` accesses element `j` in such a loop's body after that
+/// store.
 fn refilled_before(
     f: &Function,
     structure: &Structure,
@@ -465,6 +466,24 @@ fn refilled_before(
             .any(|&prev| fills(f, prev, buf, len))
         {
             return true;
+        }
+        // Inside the filling loop itself, after its store: element `j` of this iteration
+        // (two loops fused by `lower::fuse_adjacent_loops`).
+        if let Some(o) = structure.block_owner[b.index()] {
+            if let InstKind::For { index, .. } = f.inst(o).kind {
+                let own = match &f.inst(i).kind {
+                    InstKind::Load(_, idx) | InstKind::StoreAdd(_, idx, _) => {
+                        idx.as_slice() == [index]
+                    }
+                    _ => false,
+                };
+                let stored = f.block(b).insts[..pos].iter().any(|&s| {
+                    matches!(&f.inst(s).kind, InstKind::Store(sb, idx, _) if *sb == buf && idx.as_slice() == [index])
+                });
+                if own && stored && fills(f, o, buf, len) {
+                    return true;
+                }
+            }
         }
         if b == top {
             return false;
