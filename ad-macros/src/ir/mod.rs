@@ -551,6 +551,18 @@ impl Function {
         }
     }
     /// The values an instruction reads (not counting its blocks' contents).
+    /// How many times block `b` and the blocks inside it read `v` (operands and yields).
+    pub fn uses_in(&self, b: Block, v: Value) -> usize {
+        let mut uses = self.block(b).yields.iter().filter(|y| **y == v).count();
+        self.walk(b, &mut |i| {
+            uses += self.operands(i).iter().filter(|o| **o == v).count();
+            for c in self.child_blocks(i) {
+                uses += self.block(c).yields.iter().filter(|y| **y == v).count();
+            }
+        });
+        uses
+    }
+
     pub fn operands(&self, i: Inst) -> Vec<Value> {
         use InstKind::*;
         match &self.insts[i.index()].kind {

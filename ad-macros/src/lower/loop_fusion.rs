@@ -122,18 +122,15 @@ fn plan_at(f: &Function, blk: Block, k: usize) -> Option<Plan> {
     if !same_int(f, s1, s2) || !same_int(f, e1, e2) || f.ty(i1) != f.ty(i2) {
         return None;
     }
-    if f.inst(second).results.iter().any(|r| used(f, *r)) {
+    if f.inst(second)
+        .results
+        .iter()
+        .any(|r| f.uses_in(f.body, *r) > 0)
+    {
         return None;
     }
     // The first loop's trip count exists only after it.
-    let mut reads_first = false;
-    f.walk(b2, &mut |j| {
-        reads_first |= f.operands(j).iter().any(|v| first_results.contains(v));
-        for c in f.child_blocks(j) {
-            reads_first |= f.block(c).yields.iter().any(|v| first_results.contains(v));
-        }
-    });
-    if reads_first {
+    if first_results.iter().any(|r| f.uses_in(b2, *r) > 0) {
         return None;
     }
     let a1 = accesses(f, b1)?;
@@ -194,17 +191,6 @@ fn accesses(f: &Function, blk: Block) -> Option<HashMap<Buf, (bool, Vec<Option<V
         }
     });
     ok.then_some(out)
-}
-
-fn used(f: &Function, v: Value) -> bool {
-    let mut found = false;
-    f.walk(f.body, &mut |j| {
-        found |= f.operands(j).contains(&v);
-        for c in f.child_blocks(j) {
-            found |= f.block(c).yields.contains(&v);
-        }
-    });
-    found || f.block(f.body).yields.contains(&v)
 }
 
 /// Moves the instructions between the loops above the first, and the second loop's body

@@ -203,7 +203,7 @@ fn plan_at(f: &Function, blk: Block, k: usize) -> Option<Plan> {
         return None;
     }
     let trip = *f.inst(sum).results.last()?;
-    if used(f, trip) {
+    if f.uses_in(f.body, trip) > 0 {
         return None;
     }
     // Nothing after the sum writes X: its reads in the writer see final values
@@ -316,18 +316,6 @@ fn store_covers(f: &Function, j: Inst, x: Buf, cover: Cover, wi: Value) -> bool 
             inside && is_binary(f, idx[0], BinOp::Add, base, *index)
         }
     }
-}
-
-/// Whether any instruction or block yield reads `v`.
-fn used(f: &Function, v: Value) -> bool {
-    let mut found = false;
-    f.walk(f.body, &mut |j| {
-        found |= f.operands(j).contains(&v);
-        for c in f.child_blocks(j) {
-            found |= f.block(c).yields.contains(&v);
-        }
-    });
-    found || f.block(f.body).yields.contains(&v)
 }
 
 /// Adds a float parameter to loop `l` starting at `init`: returns the parameter. The

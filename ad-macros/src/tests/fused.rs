@@ -278,6 +278,17 @@ fn for_loops(f: &Function) -> usize {
     n
 }
 
+/// `src`'s primal program, after lowering and its passes, holds `n` `for` loops.
+fn assert_primal_loops(what: &str, src: &str, n: usize) {
+    let c = compile_with_for_tests("forward, reverse", &item(src)).expect("compiles");
+    assert_eq!(
+        for_loops(&c.primal),
+        n,
+        "{what}:\n{}",
+        crate::ir::printer::print(&c.primal)
+    );
+}
+
 /// Adjacent loops over one range whose second reads what the first writes at its own
 /// index run as one loop (`lower::fuse_adjacent_loops`): GMM's `xc` and `qxc` loops, three
 /// loops in a row, and loops inside another loop.
@@ -319,15 +330,8 @@ fn adjacent_loops_over_one_range_fuse() {
             2,
         ),
     ];
-    for (what, src) in cases.iter().map(|(w, s, _)| (w, s)) {
-        let n = cases.iter().find(|c| c.0 == *what).expect("listed").2;
-        let c = compile_with_for_tests("forward, reverse", &item(src)).expect("compiles");
-        assert_eq!(
-            for_loops(&c.primal),
-            n,
-            "{what}:\n{}",
-            crate::ir::printer::print(&c.primal)
-        );
+    for (what, src, n) in cases {
+        assert_primal_loops(what, src, n);
     }
 }
 
@@ -382,13 +386,7 @@ fn adjacent_loops_that_stay_apart() {
         ),
     ];
     for (what, src) in cases {
-        let c = compile_with_for_tests("forward, reverse", &item(src)).expect("compiles");
-        assert_eq!(
-            for_loops(&c.primal),
-            2,
-            "{what}:\n{}",
-            crate::ir::printer::print(&c.primal)
-        );
+        assert_primal_loops(what, src, 2);
     }
 }
 

@@ -244,7 +244,7 @@ fn summed_param(
     // `s` is read once, by the update that the body yields.
     let update = f.block(*body).yields[k];
     let p = params[k];
-    let uses = uses_in(f, *body, p);
+    let uses = f.uses_in(*body, p);
     let ValueDef::Result(u, 0) = f.value(update).def else {
         return None;
     };
@@ -274,7 +274,7 @@ fn summed_by(f: &Function, u: Inst, p: Value) -> bool {
             let y = f.block(*body).yields[m];
             match f.value(y).def {
                 ValueDef::Result(w, 0)
-                    if uses_in(f, *body, q) == 1 && f.block(*body).insts.contains(&w) =>
+                    if f.uses_in(*body, q) == 1 && f.block(*body).insts.contains(&w) =>
                 {
                     summed_by(f, w, q)
                 }
@@ -283,19 +283,6 @@ fn summed_by(f: &Function, u: Inst, p: Value) -> bool {
         }
         _ => false,
     }
-}
-
-/// How many times `v` is read in `body`: by instructions, and by the yields of `body` and
-/// of the blocks in it.
-fn uses_in(f: &Function, body: Block, v: Value) -> usize {
-    let mut uses = f.block(body).yields.iter().filter(|y| **y == v).count();
-    f.walk(body, &mut |i| {
-        uses += f.operands(i).iter().filter(|o| **o == v).count();
-        for c in f.child_blocks(i) {
-            uses += f.block(c).yields.iter().filter(|y| **y == v).count();
-        }
-    });
-    uses
 }
 
 /// The constant `c` with `∂ret/∂result = c`, when `result` reaches `ret` through the
