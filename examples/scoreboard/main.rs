@@ -2,7 +2,7 @@
 //! otherwise pick, measured side by side in one run on one machine.
 //!
 //! ```text
-//! cargo run --release --example scoreboard [-- --rounds N] [--quick] [--update-readme] [--out DIR]
+//! cargo run --release --example scoreboard [-- --rounds N] [--quick] [--update-readme] [--out DIR] [--only KEYS]
 //! ```
 //!
 //! Programs: ADBench GMM (d = 2 … 64, K = 5 … 100, n = 1000), ADBench LSTM (l = 2,
@@ -23,7 +23,10 @@
 //!
 //! Writes `scoreboard.md` (the table) and `scoreboard.svg` (the ratios as bars) into
 //! `benches/results/` (or `--out`), and with `--update-readme` replaces the table in
-//! README.md between its scoreboard markers.
+//! README.md between its scoreboard markers. `--only gmm_d10,stencil` runs the programs
+//! whose keys start with one of the names (`gmm`, `gmm_d2_K5`, `lstm`, `ba1`,
+//! `rosenbrock`, `burgers2d`, `stencil`, …) and prints their rows, written only with
+//! `--out`: a quick look at one row, timed in the scoreboard's own binary.
 
 #[path = "../../benches/support/adbench.rs"]
 mod adbench;
@@ -111,6 +114,10 @@ pub struct Options {
     pub quick: bool,
     pub update_readme: bool,
     pub out: PathBuf,
+    /// `--only`: the programs to run (keys or key prefixes); empty for all.
+    pub only: Vec<String>,
+    /// Whether `--out` was given (with `--only`, the table is written only then).
+    pub out_given: bool,
 }
 
 fn options() -> Options {
@@ -119,6 +126,8 @@ fn options() -> Options {
         quick: false,
         update_readme: false,
         out: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/results"),
+        only: Vec::new(),
+        out_given: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -132,12 +141,24 @@ fn options() -> Options {
             }
             "--quick" => o.quick = true,
             "--update-readme" => o.update_readme = true,
-            "--out" => o.out = PathBuf::from(args.next().expect("--out takes a directory")),
+            "--out" => {
+                o.out = PathBuf::from(args.next().expect("--out takes a directory"));
+                o.out_given = true;
+            }
+            "--only" => {
+                let list = args.next().expect("--only takes a comma-separated list of programs");
+                o.only
+                    .extend(list.split(',').filter(|k| !k.is_empty()).map(String::from));
+            }
             other => panic!(
-                "scoreboard: unknown argument `{other}` (use --rounds N, --quick, --update-readme, --out DIR)"
+                "scoreboard: unknown argument `{other}` (use --rounds N, --quick, --update-readme, --out DIR, --only KEYS)"
             ),
         }
     }
+    assert!(
+        o.only.is_empty() || !o.update_readme,
+        "scoreboard: --only measures some programs, and --update-readme needs all of them"
+    );
     if o.quick {
         o.rounds = o.rounds.min(3);
     }
@@ -150,7 +171,7 @@ fn main() {
         .num_threads(1)
         .build()
         .expect("a one-thread rayon pool");
-    let mut inputs = programs::Inputs::create(opts.quick);
+    let mut inputs = programs::Inputs::create(opts.quick, opts.only.clone());
     let pool: &'static rayon::ThreadPool = Box::leak(Box::new(pool));
     let mut benches = programs::all(&mut inputs, pool);
     let external = external::run(&inputs, opts.rounds);
@@ -162,6 +183,11 @@ fn main() {
     let machine = report::machine(&external.versions);
     let table = report::markdown(&rows, &machine, &external.note);
     println!("{table}");
+    if !opts.only.is_empty() && !opts.out_given {
+        // A partial table does not replace the full one in `benches/results/`.
+        eprintln!("--only without --out: the table is not written");
+        return;
+    }
     std::fs::create_dir_all(&opts.out)
         .unwrap_or_else(|e| panic!("cannot create {}: {e}", opts.out.display()));
     let md = opts.out.join("scoreboard.md");

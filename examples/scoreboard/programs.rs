@@ -18,10 +18,12 @@ pub struct Inputs {
     /// `(key, kind, path, params)` of every program, for the Python peers.
     pub manifest: Vec<(String, String, PathBuf, String)>,
     pub quick: bool,
+    /// The programs to run (`--only`): keys or key prefixes; empty for all.
+    pub only: Vec<String>,
 }
 
 impl Inputs {
-    pub fn create(quick: bool) -> Inputs {
+    pub fn create(quick: bool, only: Vec<String>) -> Inputs {
         let dir = std::env::temp_dir().join(format!("phidiff-scoreboard-{}", std::process::id()));
         std::fs::create_dir_all(&dir)
             .unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
@@ -29,7 +31,13 @@ impl Inputs {
             dir,
             manifest: Vec::new(),
             quick,
+            only,
         }
+    }
+
+    /// Whether the program `key` is run: `--only` names it or a prefix of it.
+    fn wanted(&self, key: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|o| key.starts_with(o.as_str()))
     }
 
     /// Writes `values` (one per line) as `<dir>/<name>`.
@@ -278,6 +286,9 @@ pub fn all(inputs: &mut Inputs, pool: &'static rayon::ThreadPool) -> Vec<Bench> 
         ]
     };
     for &(file, d, k) in gmms {
+        if !inputs.wanted(&format!("gmm_d{d}_K{k}")) {
+            continue;
+        }
         let path = if file.is_empty() {
             write_gmm(inputs, d, k, 1000)
         } else {
@@ -285,11 +296,33 @@ pub fn all(inputs: &mut Inputs, pool: &'static rayon::ThreadPool) -> Vec<Bench> 
         };
         out.push(gmm_bench(inputs, &path, d, k));
     }
-    out.push(lstm_bench(inputs));
-    out.push(ba_bench(inputs));
-    out.push(rosenbrock_bench(inputs));
-    out.extend(burgers_benches(inputs));
-    out.push(stencil_bench(inputs, pool));
+    if inputs.wanted("lstm_l2_c1024") {
+        out.push(lstm_bench(inputs));
+    }
+    if inputs.wanted("ba1") {
+        out.push(ba_bench(inputs));
+    }
+    if inputs.wanted("rosenbrock") {
+        out.push(rosenbrock_bench(inputs));
+    }
+    if inputs.wanted("burgers2d") || inputs.wanted("burgers2d_revolve") {
+        out.extend(burgers_benches(inputs));
+    }
+    if inputs.wanted("stencil") {
+        out.push(stencil_bench(inputs, pool));
+    }
+    out.retain(|b| inputs.wanted(&b.key));
+    let unknown: Vec<&String> = inputs
+        .only
+        .iter()
+        .filter(|o| !out.iter().any(|b| b.key.starts_with(o.as_str())))
+        .collect();
+    assert!(
+        unknown.is_empty(),
+        "scoreboard: --only {unknown:?} names no program (the keys: gmm_d2_K5, gmm_d10_K25, \
+         gmm_d20_K50, gmm_d64_K100, lstm_l2_c1024, ba1, rosenbrock, burgers2d, \
+         burgers2d_revolve, stencil)"
+    );
     out
 }
 
