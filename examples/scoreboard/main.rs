@@ -24,9 +24,9 @@
 //! Writes `scoreboard.md` (the table) and `scoreboard.svg` (the ratios as bars) into
 //! `benches/results/` (or `--out`), and with `--update-readme` replaces the table in
 //! README.md between its scoreboard markers. `--only gmm_d10,stencil` runs the programs
-//! whose keys start with one of the names (`gmm`, `gmm_d2_K5`, `lstm`, `ba1`,
-//! `rosenbrock`, `burgers2d`, `stencil`, …) and prints their rows, written only with
-//! `--out`: a quick look at one row, timed in the scoreboard's own binary.
+//! named by a key or by its parts up to an underscore (`gmm`, `gmm_d2`, `gmm_d2_K5`,
+//! `lstm`, `ba1`, `rosenbrock`, `burgers2d`, `stencil`, …) and prints their rows, written
+//! only with `--out`: a quick look at one row, timed in the scoreboard's own binary.
 
 #[path = "../../benches/support/adbench.rs"]
 mod adbench;

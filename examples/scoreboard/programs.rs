@@ -37,7 +37,7 @@ impl Inputs {
 
     /// Whether the program `key` is run: `--only` names it or a prefix of it.
     fn wanted(&self, key: &str) -> bool {
-        self.only.is_empty() || self.only.iter().any(|o| key.starts_with(o.as_str()))
+        self.only.is_empty() || self.only.iter().any(|o| names(o, key))
     }
 
     /// Writes `values` (one per line) as `<dir>/<name>`.
@@ -269,6 +269,13 @@ impl Scalar {
     }
 }
 
+/// Whether `--only` entry `o` names program `key`: the whole key, or its parts up to an
+/// underscore (`gmm` and `gmm_d2` name `gmm_d2_K5`; `gmm_d2` does not name `gmm_d20_K50`).
+fn names(o: &str, key: &str) -> bool {
+    key.strip_prefix(o)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('_'))
+}
+
 /// Every program of the scoreboard, checked and ready to time.
 pub fn all(inputs: &mut Inputs, pool: &'static rayon::ThreadPool) -> Vec<Bench> {
     let mut out = Vec::new();
@@ -315,7 +322,7 @@ pub fn all(inputs: &mut Inputs, pool: &'static rayon::ThreadPool) -> Vec<Bench> 
     let unknown: Vec<&String> = inputs
         .only
         .iter()
-        .filter(|o| !out.iter().any(|b| b.key.starts_with(o.as_str())))
+        .filter(|o| !out.iter().any(|b| names(o, &b.key)))
         .collect();
     assert!(
         unknown.is_empty(),
