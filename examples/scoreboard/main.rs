@@ -113,21 +113,30 @@ pub struct Options {
     pub rounds: usize,
     pub quick: bool,
     pub update_readme: bool,
-    pub out: PathBuf,
+    /// `--out`: where the table and chart go (else `benches/results/`, and nowhere with
+    /// `--only`).
+    pub out: Option<PathBuf>,
     /// `--only`: the programs to run (keys or key prefixes); empty for all.
     pub only: Vec<String>,
-    /// Whether `--out` was given (with `--only`, the table is written only then).
-    pub out_given: bool,
 }
+
+const USAGE: &str =
+    "usage: scoreboard [--rounds N] [--quick] [--update-readme] [--out DIR] [--only KEYS]
+  --rounds N       interleaved timing rounds, the fastest kept (default 9; 3 with --quick)
+  --quick          small sizes, a check that every peer agrees rather than a measurement
+  --update-readme  also replace the table in README.md (needs every program)
+  --out DIR        write scoreboard.md and scoreboard.svg there (default benches/results/)
+  --only KEYS      run some programs: keys, or their parts up to an underscore, comma-separated
+                   (gmm, gmm_d2, lstm, ba1, rosenbrock, burgers2d, stencil, ...); the rows
+                   are printed, and written only with --out";
 
 fn options() -> Options {
     let mut o = Options {
         rounds: 9,
         quick: false,
         update_readme: false,
-        out: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/results"),
+        out: None,
         only: Vec::new(),
-        out_given: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -141,18 +150,19 @@ fn options() -> Options {
             }
             "--quick" => o.quick = true,
             "--update-readme" => o.update_readme = true,
-            "--out" => {
-                o.out = PathBuf::from(args.next().expect("--out takes a directory"));
-                o.out_given = true;
-            }
+            "--out" => o.out = Some(PathBuf::from(args.next().expect("--out takes a directory"))),
             "--only" => {
-                let list = args.next().expect("--only takes a comma-separated list of programs");
+                let list = args
+                    .next()
+                    .expect("--only takes a comma-separated list of programs");
                 o.only
                     .extend(list.split(',').filter(|k| !k.is_empty()).map(String::from));
             }
-            other => panic!(
-                "scoreboard: unknown argument `{other}` (use --rounds N, --quick, --update-readme, --out DIR, --only KEYS)"
-            ),
+            "--help" | "-h" => {
+                println!("{USAGE}");
+                std::process::exit(0);
+            }
+            other => panic!("scoreboard: unknown argument `{other}`\n{USAGE}"),
         }
     }
     assert!(
@@ -183,16 +193,20 @@ fn main() {
     let machine = report::machine(&external.versions);
     let table = report::markdown(&rows, &machine, &external.note);
     println!("{table}");
-    if !opts.only.is_empty() && !opts.out_given {
+    let out = match opts.out {
+        Some(dir) => dir,
         // A partial table does not replace the full one in `benches/results/`.
-        eprintln!("--only without --out: the table is not written");
-        return;
-    }
-    std::fs::create_dir_all(&opts.out)
-        .unwrap_or_else(|e| panic!("cannot create {}: {e}", opts.out.display()));
-    let md = opts.out.join("scoreboard.md");
+        None if !opts.only.is_empty() => {
+            eprintln!("--only without --out: the table is not written");
+            return;
+        }
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/results"),
+    };
+    std::fs::create_dir_all(&out)
+        .unwrap_or_else(|e| panic!("cannot create {}: {e}", out.display()));
+    let md = out.join("scoreboard.md");
     std::fs::write(&md, &table).unwrap_or_else(|e| panic!("cannot write {}: {e}", md.display()));
-    let svg = opts.out.join("scoreboard.svg");
+    let svg = out.join("scoreboard.svg");
     std::fs::write(&svg, report::svg(&rows))
         .unwrap_or_else(|e| panic!("cannot write {}: {e}", svg.display()));
     eprintln!("wrote {} and {}", md.display(), svg.display());

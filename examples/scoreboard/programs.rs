@@ -637,13 +637,24 @@ fn stencil_bench(inputs: &mut Inputs, pool: &'static rayon::ThreadPool) -> Bench
             pool.install(|| parallel_programs::heat2d_par(u, &mut out.lock().unwrap(), r, n))
         })
     };
+    // `out` is written whole, so the adjoint of its initial value, which `dout` holds when
+    // `_rev` returns (the contract of a `&mut` shadow), is zero: each call leaves `dout`
+    // as the next one needs it, as the first call's check confirms.
     let grad: Gradient = {
         let (mut out, mut dout) = (vec![0.0; n * n], vec![0.0; n * n]);
+        let mut checked = false;
         Box::new(move |u: &[f64], g: &mut [f64]| {
-            dout.fill(0.0);
-            pool.install(|| {
+            let value = pool.install(|| {
                 parallel_programs::heat2d_par_rev(u, g, &mut out, &mut dout, r, n, 1.0).0
-            })
+            });
+            if !checked {
+                assert!(
+                    dout.iter().all(|v| *v == 0.0),
+                    "stencil: heat2d_par_rev left a nonzero adjoint in dout"
+                );
+                checked = true;
+            }
+            value
         })
     };
     // On the pool's thread too, as the primal and phidiff's gradient: the row's three
