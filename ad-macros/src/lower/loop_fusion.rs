@@ -54,22 +54,13 @@ struct Plan {
     between: Vec<Inst>,
 }
 
-/// `(start, end, index, body)` of a plain `for` loop.
+/// [`super::plain_for`] of a serial loop that is not checkpointed.
 fn plain_for(f: &Function, l: Inst) -> Option<(Value, Value, Value, Block)> {
-    match &f.inst(l).kind {
-        InstKind::For {
-            range,
-            index,
-            params,
-            body,
-            exit,
-            ..
-        } if !range.rev && range.step.is_none() && params.is_empty() && exit.is_empty() => {
-            let special = f.parallel.contains_key(&l) || f.checkpoints.contains_key(&l);
-            (!special).then_some((range.start, range.end, *index, *body))
-        }
-        _ => None,
+    let special = f.parallel.contains_key(&l) || f.checkpoints.contains_key(&l);
+    if special {
+        return None;
     }
+    super::plain_for(f, l)
 }
 
 /// Whether `a` and `b` hold the same integer: one value, equal constants, or the lengths

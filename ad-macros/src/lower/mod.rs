@@ -226,6 +226,24 @@ impl<'a> Lowerer<'a> {
     }
 }
 
+/// `(start, end, index, body)` of a `for` loop that runs forward with step 1 and has no
+/// loop-carried parameters or exits: the loops the fusion passes move code between.
+fn plain_for(f: &Function, l: Inst) -> Option<(Value, Value, Value, Block)> {
+    match &f.inst(l).kind {
+        InstKind::For {
+            range,
+            index,
+            params,
+            body,
+            exit,
+            ..
+        } if !range.rev && range.step.is_none() && params.is_empty() && exit.is_empty() => {
+            Some((range.start, range.end, *index, *body))
+        }
+        _ => None,
+    }
+}
+
 fn ty_word(t: Ty) -> &'static str {
     match t {
         Ty::Float => "a float",

@@ -73,26 +73,10 @@ fn is_len(f: &Function, v: Value, x: Buf) -> bool {
     matches!(kind(f, v), Some(InstKind::Len(b, idx)) if *b == x && idx.is_empty())
 }
 
-/// `for index in 0..end` without step, reversal, parameters or exits.
+/// `(index, end, body)` of a [`super::plain_for`] loop over `0..end`.
 fn plain_for(f: &Function, l: Inst) -> Option<(Value, Value, Block)> {
-    match &f.inst(l).kind {
-        InstKind::For {
-            range,
-            index,
-            params,
-            body,
-            exit,
-            ..
-        } if !range.rev
-            && range.step.is_none()
-            && params.is_empty()
-            && exit.is_empty()
-            && is_iconst(f, range.start, 0) =>
-        {
-            Some((*index, range.end, *body))
-        }
-        _ => None,
-    }
+    let (start, end, index, body) = super::plain_for(f, l)?;
+    is_iconst(f, start, 0).then_some((index, end, body))
 }
 
 /// Whether `v` is `a op b` (in either order for `+` and `*`).
