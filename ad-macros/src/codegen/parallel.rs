@@ -281,19 +281,42 @@ impl Ctx<'_> {
 
 /// Whether loop parameter `p`, yielded back as `y` by `body`, is a sum: `y` is `p + term`
 /// and that is `p`'s only use, or `y` is the result of an inner `for` loop that starts its
-/// own sum from `p` (the sum of a row, `lower::fuse_sums_into_writers`).
+/// own sum from `p` (the sum of a row, `lower::fuse_sums_into_writers`), or of an `if`
+/// each of whose branches yields `p` or a sum of it, and reads `p` nowhere else (a term
+/// added in both branches, `derivative::reverse::twin_if`).
 fn carried_sum(f: &Function, body: Block, p: Value, y: Value) -> bool {
     if y == p {
         return true;
     }
-    let mut uses = 0;
-    f.walk(body, &mut |j| {
-        uses += f.operands(j).iter().filter(|o| **o == p).count()
-    });
+    let reads = |b: Block| {
+        let mut uses = 0;
+        f.walk(b, &mut |j| {
+            uses += f.operands(j).iter().filter(|o| **o == p).count()
+        });
+        uses
+    };
+    let uses = reads(body);
     let ValueDef::Result(j, m) = f.value(y).def else {
         return false;
     };
-    if uses != 1 || !f.block(body).insts.contains(&j) {
+    if !f.block(body).insts.contains(&j) {
+        return false;
+    }
+    if let InstKind::If {
+        cond,
+        then_blk,
+        else_blk,
+    } = &f.inst(j).kind
+    {
+        let m = m as usize;
+        return *cond != p
+            && uses == reads(*then_blk) + reads(*else_blk)
+            && [then_blk, else_blk].iter().all(|arm| {
+                let ya = f.block(**arm).yields[m];
+                (ya == p && reads(**arm) == 0) || carried_sum(f, **arm, p, ya)
+            });
+    }
+    if uses != 1 {
         return false;
     }
     match &f.inst(j).kind {

@@ -6,3 +6,4 @@ mod fused;
 mod ir_snapshots;
 mod program_gen;
 mod random_programs;
+mod twin_if;

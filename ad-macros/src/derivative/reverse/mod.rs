@@ -18,6 +18,7 @@ mod plan;
 mod promote;
 mod segment;
 mod sweep;
+pub(crate) mod twin_if;
 
 use super::forward::zero_like;
 use super::Remap;
@@ -36,6 +37,16 @@ pub struct Coarsening {
     pub limit: usize,
     /// Parallel adjoints add into shared arrays atomically only (`parallel_adjoint = atomic`).
     pub atomic_adjoint: bool,
+}
+
+/// Runs `compile` with the reverse sweep's twin `if`s left apart (`twin_if`), for tests
+/// that compare the merged program with the unmerged one.
+#[cfg(test)]
+pub fn without_twin_ifs_merged<R>(compile: impl FnOnce() -> R) -> R {
+    twin_if::OFF.with(|o| o.set(true));
+    let r = compile();
+    twin_if::OFF.with(|o| o.set(false));
+    r
 }
 
 pub fn reverse(
@@ -117,6 +128,7 @@ pub fn reverse(
     carry::carry_shifted_adds(&mut out, &rv.fused_out, &shadows);
     promote::promote_invariant_adds(&mut out);
     hoist::hoist_invariant_index_math(&mut out);
+    twin_if::merge_twin_ifs(&mut out);
     super::parallel::summation_aware(&mut out, coarsening.atomic_adjoint)?;
     Ok(out)
 }

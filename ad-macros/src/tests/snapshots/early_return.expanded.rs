@@ -168,25 +168,22 @@ fn first_big_rev(x: &[f64], dx: &mut [f64], limit: f64, seed: f64) -> (f64, f64)
         let _v67 = _tape_s_2[_v54];
         let _v68 = _v66 + _v67;
         let _v69 = _v68 > limit;
-        let _v76 = if _v69 {
+        let (_v80, _v90) = if _v69 {
             let _v70 = _adj_v18_10;
             let _v72 = _v68.sqrt();
             let _v73 = 0.5f64 / _v72;
             let _v74 = _v70 * _v73;
-            _v74
+            let _v77 = _v63 + _v74;
+            _adj_s_6 += _v77;
+            (0.0f64, _v77)
         } else {
-            0.0f64
-        };
-        let _v77 = _v63 + _v76;
-        _adj_s_6 += _v77;
-        let _v80 = if _v69 {
-            0.0f64
-        } else {
+            let _v89 = _v63 + 0.0f64;
+            _adj_s_6 += _v89;
             let _v79 = _adj_v18_10;
-            _v79
+            (_v79, _v89)
         };
         _adj_v8_7 += _v80;
-        let _v82 = _v64 * _v77;
+        let _v82 = _v64 * _v90;
         let _v83 = 2.0f64 * _v82;
         _adj_v10_8 += _v83;
         let _v84 = _adj_v10_8;

@@ -160,7 +160,7 @@ pub fn smooth_rev(
             } else {
                 false
             };
-            if _v17 {
+            let _v100 = if _v17 {
                 let _v18 = u[_i_10];
                 let _v20 = _i_10 - 1;
                 let _v21 = u[_v20];
@@ -179,27 +179,22 @@ pub fn smooth_rev(
                 let _v33 = _v30 * _v32;
                 let _v34 = _v18 + _v33;
                 out[_i_10] = _v34;
-            } else {
-                let _v35 = u[_i_10];
-                out[_i_10] = _v35;
-            }
-            let _v_36 = out[_i_10];
-            let _v37 = _v_36 * _v_36;
-            let _v38 = _sum_9 + _v37;
-            let mut _carry_2 = seed;
-            let mut _adj_sum_3 = (-0.0f64);
-            let mut _adj_v_4 = (-0.0f64);
-            let mut _adj_v45_5 = (-0.0f64);
-            let _v43 = _carry_2;
-            _adj_v45_5 += _v43;
-            let _v44 = _adj_v45_5;
-            _adj_sum_3 += _v44;
-            let _v46 = _v_36 * _v44;
-            let _v47 = 2.0f64 * _v46;
-            _adj_v_4 += _v47;
-            let _v48 = _adj_v_4;
-            dout[_i_10] += _v48;
-            if _v17 {
+                let _v_36 = out[_i_10];
+                let _v37 = _v_36 * _v_36;
+                let _v38 = _sum_9 + _v37;
+                let mut _carry_2 = seed;
+                let mut _adj_sum_3 = (-0.0f64);
+                let mut _adj_v_4 = (-0.0f64);
+                let mut _adj_v45_5 = (-0.0f64);
+                let _v43 = _carry_2;
+                _adj_v45_5 += _v43;
+                let _v44 = _adj_v45_5;
+                _adj_sum_3 += _v44;
+                let _v46 = _v_36 * _v44;
+                let _v47 = 2.0f64 * _v46;
+                _adj_v_4 += _v47;
+                let _v48 = _adj_v_4;
+                dout[_i_10] += _v48;
                 let mut _adj_v15_6 = (-0.0f64);
                 let mut _adj_v17_7 = (-0.0f64);
                 let mut _adj_v22_8 = (-0.0f64);
@@ -234,15 +229,35 @@ pub fn smooth_rev(
                 let _v76 = _adj_v15_6;
                 let _v78 = _i_10 - 1;
                 scatter.add(0usize, _v78, _v76);
+                _v38
             } else {
+                let _v35 = u[_i_10];
+                out[_i_10] = _v35;
+                let _v_87 = out[_i_10];
+                let _v88 = _v_87 * _v_87;
+                let _v89 = _sum_9 + _v88;
+                let mut _carry_2 = seed;
+                let mut _adj_sum_3 = (-0.0f64);
+                let mut _adj_v_4 = (-0.0f64);
+                let mut _adj_v45_5 = (-0.0f64);
+                let _v94 = _carry_2;
+                _adj_v45_5 += _v94;
+                let _v95 = _adj_v45_5;
+                _adj_sum_3 += _v95;
+                let _v97 = _v_87 * _v95;
+                let _v98 = 2.0f64 * _v97;
+                _adj_v_4 += _v98;
+                let _v99 = _adj_v_4;
+                dout[_i_10] += _v99;
                 let mut _adj_v29_14 = (-0.0f64);
                 let _v80 = dout[_i_10];
                 _adj_v29_14 += _v80;
                 dout[_i_10] = 0.0f64;
                 let _v82 = _adj_v29_14;
                 scatter.add(0usize, _i_10, _v82);
-            }
-            [_v38, _adj_r_0]
+                _v89
+            };
+            [_v100, _adj_r_0]
         },
     );
     let _sum_83 = 0.0f64 + sums[0usize];
