@@ -58,36 +58,24 @@ fn floats(n: usize, k: f64) -> Vec<f64> {
     (0..n).map(|i| (k * i as f64 + 0.3).sin()).collect()
 }
 
-/// Fused sums whose term is computed in a branch (a value or an addition in each branch)
-/// and a rayon stencil whose boundary test becomes a twin pair in its reverse sweep: no
-/// twin `if` after the merge, and the same bits as the unmerged program for the value, the returned adjoints and every
-/// shadow (with nonzero seeds in the shadows of `&mut` buffers, which must come back as
+/// A fused sum whose term is computed in a branch (both modes) and a rayon stencil whose
+/// boundary test becomes a twin pair in its reverse sweep: no twin `if` after the merge,
+/// and the same bits as the unmerged program for the value, the returned adjoints and
+/// every shadow (with nonzero seeds in the shadows of `&mut` buffers, which must come back as
 /// the adjoints of their initial values).
 #[test]
 fn twin_ifs_merge_and_compute_the_same_bits() {
+    let branch_term = "fn f(u: &[f64], w: &mut [f64], r: f64) -> f64 {
+        let mut s = 0.0;
+        for i in 0..u.len() {
+            let t = if u[i] > 0.0 { r * u[i].sin() } else { u[i] * u[i] };
+            s += t;
+        }
+        s
+    }";
     let cases = [
-        (
-            "reverse",
-            "fn f(u: &[f64], w: &mut [f64], r: f64) -> f64 {
-                let mut s = 0.0;
-                for i in 0..u.len() {
-                    let t = if u[i] > 0.0 { r * u[i].sin() } else { u[i] * u[i] };
-                    s += t;
-                }
-                s
-            }",
-        ),
-        (
-            "reverse, coarsen = off",
-            "fn f(u: &[f64], w: &mut [f64], r: f64) -> f64 {
-                let mut s = 0.0;
-                for i in 0..u.len() {
-                    let t = if u[i] > 0.0 { r * u[i].sin() } else { u[i] * u[i] };
-                    s += t;
-                }
-                s
-            }",
-        ),
+        ("reverse", branch_term),
+        ("reverse, coarsen = off", branch_term),
         (
             "reverse",
             "fn f(u: &[f64], out: &mut [f64], r: f64) -> f64 {
