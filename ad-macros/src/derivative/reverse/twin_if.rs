@@ -74,14 +74,25 @@ fn straight(kind: &InstKind) -> bool {
         )
 }
 
-/// Instructions whose operands [`map_operands`] renames: the straight ones, `if`s and
-/// `for` loops (an `else` branch that reads values of `M` is renamed throughout).
-fn renamable(f: &Function, b: Block) -> bool {
+/// Whether [`map_operands`] renames `kind`'s operands: the straight instructions, `if`s and
+/// `for` loops.
+fn renamable(kind: &InstKind) -> bool {
+    straight(kind) || matches!(kind, InstKind::If { .. } | InstKind::For { .. })
+}
+
+/// Whether every instruction of `insts` and of their blocks that reads one of `values`
+/// (as an operand or a block's yield) can be renamed.
+fn reads_renamable(f: &Function, insts: &[Inst], values: &HashSet<Value>) -> bool {
     let mut ok = true;
-    f.walk(b, &mut |i| {
-        let kind = &f.inst(i).kind;
-        ok &= straight(kind) || matches!(kind, InstKind::If { .. } | InstKind::For { .. });
-    });
+    for &i in insts {
+        walk_from(f, i, &mut |x| {
+            let mut read = f.operands(x);
+            for c in f.child_blocks(x) {
+                read.extend(f.block(c).yields.iter().copied());
+            }
+            ok &= renamable(&f.inst(x).kind) || !read.iter().any(|v| values.contains(v));
+        });
+    }
     ok
 }
 
@@ -114,19 +125,31 @@ fn map_operands(kind: &mut InstKind, m: &dyn Fn(Value) -> Value) {
     }
 }
 
-/// Renames the values read in block `b` and its nested blocks (operands and yields).
+/// Renames through `m` the values read by `insts` and everything nested in them (operands
+/// and the yields of their blocks). Only instructions that read a renamed value change,
+/// and [`reads_renamable`] has checked that they can.
+fn rename_reads(f: &mut Function, insts: &[Inst], m: &dyn Fn(Value) -> Value) {
+    let mut all = Vec::new();
+    for &i in insts {
+        walk_from(f, i, &mut |x| all.push(x));
+    }
+    for x in all {
+        if f.operands(x).iter().any(|v| m(*v) != *v) {
+            map_operands(&mut f.insts[x.index()].kind, m);
+        }
+        for c in f.child_blocks(x) {
+            let yields = &mut f.blocks[c.index()].yields;
+            yields.iter_mut().for_each(|y| *y = m(*y));
+        }
+    }
+}
+
+/// [`rename_reads`] on the instructions of block `b`, and on its yields.
 fn rename_in(f: &mut Function, b: Block, m: &dyn Fn(Value) -> Value) {
-    let mut insts = Vec::new();
-    f.walk(b, &mut |i| insts.push(i));
-    let mut blocks = vec![b];
-    for &i in &insts {
-        map_operands(&mut f.insts[i.index()].kind, m);
-        blocks.extend(f.child_blocks(i));
-    }
-    for blk in blocks {
-        let yields = &mut f.blocks[blk.index()].yields;
-        yields.iter_mut().for_each(|y| *y = m(*y));
-    }
+    let insts = f.block(b).insts.clone();
+    rename_reads(f, &insts, m);
+    let yields = &mut f.blocks[b.index()].yields;
+    yields.iter_mut().for_each(|y| *y = m(*y));
 }
 
 /// Whether `if` instruction `i` only chooses between values computed by cheap arithmetic
@@ -185,7 +208,7 @@ fn merge_at(f: &mut Function, b: Block, k: usize) -> bool {
     else {
         return false;
     };
-    if cond2 != cond || !renamable(f, t2) || !renamable(f, e2) {
+    if cond2 != cond {
         return false;
     }
     // Two choices between cheap values compile to selects, without a branch to save.
@@ -209,25 +232,25 @@ fn merge_at(f: &mut Function, b: Block, k: usize) -> bool {
             _ => None,
         })
         .collect();
+    // Every instruction that reads one of them must take new names, in the second `if`
+    // and after it; a cell declared in `M` is declared in each branch, so nothing after
+    // may use it.
+    let after = &insts[j + 1..];
+    if !reads_renamable(f, &[second], &defined) || !reads_renamable(f, after, &defined) {
+        return false;
+    }
     let mut read_after: Vec<Value> = f.block(b).yields.clone();
     let mut cell_after = false;
-    // Whether every instruction after that reads one of them can be renamed.
-    let mut unrenamable = false;
-    for &i in &insts[j + 1..] {
+    for &i in after {
         walk_from(f, i, &mut |x| {
-            let mut read = f.operands(x);
+            read_after.extend(f.operands(x));
             for c in f.child_blocks(x) {
-                read.extend(f.block(c).yields.iter().copied());
+                read_after.extend(f.block(c).yields.iter().copied());
             }
-            let kind = &f.inst(x).kind;
-            unrenamable |= read.iter().any(|v| defined.contains(v))
-                && !(straight(kind) || matches!(kind, InstKind::If { .. } | InstKind::For { .. }));
-            read_after.extend(read);
-            cell_after |= cell_of(kind).is_some_and(|c| declared.contains(&c));
+            cell_after |= cell_of(&f.inst(x).kind).is_some_and(|c| declared.contains(&c));
         });
     }
-    // A cell declared in `M` is declared in each branch: nothing after may use it.
-    if cell_after || unrenamable {
+    if cell_after {
         return false;
     }
     let mut escaping: Vec<Value> = Vec::new();
@@ -308,12 +331,10 @@ fn merge_at(f: &mut Function, b: Block, k: usize) -> bool {
     kept.extend_from_slice(&insts[j + 1..]);
     f.blocks[b.index()].insts = kept;
     if !outer.is_empty() {
-        let after = |v: Value| outer.get(&v).copied().unwrap_or(v);
-        for &i in &insts[j + 1..] {
-            map_operands_deep(f, i, &after);
-        }
+        let outside = |v: Value| outer.get(&v).copied().unwrap_or(v);
+        rename_reads(f, after, &outside);
         let yields = &mut f.blocks[b.index()].yields;
-        yields.iter_mut().for_each(|y| *y = after(*y));
+        yields.iter_mut().for_each(|y| *y = outside(*y));
     }
     // The first `if` is in no block any more; its branches now belong to the merged one.
     f.insts[first.index()].kind = InstKind::BConst(false);
@@ -326,22 +347,5 @@ fn walk_from(f: &Function, i: Inst, g: &mut dyn FnMut(Inst)) {
     g(i);
     for c in f.child_blocks(i) {
         f.walk(c, g);
-    }
-}
-
-/// Renames the values read by instruction `i` and everything nested in it: those that
-/// read a value of `M` are of the kinds [`map_operands`] takes (checked before), and the
-/// others keep their operands.
-fn map_operands_deep(f: &mut Function, i: Inst, m: &dyn Fn(Value) -> Value) {
-    let mut all = Vec::new();
-    walk_from(f, i, &mut |x| all.push(x));
-    for x in all {
-        if f.operands(x).iter().any(|v| m(*v) != *v) {
-            map_operands(&mut f.insts[x.index()].kind, m);
-        }
-        for c in f.child_blocks(x) {
-            let yields = &mut f.blocks[c.index()].yields;
-            yields.iter_mut().for_each(|y| *y = m(*y));
-        }
     }
 }
