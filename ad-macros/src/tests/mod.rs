@@ -6,4 +6,5 @@ mod fused;
 mod ir_snapshots;
 mod program_gen;
 mod random_programs;
+mod strip;
 mod twin_if;

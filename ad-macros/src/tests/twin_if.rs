@@ -10,7 +10,7 @@ use crate::expand::compile_with_for_tests;
 use crate::ir::interp::{run, RtArg, RtVal};
 use crate::ir::{Block, Function, InstKind, Value};
 
-fn item(src: &str) -> syn::ItemFn {
+pub(super) fn item(src: &str) -> syn::ItemFn {
     syn::parse_str(src).expect("test source parses")
 }
 
@@ -37,7 +37,7 @@ fn twin_ifs(f: &Function) -> usize {
 
 /// Runs a reverse program; returns its results and its buffer arguments afterwards
 /// (shadows included), as bits.
-fn run_bits(f: &Function, args: &[RtArg]) -> (Vec<u64>, Vec<Vec<u64>>) {
+pub(super) fn run_bits(f: &Function, args: &[RtArg]) -> (Vec<u64>, Vec<Vec<u64>>) {
     let mut a = args.to_vec();
     let results = run(f, &mut a).expect("reverse program runs");
     let results = results
@@ -54,7 +54,7 @@ fn run_bits(f: &Function, args: &[RtArg]) -> (Vec<u64>, Vec<Vec<u64>>) {
     (results, bufs)
 }
 
-fn floats(n: usize, k: f64) -> Vec<f64> {
+pub(super) fn floats(n: usize, k: f64) -> Vec<f64> {
     (0..n).map(|i| (k * i as f64 + 0.3).sin()).collect()
 }
 

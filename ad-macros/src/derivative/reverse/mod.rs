@@ -17,6 +17,7 @@ mod hoist;
 mod plan;
 mod promote;
 mod segment;
+mod strip;
 mod sweep;
 pub(crate) mod twin_if;
 
@@ -46,6 +47,16 @@ pub fn without_twin_ifs_merged<R>(compile: impl FnOnce() -> R) -> R {
     twin_if::OFF.with(|o| o.set(true));
     let r = compile();
     twin_if::OFF.with(|o| o.set(false));
+    r
+}
+
+/// Runs `compile` with fused sums left as single loops (`strip`), for tests that compare
+/// the strip-mined program with the plain one.
+#[cfg(test)]
+pub fn without_strip_mining<R>(compile: impl FnOnce() -> R) -> R {
+    strip::OFF.with(|o| o.set(true));
+    let r = compile();
+    strip::OFF.with(|o| o.set(false));
     r
 }
 
@@ -129,6 +140,7 @@ pub fn reverse(
     promote::promote_invariant_adds(&mut out);
     hoist::hoist_invariant_index_math(&mut out);
     twin_if::merge_twin_ifs(&mut out);
+    strip::strip_mine_fused(&mut out, &rv.fused_out);
     super::parallel::summation_aware(&mut out, coarsening.atomic_adjoint)?;
     Ok(out)
 }

@@ -97,7 +97,7 @@ fn reads_renamable(f: &Function, insts: &[Inst], values: &HashSet<Value>) -> boo
 }
 
 /// `kind`'s operands through `m` (the kinds [`renamable`] accepts).
-fn map_operands(kind: &mut InstKind, m: &dyn Fn(Value) -> Value) {
+pub(super) fn map_operands(kind: &mut InstKind, m: &dyn Fn(Value) -> Value) {
     use InstKind::*;
     match kind {
         FConst(_) | IConst(_) | BConst(_) | Param(_) | CellGet(_) => {}

@@ -168,16 +168,66 @@ pub fn heat_rev(
         }
     }
     checkpointer_0.end_forward(_v67 as usize);
-    let mut _j_70 = 0.0f64;
-    let _w_u_94_0 = if _n_4 > 0 { &_u_2[0.._n_4] } else { &_u_2[..0] };
-    let _w_zero_u_94_1 = if _n_4 > 0 {
-        &mut _zero_u_3[0.._n_4]
+    let _v181 = _n_4 > 0;
+    let _len_184 = if _v181 {
+        let _v182 = _n_4 - 0;
+        _v182
+    } else {
+        0
+    };
+    let _v186 = _len_184 / 8;
+    let _v187 = _v186 * 8;
+    let _v188 = 0 + _v187;
+    let mut _j_191 = 0.0f64;
+    for _strip_190 in 0.._v186 {
+        let _v192 = _strip_190 * 8;
+        let _v193 = 0 + _v192;
+        let mut _j_197 = _j_191;
+        let _w_u_261_0 = if 8 > 0 {
+            &_u_2[_v193..usize::wrapping_add(_v193, 8)]
+        } else {
+            &_u_2[..0]
+        };
+        let _w_zero_u_261_1 = if 8 > 0 {
+            &mut _zero_u_3[_v193..usize::wrapping_add(_v193, 8)]
+        } else {
+            &mut _zero_u_3[..0]
+        };
+        for _lane_196 in 0..8 {
+            let _v198 = _v193 + _lane_196;
+            let _v199 = _w_u_261_0[_lane_196];
+            let _v200 = _w_u_261_0[_lane_196];
+            let _v201 = _v199 * _v200;
+            let _v202 = _j_197 + _v201;
+            let mut _carry_4 = seed;
+            let mut _adj_j_5 = (-0.0f64);
+            let mut _adj_v36_6 = (-0.0f64);
+            let mut _adj_v39_7 = (-0.0f64);
+            let _v207 = _carry_4;
+            _adj_v39_7 += _v207;
+            let _v208 = _adj_v39_7;
+            _adj_j_5 += _v208;
+            let _v210 = _v199 * _v208;
+            let _v211 = 2.0f64 * _v210;
+            _adj_v36_6 += _v211;
+            let _v212 = _adj_v36_6;
+            _w_zero_u_261_1[_lane_196] += _v212;
+            _j_197 = _v202;
+        }
+        let _v213 = _j_197;
+        _j_191 = _v213;
+    }
+    let _v215 = _j_191;
+    let mut _j_70 = _v215;
+    let _w_u_94_0 = if _n_4 > _v188 { &_u_2[_v188.._n_4] } else { &_u_2[..0] };
+    let _w_zero_u_94_1 = if _n_4 > _v188 {
+        &mut _zero_u_3[_v188.._n_4]
     } else {
         &mut _zero_u_3[..0]
     };
-    for _i_71 in 0.._n_4 {
-        let _v72 = _w_u_94_0[_i_71];
-        let _v73 = _w_u_94_0[_i_71];
+    for _i_71 in _v188.._n_4 {
+        let _v72 = _w_u_94_0[_i_71 - _v188];
+        let _v73 = _w_u_94_0[_i_71 - _v188];
         let _v74 = _v72 * _v73;
         let _v75 = _j_70 + _v74;
         let mut _carry_4 = seed;
@@ -192,7 +242,7 @@ pub fn heat_rev(
         let _v84 = 2.0f64 * _v83;
         _adj_v36_6 += _v84;
         let _v85 = _adj_v36_6;
-        _w_zero_u_94_1[_i_71] += _v85;
+        _w_zero_u_94_1[_i_71 - _v188] += _v85;
         _j_70 = _v75;
     }
     let _j_86 = _j_70;

@@ -81,18 +81,98 @@ pub fn rosenbrock_rev<T: Float>(x: &[T], dx: &mut [T], seed: T) -> T {
     let _v3 = x.len();
     let _v5 = _v3 - 1;
     let mut _carry_shadow_6 = ::phidiff::__private::zero::<T>();
-    let mut _s_6 = ::phidiff::__private::zero::<T>();
-    let _w_x_7_0 = if _v5 > 0 { &x[1..usize::wrapping_add(_v5, 1)] } else { &x[..0] };
-    let _w_x_7_1 = if _v5 > 0 { &x[0.._v5] } else { &x[..0] };
-    let _w_dx_7_2 = if _v5 > 0 { &mut dx[0.._v5] } else { &mut dx[..0] };
-    for _i_7 in 0.._v5 {
+    let _v55 = _v5 > 0;
+    let _len_58 = if _v55 {
+        let _v56 = _v5 - 0;
+        _v56
+    } else {
+        0
+    };
+    let _v60 = _len_58 / 8;
+    let _v61 = _v60 * 8;
+    let _v62 = 0 + _v61;
+    let mut _s_65 = ::phidiff::__private::zero::<T>();
+    for _strip_64 in 0.._v60 {
+        let _v66 = _strip_64 * 8;
+        let _v67 = 0 + _v66;
+        let mut _s_71 = _s_65;
+        let _w_x_84_0 = if 8 > 0 {
+            &x[usize::wrapping_add(_v67, 1)..usize::wrapping_add(_v67, 9)]
+        } else {
+            &x[..0]
+        };
+        let _w_x_84_1 = if 8 > 0 {
+            &x[_v67..usize::wrapping_add(_v67, 8)]
+        } else {
+            &x[..0]
+        };
+        let _w_dx_84_2 = if 8 > 0 {
+            &mut dx[_v67..usize::wrapping_add(_v67, 8)]
+        } else {
+            &mut dx[..0]
+        };
+        for _lane_70 in 0..8 {
+            let _v72 = _v67 + _lane_70;
+            let _v74 = _v72 + 1;
+            let _v75 = _w_x_84_0[_lane_70];
+            let _v76 = _w_x_84_1[_lane_70];
+            let _v77 = _w_x_84_1[_lane_70];
+            let _v78 = _v76 * _v77;
+            let _a_79 = _v75 - _v78;
+            let _v81 = _w_x_84_1[_lane_70];
+            let _b_82 = ::phidiff::__private::one::<T>() - _v81;
+            let _v84 = ::phidiff::__private::cst::<T>(100.0f64) * _a_79;
+            let _v85 = _v84 * _a_79;
+            let _v86 = _b_82 * _b_82;
+            let _v87 = _v85 + _v86;
+            let _v88 = _s_71 + _v87;
+            let mut _carry_1 = seed;
+            let mut _adj_s_2 = (-::phidiff::__private::zero::<T>());
+            let mut _adj_v9_3 = (-::phidiff::__private::zero::<T>());
+            let mut _adj_v10_4 = (-::phidiff::__private::zero::<T>());
+            let mut _adj_v22_5 = (-::phidiff::__private::zero::<T>());
+            let _v94 = _carry_1;
+            _adj_v22_5 += _v94;
+            let _v95 = _adj_v22_5;
+            _adj_s_2 += _v95;
+            let _v97 = _a_79 * _v95;
+            let _v98 = ::phidiff::__private::cst::<T>(200.0f64) * _v97;
+            _adj_v9_3 += _v98;
+            let _v100 = _b_82 * _v95;
+            let _v101 = ::phidiff::__private::cst::<T>(2.0f64) * _v100;
+            let _v102 = -_v101;
+            let _v104 = _v76 * _v97;
+            let _v105 = ::phidiff::__private::cst::<T>(400.0f64) * _v104;
+            let _v106 = _v102 - _v105;
+            _adj_v10_4 += _v106;
+            let _v107 = _adj_v10_4;
+            let _v108 = _adj_v9_3;
+            let _v109 = _carry_shadow_6;
+            let _v110 = _v107 + _v109;
+            _w_dx_84_2[_lane_70] += _v110;
+            _carry_shadow_6 = _v108;
+            _s_71 = _v88;
+        }
+        let _v112 = _s_71;
+        _s_65 = _v112;
+    }
+    let _v114 = _s_65;
+    let mut _s_6 = _v114;
+    let _w_x_7_0 = if _v5 > _v62 {
+        &x[usize::wrapping_add(_v62, 1)..usize::wrapping_add(_v5, 1)]
+    } else {
+        &x[..0]
+    };
+    let _w_x_7_1 = if _v5 > _v62 { &x[_v62.._v5] } else { &x[..0] };
+    let _w_dx_7_2 = if _v5 > _v62 { &mut dx[_v62.._v5] } else { &mut dx[..0] };
+    for _i_7 in _v62.._v5 {
         let _v9 = _i_7 + 1;
-        let _v10 = _w_x_7_0[_i_7];
-        let _v11 = _w_x_7_1[_i_7];
-        let _v12 = _w_x_7_1[_i_7];
+        let _v10 = _w_x_7_0[_i_7 - _v62];
+        let _v11 = _w_x_7_1[_i_7 - _v62];
+        let _v12 = _w_x_7_1[_i_7 - _v62];
         let _v13 = _v11 * _v12;
         let _a_14 = _v10 - _v13;
-        let _v16 = _w_x_7_1[_i_7];
+        let _v16 = _w_x_7_1[_i_7 - _v62];
         let _b_17 = ::phidiff::__private::one::<T>() - _v16;
         let _v19 = ::phidiff::__private::cst::<T>(100.0f64) * _a_14;
         let _v20 = _v19 * _a_14;
@@ -122,7 +202,7 @@ pub fn rosenbrock_rev<T: Float>(x: &[T], dx: &mut [T], seed: T) -> T {
         let _v43 = _adj_v9_3;
         let _v48 = _carry_shadow_6;
         let _v49 = _v42 + _v48;
-        _w_dx_7_2[_i_7] += _v49;
+        _w_dx_7_2[_i_7 - _v62] += _v49;
         _carry_shadow_6 = _v43;
         _s_6 = _v23;
     }
