@@ -24,7 +24,7 @@
 //! pack across. Measured on Rosenbrock (10⁵ inputs, one binary, fastest of 2000 calls):
 //! the gradient went from 2.0× to 1.35× the primal (from 1.4× with strips of four).
 
-use super::twin_if::map_operands;
+use super::twin_if::{map_operands, straight};
 use crate::ir::builder::Builder;
 use crate::ir::*;
 use std::collections::{HashMap, HashSet};
@@ -59,25 +59,9 @@ pub fn strip_mine_fused(f: &mut Function, fused: &HashSet<Inst>) {
     }
 }
 
-/// Instructions a strip-mined body may hold: no blocks, calls, allocations or tapes.
-fn straight(kind: &InstKind) -> bool {
-    kind.is_arithmetic()
-        || matches!(
-            kind,
-            InstKind::Param(_)
-                | InstKind::Load(..)
-                | InstKind::Store(..)
-                | InstKind::StoreAdd(..)
-                | InstKind::Len(..)
-                | InstKind::CellDecl(..)
-                | InstKind::CellGet(_)
-                | InstKind::CellSet(..)
-                | InstKind::CellAdd(..)
-        )
-}
-
-/// A serial ascending step-1 loop without exits, whose trip count nothing reads, with a short straight-line body that loads or stores something (a loop of
-/// scalars alone has nothing to pack).
+/// A serial ascending step-1 loop without exits, whose trip count nothing reads, with a
+/// short body of [`straight`] instructions (no blocks, calls, allocations or tapes) that
+/// loads or stores something (a loop of scalars alone has nothing to pack).
 fn eligible(f: &Function, l: Inst) -> bool {
     let InstKind::For {
         range,
@@ -107,8 +91,10 @@ fn eligible(f: &Function, l: Inst) -> bool {
     }) {
         return false;
     }
-    let count = f.inst(l).results[params.len()];
-    f.uses_in(f.body, count) == 0
+    f.inst(l)
+        .results
+        .get(params.len())
+        .is_none_or(|count| f.uses_in(f.body, *count) == 0)
 }
 
 /// Strip-mines loop `l` of block `parent`: the strips go before it, and `l` itself keeps

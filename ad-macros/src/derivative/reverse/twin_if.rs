@@ -58,7 +58,7 @@ fn merge_in(f: &mut Function, b: Block) {
 }
 
 /// Straight-line instructions `M` may hold: no blocks, calls, allocations or tapes.
-fn straight(kind: &InstKind) -> bool {
+pub(super) fn straight(kind: &InstKind) -> bool {
     kind.is_arithmetic()
         || matches!(
             kind,
