@@ -126,6 +126,7 @@ numeric_tests! {
     classic: [
         rosenbrock_published_n2,
         rosenbrock_published_n4,
+        rosenbrock_strips,
         rosenbrock_longer_vector,
         rosenbrock_rev_adds_into_shadow,
         #[should_panic(expected = "`x`")]

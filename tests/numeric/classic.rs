@@ -128,6 +128,21 @@ pub fn rosenbrock_longer_vector() {
     rosenbrock_case("rosenbrock n=7", &x);
 }
 
+/// 20 inputs: the fused loop's 19 iterations run as two strips of eight and three more
+/// (`reverse/strip.rs`), so the strip-mined code is checked against finite differences
+/// and the dot-product test as well.
+pub fn rosenbrock_strips() {
+    let x: Vec<f64> = (0..20).map(|i| (0.7 * i as f64).sin() + 0.2).collect();
+    check_grad(
+        "rosenbrock n=20",
+        &x,
+        &|x| rosenbrock(x),
+        &|x| rosenbrock_grad(x),
+        TOLS,
+    );
+    rosenbrock_case("rosenbrock n=20", &x);
+}
+
 /// The reverse mode adds into the shadow: a pre-filled shadow ends as its old content
 /// plus the gradient, and a second call adds the gradient again.
 pub fn rosenbrock_rev_adds_into_shadow() {
