@@ -1,6 +1,6 @@
 //! Fused sums strip-mined by eight (`derivative::reverse::strip`): which loops are, and
 //! that the strip-mined program computes bitwise what the single loop computes, for trip
-//! counts around multiples of eight (through the IR interpreter). The derivatives
+//! counts around multiples of eight (through the IR interpreter), in both modes. The derivatives
 //! themselves are checked against finite differences and the dot-product test in
 //! `tests/numeric` (`fused.rs`, Rosenbrock in `basics.rs`).
 
@@ -60,17 +60,16 @@ fn straight_fused_sums_are_strip_mined_and_compute_the_same_bits() {
             }",
         ),
     ];
-    for (strips, src) in cases {
+    let modes = ["reverse", "reverse, coarsen = off"];
+    for ((strips, src), mode) in cases.iter().flat_map(|c| modes.map(|m| (*c, m))) {
         let it = item(src);
-        let stripped = compile_with_for_tests("reverse", &it)
-            .expect("compiles")
-            .reverse;
-        let single = without_strip_mining(|| compile_with_for_tests("reverse", &it))
+        let stripped = compile_with_for_tests(mode, &it).expect("compiles").reverse;
+        let single = without_strip_mining(|| compile_with_for_tests(mode, &it))
             .expect("compiles")
             .reverse;
         let shown = || {
             format!(
-                "{src}\nstrip-mined:\n{}\nsingle:\n{}",
+                "{mode}: {src}\nstrip-mined:\n{}\nsingle:\n{}",
                 crate::ir::printer::print(&stripped),
                 crate::ir::printer::print(&single)
             )
