@@ -2,7 +2,7 @@
 //! that the strip-mined program computes bitwise what the single loop computes, for trip
 //! counts around multiples of eight (through the IR interpreter), in both modes. The derivatives
 //! themselves are checked against finite differences and the dot-product test in
-//! `tests/numeric` (`fused.rs`, Rosenbrock in `basics.rs`).
+//! `tests/numeric` (`classic::rosenbrock_strips`: 19 iterations, two strips and three more).
 
 use super::twin_if::{floats, item, run_bits};
 use crate::derivative::reverse::without_strip_mining;
