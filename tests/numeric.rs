@@ -269,6 +269,8 @@ numeric_tests! {
         log_sum_exp_gradient_is_softmax,
         smooth_max_sq_diff_through_a_call,
         softmax_jacobian,
+        odd_extremes_reach_the_winning_elements,
+        row_peaks_reach_the_winning_elements,
         sample_variance_gradient,
         logistic_loss_gradient,
         gmm_log_likelihood_gradient,

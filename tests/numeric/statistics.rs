@@ -46,6 +46,51 @@ pub fn softmax(x: &[f64], out: &mut [f64]) {
     }
 }
 
+/// The largest and the smallest odd-indexed sample, `hi² − 3·lo`. Unlike a log-sum-exp,
+/// whose value does not depend on the shift, the result depends on which element each
+/// reduction picks, so the adjoint must reach exactly that element (both reductions are
+/// reversed through the element that won, `derivative::reverse::extremum`; `lo` is
+/// written `v.min(lo)`).
+#[differentiate(forward, reverse)]
+pub fn odd_extremes(x: &[f64]) -> f64 {
+    let mut hi = x[1];
+    let mut lo = x[1];
+    for i in 1..x.len() / 2 {
+        hi = hi.max(x[2 * i + 1]);
+        lo = x[2 * i + 1].min(lo);
+    }
+    hi * hi - 3.0 * lo
+}
+
+/// Each row's largest entry, squared, into `peaks`: a reduction inside the loop over
+/// rows, whose winner the reverse sweep reads back for every row.
+#[differentiate(forward, reverse)]
+pub fn row_peaks(a: &[f64], n: usize, peaks: &mut [f64]) {
+    for r in 0..peaks.len() {
+        let mut m = a[r * n];
+        for j in 1..n {
+            m = m.max(a[r * n + j]);
+        }
+        peaks[r] = m * m;
+    }
+}
+
+/// Σ_r (r + 1)·max_j a[r, j]²: the same reduction in a sum reversed row by row
+/// (`derivative::reverse::fuse`).
+#[differentiate(forward, reverse)]
+pub fn row_peak_sum(a: &[f64], n: usize) -> f64 {
+    let rows = a.len() / n;
+    let mut s = 0.0;
+    for r in 0..rows {
+        let mut m = a[r * n];
+        for j in 1..n {
+            m = m.max(a[r * n + j]);
+        }
+        s += (r + 1) as f64 * m * m;
+    }
+    s
+}
+
 /// Unbiased sample variance.
 #[differentiate(forward, reverse)]
 pub fn sample_variance(x: &[f64]) -> f64 {
@@ -228,6 +273,118 @@ pub fn softmax_jacobian() {
             let mut adj_out = w.to_vec();
             softmax_rev(&p[..n], &mut adj_x, &mut out, &mut adj_out);
             (primal(p), cat(&[&adj_x, &adj_out]))
+        },
+        tols: TOLS,
+    });
+}
+
+/// `odd_extremes` where `x[1]` (the initial value) is the maximum, and where both
+/// extremes are later elements; the gradient is ±2·hi and −3 at those elements, 0
+/// elsewhere (the even-indexed samples are never read).
+pub fn odd_extremes_reach_the_winning_elements() {
+    for (x, hi_at, lo_at) in [
+        (vec![0.5, 2.5, -1.0, 0.3, 4.0, -0.7, 0.1, 1.9], 1, 5),
+        (vec![0.5, 0.2, -1.0, 1.3, 4.0, -0.7, 0.1, 1.9, 7.0, -0.4], 7, 5),
+    ] {
+        let (f, g) = odd_extremes_grad(&x);
+        assert_rel("odd_extremes", &[f], &[x[hi_at] * x[hi_at] - 3.0 * x[lo_at]], 1e-15);
+        let mut want = zeros(x.len());
+        want[hi_at] += 2.0 * x[hi_at];
+        want[lo_at] -= 3.0;
+        assert_rel("∇odd_extremes", &g, &want, 1e-15);
+        check_grad(
+            "odd_extremes",
+            &x,
+            &|x| odd_extremes(x),
+            &|x| odd_extremes_grad(x),
+            TOLS,
+        );
+        check_fwd_rev(&Case {
+            name: "odd_extremes",
+            x: &x,
+            primal: &|x| vec![odd_extremes(x)],
+            jvp: &|x, v| {
+                let (y, t) = odd_extremes_fwd(x, v);
+                (vec![y], vec![t])
+            },
+            vjp: &|x, w| {
+                let mut g = zeros(x.len());
+                let y = odd_extremes_rev(x, &mut g, w[0]);
+                (vec![y], g)
+            },
+            tols: TOLS,
+        });
+    }
+}
+
+/// Row maxima: rows whose first entry wins and rows won further on, checked through
+/// `row_peaks` (an output per row) and `row_peak_sum` (a sum reversed row by row).
+pub fn row_peaks_reach_the_winning_elements() {
+    let (rows, n) = (4, 5);
+    let a: Vec<f64> = (0..rows * n)
+        .map(|k| (1.7 * k as f64 + 0.4).sin() + if k % (2 * n) == n { 1.0 } else { 0.0 })
+        .collect();
+    let point = cat(&[&a, &[9.0; 4]]);
+    let primal = |p: &[f64]| {
+        let mut peaks = p[rows * n..].to_vec();
+        row_peaks(&p[..rows * n], n, &mut peaks);
+        peaks
+    };
+    check_fwd_rev(&Case {
+        name: "row_peaks",
+        x: &point,
+        primal: &primal,
+        jvp: &|p, v| {
+            let mut peaks = p[rows * n..].to_vec();
+            let mut d_peaks = v[rows * n..].to_vec();
+            row_peaks_fwd(&p[..rows * n], &v[..rows * n], n, &mut peaks, &mut d_peaks);
+            (peaks, d_peaks)
+        },
+        vjp: &|p, w| {
+            let mut peaks = p[rows * n..].to_vec();
+            let mut adj_a = zeros(rows * n);
+            let mut adj_peaks = w.to_vec();
+            row_peaks_rev(&p[..rows * n], &mut adj_a, n, &mut peaks, &mut adj_peaks);
+            (primal(p), cat(&[&adj_a, &adj_peaks]))
+        },
+        tols: TOLS,
+    });
+    let (f, g) = row_peak_sum_grad(&a, n);
+    let mut value = 0.0;
+    let mut want = zeros(rows * n);
+    let mut first_wins = 0;
+    for r in 0..rows {
+        let row = &a[r * n..(r + 1) * n];
+        let j = (0..n).fold(0, |b, j| if row[j] > row[b] { j } else { b });
+        first_wins += usize::from(j == 0);
+        value += (r + 1) as f64 * row[j] * row[j];
+        want[r * n + j] = 2.0 * (r + 1) as f64 * row[j];
+    }
+    assert!(
+        first_wins > 0 && first_wins < rows,
+        "the rows cover both cases"
+    );
+    assert_rel("row_peak_sum", &[f], &[value], 1e-15);
+    assert_rel("∇row_peak_sum", &g, &want, 1e-15);
+    check_grad(
+        "row_peak_sum",
+        &a,
+        &|a| row_peak_sum(a, n),
+        &|a| row_peak_sum_grad(a, n),
+        TOLS,
+    );
+    check_fwd_rev(&Case {
+        name: "row_peak_sum",
+        x: &a,
+        primal: &|a| vec![row_peak_sum(a, n)],
+        jvp: &|a, v| {
+            let (y, t) = row_peak_sum_fwd(a, v, n);
+            (vec![y], vec![t])
+        },
+        vjp: &|a, w| {
+            let mut g = zeros(a.len());
+            let y = row_peak_sum_rev(a, &mut g, n, w[0]);
+            (vec![y], g)
         },
         tols: TOLS,
     });

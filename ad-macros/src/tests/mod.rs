@@ -2,6 +2,7 @@
 
 mod coarsening;
 mod expansion;
+mod extremum;
 mod fused;
 mod ir_snapshots;
 mod program_gen;

@@ -12,6 +12,7 @@ pub use carry::{int_const, touched_bufs as touched};
 pub use checkpoint::check as check_checkpoints;
 pub use promote::is_checkpoint;
 mod control;
+mod extremum;
 mod fuse;
 mod hoist;
 mod plan;
@@ -50,6 +51,16 @@ pub fn without_twin_ifs_merged<R>(compile: impl FnOnce() -> R) -> R {
     r
 }
 
+/// Runs `compile` with max and min reductions reversed by their own loop (`extremum`),
+/// for tests that compare the two programs.
+#[cfg(test)]
+pub fn without_extrema_routed<R>(compile: impl FnOnce() -> R) -> R {
+    extremum::OFF.with(|o| o.set(true));
+    let r = compile();
+    extremum::OFF.with(|o| o.set(false));
+    r
+}
+
 /// Runs `compile` with fused sums left as single loops (`strip`), for tests that compare
 /// the strip-mined program with the plain one.
 #[cfg(test)]
@@ -67,6 +78,18 @@ pub fn reverse(
     name: &str,
     coarsening: Coarsening,
 ) -> Result<Function, String> {
+    // Max and min reductions reversed through their winning element (`extremum`).
+    let routed;
+    let (f, act) = match coarsening.on {
+        true => match extremum::routed(f, active_params) {
+            Some(g) => {
+                routed = g;
+                (&routed.0, &routed.1)
+            }
+            None => (f, act),
+        },
+        false => (f, act),
+    };
     let mut out = Function::new(name);
     // Parameters: each active buffer followed by its `&mut` shadow.
     let params = super::copy_params(f, &mut out, &|n| {

@@ -76,7 +76,7 @@ pub(super) fn straight(kind: &InstKind) -> bool {
 
 /// Whether [`map_operands`] renames `kind`'s operands: the straight instructions, `if`s and
 /// `for` loops.
-fn renamable(kind: &InstKind) -> bool {
+pub(super) fn renamable(kind: &InstKind) -> bool {
     straight(kind) || matches!(kind, InstKind::If { .. } | InstKind::For { .. })
 }
 
