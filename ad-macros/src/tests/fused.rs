@@ -431,3 +431,35 @@ fn fused_inner_loops_keep_the_outer_sum_fused() {
         );
     }
 }
+
+/// A sum of row maxima stays fused with the search for each row's winner in its body
+/// (`reverse::extremum`; that loop stops at the winner, and a loop that leaves nothing to
+/// the reverse sweep may): no reversed loop is left at all. With `coarsen = off` the
+/// reduction keeps its own reversed loop, inside the fused iteration.
+#[test]
+fn a_sum_of_row_maxima_is_fused_around_the_search_for_the_winner() {
+    let src = item(
+        "fn f(v: &[f64], n: usize) -> f64 {
+            let mut s = 0.0;
+            for r in 0..v.len() / n {
+                let mut m = v[r * n];
+                for j in 1..n {
+                    m = m.max(v[r * n + j]);
+                }
+                s += m * m;
+            }
+            s
+        }",
+    );
+    for (mode, reversed) in [("reverse", 0), ("reverse, coarsen = off", 1)] {
+        let rev = compile_with_for_tests(mode, &src)
+            .expect("compiles")
+            .reverse;
+        assert_eq!(
+            reversed_loops(&rev),
+            reversed,
+            "{mode}:\n{}",
+            crate::ir::printer::print(&rev)
+        );
+    }
+}

@@ -230,7 +230,7 @@ fn summed_param(
             // `lower::fuse_sums_into_writers`).
             InstKind::For { exit, .. } => {
                 (!parallel || !rec.saves_inside(f, structure, l))
-                    && exit.is_empty()
+                    && (exit.is_empty() || passive(f, act, i))
                     && !f.parallel.contains_key(&i)
                     && !f.checkpoints.contains_key(&i)
                     && !seg.closed.contains_key(&i)
@@ -252,6 +252,22 @@ fn summed_param(
         return None;
     }
     summed_by(f, u, p).then_some(k)
+}
+
+/// Whether loop `l` leaves nothing to the reverse sweep, so that a `break` in it does not
+/// matter: no active value in it, no write of an active buffer (the search for a
+/// reduction's winner, `extremum`).
+fn passive(f: &Function, act: &crate::analysis::activity::Activity, l: Inst) -> bool {
+    let (params, ..) = super::loop_parts(f, l);
+    let quiet = |i: Inst| {
+        f.inst(i).results.iter().all(|v| !act.value(*v))
+            && f.written_bufs(i).iter().all(|b| !act.buf(*b))
+    };
+    let mut passive = quiet(l) && params.iter().all(|p| !act.value(*p));
+    for b in f.child_blocks(l) {
+        f.walk(b, &mut |i| passive &= quiet(i));
+    }
+    passive
 }
 
 /// Whether instruction `u` updates the sum `p` (its only use): `p + term`, `p − term`, or
