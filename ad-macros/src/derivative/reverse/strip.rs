@@ -47,7 +47,7 @@ pub fn strip_mine_fused(f: &mut Function, fused: &HashSet<Inst>) {
     if OFF.with(|o| o.get()) {
         return;
     }
-    let parent = super::carry::block_of(f);
+    let mut parent = super::carry::block_of(f);
     let mut loops: Vec<Inst> = fused
         .iter()
         .copied()
@@ -55,7 +55,7 @@ pub fn strip_mine_fused(f: &mut Function, fused: &HashSet<Inst>) {
         .collect();
     loops.sort();
     for l in loops {
-        strip(f, parent[&l], l);
+        strip(f, &mut parent, l);
     }
 }
 
@@ -97,10 +97,10 @@ fn eligible(f: &Function, l: Inst) -> bool {
         .is_none_or(|count| f.uses_in(f.body, *count) == 0)
 }
 
-/// Strip-mines loop `l` of block `parent`: the strips go before it, and `l` itself keeps
-/// the remaining iterations (fewer than eight). The loop's parameters (the sum) pass
+/// Strip-mines loop `l` (`parent`: the block of each instruction): the strips go before
+/// it, and `l` itself keeps the remaining iterations (fewer than eight). The loop's parameters (the sum) pass
 /// through both new loops and into `l`'s initial values.
-fn strip(f: &mut Function, parent: Block, l: Inst) {
+fn strip(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst) {
     let InstKind::For {
         range,
         index,
@@ -203,13 +203,8 @@ fn strip(f: &mut Function, parent: Block, l: Inst) {
         range.start = rest;
         *inits = results[..tys.len()].to_vec();
     }
-    let pre_insts = std::mem::take(&mut f.blocks[pre.index()].insts);
-    let list = &mut f.blocks[parent.index()].insts;
-    let at = list
-        .iter()
-        .position(|i| *i == l)
-        .expect("loop in its block");
-    list.splice(at..at, pre_insts);
+    let post = f.new_block();
+    super::carry::surround(f, parent, l, pre, post);
 }
 
 /// Fresh header parameters of loop `l`, one per parameter of `like`.
