@@ -155,6 +155,25 @@ impl<'f> Builder<'f> {
         r
     }
 
+    /// `if cond { a } else { b }` of two values already computed.
+    pub fn select(&mut self, cond: Value, a: Value, b: Value) -> Value {
+        let then_blk = self.func.new_block();
+        let else_blk = self.func.new_block();
+        self.set_yields(then_blk, vec![a]);
+        self.set_yields(else_blk, vec![b]);
+        let ty = self.func.ty(a);
+        let i = self.push(
+            InstKind::If {
+                cond,
+                then_blk,
+                else_blk,
+            },
+            &[ty],
+            None,
+        );
+        self.func.insts[i.index()].results[0]
+    }
+
     pub fn set_yields(&mut self, block: Block, yields: Vec<Value>) {
         self.func.blocks[block.index()].yields = yields;
     }

@@ -6,20 +6,10 @@
 //! differences and the dot-product test in `tests/numeric` (`statistics::odd_extremes`,
 //! `row_peaks`, `row_peak_sum`).
 
-use super::twin_if::{item, run_bits};
+use super::twin_if::{item, loops, run_bits};
 use crate::derivative::reverse::without_extrema_routed;
 use crate::expand::compile_with_for_tests;
 use crate::ir::interp::{RtArg, RtVal};
-use crate::ir::{Function, InstKind};
-
-/// How many `for` loops `f` has.
-fn loops(f: &Function) -> usize {
-    let mut n = 0;
-    f.walk(f.body, &mut |i| {
-        n += usize::from(matches!(f.inst(i).kind, InstKind::For { .. }));
-    });
-    n
-}
 
 #[test]
 fn reductions_lose_their_reverse_loop_and_compute_the_same_bits() {

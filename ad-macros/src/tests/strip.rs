@@ -4,20 +4,10 @@
 //! themselves are checked against finite differences and the dot-product test in
 //! `tests/numeric` (`classic::rosenbrock_strips`: 19 iterations, two strips and three more).
 
-use super::twin_if::{floats, item, run_bits};
+use super::twin_if::{floats, item, loops, run_bits};
 use crate::derivative::reverse::without_strip_mining;
 use crate::expand::compile_with_for_tests;
 use crate::ir::interp::{RtArg, RtVal};
-use crate::ir::{Function, InstKind};
-
-/// How many `for` loops `f` has.
-fn loops(f: &Function) -> usize {
-    let mut n = 0;
-    f.walk(f.body, &mut |i| {
-        n += usize::from(matches!(f.inst(i).kind, InstKind::For { .. }));
-    });
-    n
-}
 
 #[test]
 fn straight_fused_sums_are_strip_mined_and_compute_the_same_bits() {

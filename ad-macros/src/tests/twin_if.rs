@@ -54,6 +54,15 @@ pub(super) fn run_bits(f: &Function, args: &[RtArg]) -> (Vec<u64>, Vec<Vec<u64>>
     (results, bufs)
 }
 
+/// How many `for` loops `f` has.
+pub(super) fn loops(f: &Function) -> usize {
+    let mut n = 0;
+    f.walk(f.body, &mut |i| {
+        n += usize::from(matches!(f.inst(i).kind, InstKind::For { .. }));
+    });
+    n
+}
+
 pub(super) fn floats(n: usize, k: f64) -> Vec<f64> {
     (0..n).map(|i| (k * i as f64 + 0.3).sin()).collect()
 }

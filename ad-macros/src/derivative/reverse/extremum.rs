@@ -353,20 +353,7 @@ fn scan(
             // The loop stops before the next iteration, so `at` keeps this one.
             return vec![j, equal];
         }
-        let here = b.func.new_block();
-        let before = b.func.new_block();
-        b.set_yields(here, vec![j]);
-        b.set_yields(before, vec![at]);
-        let choose = b.push(
-            InstKind::If {
-                cond: equal,
-                then_blk: here,
-                else_blk: before,
-            },
-            &[Ty::Int],
-            Some("at"),
-        );
-        let at_next = b.func.inst(choose).results[0];
+        let at_next = b.select(equal, j, at);
         let won = b.binary(BinOp::Or, found, equal);
         vec![at_next, won]
     });
