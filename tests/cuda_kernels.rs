@@ -19,7 +19,7 @@ use common::*;
 use kernels::*;
 use phidiff::cuda::{compile, nvrtc_available, CudaError};
 
-fn kernels() -> [(&'static str, &'static str, &'static str, &'static str); 6] {
+fn kernels() -> [(&'static str, &'static str, &'static str, &'static str); 7] {
     [
         (
             saxpy_cuda::PRIMAL_NAME,
@@ -56,6 +56,12 @@ fn kernels() -> [(&'static str, &'static str, &'static str, &'static str); 6] {
             score_cuda::PRIMAL,
             score_cuda::ADJOINT_NAME,
             score_cuda::ADJOINT,
+        ),
+        (
+            row_peak_cuda::PRIMAL_NAME,
+            row_peak_cuda::PRIMAL,
+            row_peak_cuda::ADJOINT_NAME,
+            row_peak_cuda::ADJOINT,
         ),
     ]
 }
@@ -476,4 +482,40 @@ fn cpu_reference_heat2d() {
     });
     // The four neighbours are atomic adds in the adjoint kernel.
     assert!(heat2d_cuda::ADJOINT.matches("atomicAdd(&du[").count() >= 4);
+}
+
+#[test]
+fn cpu_reference_row_peak() {
+    // 5 rows of 4, won by their first entry (rows 1 and 3) or by a later one; inputs a,
+    // outputs out.
+    let (rows, w) = (5, 4);
+    let point = [
+        0.2, 1.1, -0.4, 0.7, 1.9, 0.3, -1.2, 1.4, -0.6, -0.9, 0.8, 0.1, 1.5, -0.2, 0.4, 0.9, -0.3,
+        0.6, 1.2, -0.8,
+    ];
+    let primal = |p: &[f64]| {
+        let mut out = zeros(rows);
+        row_peak_cuda::cpu(rows, p, &mut out, w);
+        out
+    };
+    check_fwd_rev(&Case {
+        name: "row_peak kernel (CPU)",
+        x: &point,
+        primal: &primal,
+        jvp: &|p, v| {
+            let (mut out, mut dout) = (zeros(rows), zeros(rows));
+            for i in 0..rows {
+                row_peak_fwd(i, p, v, &mut out, &mut dout, w);
+            }
+            (out, dout)
+        },
+        vjp: &|p, wbar| {
+            let (mut out, mut dout, mut da) = (zeros(rows), wbar.to_vec(), zeros(rows * w));
+            row_peak_cuda::cpu_rev(rows, p, &mut da, &mut out, &mut dout, w);
+            (out, da)
+        },
+        tols: TOLS,
+    });
+    // The adjoint reaches the entry that won, at a computed index.
+    assert!(row_peak_cuda::ADJOINT.contains("atomicAdd(&da[v"));
 }

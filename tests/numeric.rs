@@ -107,6 +107,7 @@ numeric_tests! {
     /// against the scalar `_rev`.
     batched: [
         looped_lanes,
+        weighted_row_maxima_lanes,
         cube_roots_lanes,
         rows_energy_lanes,
         normalize_in_place_lanes,

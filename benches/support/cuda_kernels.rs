@@ -71,3 +71,15 @@ pub fn heat2d(i: usize, u: &[f64], out: &mut [f64], w: usize, r: f64) {
     let lap = u[i - w] + u[i + w] + u[i - 1] + u[i + 1] - 4.0 * c;
     out[i] = c + r * lap * (1.0 + 0.1 * c * c);
 }
+
+/// The largest entry of row `i` (of `w`), squared: a max reduction, reversed through the
+/// entry that won (`ad-macros/src/derivative/reverse/extremum.rs`), so its adjoint kernel
+/// needs no tape.
+#[differentiate(forward, reverse, cuda)]
+pub fn row_peak(i: usize, a: &[f64], out: &mut [f64], w: usize) {
+    let mut m = a[i * w];
+    for j in 1..w {
+        m = m.max(a[i * w + j]);
+    }
+    out[i] = m * m;
+}

@@ -42,6 +42,23 @@ pub fn cube_roots(a: &[f64], out: &mut [f64]) {
     }
 }
 
+/// Each row's largest entry, squared and weighted: a max reduction per row, reversed
+/// through the entry that won (`reverse/extremum.rs`, a search that stops there), in
+/// every lane.
+#[differentiate(forward, reverse, reverse(width = 2))]
+pub fn weighted_row_maxima(a: &[f64], w: &[f64]) -> f64 {
+    let n = a.len() / w.len();
+    let mut s = 0.0;
+    for r in 0..w.len() {
+        let mut m = a[r * n];
+        for j in 1..n {
+            m = m.max(a[r * n + j]);
+        }
+        s += w[r] * m * m;
+    }
+    s
+}
+
 /// Rows of a matrix (`&[Vec<f64>]`), a branch per entry and a running value per row.
 #[differentiate(forward, reverse, reverse(width = 2))]
 pub fn rows_energy(a: &[Vec<f64>], x: &[f64]) -> f64 {
@@ -171,6 +188,40 @@ pub fn looped_lanes() {
         (vec![y], lanes)
     };
     check_lanes("looped", &x, 3, &primal, &jvp, &scalar, &batched);
+}
+
+pub fn weighted_row_maxima_lanes() {
+    let (rows, n) = (3, 4);
+    // Rows 0 and 2 are won by a later entry, row 1 by its first.
+    let a = [0.2, 1.1, -0.4, 0.7, 1.9, 0.3, -1.2, 1.4, -0.6, -0.9, 0.8, 0.1];
+    let x = cat(&[&a, &[0.5, -1.3, 2.1]]);
+    let m = rows * n;
+    let primal = |x: &[f64]| vec![weighted_row_maxima(&x[..m], &x[m..])];
+    let jvp = |x: &[f64], dx: &[f64]| {
+        let (y, dy) = weighted_row_maxima_fwd(&x[..m], &dx[..m], &x[m..], &dx[m..]);
+        (vec![y], vec![dy])
+    };
+    let scalar = |x: &[f64], w: &[f64]| {
+        let (mut da, mut dw) = (zeros(m), zeros(rows));
+        let y = weighted_row_maxima_rev(&x[..m], &mut da, &x[m..], &mut dw, w[0]);
+        (vec![y], cat(&[&da, &dw]))
+    };
+    let batched = |x: &[f64], w: &[Vec<f64>]| {
+        let mut da = [zeros(m), zeros(m)];
+        let mut dw = [zeros(rows), zeros(rows)];
+        let [da0, da1] = &mut da;
+        let [dw0, dw1] = &mut dw;
+        let y = weighted_row_maxima_rev2(
+            &x[..m],
+            [da0, da1],
+            &x[m..],
+            [dw0, dw1],
+            [w[0][0], w[1][0]],
+        );
+        let lanes = (0..2).map(|l| cat(&[&da[l], &dw[l]])).collect();
+        (vec![y], lanes)
+    };
+    check_lanes("weighted_row_maxima", &x, 2, &primal, &jvp, &scalar, &batched);
 }
 
 pub fn cube_roots_lanes() {
