@@ -79,16 +79,13 @@ pub fn reverse(
     coarsening: Coarsening,
 ) -> Result<Function, String> {
     // Max and min reductions reversed through their winning element (`extremum`).
-    let routed;
-    let (f, act) = match coarsening.on {
-        true => match extremum::routed(f, active_params) {
-            Some(g) => {
-                routed = g;
-                (&routed.0, &routed.1)
-            }
-            None => (f, act),
-        },
-        false => (f, act),
+    let routed = match coarsening.on {
+        true => extremum::routed(f, active_params),
+        false => None,
+    };
+    let (f, act) = match &routed {
+        Some((g, a)) => (g, a),
+        None => (f, act),
     };
     let mut out = Function::new(name);
     // Parameters: each active buffer followed by its `&mut` shadow.
