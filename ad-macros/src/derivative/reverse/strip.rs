@@ -117,23 +117,7 @@ fn strip(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst) {
     let mut b = Builder::new(f, pre);
     b.span = b.func.inst(l).span;
     // len = end − start when the loop runs (indices are usually `usize`).
-    let ran = b.binary(BinOp::Gt, range.end, range.start);
-    let then_blk = b.func.new_block();
-    let else_blk = b.func.new_block();
-    let diff = b.in_block(then_blk, |b| b.sub(range.end, range.start));
-    let none = b.in_block(else_blk, |b| b.iconst(0));
-    b.set_yields(then_blk, vec![diff]);
-    b.set_yields(else_blk, vec![none]);
-    let if_len = b.push(
-        InstKind::If {
-            cond: ran,
-            then_blk,
-            else_blk,
-        },
-        &[Ty::Int],
-        Some("len"),
-    );
-    let len = b.func.inst(if_len).results[0];
+    let len = super::range_len(&mut b, range.start, range.end);
     let lanes = b.iconst(LANES);
     let chunks = b.div(len, lanes);
     let covered = b.mul(chunks, lanes);

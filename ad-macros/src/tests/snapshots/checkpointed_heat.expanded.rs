@@ -169,13 +169,13 @@ pub fn heat_rev(
     }
     checkpointer_0.end_forward(_v67 as usize);
     let _v181 = _n_4 > 0;
-    let _len_184 = if _v181 {
+    let _v184 = if _v181 {
         let _v182 = _n_4 - 0;
         _v182
     } else {
         0
     };
-    let _v186 = _len_184 / 8;
+    let _v186 = _v184 / 8;
     let _v187 = _v186 * 8;
     let _v188 = 0 + _v187;
     let mut _j_191 = 0.0f64;

@@ -82,13 +82,13 @@ pub fn rosenbrock_rev<T: Float>(x: &[T], dx: &mut [T], seed: T) -> T {
     let _v5 = _v3 - 1;
     let mut _carry_shadow_6 = ::phidiff::__private::zero::<T>();
     let _v55 = _v5 > 0;
-    let _len_58 = if _v55 {
+    let _v58 = if _v55 {
         let _v56 = _v5 - 0;
         _v56
     } else {
         0
     };
-    let _v60 = _len_58 / 8;
+    let _v60 = _v58 / 8;
     let _v61 = _v60 * 8;
     let _v62 = 0 + _v61;
     let mut _s_65 = ::phidiff::__private::zero::<T>();
