@@ -9,10 +9,21 @@ user of the framework writes it (vectorized array code, `jax.grad` under `jax.ji
     {"tool": "jax", "program": KEY, "primal": s, "grad": s, "value": f, "grad_norm": f}
 
 (seconds per call of the fastest of the interleaved repetitions) or {"tool": ..., "skipped": reason} when the
-framework is not installed. The scoreboard checks `value` and `grad_norm` against phidiff's
-before it uses the times.
+framework is not installed.
 
-    python benches/peers/jax_torch.py MANIFEST [--reps N] [--threads T]
+    python benches/peers/jax_torch.py MANIFEST [--reps N] [--threads T] [--serve]
+
+With `--serve` (what the scoreboard runs) nothing is timed up front: each program's line
+carries a timer number instead of times, `{"tool", "program", "value", "grad_norm",
+"timer": K}`, and after the last one `{"ready": true}`. The script then answers commands
+on stdin, one per line, so that the scoreboard can time the gradients in the same
+interleaved rounds as its own (a slow stretch of the machine then slows every tool alike):
+
+    calibrate K  ->  {"timer": K, "batch": B}   (two untimed calls; B calls make ~20 ms)
+    sample K     ->  {"timer": K, "secs": s}    (seconds per call over one batch of B)
+
+It exits at the end of stdin. The scoreboard checks `value` and `grad_norm` against
+phidiff's before it times a program.
 """
 
 import argparse
@@ -172,30 +183,89 @@ def programs(np, lib):
                 burgers_step=burgers_step, heat2d=heat2d)
 
 
+def batch_size(f):
+    """Calls of `f` that take about 20 ms (after one warm-up call), as `timing.rs`."""
+    f()
+    t = time.perf_counter()
+    f()
+    one = max(time.perf_counter() - t, 1e-9)
+    return max(1, min(100000, int(0.02 / one)))
+
+
+def seconds_per_call(f, batch):
+    t = time.perf_counter()
+    for _ in range(batch):
+        f()
+    return (time.perf_counter() - t) / batch
+
+
 def fastest_times(fns, reps):
     """Interleaved repetitions: each round runs every function once (batched to ~20 ms);
     the fastest round of each, as the scoreboard takes its own (`timing.rs`)."""
-    batches = []
-    for f in fns:
-        f()
-        t = time.perf_counter()
-        f()
-        one = max(time.perf_counter() - t, 1e-9)
-        batches.append(max(1, min(100000, int(0.02 / one))))
+    batches = [batch_size(f) for f in fns]
     samples = [[] for _ in fns]
     for _ in range(reps):
         for i, f in enumerate(fns):
-            t = time.perf_counter()
-            for _ in range(batches[i]):
-                f()
-            samples[i].append((time.perf_counter() - t) / batches[i])
+            samples[i].append(seconds_per_call(f, batches[i]))
     return [min(s) for s in samples]
+
+
+class Timed:
+    """Where a tool's set-up programs go: timed here at once (`measure`), or kept for the
+    scoreboard's commands (`serve`)."""
+
+    def __init__(self, emit, reps, serve):
+        self.emit, self.reps, self.serve = emit, reps, serve
+        self.grads = []
+        self.batches = []
+        self.checks = []
+
+    def add(self, tool, key, primal, grad, measure):
+        """`measure()` is (value, gradient norm), computed with `primal` and `grad`."""
+        value, norm = measure()
+        line = {"tool": tool, "program": key, "value": value, "grad_norm": norm}
+        if self.serve:
+            line["timer"] = len(self.grads)
+            self.grads.append(grad)
+            self.batches.append(None)
+            self.checks.append((f"{tool} on {key}", measure, value, norm))
+        else:
+            line["primal"], line["grad"] = fastest_times([primal, grad], self.reps)
+        self.emit(line)
+
+    def answer(self, stdin):
+        """The command loop of `--serve`, until the end of stdin."""
+        self.emit({"ready": True})
+        for line in stdin:
+            parts = line.split()
+            if not parts:
+                continue
+            if len(parts) != 2 or parts[0] not in ("calibrate", "sample"):
+                raise SystemExit(f"jax_torch.py: unknown command {line.strip()!r}")
+            k = int(parts[1])
+            if not 0 <= k < len(self.grads):
+                raise SystemExit(f"jax_torch.py: no timer {k} (there are {len(self.grads)})")
+            if parts[0] == "calibrate":
+                # The closures still compute what was reported at set-up (the scoreboard
+                # checked that against phidiff).
+                what, measure, value, norm = self.checks[k]
+                again = measure()
+                if not (math.isclose(again[0], value, rel_tol=1e-12)
+                        and math.isclose(again[1], norm, rel_tol=1e-12)):
+                    raise SystemExit(f"jax_torch.py: {what} now gives (value, |grad|) "
+                                     f"{again}, not {(value, norm)}")
+                self.batches[k] = batch_size(self.grads[k])
+                self.emit({"timer": k, "batch": self.batches[k]})
+            else:
+                if self.batches[k] is None:
+                    raise SystemExit(f"jax_torch.py: timer {k} sampled before calibrate")
+                self.emit({"timer": k, "secs": seconds_per_call(self.grads[k], self.batches[k])})
 
 
 # ---------------------------------------------------------------- JAX
 
 
-def run_jax(manifest, reps, emit, threads):
+def run_jax(manifest, timed, emit, threads):
     if threads == 1:
         os.environ.setdefault(
             "XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
@@ -216,7 +286,10 @@ def run_jax(manifest, reps, emit, threads):
     lib = SimpleNamespace(lower=lower, logsumexp=logsumexp, sigmoid=jax.nn.sigmoid,
                           cross=jnp.cross, roll=jnp.roll)
     P = programs(jnp, lib)
-    for key, kind, path, params in manifest:
+
+    # One call per program, so that the closures handed to `timed` (run later with
+    # `--serve`) keep their own program's functions and arguments.
+    def add(key, kind, path, params):
         f, grad, args = jax_problem(P, jnp, jax, kind, path, params)
         fj, gj = jax.jit(f), jax.jit(grad)
 
@@ -226,12 +299,14 @@ def run_jax(manifest, reps, emit, threads):
         def gradient():
             jax.block_until_ready(gj(*args))
 
-        value = float(fj(*args))
-        leaves = jax.tree_util.tree_leaves(gj(*args))
-        norm = math.sqrt(sum(float(jnp.sum(g * g)) for g in leaves))
-        tp, tg = fastest_times([primal, gradient], reps)
-        emit({"tool": "jax", "program": key, "primal": tp, "grad": tg, "value": value,
-              "grad_norm": norm})
+        def measure():
+            leaves = jax.tree_util.tree_leaves(gj(*args))
+            return float(fj(*args)), math.sqrt(sum(float(jnp.sum(g * g)) for g in leaves))
+
+        timed.add("jax", key, primal, gradient, measure)
+
+    for key, kind, path, params in manifest:
+        add(key, kind, path, params)
 
 
 def jax_problem(P, jnp, jax, kind, path, params):
@@ -328,7 +403,7 @@ def ba_params(bp, np_array):
 # ---------------------------------------------------------------- PyTorch
 
 
-def run_torch(manifest, reps, emit, threads):
+def run_torch(manifest, timed, emit, threads):
     try:
         import torch
     except ImportError as e:
@@ -354,7 +429,10 @@ def run_torch(manifest, reps, emit, threads):
                           cross=lambda a, b: torch.linalg.cross(a, b), roll=torch.roll)
     P = programs(np_, lib)
     t = lambda v: torch.tensor(v, dtype=torch.float64)
-    for key, kind, path, params in manifest:
+
+    # One call per program, so that the closures handed to `timed` (run later with
+    # `--serve`) keep their own program's functions and arguments.
+    def add(key, kind, path, params):
         active = None
         if kind == "gmm":
             g = read_gmm(path)
@@ -386,13 +464,13 @@ def run_torch(manifest, reps, emit, threads):
             def grad():
                 return jac(prm, feats), -2.0 * w
 
-            value = float(torch.sum(primal() ** 2))
-            blocks, wd = grad()
-            norm = math.sqrt(float(torch.sum(blocks * blocks) + torch.sum(wd * wd)))
-            tp, tg = fastest_times([primal, grad], reps)
-            emit({"tool": "pytorch", "program": key, "primal": tp, "grad": tg,
-                  "value": value, "grad_norm": norm})
-            continue
+            def measure():
+                blocks, wd = grad()
+                norm = math.sqrt(float(torch.sum(blocks * blocks) + torch.sum(wd * wd)))
+                return float(torch.sum(primal() ** 2)), norm
+
+            timed.add("pytorch", key, primal, grad, measure)
+            return
         elif kind == "rosenbrock":
             args = [t(numbers(path))]
             f = P["rosenbrock"]
@@ -425,12 +503,14 @@ def run_torch(manifest, reps, emit, threads):
             y.backward()
             return [a.grad for a in leaves[:active]]
 
-        value = float(primal())
-        gs = grad()
-        norm = math.sqrt(sum(float(torch.sum(g * g)) for g in gs))
-        tp, tg = fastest_times([primal, grad], reps)
-        emit({"tool": "pytorch", "program": key, "primal": tp, "grad": tg, "value": value,
-              "grad_norm": norm})
+        def measure():
+            norm = math.sqrt(sum(float(torch.sum(g * g)) for g in grad()))
+            return float(primal()), norm
+
+        timed.add("pytorch", key, primal, grad, measure)
+
+    for key, kind, path, params in manifest:
+        add(key, kind, path, params)
 
 
 def main():
@@ -439,6 +519,8 @@ def main():
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--tools", default="jax,pytorch")
+    ap.add_argument("--serve", action="store_true",
+                    help="time on the scoreboard's commands (see the module's text)")
     a = ap.parse_args()
     manifest = []
     with open(a.manifest) as f:
@@ -451,10 +533,13 @@ def main():
         print(json.dumps(obj), flush=True)
 
     tools = a.tools.split(",")
+    timed = Timed(emit, a.reps, a.serve)
     if "jax" in tools:
-        run_jax(manifest, a.reps, emit, a.threads)
+        run_jax(manifest, timed, emit, a.threads)
     if "pytorch" in tools:
-        run_torch(manifest, a.reps, emit, a.threads)
+        run_torch(manifest, timed, emit, a.threads)
+    if a.serve:
+        timed.answer(sys.stdin)
 
 
 if __name__ == "__main__":

@@ -184,11 +184,11 @@ fn main() {
     let mut inputs = programs::Inputs::create(opts.quick, opts.only.clone());
     let pool: &'static rayon::ThreadPool = Box::leak(Box::new(pool));
     let mut benches = programs::all(&mut inputs, pool);
-    let external = external::run(&inputs, opts.rounds);
+    let external = external::start(&inputs);
     let mut rows = Vec::new();
     for b in benches.iter_mut() {
         eprintln!("timing {} ({}) ...", b.title, b.size);
-        rows.push(b.measure(opts.rounds, &external.results));
+        rows.push(b.measure(opts.rounds, &external));
     }
     let machine = report::machine(&external.versions);
     let table = report::markdown(&rows, &machine, &external.note);

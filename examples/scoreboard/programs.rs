@@ -72,27 +72,15 @@ pub struct Bench {
 impl Bench {
     /// Times phidiff and the Rust peers (interleaved), and takes the Python peers'
     /// times after checking their objective and gradient norm.
-    pub fn measure(&mut self, rounds: usize, external: &[crate::external::Result]) -> Row {
-        {
-            let mut timers: Vec<&mut Timer> = vec![&mut self.primal, &mut self.ours];
-            timers.extend(self.peers.iter_mut().map(|(_, t, _)| t));
-            timing::run(&mut timers, rounds);
-        }
+    pub fn measure(&mut self, rounds: usize, external: &crate::external::External) -> Row {
         let mut cells = vec![Cell::Missing("—".into()); Peer::ALL.len()];
-        for (peer, t, times) in &self.peers {
-            cells[peer.index()] = Cell::Time {
-                secs: t.fastest() * times,
-                per_direction: *times != 1.0,
-            };
-        }
-        for r in external.iter().filter(|r| r.program == self.key) {
+        // JAX and PyTorch, where they agree with phidiff, are timed in the same rounds.
+        let mut remote: Vec<(Peer, Timer)> = Vec::new();
+        for r in external.results.iter().filter(|r| r.program == self.key) {
             let ok_value = close(r.value, self.value, 1e-9);
             let ok_grad = close(r.grad_norm, self.grad_norm, 1e-8);
-            cells[r.peer.index()] = if ok_value && ok_grad {
-                Cell::Time {
-                    secs: r.grad,
-                    per_direction: false,
-                }
+            if ok_value && ok_grad {
+                remote.push((r.peer, external.timer(r)));
             } else {
                 eprintln!(
                     "  {} on {}: value {} vs {}, |∇| {} vs {}: not used",
@@ -103,7 +91,25 @@ impl Bench {
                     r.grad_norm,
                     self.grad_norm
                 );
-                Cell::Missing("differs".into())
+                cells[r.peer.index()] = Cell::Missing("differs".into());
+            }
+        }
+        {
+            let mut timers: Vec<&mut Timer> = vec![&mut self.primal, &mut self.ours];
+            timers.extend(self.peers.iter_mut().map(|(_, t, _)| t));
+            timers.extend(remote.iter_mut().map(|(_, t)| t));
+            timing::run(&mut timers, rounds);
+        }
+        for (peer, t, times) in &self.peers {
+            cells[peer.index()] = Cell::Time {
+                secs: t.fastest() * times,
+                per_direction: *times != 1.0,
+            };
+        }
+        for (peer, t) in &remote {
+            cells[peer.index()] = Cell::Time {
+                secs: t.fastest(),
+                per_direction: false,
             };
         }
         Row {

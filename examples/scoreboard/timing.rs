@@ -1,6 +1,7 @@
 //! Interleaved timing: every round runs each variant once (as a batch of calls sized to
 //! about 20 ms), so a slow stretch of the machine slows all variants alike; the fastest
-//! round is reported. Other tenants of a shared machine only ever slow a round down, so
+//! round is reported. JAX and PyTorch are variants too: their batches run in the peers'
+//! script, on request (`Timer::remote`, `external.rs`). Other tenants of a shared machine only ever slow a round down, so
 //! the minimum is the estimate that moves least from run to run (with medians, two full
 //! runs on the 2-core VM of 2026-11-22 gave Rosenbrock's ratio to JAX as 0.83 and 1.21).
 
@@ -9,39 +10,72 @@ use std::time::{Duration, Instant};
 
 const BATCH_TARGET: Duration = Duration::from_millis(20);
 
-/// One timed closure.
+/// One timed closure, or a function timed by another process.
 pub struct Timer {
-    run: Box<dyn FnMut()>,
-    batch: usize,
+    run: Run,
     samples: Vec<f64>,
+}
+
+enum Run {
+    Here {
+        run: Box<dyn FnMut()>,
+        batch: usize,
+    },
+    /// Timed by the peers' script (`external.rs`): called with `true` to calibrate its
+    /// batch, with `false` for the seconds per call of one batch.
+    Elsewhere(Box<dyn FnMut(bool) -> f64>),
 }
 
 impl Timer {
     pub fn new(mut run: impl FnMut() -> f64 + 'static) -> Self {
         Timer {
-            run: Box::new(move || {
-                black_box(run());
-            }),
-            batch: 1,
+            run: Run::Here {
+                run: Box::new(move || {
+                    black_box(run());
+                }),
+                batch: 1,
+            },
+            samples: Vec::new(),
+        }
+    }
+
+    /// A timer whose batches run elsewhere: `remote(true)` calibrates the batch (about
+    /// 20 ms, as here), `remote(false)` runs one and returns its seconds per call.
+    pub fn remote(remote: impl FnMut(bool) -> f64 + 'static) -> Self {
+        Timer {
+            run: Run::Elsewhere(Box::new(remote)),
             samples: Vec::new(),
         }
     }
 
     fn calibrate(&mut self) {
-        (self.run)();
-        let t = Instant::now();
-        (self.run)();
-        let one = t.elapsed().max(Duration::from_nanos(1));
-        self.batch = ((BATCH_TARGET.as_secs_f64() / one.as_secs_f64()) as usize).clamp(1, 100_000);
+        match &mut self.run {
+            Run::Here { run, batch } => {
+                run();
+                let t = Instant::now();
+                run();
+                let one = t.elapsed().max(Duration::from_nanos(1));
+                *batch =
+                    ((BATCH_TARGET.as_secs_f64() / one.as_secs_f64()) as usize).clamp(1, 100_000);
+            }
+            Run::Elsewhere(remote) => {
+                remote(true);
+            }
+        }
     }
 
     fn sample(&mut self) {
-        let t = Instant::now();
-        for _ in 0..self.batch {
-            (self.run)();
-        }
-        self.samples
-            .push(t.elapsed().as_secs_f64() / self.batch as f64);
+        let secs = match &mut self.run {
+            Run::Here { run, batch } => {
+                let t = Instant::now();
+                for _ in 0..*batch {
+                    run();
+                }
+                t.elapsed().as_secs_f64() / *batch as f64
+            }
+            Run::Elsewhere(remote) => remote(false),
+        };
+        self.samples.push(secs);
     }
 
     /// The seconds per call of the fastest round.
