@@ -70,8 +70,8 @@ pub struct Bench {
 }
 
 impl Bench {
-    /// Times phidiff and the Rust peers (interleaved), and takes the Python peers'
-    /// times after checking their objective and gradient norm.
+    /// Times phidiff and every peer in the same interleaved rounds: the Python peers only
+    /// where their objective and gradient norm agree with phidiff's.
     pub fn measure(&mut self, rounds: usize, external: &crate::external::External) -> Row {
         let mut cells = vec![Cell::Missing("—".into()); Peer::ALL.len()];
         // JAX and PyTorch, where they agree with phidiff, are timed in the same rounds.

@@ -1,9 +1,10 @@
 //! Interleaved timing: every round runs each variant once (as a batch of calls sized to
 //! about 20 ms), so a slow stretch of the machine slows all variants alike; the fastest
 //! round is reported. JAX and PyTorch are variants too: their batches run in the peers'
-//! script, on request (`Timer::remote`, `external.rs`). Other tenants of a shared machine only ever slow a round down, so
-//! the minimum is the estimate that moves least from run to run (with medians, two full
-//! runs on the 2-core VM of 2026-11-22 gave Rosenbrock's ratio to JAX as 0.83 and 1.21).
+//! script, on request (`Timer::remote`, `external.rs`). Other tenants of a shared machine
+//! only ever slow a round down, so the minimum is the estimate that moves least from run
+//! to run (with medians, two full runs on the 2-core VM of 2026-11-22 gave Rosenbrock's
+//! ratio to JAX as 0.83 and 1.21).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
