@@ -211,8 +211,8 @@ def fastest_times(fns, reps):
 
 
 class Timed:
-    """Where a tool's set-up programs go: timed here at once (`measure`), or kept for the
-    scoreboard's commands (`serve`)."""
+    """Where a tool's set-up programs go: timed at once, or (with `--serve`) kept for the
+    scoreboard's commands."""
 
     def __init__(self, emit, reps, serve):
         self.emit, self.reps, self.serve = emit, reps, serve
@@ -240,7 +240,8 @@ class Timed:
             parts = line.split()
             if not parts:
                 continue
-            if len(parts) != 2 or parts[0] not in ("calibrate", "sample"):
+            if len(parts) != 2 or parts[0] not in ("calibrate", "sample") \
+                    or not parts[1].isdigit():
                 raise SystemExit(f"jax_torch.py: unknown command {line.strip()!r}")
             k = int(parts[1])
             if not 0 <= k < len(self.grads):

@@ -79,6 +79,7 @@ class ServeTest(unittest.TestCase):
             ("calibrate 2\n", "no timer 2"),
             ("time 0\n", "unknown command"),
             ("calibrate\n", "unknown command"),
+            ("sample x\n", "unknown command"),
         ]:
             with self.subTest(commands=commands):
                 with self.assertRaises(SystemExit) as e:
