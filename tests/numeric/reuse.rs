@@ -1,7 +1,8 @@
 //! Values the coarse reverse sweep rebuilds instead of taping them: loads of a scratch
 //! buffer that an earlier loop filled (re-evaluated at the reader's index), loads of what
 //! the same iteration just stored, re-reads of a local buffer nothing writes any more, and
-//! integer counters stepped by an invariant amount. The `fine` copy tapes all of them; both
+//! integer counters stepped by an invariant amount (also counters that an inner loop steps,
+//! run backwards in the reverse sweep). The `fine` copy tapes all of them; both
 //! are checked against finite differences, the dot-product identity and each other.
 //!
 //! The last two functions look like fills but are not (the refill skips an element, or a
@@ -77,6 +78,25 @@ pub fn counted_indices(tri: &[f64], v: &[f64], w: &[f64], offset: usize, stride:
         total += acc * acc;
     }
     mirrored + total
+}
+
+/// Rows read from the end of `band`: the counter `l` goes down by 2 in inner loops of
+/// 0 to 3 iterations (some read nothing), and each row's result goes to `out`. The coarse
+/// reverse sweep runs `l` backwards from its final value instead of taping it per row.
+#[differentiate(forward, reverse)]
+pub fn countdown_bands(band: &[f64], x: &[f64], out: &mut [f64]) {
+    let n = x.len();
+    for p in 0..out.len() {
+        let mut l = band.len();
+        let mut acc = x[p % n];
+        for i in 0..n {
+            for j in 0..(i + p) % 4 {
+                l -= 2;
+                acc += band[l] * x[(i + j) % n] * acc.sin();
+            }
+        }
+        out[p] = acc * acc;
+    }
 }
 
 /// A scratch buffer refilled every round except its first element, then read in full:
@@ -203,6 +223,38 @@ pub fn counted_indices_match_finite_differences() {
                 s[0], &mut gt, s[1], &mut gv, s[2], &mut gw, offset, stride, w[0],
             );
             (vec![y], cat(&[&gt, &gv, &gw]))
+        },
+        tols: TOLS,
+    });
+}
+
+pub fn countdown_bands_match_finite_differences() {
+    // Rows p = 0..4 read 6 to 9 pairs from the end of `band` (2·9 = 18 < 20).
+    let (nb, n, m) = (20, 5, 4);
+    let lens = [nb, n, m];
+    let point = cat(&[&data(nb, 0.5), &data(n, 1.5), &data(m, 2.5)]);
+    let primal = |p: &[f64]| {
+        let s = split(p, &lens);
+        let mut out = s[2].to_vec();
+        countdown_bands(s[0], s[1], &mut out);
+        out
+    };
+    check_fwd_rev(&Case {
+        name: "countdown_bands",
+        x: &point,
+        primal: &primal,
+        jvp: &|p, v| {
+            let (s, t) = (split(p, &lens), split(v, &lens));
+            let (mut out, mut dout) = (s[2].to_vec(), t[2].to_vec());
+            countdown_bands_fwd(s[0], t[0], s[1], t[1], &mut out, &mut dout);
+            (out, dout)
+        },
+        vjp: &|p, w| {
+            let s = split(p, &lens);
+            let (mut gb, mut gx, mut gout) = (zeros(nb), zeros(n), w.to_vec());
+            let mut out = s[2].to_vec();
+            countdown_bands_rev(s[0], &mut gb, s[1], &mut gx, &mut out, &mut gout);
+            (primal(p), cat(&[&gb, &gx, &gout]))
         },
         tols: TOLS,
     });

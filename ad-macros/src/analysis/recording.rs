@@ -24,6 +24,9 @@ pub enum Storage {
     Alias(Value),
     /// An integer loop parameter rebuilt from its loop's index (see [`Induction`](crate::analysis::reuse::Induction)).
     Induction,
+    /// An integer loop parameter stepped by an inner loop, run backwards from its final
+    /// value in the loop's reverse sweep (see [`Backward`](crate::analysis::reuse::Backward)).
+    Backward,
     /// A load of what an earlier loop stored, re-evaluated (see [`Fill`](crate::analysis::reuse::Fill)).
     Fill,
     /// A load of a buffer that loop `L` (this instruction) never writes, read from the copy
@@ -452,6 +455,16 @@ impl<'a> Planner<'a> {
                     self.need(w);
                 }
             }
+            Storage::Backward => {
+                let bw = self.reuse.backwards[&v].clone();
+                let InstKind::For { range, .. } = &self.f.inst(bw.inner).kind else {
+                    unreachable!("backward counters are stepped by for loops")
+                };
+                let (start, end) = (range.start, range.end);
+                for w in [bw.last, bw.step, start, end] {
+                    self.need(w);
+                }
+            }
             Storage::Fill => {
                 let fill = self.reuse.fills[&v].clone();
                 self.need(fill.at);
@@ -488,6 +501,9 @@ impl<'a> Planner<'a> {
             }
             if self.reuse.inductions.contains_key(&v) {
                 return Storage::Induction;
+            }
+            if self.reuse.backwards.contains_key(&v) {
+                return Storage::Backward;
             }
         }
         let limit = self.limit(v);
@@ -544,7 +560,9 @@ impl<'a> Planner<'a> {
                 ValueDef::LoopIndex(_) => Some(0),
                 ValueDef::LoopParam(l, _) if self.steps.contains(&l) => Some(0),
                 ValueDef::LoopParam(..)
-                    if self.budget > 0 && self.reuse.inductions.contains_key(&v) =>
+                    if self.budget > 0
+                        && (self.reuse.inductions.contains_key(&v)
+                            || self.reuse.backwards.contains_key(&v)) =>
                 {
                     Some(2)
                 }

@@ -4,6 +4,9 @@
 //!   indices, with no write of the buffer in between (`c[j] = x − m; … c[j] * q`);
 //! - **inductions**: an integer loop parameter stepped by an invariant amount
 //!   (`l += 1`), which is its initial value plus the step times the iteration;
+//! - **backward counters**: an integer parameter of an outer loop that an inner loop
+//!   steps (`for c .. { for r in c + 1..d { l += 1 } }`): the reverse sweep runs it
+//!   backwards from its final value, by the step times each inner trip count;
 //! - **fills**: a load `buf[col]` of what an earlier loop over the same range stored with
 //!   `buf[j] = e(j)`, which is `e(col)` re-evaluated from stable values.
 
@@ -19,6 +22,26 @@ pub struct Induction {
     pub init: Value,
     pub step: Value,
     pub negative: bool,
+}
+
+/// An integer parameter `p` of a loop whose next value is the result of an inner loop
+/// `inner` (a statement of the loop's body) that starts its own parameter at `p` and steps
+/// it by `step` per iteration: each iteration moves `p` by `±step · trip(inner)`. The
+/// loop's reverse sweep starts from its result `last` (the final `p`) and steps back by the
+/// same amount in each reversed iteration, instead of reading a tape.
+#[derive(Clone, Debug)]
+pub struct Backward {
+    pub inner: Inst,
+    pub step: Value,
+    pub negative: bool,
+    pub last: Value,
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Set by [`crate::derivative::reverse::without_backward_counters`]: no backward
+    /// counters (those parameters are taped).
+    pub(crate) static BACKWARD_OFF: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// A load of what a fill loop stored at its index: the stored `value` with `index := at`.
@@ -37,6 +60,7 @@ const FILL_BUDGET: usize = 16;
 pub struct Reuse {
     pub aliases: HashMap<Value, Value>,
     pub inductions: HashMap<Value, Induction>,
+    pub backwards: HashMap<Value, Backward>,
     pub fills: HashMap<Value, Fill>,
 }
 
@@ -46,9 +70,21 @@ impl Reuse {
         block_aliases(f, f.body, &mut aliases);
         let stable = stable_reads(f, structure);
         let mut inductions = HashMap::new();
+        f.walk(f.body, &mut |i| {
+            if let InstKind::For { .. } = f.inst(i).kind {
+                inductions.extend(loop_inductions(f, structure, i));
+            }
+        });
+        let mut backwards = HashMap::new();
         let mut fills = HashMap::new();
         f.walk(f.body, &mut |i| match &f.inst(i).kind {
-            InstKind::For { .. } => inductions.extend(loop_inductions(f, structure, i)),
+            InstKind::For { .. } => {
+                #[cfg(test)]
+                if BACKWARD_OFF.with(|o| o.get()) {
+                    return;
+                }
+                backwards.extend(loop_backwards(f, structure, &inductions, i));
+            }
             InstKind::Load(..) if !aliases.contains_key(&f.inst(i).results[0]) => {
                 if let Some(fill) = fill_of(f, structure, &stable, i) {
                     fills.insert(f.inst(i).results[0], fill);
@@ -59,6 +95,7 @@ impl Reuse {
         Reuse {
             aliases,
             inductions,
+            backwards,
             fills,
         }
     }
@@ -160,6 +197,101 @@ fn loop_inductions(f: &Function, structure: &Structure, lp: Inst) -> Vec<(Value,
         ));
     }
     out
+}
+
+fn loop_backwards(
+    f: &Function,
+    structure: &Structure,
+    inductions: &HashMap<Value, Induction>,
+    lp: Inst,
+) -> Vec<(Value, Backward)> {
+    let InstKind::For {
+        params, body, exit, ..
+    } = &f.inst(lp).kind
+    else {
+        return Vec::new();
+    };
+    // Every iteration runs to its end (no `break`), and the reverse sweep visits them in
+    // the opposite order (not a parallel loop).
+    if !exit.is_empty() || f.parallel.contains_key(&lp) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for (k, &p) in params.iter().enumerate() {
+        if f.ty(p) != Ty::Int {
+            continue;
+        }
+        let ValueDef::Result(inner, j) = f.value(f.block(*body).yields[k]).def else {
+            continue;
+        };
+        let j = j as usize;
+        let InstKind::For {
+            range,
+            params: qs,
+            inits,
+            exit: inner_exit,
+            ..
+        } = &f.inst(inner).kind
+        else {
+            continue;
+        };
+        // The inner loop runs once per iteration (a statement of the body, not in a
+        // branch), from `p`, to completion, over a range that does not depend on `p`
+        // (the reverse sweep needs its length to find `p`).
+        if structure.inst_block[inner.index()] != Some(*body)
+            || !inner_exit.is_empty()
+            || j >= qs.len()
+            || inits[j] != p
+            || reaches(f, structure, range.start, p, lp)
+            || reaches(f, structure, range.end, p, lp)
+        {
+            continue;
+        }
+        let Some(ind) = inductions.get(&qs[j]) else {
+            continue;
+        };
+        // The step is the same in every iteration of `lp`.
+        let konst = matches!(f.value(ind.step).def,
+            ValueDef::Result(i, _) if matches!(f.inst(i).kind, InstKind::IConst(_)));
+        if !konst && inside(f, structure, ind.step, lp) {
+            continue;
+        }
+        out.push((
+            p,
+            Backward {
+                inner,
+                step: ind.step,
+                negative: ind.negative,
+                last: f.inst(lp).results[k],
+            },
+        ));
+    }
+    out
+}
+
+/// Whether `v` is `p` or computed from it inside loop `lp` (conservatively: a loop
+/// value other than `lp`'s index, the result of a branch or loop, or a chain too deep to
+/// follow, counts as reaching it).
+fn reaches(f: &Function, structure: &Structure, v: Value, p: Value, lp: Inst) -> bool {
+    let mut stack = vec![v];
+    let mut seen = HashSet::new();
+    while let Some(w) = stack.pop() {
+        if w == p {
+            return true;
+        }
+        if !seen.insert(w) || !inside(f, structure, w, lp) {
+            continue;
+        }
+        if seen.len() > 64 {
+            return true;
+        }
+        match f.value(w).def {
+            ValueDef::Result(i, _) if f.child_blocks(i).is_empty() => stack.extend(f.operands(i)),
+            ValueDef::LoopIndex(l) if l == lp => {}
+            _ => return true,
+        }
+    }
+    false
 }
 
 /// Whether two range bounds are the same number: one value, or equal integer constants.

@@ -1,5 +1,6 @@
 //! Crate-level tests that run the whole pipeline without rustc.
 
+mod backward;
 mod coarsening;
 mod expansion;
 mod extremum;

@@ -57,6 +57,12 @@ impl Rev<'_> {
                     "phidiff internal error: state of {l} read outside its reversed iteration"
                 ))
             }
+            // Set in each reversed iteration of its loop (`reverse_loop`).
+            Storage::Backward => {
+                return Err(format!(
+                    "phidiff internal error: counter {v} read outside its reversed loop"
+                ))
+            }
             Storage::Recompute => self.recompute(b, v, None)?,
             Storage::Alias(w) => self.fetch(b, w)?,
             Storage::Induction => {

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::analysis::loops;
+use crate::analysis::reuse::Backward;
 use std::collections::{BTreeMap, HashSet};
 
 impl Rev<'_> {
@@ -38,6 +39,7 @@ impl Rev<'_> {
             }
             _ => None,
         };
+        let backward = self.backward_counters(b, i)?;
         let zero = b.iconst(0);
         let ni = b.reserve();
         let t = b
@@ -68,6 +70,7 @@ impl Rev<'_> {
                 };
                 self.index.insert(i, idx);
             }
+            self.step_back(b, &backward)?;
             self.adjoint_iteration(b, i, &carry)?;
             self.memo.pop();
             Ok(())
@@ -94,6 +97,59 @@ impl Rev<'_> {
         );
         self.flush_carries(b, &inits, &carry);
         self.unprivatize(b, private);
+        Ok(())
+    }
+
+    /// A cell for each backward counter of loop `l` (a parameter stepped by an inner
+    /// loop, [`Storage::Backward`]), holding the loop's final value of it.
+    fn backward_counters(
+        &mut self,
+        b: &mut Builder,
+        l: Inst,
+    ) -> Result<Vec<(Value, Backward, Cell)>, String> {
+        let (params, ..) = loop_parts(self.f, l);
+        let mut out = Vec::new();
+        for p in params {
+            if self.rec.storage.get(&p) != Some(&Storage::Backward) {
+                continue;
+            }
+            let bw = self.rec.reuse.backwards[&p].clone();
+            let last = self.fetch(b, bw.last)?;
+            let c = b.cell(Ty::Int, "back", last);
+            out.push((p, bw, c));
+        }
+        Ok(out)
+    }
+
+    /// At the start of a reversed iteration: each backward counter steps back over what
+    /// the iteration's inner loop added (`±step · trip`), which gives its value when the
+    /// iteration began, and the iteration reads that value.
+    fn step_back(
+        &mut self,
+        b: &mut Builder,
+        counters: &[(Value, Backward, Cell)],
+    ) -> Result<(), String> {
+        for (p, bw, c) in counters {
+            let InstKind::For { range, .. } = &self.f.inst(bw.inner).kind else {
+                unreachable!("backward counters are stepped by for loops")
+            };
+            let (s, e) = (self.fetch(b, range.start)?, self.fetch(b, range.end)?);
+            let trip = range_len(b, s, e);
+            let end = b.get(*c);
+            let trip = b.int_like(trip, end);
+            let step = self.fetch(b, bw.step)?;
+            let moved = b.mul(trip, step);
+            let begin = if bw.negative {
+                b.add(end, moved)
+            } else {
+                b.sub(end, moved)
+            };
+            b.set(*c, begin);
+            self.memo
+                .last_mut()
+                .expect("an open reverse block")
+                .insert(*p, begin);
+        }
         Ok(())
     }
 

@@ -61,6 +61,18 @@ pub fn without_extrema_routed<R>(compile: impl FnOnce() -> R) -> R {
     r
 }
 
+/// Runs `compile` with every loop parameter that an inner loop steps taped, as before
+/// backward counters ([`crate::analysis::reuse::Backward`]), for tests that compare the
+/// two programs.
+#[cfg(test)]
+pub fn without_backward_counters<R>(compile: impl FnOnce() -> R) -> R {
+    use crate::analysis::reuse::BACKWARD_OFF;
+    BACKWARD_OFF.with(|o| o.set(true));
+    let r = compile();
+    BACKWARD_OFF.with(|o| o.set(false));
+    r
+}
+
 /// Runs `compile` with fused sums left as single loops (`strip`), for tests that compare
 /// the strip-mined program with the plain one.
 #[cfg(test)]
@@ -109,6 +121,16 @@ pub fn reverse(
         rv.fused = fuse::fusable_loops(f, act, &rv.seg, &rv.structure, &rv.rec);
         rv.fused
             .retain(|l, _| rv.work.get(l).copied().unwrap_or(false));
+        // A fused loop is not reversed as a whole (`reverse_loop`), where backward
+        // counters step back: its counters are taped, as before there were any.
+        for &l in rv.fused.keys() {
+            for p in loop_parts(f, l).0 {
+                if rv.rec.storage.get(&p) == Some(&Storage::Backward) {
+                    rv.rec.storage.insert(p, Storage::Tape(l));
+                    rv.rec.saved.insert(p);
+                }
+            }
+        }
         rv.untape_fused();
     }
     let body = out.body;
