@@ -5,9 +5,8 @@
 //! checked against finite differences and the dot-product test in `tests/numeric`
 //! (`reuse::triangular_forms`, `counted_indices`, `countdown_bands`).
 
-use super::twin_if::{floats, item, run_bits};
+use super::twin_if::{floats, reverse_pair, run_bits};
 use crate::derivative::reverse::without_backward_counters;
-use crate::expand::compile_with_for_tests;
 use crate::ir::interp::{RtArg, RtVal};
 use crate::ir::{BufKind, Function, ParamKind, Ty};
 
@@ -134,28 +133,16 @@ fn counters_run_backwards_and_compute_the_same_bits() {
         ),
     ];
     for (removed, lens, src) in cases {
-        let it = item(src);
-        let counted = compile_with_for_tests("reverse", &it)
-            .expect("compiles")
-            .reverse;
-        let taped = without_backward_counters(|| compile_with_for_tests("reverse", &it))
-            .expect("compiles")
-            .reverse;
-        let shown = || {
-            format!(
-                "{src}\nbackward:\n{}\ntaped:\n{}",
-                crate::ir::printer::print(&counted),
-                crate::ir::printer::print(&taped)
-            )
-        };
-        crate::ir::verify::verify(&counted).unwrap_or_else(|e| panic!("{e}: {}", shown()));
-        assert_eq!(tapes(&counted) + removed, tapes(&taped), "{}", shown());
+        let (counted, taped, shown) = reverse_pair("reverse", src, ["backward", "taped"], |c| {
+            without_backward_counters(c)
+        });
+        assert_eq!(tapes(&counted) + removed, tapes(&taped), "{}", shown);
         if removed == 0 {
             assert_eq!(
                 crate::ir::printer::print(&counted),
                 crate::ir::printer::print(&taped),
                 "not a backward counter, so nothing changes: {}",
-                shown()
+                shown
             );
         }
         // Each buffer and its shadow get the buffer's length; the shadows start nonzero
@@ -178,7 +165,7 @@ fn counters_run_backwards_and_compute_the_same_bits() {
                 run_bits(&counted, &args),
                 run_bits(&taped, &args),
                 "d = {d}: {}",
-                shown()
+                shown
             );
         }
     }

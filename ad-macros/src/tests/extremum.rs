@@ -6,9 +6,8 @@
 //! differences and the dot-product test in `tests/numeric` (`statistics::odd_extremes`,
 //! `row_peaks`, `row_peak_sum`).
 
-use super::twin_if::{item, loops, run_bits};
+use super::twin_if::{loops, reverse_pair, run_bits};
 use crate::derivative::reverse::without_extrema_routed;
-use crate::expand::compile_with_for_tests;
 use crate::ir::interp::{RtArg, RtVal};
 
 #[test]
@@ -100,26 +99,14 @@ fn reductions_lose_their_reverse_loop_and_compute_the_same_bits() {
         &[0.4, -0.3],
     ];
     for (removed, searches, src) in cases {
-        let it = item(src);
-        let routed = compile_with_for_tests("reverse", &it)
-            .expect("compiles")
-            .reverse;
-        let plain = without_extrema_routed(|| compile_with_for_tests("reverse", &it))
-            .expect("compiles")
-            .reverse;
-        let shown = || {
-            format!(
-                "{src}\nrouted:\n{}\nplain:\n{}",
-                crate::ir::printer::print(&routed),
-                crate::ir::printer::print(&plain)
-            )
-        };
-        crate::ir::verify::verify(&routed).unwrap_or_else(|e| panic!("{e}: {}", shown()));
+        let (routed, plain, shown) = reverse_pair("reverse", src, ["routed", "plain"], |c| {
+            without_extrema_routed(c)
+        });
         assert_eq!(
             loops(&routed) + removed,
             loops(&plain) + searches,
             "{}",
-            shown()
+            shown
         );
         for x in inputs {
             let n = x.len();
@@ -155,7 +142,7 @@ fn reductions_lose_their_reverse_loop_and_compute_the_same_bits() {
                 run_bits(&routed, &args),
                 run_bits(&plain, &args),
                 "x = {x:?}: {}",
-                shown()
+                shown
             );
         }
     }

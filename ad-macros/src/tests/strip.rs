@@ -4,9 +4,8 @@
 //! themselves are checked against finite differences and the dot-product test in
 //! `tests/numeric` (`classic::rosenbrock_strips`: 19 iterations, two strips and three more).
 
-use super::twin_if::{floats, item, loops, run_bits};
+use super::twin_if::{floats, loops, reverse_pair, run_bits};
 use crate::derivative::reverse::without_strip_mining;
-use crate::expand::compile_with_for_tests;
 use crate::ir::interp::{RtArg, RtVal};
 
 #[test]
@@ -52,21 +51,11 @@ fn straight_fused_sums_are_strip_mined_and_compute_the_same_bits() {
     ];
     let modes = ["reverse", "reverse, coarsen = off"];
     for ((strips, src), mode) in cases.iter().flat_map(|c| modes.map(|m| (*c, m))) {
-        let it = item(src);
-        let stripped = compile_with_for_tests(mode, &it).expect("compiles").reverse;
-        let single = without_strip_mining(|| compile_with_for_tests(mode, &it))
-            .expect("compiles")
-            .reverse;
-        let shown = || {
-            format!(
-                "{mode}: {src}\nstrip-mined:\n{}\nsingle:\n{}",
-                crate::ir::printer::print(&stripped),
-                crate::ir::printer::print(&single)
-            )
-        };
-        crate::ir::verify::verify(&stripped).unwrap_or_else(|e| panic!("{e}: {}", shown()));
+        let (stripped, single, shown) = reverse_pair(mode, src, ["strip-mined", "single"], |c| {
+            without_strip_mining(c)
+        });
         let added = if strips { 2 } else { 0 };
-        assert_eq!(loops(&stripped), loops(&single) + added, "{}", shown());
+        assert_eq!(loops(&stripped), loops(&single) + added, "{}", shown);
         for n in [1, 2, 3, 7, 8, 9, 10, 15, 16, 17, 25] {
             // x, dx, y, dy, r, seed (as many as the program takes).
             let args = [
@@ -86,7 +75,7 @@ fn straight_fused_sums_are_strip_mined_and_compute_the_same_bits() {
                 run_bits(&stripped, &args),
                 run_bits(&single, &args),
                 "n = {n}: {}",
-                shown()
+                shown
             );
         }
     }

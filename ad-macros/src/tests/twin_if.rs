@@ -14,6 +14,29 @@ pub(super) fn item(src: &str) -> syn::ItemFn {
     syn::parse_str(src).expect("test source parses")
 }
 
+/// The reverse program of `src` in `mode` with a pass on, and with it off (`off` runs the
+/// compilation given to it that way: `|c| without_twin_ifs_merged(c)`), the first checked
+/// by the IR verifier; and a text showing both, named by `names`, for assertion messages.
+pub(super) fn reverse_pair(
+    mode: &str,
+    src: &str,
+    names: [&str; 2],
+    off: impl FnOnce(&dyn Fn() -> Function) -> Function,
+) -> (Function, Function, String) {
+    let it = item(src);
+    let compile = || compile_with_for_tests(mode, &it).expect("compiles").reverse;
+    let (on, other) = (compile(), off(&compile));
+    let shown = format!(
+        "{mode}: {src}\n{}:\n{}\n{}:\n{}",
+        names[0],
+        crate::ir::printer::print(&on),
+        names[1],
+        crate::ir::printer::print(&other)
+    );
+    crate::ir::verify::verify(&on).unwrap_or_else(|e| panic!("{e}: {shown}"));
+    (on, other, shown)
+}
+
 /// The blocks of `f` with two `if`s on the same condition.
 fn twin_ifs(f: &Function) -> usize {
     let mut blocks = vec![f.body];
@@ -101,20 +124,11 @@ fn twin_ifs_merge_and_compute_the_same_bits() {
         ),
     ];
     for (mode, src) in cases {
-        let it = item(src);
-        let merged = compile_with_for_tests(mode, &it).expect("compiles").reverse;
-        let apart = without_twin_ifs_merged(|| compile_with_for_tests(mode, &it))
-            .expect("compiles")
-            .reverse;
-        let shown = || {
-            format!(
-                "{mode}: {src}\nmerged:\n{}\napart:\n{}",
-                crate::ir::printer::print(&merged),
-                crate::ir::printer::print(&apart)
-            )
-        };
-        assert!(twin_ifs(&apart) > 0, "no twin `if`s to merge: {}", shown());
-        assert_eq!(twin_ifs(&merged), 0, "twin `if`s left: {}", shown());
+        let (merged, apart, shown) = reverse_pair(mode, src, ["merged", "apart"], |c| {
+            without_twin_ifs_merged(c)
+        });
+        assert!(twin_ifs(&apart) > 0, "no twin `if`s to merge: {shown}");
+        assert_eq!(twin_ifs(&merged), 0, "twin `if`s left: {shown}");
         let n = 9;
         let args = [
             RtArg::Buf(floats(n, 0.7)),
@@ -128,7 +142,7 @@ fn twin_ifs_merge_and_compute_the_same_bits() {
             run_bits(&merged, &args),
             run_bits(&apart, &args),
             "{}",
-            shown()
+            shown
         );
     }
 }
