@@ -253,6 +253,7 @@ numeric_tests! {
         triangular_forms_match_finite_differences,
         counted_indices_match_finite_differences,
         countdown_bands_match_finite_differences,
+        checkpointed_triangles_match_finite_differences,
         partial_refill_matches_finite_differences,
         overwritten_fill_matches_finite_differences,
         fill_from_outside_matches_finite_differences,

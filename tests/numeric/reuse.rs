@@ -99,6 +99,34 @@ pub fn countdown_bands(band: &[f64], x: &[f64], out: &mut [f64]) {
     }
 }
 
+/// Steps of a packed-triangle update under `revolve(snapshots = 2)`: each step's counter
+/// `li` runs backwards in the reverse sweep of the step as it is replayed.
+#[differentiate(forward, reverse)]
+pub fn checkpointed_triangles(l: &[f64], x0: &[f64], steps: usize) -> f64 {
+    let d = x0.len();
+    let mut x = x0.to_vec();
+    let mut z = vec![0.0; d];
+    #[checkpoint(revolve(snapshots = 2))]
+    for step in 0..steps {
+        let mut li = step % 2;
+        for c in 0..d {
+            for r in c + 1..d {
+                z[r] += l[li] * x[c];
+                li += 1;
+            }
+        }
+        for j in 0..d {
+            x[j] = (x[j] + 0.1 * z[j]).sin();
+            z[j] = 0.5 * z[j];
+        }
+    }
+    let mut s = 0.0;
+    for j in 0..d {
+        s += x[j] * x[j];
+    }
+    s
+}
+
 /// A scratch buffer refilled every round except its first element, then read in full:
 /// `buf[0]` still holds the first fill's value.
 #[differentiate(forward, reverse, wrt(x, w))]
@@ -255,6 +283,27 @@ pub fn countdown_bands_match_finite_differences() {
             let mut out = s[2].to_vec();
             countdown_bands_rev(s[0], &mut gb, s[1], &mut gx, &mut out, &mut gout);
             (primal(p), cat(&[&gb, &gx, &gout]))
+        },
+        tols: TOLS,
+    });
+}
+
+pub fn checkpointed_triangles_match_finite_differences() {
+    let (nl, d, steps) = (11, 5, 7);
+    let point = cat(&[&data(nl, 0.5), &data(d, 1.5)]);
+    check_fwd_rev(&Case {
+        name: "checkpointed_triangles",
+        x: &point,
+        primal: &|p| vec![checkpointed_triangles(&p[..nl], &p[nl..], steps)],
+        jvp: &|p, v| {
+            let (y, dy) =
+                checkpointed_triangles_fwd(&p[..nl], &v[..nl], &p[nl..], &v[nl..], steps);
+            (vec![y], vec![dy])
+        },
+        vjp: &|p, w| {
+            let (mut gl, mut gx) = (zeros(nl), zeros(d));
+            let y = checkpointed_triangles_rev(&p[..nl], &mut gl, &p[nl..], &mut gx, steps, w[0]);
+            (vec![y], cat(&[&gl, &gx]))
         },
         tols: TOLS,
     });
