@@ -187,6 +187,7 @@ numeric_tests! {
     parallel_rows: [
         heat2d_rows_parallel_equal_serial,
         burgers2d_rows_parallel_equal_serial,
+        packed_rows_par_matches_finite_differences,
     ],
     /// Branches, data-dependent loops, `match`, `loop`/`break`/`continue`, early `return`.
     control_flow: [

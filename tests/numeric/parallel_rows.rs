@@ -1,7 +1,8 @@
 //! The user's rayon loops over the rows of a flat 2-D grid (`par_chunks_mut(n)`): a heat
 //! step and a periodic Burgers step, each beside the same computation as serial loops,
 //! with the checks of `parallel.rs` (equal gradients, 1/2/8 threads, finite differences,
-//! the dot-product test).
+//! the dot-product test); and a parallel loop whose body walks a packed triangle with a
+//! counter.
 
 use super::differentiate;
 use super::parallel::{same_on_1_2_8_threads, Across};
@@ -109,6 +110,62 @@ pub fn heat2d_rows_parallel_equal_serial() {
             (out, du)
         },
         tols: TOLS,
+    });
+}
+
+/// Per output element, in parallel: a packed lower triangle walked by a counter `li` from
+/// `p % 3`, through a chain of `tanh`s. The coarse reverse sweep runs `li` backwards from
+/// its final value in each element's adjoint (`analysis::reuse::Backward`).
+#[differentiate(forward, reverse)]
+pub fn packed_rows_par(l: &[f64], x: &[f64], out: &mut [f64]) -> f64 {
+    let d = x.len();
+    out.par_iter_mut().enumerate().for_each(|(p, o)| {
+        let mut li = p % 3;
+        let mut acc = 0.0;
+        for c in 0..d {
+            for r in c + 1..d {
+                acc += l[li] * x[c] * x[r].cos();
+                li += 1;
+            }
+            acc = acc.tanh();
+        }
+        *o = acc;
+    });
+    out.par_iter().map(|v| v * v).sum()
+}
+
+pub fn packed_rows_par_matches_finite_differences() {
+    // `li` reaches 2 + d(d − 1)/2 − 1 = 11.
+    let (nl, d, m) = (12, 5, 6);
+    let point: Vec<f64> = (0..nl + d).map(|k| (0.37 * k as f64).sin() + 0.2).collect();
+    let primal = |p: &[f64]| {
+        let mut out = zeros(m);
+        let s = packed_rows_par(&p[..nl], &p[nl..], &mut out);
+        out.push(s);
+        out
+    };
+    check_fwd_rev(&Case {
+        name: "packed_rows_par",
+        x: &point,
+        primal: &primal,
+        jvp: &|p, v| {
+            let (mut out, mut dout) = (zeros(m), zeros(m));
+            let (s, ds) = packed_rows_par_fwd(&p[..nl], &v[..nl], &p[nl..], &v[nl..], &mut out, &mut dout);
+            out.push(s);
+            dout.push(ds);
+            (out, dout)
+        },
+        vjp: &|p, w| {
+            let (mut gl, mut gx, mut out, mut dout) = (zeros(nl), zeros(d), zeros(m), w[..m].to_vec());
+            packed_rows_par_rev(&p[..nl], &mut gl, &p[nl..], &mut gx, &mut out, &mut dout, w[m]);
+            (primal(p), cat(&[&gl, &gx]))
+        },
+        tols: TOLS,
+    });
+    same_on_1_2_8_threads("packed_rows_par", Across::Bitwise, || {
+        let (mut gl, mut gx, mut out, mut dout) = (zeros(nl), zeros(d), zeros(m), vec![0.5; m]);
+        let v = packed_rows_par_rev(&point[..nl], &mut gl, &point[nl..], &mut gx, &mut out, &mut dout, 1.0);
+        (v, gl, gx)
     });
 }
 
