@@ -248,12 +248,14 @@ numeric_tests! {
         logistic_map_matches_finite_differences,
     ],
     /// Values rebuilt instead of taped: a scratch row filled by an earlier loop (ADBench
-    /// GMM's triangular forms), stores read back, counters stepped by an invariant; and two
-    /// near-fills that must not be reused.
+    /// GMM's triangular forms), stores read back, counters stepped by an invariant, values
+    /// the same in every iteration (saved once); and two near-fills that must not be reused.
     reuse: [
         triangular_forms_match_finite_differences,
         counted_indices_match_finite_differences,
         countdown_bands_match_finite_differences,
+        repeated_triangles_match_finite_differences,
+        fixed_weights_match_finite_differences,
         checkpointed_triangles_match_finite_differences,
         partial_refill_matches_finite_differences,
         overwritten_fill_matches_finite_differences,

@@ -2,7 +2,8 @@
 //! buffer that an earlier loop filled (re-evaluated at the reader's index), loads of what
 //! the same iteration just stored, re-reads of a local buffer nothing writes any more, and
 //! integer counters stepped by an invariant amount (also counters that an inner loop steps,
-//! run backwards in the reverse sweep). The `fine` copy tapes all of them; both
+//! run backwards in the reverse sweep), and values that are the same in every iteration
+//! (saved once). The `fine` copy tapes all of them; both
 //! are checked against finite differences, the dot-product identity and each other.
 //!
 //! The last two functions look like fills but are not (the refill skips an element, or a
@@ -96,6 +97,46 @@ pub fn countdown_bands(band: &[f64], x: &[f64], out: &mut [f64]) {
             }
         }
         out[p] = acc * acc;
+    }
+}
+
+/// A packed-triangle update redone in every round from the same start, each round's sum
+/// stored in `out`: the counter's final value, where the reverse sweep of each round starts
+/// it backwards, is the same in every round, so the coarse copy saves it once (one slot)
+/// instead of once per round.
+#[differentiate(forward, reverse)]
+pub fn repeated_triangles(l: &[f64], x: &[f64], out: &mut [f64]) {
+    let d = x.len();
+    let mut z = vec![0.0; d];
+    for i in 0..out.len() {
+        for j in 0..d {
+            z[j] = x[j] * (i as f64 + 1.0);
+        }
+        let mut li = 0;
+        for c in 0..d {
+            for r in c + 1..d {
+                z[r] += l[li] * x[c];
+                li += 1;
+            }
+        }
+        let mut s = out[i];
+        for j in 0..d {
+            s += (z[j] * z[j]).sin();
+        }
+        out[i] = s;
+    }
+}
+
+/// Each output scaled by a weight that an inner loop sums over a fixed range: the weight
+/// is the same in every iteration, and the coarse copy saves it once.
+#[differentiate(forward, reverse)]
+pub fn fixed_weights(x: &[f64], out: &mut [f64], m: usize) {
+    for i in 0..x.len() {
+        let mut w = 0.0;
+        for j in 0..m {
+            w += ((j + 1) as f64).sqrt() * 0.5;
+        }
+        out[i] = w * x[i].sin() + out[i] * x[i];
     }
 }
 
@@ -286,6 +327,69 @@ pub fn countdown_bands_match_finite_differences() {
         },
         tols: TOLS,
     });
+}
+
+pub fn repeated_triangles_match_finite_differences() {
+    let d = 5;
+    let nl = d * (d - 1) / 2;
+    for rounds in [0, 1, 3] {
+        let lens = [nl, d, rounds];
+        let point = cat(&[&data(nl, 0.5), &data(d, 1.5), &data(rounds, 2.5)]);
+        let primal = |p: &[f64]| {
+            let s = split(p, &lens);
+            let mut out = s[2].to_vec();
+            repeated_triangles(s[0], s[1], &mut out);
+            out
+        };
+        check_fwd_rev(&Case {
+            name: "repeated_triangles",
+            x: &point,
+            primal: &primal,
+            jvp: &|p, v| {
+                let (s, t) = (split(p, &lens), split(v, &lens));
+                let (mut out, mut dout) = (s[2].to_vec(), t[2].to_vec());
+                repeated_triangles_fwd(s[0], t[0], s[1], t[1], &mut out, &mut dout);
+                (out, dout)
+            },
+            vjp: &|p, w| {
+                let s = split(p, &lens);
+                let (mut gl, mut gx, mut gout) = (zeros(nl), zeros(d), w.to_vec());
+                let mut out = s[2].to_vec();
+                repeated_triangles_rev(s[0], &mut gl, s[1], &mut gx, &mut out, &mut gout);
+                (primal(p), cat(&[&gl, &gx, &gout]))
+            },
+            tols: TOLS,
+        });
+    }
+}
+
+pub fn fixed_weights_match_finite_differences() {
+    let n = 6;
+    let point = cat(&[&data(n, 0.5), &data(n, 1.5)]);
+    for m in [0, 1, 4] {
+        let primal = |p: &[f64]| {
+            let mut out = p[n..].to_vec();
+            fixed_weights(&p[..n], &mut out, m);
+            out
+        };
+        check_fwd_rev(&Case {
+            name: "fixed_weights",
+            x: &point,
+            primal: &primal,
+            jvp: &|p, v| {
+                let (mut out, mut dout) = (p[n..].to_vec(), v[n..].to_vec());
+                fixed_weights_fwd(&p[..n], &v[..n], &mut out, &mut dout, m);
+                (out, dout)
+            },
+            vjp: &|p, w| {
+                let (mut gx, mut gout) = (zeros(n), w.to_vec());
+                let mut out = p[n..].to_vec();
+                fixed_weights_rev(&p[..n], &mut gx, &mut out, &mut gout, m);
+                (primal(p), cat(&[&gx, &gout]))
+            },
+            tols: TOLS,
+        });
+    }
 }
 
 pub fn checkpointed_triangles_match_finite_differences() {

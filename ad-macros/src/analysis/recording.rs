@@ -4,9 +4,16 @@
 //! sweep in a scalar slot or in a direct-indexed tape of the innermost enclosing loop.
 
 use crate::analysis::activity::Activity;
-use crate::analysis::reuse::Reuse;
+use crate::analysis::reuse::{same_every_time, Reuse};
 use crate::ir::*;
 use std::collections::{BTreeMap, BTreeSet};
+
+#[cfg(test)]
+thread_local! {
+    /// Set by [`crate::derivative::reverse::without_same_slots`]: values that are the same
+    /// in every iteration are taped like the others.
+    pub(crate) static SAME_SLOTS_OFF: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
 
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub enum Storage {
@@ -18,7 +25,8 @@ pub enum Storage {
     Recompute,
     /// Saved in a tape slot of this loop, indexed by the loop's iteration.
     Tape(Inst),
-    /// Saved in one scalar slot (defined inside a branch, outside any loop).
+    /// Saved in one scalar slot: defined inside a branch outside any loop, or the same in
+    /// every iteration of its loops (see `Planner::save_site`).
     Slot,
     /// Equal to this other value (a load of what was just stored or loaded).
     Alias(Value),
@@ -521,9 +529,33 @@ impl<'a> Planner<'a> {
                 return Storage::Row(l);
             }
         }
-        match self.structure.enclosing_loop(f, block) {
-            Some(l) => Storage::Tape(l),
-            None => Storage::Slot,
+        self.save_site(v, block)
+    }
+
+    /// Where `v`, defined in `block`, is saved: one slot when it is outside every loop, or
+    /// when it is the same in every iteration ([`same_every_time`]) of loops that run in
+    /// order on one thread (the slot is a variable of the function); else the tape of its
+    /// innermost loop.
+    fn save_site(&self, v: Value, block: Block) -> Storage {
+        let f = self.f;
+        let Some(l) = self.structure.enclosing_loop(f, block) else {
+            return Storage::Slot;
+        };
+        let serial = || {
+            self.structure.chain(f.def_inst(v)).iter().all(|c| {
+                !f.parallel.contains_key(c)
+                    && !f.checkpoints.contains_key(c)
+                    && !self.steps.contains(c)
+            })
+        };
+        #[cfg(test)]
+        if SAME_SLOTS_OFF.with(|o| o.get()) {
+            return Storage::Tape(l);
+        }
+        if self.budget > 0 && same_every_time(f, &self.structure, v) && serial() {
+            Storage::Slot
+        } else {
+            Storage::Tape(l)
         }
     }
 
@@ -629,10 +661,7 @@ impl<'a> Planner<'a> {
         if chain.iter().any(|l| self.steps.contains(l)) {
             return self.need(v);
         }
-        let s = match self.structure.enclosing_loop(f, block) {
-            Some(l) => Storage::Tape(l),
-            None => Storage::Slot,
-        };
+        let s = self.save_site(v, block);
         match self.storage.get(&v) {
             Some(Storage::Tape(_) | Storage::Slot) => {}
             // Already planned another way (recomputed for another reader): saving it

@@ -294,6 +294,78 @@ fn reaches(f: &Function, structure: &Structure, v: Value, p: Value, lp: Inst) ->
     false
 }
 
+/// Whether every execution of `v`'s definition yields the same value: `v` is computed by
+/// arithmetic, and by loops without exits whose bounds and starting values are of the same
+/// kind, from values defined outside every loop, with no buffer reads. Such a value needs
+/// one saved copy, not one per iteration: the final value of a backward counter restarted
+/// at `d` in each iteration of an outer loop (`li` after `for c in 0..d { for r in c + 1..d
+/// { li += 1 } }`) is the same for every point and component of GMM.
+pub fn same_every_time(f: &Function, structure: &Structure, v: Value) -> bool {
+    let mut budget = 64;
+    fixed(f, structure, v, &HashSet::new(), &mut budget)
+}
+
+/// [`same_every_time`], with `known` the values of the loops being followed (their
+/// indices and parameters, which vary only within one execution of the loop); `budget`
+/// bounds the values visited (beyond it the answer is no).
+fn fixed(
+    f: &Function,
+    structure: &Structure,
+    v: Value,
+    known: &HashSet<Value>,
+    budget: &mut u32,
+) -> bool {
+    if known.contains(&v) {
+        return true;
+    }
+    let ValueDef::Result(i, _) = f.value(v).def else {
+        return false;
+    };
+    let block = structure.inst_block[i.index()].expect("placed instruction");
+    if structure.enclosing_loop(f, block).is_none() {
+        return true;
+    }
+    if *budget == 0 {
+        return false;
+    }
+    *budget -= 1;
+    let mut all = |vs: Vec<Value>, known: &HashSet<Value>| {
+        vs.into_iter()
+            .all(|w| fixed(f, structure, w, known, budget))
+    };
+    match &f.inst(i).kind {
+        InstKind::FConst(_) | InstKind::IConst(_) | InstKind::BConst(_) | InstKind::Param(_) => {
+            true
+        }
+        InstKind::Unary(..) | InstKind::Binary(..) | InstKind::Cast { .. } | InstKind::Math(..) => {
+            all(f.operands(i), known)
+        }
+        InstKind::For {
+            range,
+            index,
+            params,
+            inits,
+            body,
+            exit,
+        } if exit.is_empty() => {
+            let outer = [range.start, range.end]
+                .into_iter()
+                .chain(range.step)
+                .chain(inits.iter().copied());
+            if !all(outer.collect(), known) {
+                return false;
+            }
+            // Every parameter's next value, from the loop's own values: then each
+            // execution of the loop runs the same iterations on the same numbers.
+            let mut inner = known.clone();
+            inner.insert(*index);
+            inner.extend(params.iter().copied());
+            all(f.block(*body).yields.clone(), &inner)
+        }
+        _ => false,
+    }
+}
+
 /// Whether two range bounds are the same number: one value, or equal integer constants.
 pub(crate) fn same_bound(f: &Function, a: Value, b: Value) -> bool {
     let konst = |v: Value| match f.value(v).def {

@@ -8,5 +8,6 @@ mod fused;
 mod ir_snapshots;
 mod program_gen;
 mod random_programs;
+mod same_slots;
 mod strip;
 mod twin_if;

@@ -73,6 +73,18 @@ pub fn without_backward_counters<R>(compile: impl FnOnce() -> R) -> R {
     r
 }
 
+/// Runs `compile` with values that are the same in every iteration of their loops taped
+/// per iteration (no one-slot saves, see `Planner::save_site`), for tests that compare the
+/// two programs.
+#[cfg(test)]
+pub fn without_same_slots<R>(compile: impl FnOnce() -> R) -> R {
+    use crate::analysis::recording::SAME_SLOTS_OFF;
+    SAME_SLOTS_OFF.with(|o| o.set(true));
+    let r = compile();
+    SAME_SLOTS_OFF.with(|o| o.set(false));
+    r
+}
+
 /// Runs `compile` with fused sums left as single loops (`strip`), for tests that compare
 /// the strip-mined program with the plain one.
 #[cfg(test)]

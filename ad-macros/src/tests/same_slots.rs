@@ -1,0 +1,187 @@
+//! Values that are the same in every iteration of their loops (`analysis::reuse::
+//! same_every_time`) are saved in one slot instead of a tape per iteration: which values
+//! qualify, and that the reverse program computes the same bits as the one that tapes them
+//! (through the IR interpreter). The derivatives of such programs are checked against
+//! finite differences and the dot-product test in `tests/numeric` (`reuse::fixed_weights`,
+//! `reuse::repeated_triangles` and the ADBench GMM tests).
+
+use super::twin_if::{floats, reverse_pair, run_bits};
+use crate::derivative::reverse::without_same_slots;
+use crate::ir::interp::{RtArg, RtVal};
+use crate::ir::{BufKind, Function, ParamKind, Ty};
+
+fn tapes(f: &Function) -> usize {
+    f.bufs.iter().filter(|b| b.kind == BufKind::Tape).count()
+}
+
+#[test]
+fn values_fixed_across_iterations_take_one_slot_and_compute_the_same_bits() {
+    // (tapes removed, buffer lengths in parameter order, source).
+    let cases: [(usize, &[usize], &str); 7] = [
+        // GMM's packed triangle, redone in each round from the same start: the counter's
+        // final value (where its reverse sweep starts) is the same every round.
+        (
+            1,
+            &[10, 5, 3],
+            "fn f(l: &[f64], x: &[f64], out: &mut [f64], d: usize) -> f64 {
+                let mut z = vec![0.0; d];
+                for i in 0..out.len() {
+                    for j in 0..d {
+                        z[j] = x[j] * (i as f64 + 1.0);
+                    }
+                    let mut li = 0;
+                    for c in 0..d {
+                        for r in c + 1..d {
+                            z[r] += l[li] * x[c];
+                            li += 1;
+                        }
+                    }
+                    let mut s = 0.0;
+                    for j in 0..d {
+                        s += z[j] * z[j];
+                    }
+                    out[i] = s;
+                }
+                out[0] * out[2]
+            }",
+        ),
+        // A float weight summed by an inner loop over a fixed range: the same in every
+        // iteration of the outer loop, where the reverse sweep reads it as a coefficient.
+        (
+            1,
+            &[6, 6],
+            "fn f(x: &[f64], out: &mut [f64], m: usize) -> f64 {
+                for i in 0..x.len() {
+                    let mut w = 0.0;
+                    for j in 0..m {
+                        w += ((j + 1) as f64).sqrt() * 0.5;
+                    }
+                    out[i] = w * x[i].sin();
+                }
+                out[0] * out[x.len() - 1]
+            }",
+        ),
+        // Not one: the inner range depends on the outer index.
+        (
+            0,
+            &[6, 6],
+            "fn f(x: &[f64], out: &mut [f64], m: usize) -> f64 {
+                for i in 0..x.len() {
+                    let mut w = 0.0;
+                    for j in 0..m + i {
+                        w += ((j + 1) as f64).sqrt() * 0.5;
+                    }
+                    out[i] = w * x[i].sin();
+                }
+                out[0] * out[x.len() - 1]
+            }",
+        ),
+        // Not one: the sum reads a buffer.
+        (
+            0,
+            &[6, 6, 8],
+            "fn f(x: &[f64], out: &mut [f64], idx: &[usize], m: usize) -> f64 {
+                for i in 0..x.len() {
+                    let mut t = 0;
+                    for j in 0..m {
+                        t += idx[j] % 3;
+                    }
+                    out[i] = (t as f64 + 0.5) * x[i].sin();
+                }
+                out[0] * out[x.len() - 1]
+            }",
+        ),
+        // Not one: the inner loop may stop early.
+        (
+            0,
+            &[6, 6],
+            "fn f(x: &[f64], out: &mut [f64], m: usize) -> f64 {
+                for i in 0..x.len() {
+                    let mut w = 0.0;
+                    for j in 0..m {
+                        if j * j > m {
+                            break;
+                        }
+                        w += ((j + 1) as f64).sqrt() * 0.5;
+                    }
+                    out[i] = w * x[i].sin();
+                }
+                out[0] * out[x.len() - 1]
+            }",
+        ),
+        // Not one: a parameter of the inner loop that the kept one reads is stepped by a
+        // value of the outer loop.
+        (
+            0,
+            &[6, 6],
+            "fn f(x: &[f64], out: &mut [f64], m: usize) -> f64 {
+                for i in 0..x.len() {
+                    let mut w = 0.0;
+                    let mut v = 1.0;
+                    for j in 0..m {
+                        w += v * 0.5;
+                        v += i as f64;
+                    }
+                    out[i] = w * x[i].sin();
+                }
+                out[0] * out[x.len() - 1]
+            }",
+        ),
+        // Not one: in a rayon loop, whose iterations run on several threads.
+        (
+            0,
+            &[6, 6],
+            "fn f(x: &[f64], out: &mut [f64], m: usize) -> f64 {
+                out.par_iter_mut().enumerate().for_each(|(i, o)| {
+                    let mut w = 0.0;
+                    for j in 0..m {
+                        w += ((j + 1) as f64).sqrt() * 0.5;
+                    }
+                    *o = w * x[i].sin();
+                });
+                out[0] * out[x.len() - 1]
+            }",
+        ),
+    ];
+    for (removed, lens, src) in cases {
+        let (slots, taped, shown) = reverse_pair("reverse", src, ["one slot", "taped"], |c| {
+            without_same_slots(c)
+        });
+        assert_eq!(tapes(&slots) + removed, tapes(&taped), "{}", shown);
+        if removed == 0 {
+            assert_eq!(
+                crate::ir::printer::print(&slots),
+                crate::ir::printer::print(&taped),
+                "nothing is the same in every iteration, so nothing changes: {}",
+                shown
+            );
+        }
+        // Each float buffer and its shadow get the buffer's length (an index buffer has no
+        // shadow); the shadows start nonzero (they accumulate).
+        for m in [5_i64, 4, 0] {
+            let mut args = Vec::new();
+            let mut k = 0;
+            for p in &slots.params {
+                match p.kind {
+                    ParamKind::Buffer { buf, .. } if slots.buf(buf).elem == Ty::Int => {
+                        let n = lens[lens.len() - 1] as i64;
+                        args.push(RtArg::IntBuf((0..n).map(|j| j * 7 % 5).collect()));
+                    }
+                    ParamKind::Buffer { .. } => {
+                        let n = lens[k / 2];
+                        args.push(RtArg::Buf(floats(n, 0.7 + k as f64)));
+                        k += 1;
+                    }
+                    ParamKind::Scalar(Ty::Int) => args.push(RtArg::Scalar(RtVal::I(m))),
+                    _ => args.push(RtArg::Scalar(RtVal::F(1.3))),
+                }
+            }
+            assert_eq!(
+                run_bits(&slots, &args),
+                run_bits(&taped, &args),
+                "m = {m}: {}",
+                shown
+            );
+        }
+    }
+}
