@@ -3,6 +3,7 @@
 
 use core::ops::{Index, IndexMut};
 use core::ptr::NonNull;
+use core::slice::SliceIndex;
 use std::alloc::Layout;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -476,18 +477,20 @@ mod pool {
     }
 }
 
-impl<T> Index<usize> for Tape<T> {
-    type Output = T;
+/// Slots by position (`tape[k]`) or by range (`&mut tape[a..b]`, the index windows of the
+/// generated code), as in a slice of the first `len()` slots.
+impl<T, I: SliceIndex<[T]>> Index<I> for Tape<T> {
+    type Output = I::Output;
     #[inline]
-    fn index(&self, i: usize) -> &T {
+    fn index(&self, i: I) -> &I::Output {
         // SAFETY: the first `len` slots are initialized and owned by the tape.
         unsafe { &core::slice::from_raw_parts(self.ptr.as_ptr(), self.len)[i] }
     }
 }
 
-impl<T> IndexMut<usize> for Tape<T> {
+impl<T, I: SliceIndex<[T]>> IndexMut<I> for Tape<T> {
     #[inline]
-    fn index_mut(&mut self, i: usize) -> &mut T {
+    fn index_mut(&mut self, i: I) -> &mut I::Output {
         // SAFETY: as in `index`, and `&mut self` makes the access unique.
         unsafe { &mut core::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len)[i] }
     }

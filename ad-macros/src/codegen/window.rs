@@ -24,8 +24,11 @@
 //! (its other reads stay as they are). A buffer written in the loop gets one mutable
 //! window, and only if every access to it in the loop (nested loops included) is one of
 //! these accesses with the same `base`. Loops in parallel bodies (whose buffers are
-//! rebound to owned chunks) and in checkpointing closures are left alone, as are tapes,
-//! scratch slots and two-dimensional buffers.
+//! rebound to owned chunks) and in checkpointing closures are left alone, as are scratch
+//! slots and two-dimensional buffers (the tapes of loops nested in parallel loops among
+//! them). A one-dimensional tape is windowed like a buffer: a loop over a plain range
+//! saves iteration `t` at `k₀ + (t − s)` and its reverse reads slot `base + t`
+//! (`derivative::reverse`), after the tape was sized for the loop.
 
 use crate::derivative::reverse::{int_const, is_checkpoint};
 use crate::ir::*;
@@ -224,7 +227,7 @@ fn plan_loop(f: &Function, l: Inst, w: &mut Windows) {
             && data.rank == 1
             && matches!(
                 data.kind,
-                BufKind::Param(_) | BufKind::Local | BufKind::Shadow
+                BufKind::Param(_) | BufKind::Local | BufKind::Shadow | BufKind::Tape
             )
             && !f.scatter.contains_key(&i);
         cx.counter.set(false);

@@ -40,6 +40,14 @@ impl Rev<'_> {
             _ => None,
         };
         let backward = self.backward_counters(b, i)?;
+        // The loop's slots are the last `trip` before the counter: reversed iteration t
+        // (the forward sweep's t-th) reads slot `base + t`, affine in t, so its tapes get
+        // index windows (`codegen::window`); the counter is moved back once, after the loop.
+        let base = self.counter.get(&i).copied().map(|c| {
+            let end = b.get(c);
+            let tr = b.int_like(trip, end);
+            (c, b.sub(end, tr))
+        });
         let zero = b.iconst(0);
         let ni = b.reserve();
         let t = b
@@ -48,11 +56,9 @@ impl Rev<'_> {
         let nb = b.func.new_block();
         let r: Result<(), String> = b.in_block(nb, |b| {
             self.memo.push(HashMap::new());
-            if let Some(c) = self.counter.get(&i).copied() {
-                let k = b.get(c);
-                let one = b.iconst(1);
-                let idx = b.sub(k, one);
-                b.set(c, idx);
+            if let Some((_, base)) = base {
+                let t = b.int_like(t, base);
+                let idx = b.add(base, t);
                 self.iteration.insert(i, idx);
             }
             if let Some((s, e, st, rev)) = range_vals {
@@ -95,6 +101,9 @@ impl Rev<'_> {
             },
             vec![tr],
         );
+        if let Some((c, base)) = base {
+            b.set(c, base);
+        }
         self.flush_carries(b, &inits, &carry);
         self.unprivatize(b, private);
         Ok(())

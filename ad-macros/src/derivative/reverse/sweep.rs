@@ -183,6 +183,12 @@ impl Rev<'_> {
             }
         }
         // Size the tapes once at loop entry when the trip count is bounded by the range.
+        // A loop over a plain range (not a fused sum, which moves its counter back in each
+        // iteration) saves iteration `j` at `k₀ + (j − start)`, with `k₀` the counter at
+        // entry, and moves the counter past its slots once, after the loop: the index is
+        // affine in `j`, so the tape gets an index window like any buffer
+        // (`codegen::window`), and no counter is stepped in the loop.
+        let mut entry = None;
         if let (Some(c), InstKind::For { range, .. }) = (counter, &data.kind) {
             let tapes: Vec<Buf> = self.tapes_of(i);
             let (s, e) = (self.m.v(range.start), self.m.v(range.end));
@@ -203,6 +209,9 @@ impl Rev<'_> {
                     Some(p) => b.stmt(InstKind::TapeEnsureRow(t, self.iteration[p], total)),
                     None => b.stmt(InstKind::TapeEnsure(t, total)),
                 };
+            }
+            if range.step.is_none() && !range.rev && !self.fused.contains_key(&i) {
+                entry = Some((c, k, s, total));
             }
         }
         let tangent_cells = match self.plain {
@@ -253,7 +262,12 @@ impl Rev<'_> {
                     self.parallel_counters(b, i, false);
                 }
             }
-            if let Some(c) = counter {
+            if let (Some((_, k0, s, _)), Some(j)) = (entry, new_index) {
+                let off = b.sub(j, s);
+                let off = b.int_like(off, k0);
+                let k = b.add(k0, off);
+                self.iteration.insert(i, k);
+            } else if let Some(c) = counter {
                 let k = b.get(c);
                 let one = b.iconst(1);
                 let next = b.add(k, one);
@@ -334,6 +348,16 @@ impl Rev<'_> {
             ));
         }
         b.finish(ni, kind, results.clone());
+        if let Some((c, k0, _, total)) = entry {
+            let next = if exit.is_empty() {
+                total
+            } else {
+                let trip = *results.last().expect("loops count their trips");
+                let trip = b.int_like(trip, k0);
+                b.add(k0, trip)
+            };
+            b.set(c, next);
+        }
         if self.fused.contains_key(&i) && !self.plain {
             self.fused_out.insert(ni);
         }

@@ -119,18 +119,28 @@ pub fn bgd_rmse_rev(
         let mut _gb_33 = 0.0f64;
         let _w_x_37_0 = if _m_6 > 0 { &x[0.._m_6] } else { &x[..0] };
         let _w_y_37_1 = if _m_6 > 0 { &y[0.._m_6] } else { &y[..0] };
+        let _w_tape_v22_37_2 = if _m_6 > 0 {
+            &mut _tape_v22_2[_v25..usize::wrapping_add(_v25, (_m_6 - 0) as usize)]
+        } else {
+            &mut _tape_v22_2[..0]
+        };
+        let _w_tape_v27_37_3 = if _m_6 > 0 {
+            &mut _tape_v27_3[_v25..usize::wrapping_add(_v25, (_m_6 - 0) as usize)]
+        } else {
+            &mut _tape_v27_3[..0]
+        };
         for _i_34 in 0.._m_6 {
-            let _v35 = _iter_0;
-            let _v37 = _v35 + 1;
-            _iter_0 = _v37;
+            let _v35 = _i_34 - 0;
+            let _v36 = ::phidiff::__private::int_like(_v35, _v25);
+            let _v37 = _v25 + _v36;
             let _v38 = _w_x_37_0[_i_34];
-            _tape_v22_2[_v35] = _v38;
+            _w_tape_v22_37_2[_i_34 as usize] = _v38;
             let _v39 = _w_14 * _v38;
             let _v40 = _v39 + _b_15;
             let _v41 = _w_y_37_1[_i_34];
             let _e_42 = _v40 - _v41;
             let _v43 = _w_x_37_0[_i_34];
-            _tape_v27_3[_v35] = _v43;
+            _w_tape_v27_37_3[_i_34 as usize] = _v43;
             let _v44 = _e_42 * _v43;
             let _v45 = _gw_32 + _v44;
             let _v46 = _gb_33 + _e_42;
@@ -138,6 +148,7 @@ pub fn bgd_rmse_rev(
         }
         let _gw_47 = _gw_32;
         let _gb_48 = _gb_33;
+        _iter_0 = _v31;
         _tape_gw_4[_v19] = _gw_47;
         _tape_gb_5[_v19] = _gb_48;
         let _v50 = r * _gw_47;
@@ -173,22 +184,33 @@ pub fn bgd_rmse_rev(
     let mut _sq_80 = 0.0f64;
     let _w_x_82_0 = if _m_6 > 0 { &x[0.._m_6] } else { &x[..0] };
     let _w_y_82_1 = if _m_6 > 0 { &y[0.._m_6] } else { &y[..0] };
+    let _w_tape_v59_82_2 = if _m_6 > 0 {
+        &mut _tape_v59_6[_v73..usize::wrapping_add(_v73, (_m_6 - 0) as usize)]
+    } else {
+        &mut _tape_v59_6[..0]
+    };
+    let _w_tape_e_82_3 = if _m_6 > 0 {
+        &mut _tape_e_7[_v73..usize::wrapping_add(_v73, (_m_6 - 0) as usize)]
+    } else {
+        &mut _tape_e_7[..0]
+    };
     for _i_81 in 0.._m_6 {
-        let _v82 = _iter_2;
-        let _v84 = _v82 + 1;
-        _iter_2 = _v84;
+        let _v82 = _i_81 - 0;
+        let _v83 = ::phidiff::__private::int_like(_v82, _v73);
+        let _v84 = _v73 + _v83;
         let _v85 = _w_x_82_0[_i_81];
-        _tape_v59_6[_v82] = _v85;
+        _w_tape_v59_82_2[_i_81 as usize] = _v85;
         let _v86 = _w_66 * _v85;
         let _v87 = _v86 + _b_67;
         let _v88 = _w_y_82_1[_i_81];
         let _e_89 = _v87 - _v88;
-        _tape_e_7[_v82] = _e_89;
+        _w_tape_e_82_3[_i_81 as usize] = _e_89;
         let _v90 = _e_89 * _e_89;
         let _v91 = _sq_80 + _v90;
         _sq_80 = _v91;
     }
     let _sq_92 = _sq_80;
+    _iter_2 = _v79;
     let _v94 = _sq_92 * _inv_m_9;
     let _v95 = _v94.sqrt();
     let mut _adj_r_3 = (-0.0f64);
@@ -216,52 +238,77 @@ pub fn bgd_rmse_rev(
     } else {
         0
     };
-    for _rev_t_117 in (0.._v115).rev() {
-        let _v118 = _iter_2;
-        let _v120 = _v118 - 1;
-        _iter_2 = _v120;
+    let _v116 = _iter_2;
+    let _v117 = ::phidiff::__private::int_like(_v115, _v116);
+    let _v118 = _v116 - _v117;
+    let _w_tape_v59_134_0 = if _v115 > 0 {
+        &_tape_v59_6[_v118..usize::wrapping_add(_v118, (_v115 - 0) as usize)]
+    } else {
+        &_tape_v59_6[..0]
+    };
+    let _w_tape_e_134_1 = if _v115 > 0 {
+        &_tape_e_7[_v118..usize::wrapping_add(_v118, (_v115 - 0) as usize)]
+    } else {
+        &_tape_e_7[..0]
+    };
+    for _rev_t_120 in (0.._v115).rev() {
+        let _v121 = ::phidiff::__private::int_like(_rev_t_120, _v118);
+        let _v122 = _v118 + _v121;
         let mut _adj_sq_12 = (-0.0f64);
         let mut _adj_v60_13 = (-0.0f64);
         let mut _adj_v61_14 = (-0.0f64);
         let mut _adj_e_15 = (-0.0f64);
         let mut _adj_v64_16 = (-0.0f64);
         let mut _adj_v65_17 = (-0.0f64);
-        let _v128 = _carry_9;
-        _adj_v65_17 += _v128;
-        let _v129 = _adj_v65_17;
-        _adj_sq_12 += _v129;
-        _adj_v64_16 += _v129;
-        let _v130 = _adj_v64_16;
-        let _v131 = _tape_e_7[_v120];
-        let _v132 = _v130 * _v131;
-        _adj_e_15 += _v132;
-        let _v133 = _v130 * _v131;
-        _adj_e_15 += _v133;
-        let _v134 = _adj_e_15;
-        _adj_v61_14 += _v134;
-        let _v135 = _adj_v61_14;
-        _adj_v60_13 += _v135;
-        _acc_11 += _v135;
-        let _v136 = _adj_v60_13;
-        let _v137 = _tape_v59_6[_v120];
-        let _v138 = _v136 * _v137;
-        _acc_10 += _v138;
-        let _v139 = _adj_sq_12;
-        _carry_9 = _v139;
+        let _v130 = _carry_9;
+        _adj_v65_17 += _v130;
+        let _v131 = _adj_v65_17;
+        _adj_sq_12 += _v131;
+        _adj_v64_16 += _v131;
+        let _v132 = _adj_v64_16;
+        let _v133 = _w_tape_e_134_1[_rev_t_120 as usize];
+        let _v134 = _v132 * _v133;
+        _adj_e_15 += _v134;
+        let _v135 = _v132 * _v133;
+        _adj_e_15 += _v135;
+        let _v136 = _adj_e_15;
+        _adj_v61_14 += _v136;
+        let _v137 = _adj_v61_14;
+        _adj_v60_13 += _v137;
+        _acc_11 += _v137;
+        let _v138 = _adj_v60_13;
+        let _v139 = _w_tape_v59_134_0[_rev_t_120 as usize];
+        let _v140 = _v138 * _v139;
+        _acc_10 += _v140;
+        let _v141 = _adj_sq_12;
+        _carry_9 = _v141;
     }
-    let _v141 = _acc_10;
-    _adj_w_4 += _v141;
-    let _v142 = _acc_11;
-    _adj_b_5 += _v142;
-    let _v143 = _adj_w_4;
-    let mut _carry_18 = _v143;
-    let _v144 = _adj_b_5;
-    let mut _carry_19 = _v144;
+    _iter_2 = _v118;
+    let _v143 = _acc_10;
+    _adj_w_4 += _v143;
+    let _v144 = _acc_11;
+    _adj_b_5 += _v144;
+    let _v145 = _adj_w_4;
+    let mut _carry_18 = _v145;
+    let _v146 = _adj_b_5;
+    let mut _carry_19 = _v146;
     let mut _acc_20 = (-0.0f64);
-    for _rev_t_147 in (0.._v70).rev() {
-        let _v148 = _iter_1;
-        let _v150 = _v148 - 1;
-        _iter_1 = _v150;
+    let _v148 = _iter_1;
+    let _v149 = ::phidiff::__private::int_like(_v70, _v148);
+    let _v150 = _v148 - _v149;
+    let _w_tape_gw_187_0 = if _v70 > 0 {
+        &_tape_gw_4[_v150..usize::wrapping_add(_v150, (_v70 - 0) as usize)]
+    } else {
+        &_tape_gw_4[..0]
+    };
+    let _w_tape_gb_187_1 = if _v70 > 0 {
+        &_tape_gb_5[_v150..usize::wrapping_add(_v150, (_v70 - 0) as usize)]
+    } else {
+        &_tape_gb_5[..0]
+    };
+    for _rev_t_152 in (0.._v70).rev() {
+        let _v153 = ::phidiff::__private::int_like(_rev_t_152, _v150);
+        let _v154 = _v150 + _v153;
         let mut _adj_w_21 = (-0.0f64);
         let mut _adj_b_22 = (-0.0f64);
         let mut _adj_gw_23 = (-0.0f64);
@@ -272,53 +319,65 @@ pub fn bgd_rmse_rev(
         let mut _adj_db_28 = (-0.0f64);
         let mut _adj_v38_29 = (-0.0f64);
         let mut _adj_v39_30 = (-0.0f64);
-        let _v161 = _carry_18;
-        _adj_v38_29 += _v161;
-        let _v162 = _carry_19;
-        _adj_v39_30 += _v162;
-        let _v163 = _adj_v39_30;
-        _adj_b_22 += _v163;
-        let _v164 = -_v163;
-        _adj_db_28 += _v164;
-        let _v165 = _adj_v38_29;
-        _adj_w_21 += _v165;
-        let _v166 = -_v165;
-        _adj_dw_26 += _v166;
-        let _v167 = _adj_db_28;
-        let _v168 = _v167 * _inv_m_9;
-        _adj_v36_27 += _v168;
-        let _v169 = _adj_v36_27;
-        let _v170 = _tape_gb_5[_v150];
-        let _v171 = _v169 * _v170;
-        _acc_20 += _v171;
-        let _v172 = _v169 * r;
-        _adj_gb_24 += _v172;
-        let _v173 = _adj_dw_26;
-        let _v174 = _v173 * _inv_m_9;
-        _adj_v34_25 += _v174;
-        let _v175 = _adj_v34_25;
-        let _v176 = _tape_gw_4[_v150];
-        let _v177 = _v175 * _v176;
-        _acc_20 += _v177;
-        let _v178 = _v175 * r;
-        _adj_gw_23 += _v178;
-        let _v179 = _adj_gw_23;
-        let mut _carry_31 = _v179;
-        let _v180 = _adj_gb_24;
-        let mut _carry_32 = _v180;
+        let _v165 = _carry_18;
+        _adj_v38_29 += _v165;
+        let _v166 = _carry_19;
+        _adj_v39_30 += _v166;
+        let _v167 = _adj_v39_30;
+        _adj_b_22 += _v167;
+        let _v168 = -_v167;
+        _adj_db_28 += _v168;
+        let _v169 = _adj_v38_29;
+        _adj_w_21 += _v169;
+        let _v170 = -_v169;
+        _adj_dw_26 += _v170;
+        let _v171 = _adj_db_28;
+        let _v172 = _v171 * _inv_m_9;
+        _adj_v36_27 += _v172;
+        let _v173 = _adj_v36_27;
+        let _v174 = _w_tape_gb_187_1[_rev_t_152 as usize];
+        let _v175 = _v173 * _v174;
+        _acc_20 += _v175;
+        let _v176 = _v173 * r;
+        _adj_gb_24 += _v176;
+        let _v177 = _adj_dw_26;
+        let _v178 = _v177 * _inv_m_9;
+        _adj_v34_25 += _v178;
+        let _v179 = _adj_v34_25;
+        let _v180 = _w_tape_gw_187_0[_rev_t_152 as usize];
+        let _v181 = _v179 * _v180;
+        _acc_20 += _v181;
+        let _v182 = _v179 * r;
+        _adj_gw_23 += _v182;
+        let _v183 = _adj_gw_23;
+        let mut _carry_31 = _v183;
+        let _v184 = _adj_gb_24;
+        let mut _carry_32 = _v184;
         let mut _acc_33 = (-0.0f64);
         let mut _acc_34 = (-0.0f64);
-        let _v184 = _m_6 > 0;
-        let _v187 = if _v184 {
-            let _v185 = _m_6 - 0;
-            _v185
+        let _v188 = _m_6 > 0;
+        let _v191 = if _v188 {
+            let _v189 = _m_6 - 0;
+            _v189
         } else {
             0
         };
-        for _rev_t_189 in (0.._v187).rev() {
-            let _v190 = _iter_0;
-            let _v192 = _v190 - 1;
-            _iter_0 = _v192;
+        let _v192 = _iter_0;
+        let _v193 = ::phidiff::__private::int_like(_v191, _v192);
+        let _v194 = _v192 - _v193;
+        let _w_tape_v22_257_0 = if _v191 > 0 {
+            &_tape_v22_2[_v194..usize::wrapping_add(_v194, (_v191 - 0) as usize)]
+        } else {
+            &_tape_v22_2[..0]
+        };
+        let _w_tape_v27_257_1 = if _v191 > 0 {
+            &_tape_v27_3[_v194..usize::wrapping_add(_v194, (_v191 - 0) as usize)]
+        } else {
+            &_tape_v27_3[..0]
+        };
+        for _rev_t_196 in (0.._v191).rev() {
+            let _v197 = ::phidiff::__private::int_like(_rev_t_196, _v194);
+            let _v198 = _v194 + _v197;
             let mut _adj_gw_35 = (-0.0f64);
             let mut _adj_gb_36 = (-0.0f64);
             let mut _adj_v23_37 = (-0.0f64);
@@ -327,47 +386,49 @@ pub fn bgd_rmse_rev(
             let mut _adj_v28_40 = (-0.0f64);
             let mut _adj_v29_41 = (-0.0f64);
             let mut _adj_v30_42 = (-0.0f64);
-            let _v202 = _carry_31;
-            _adj_v29_41 += _v202;
-            let _v203 = _carry_32;
-            _adj_v30_42 += _v203;
-            let _v204 = _adj_v30_42;
-            _adj_gb_36 += _v204;
-            _adj_e_39 += _v204;
-            let _v205 = _adj_v29_41;
-            _adj_gw_35 += _v205;
-            _adj_v28_40 += _v205;
-            let _v206 = _adj_v28_40;
-            let _v207 = _tape_v27_3[_v192];
-            let _v208 = _v206 * _v207;
-            _adj_e_39 += _v208;
-            let _v209 = _adj_e_39;
-            _adj_v24_38 += _v209;
-            let _v210 = _adj_v24_38;
-            _adj_v23_37 += _v210;
-            _acc_34 += _v210;
-            let _v211 = _adj_v23_37;
-            let _v212 = _tape_v22_2[_v192];
-            let _v213 = _v211 * _v212;
-            _acc_33 += _v213;
-            let _v214 = _adj_gw_35;
-            _carry_31 = _v214;
-            let _v215 = _adj_gb_36;
-            _carry_32 = _v215;
+            let _v208 = _carry_31;
+            _adj_v29_41 += _v208;
+            let _v209 = _carry_32;
+            _adj_v30_42 += _v209;
+            let _v210 = _adj_v30_42;
+            _adj_gb_36 += _v210;
+            _adj_e_39 += _v210;
+            let _v211 = _adj_v29_41;
+            _adj_gw_35 += _v211;
+            _adj_v28_40 += _v211;
+            let _v212 = _adj_v28_40;
+            let _v213 = _w_tape_v27_257_1[_rev_t_196 as usize];
+            let _v214 = _v212 * _v213;
+            _adj_e_39 += _v214;
+            let _v215 = _adj_e_39;
+            _adj_v24_38 += _v215;
+            let _v216 = _adj_v24_38;
+            _adj_v23_37 += _v216;
+            _acc_34 += _v216;
+            let _v217 = _adj_v23_37;
+            let _v218 = _w_tape_v22_257_0[_rev_t_196 as usize];
+            let _v219 = _v217 * _v218;
+            _acc_33 += _v219;
+            let _v220 = _adj_gw_35;
+            _carry_31 = _v220;
+            let _v221 = _adj_gb_36;
+            _carry_32 = _v221;
         }
-        let _v217 = _acc_33;
-        _adj_w_21 += _v217;
-        let _v218 = _acc_34;
-        _adj_b_22 += _v218;
-        let _v219 = _adj_w_21;
-        _carry_18 = _v219;
-        let _v220 = _adj_b_22;
-        _carry_19 = _v220;
+        _iter_0 = _v194;
+        let _v223 = _acc_33;
+        _adj_w_21 += _v223;
+        let _v224 = _acc_34;
+        _adj_b_22 += _v224;
+        let _v225 = _adj_w_21;
+        _carry_18 = _v225;
+        let _v226 = _adj_b_22;
+        _carry_19 = _v226;
     }
-    let _v222 = _acc_20;
-    _adj_r_3 += _v222;
-    let _v223 = _adj_r_3;
-    (_v95, _v223)
+    _iter_1 = _v150;
+    let _v228 = _acc_20;
+    _adj_r_3 += _v228;
+    let _v229 = _adj_r_3;
+    (_v95, _v229)
 }
 /// Generated by `#[differentiate]` from [`bgd_rmse`].
 #[allow(

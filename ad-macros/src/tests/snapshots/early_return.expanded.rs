@@ -101,10 +101,10 @@ fn first_big_rev(x: &[f64], dx: &mut [f64], limit: f64, seed: f64) -> (f64, f64)
             break;
         }
         _v33 += 1;
-        let _v18 = _iter_0;
-        let _v20 = _v18 + 1;
-        _iter_0 = _v20;
-        _tape_s_2[_v18] = _s_14;
+        let _v18 = _i_17 - 0;
+        let _v19 = ::phidiff::__private::int_like(_v18, _v7);
+        let _v20 = _v7 + _v19;
+        _tape_s_2[_v20] = _s_14;
         let _v21 = x[_i_17];
         let _v22 = x[_i_17];
         let _v23 = _v21 * _v22;
@@ -121,79 +121,90 @@ fn first_big_rev(x: &[f64], dx: &mut [f64], limit: f64, seed: f64) -> (f64, f64)
     let _s_30 = _s_14;
     let _v31 = _v15;
     let _v32 = _v16;
-    let _v34 = !_v31;
-    let _v36 = if _v34 { _s_30 } else { 0.0f64 };
-    let _v37 = if _v31 { _v32 } else { _v36 };
+    let _v34 = ::phidiff::__private::int_like(_v33, _v7);
+    let _v35 = _v7 + _v34;
+    _iter_0 = _v35;
+    let _v36 = !_v31;
+    let _v38 = if _v36 { _s_30 } else { 0.0f64 };
+    let _v39 = if _v31 { _v32 } else { _v38 };
     let mut _adj_s_1 = (-0.0f64);
     let mut _adj_v21_2 = (-0.0f64);
     let mut _adj_v26_3 = (-0.0f64);
     _adj_v26_3 += seed;
-    let _v44 = if _v31 {
+    let _v46 = if _v31 {
         0.0f64
     } else {
-        let _v43 = _adj_v26_3;
-        _v43
-    };
-    _adj_s_1 += _v44;
-    let _v47 = if _v31 {
         let _v45 = _adj_v26_3;
         _v45
+    };
+    _adj_s_1 += _v46;
+    let _v49 = if _v31 {
+        let _v47 = _adj_v26_3;
+        _v47
     } else {
         0.0f64
     };
-    _adj_v21_2 += _v47;
-    let _v48 = _adj_s_1;
-    let mut _carry_4 = _v48;
-    let _v49 = _adj_v21_2;
-    let mut _carry_5 = _v49;
-    let _w_x_55_0 = if _v33 > 0 { &x[0.._v33] } else { &x[..0] };
-    let _w_dx_55_1 = if _v33 > 0 { &mut dx[0.._v33] } else { &mut dx[..0] };
-    for _rev_t_51 in (0.._v33).rev() {
-        let _v52 = _iter_0;
-        let _v54 = _v52 - 1;
-        _iter_0 = _v54;
-        let _v55 = 0 + _rev_t_51;
+    _adj_v21_2 += _v49;
+    let _v50 = _adj_s_1;
+    let mut _carry_4 = _v50;
+    let _v51 = _adj_v21_2;
+    let mut _carry_5 = _v51;
+    let _v52 = _iter_0;
+    let _v53 = ::phidiff::__private::int_like(_v33, _v52);
+    let _v54 = _v52 - _v53;
+    let _w_x_60_0 = if _v33 > 0 { &x[0.._v33] } else { &x[..0] };
+    let _w_dx_60_1 = if _v33 > 0 { &mut dx[0.._v33] } else { &mut dx[..0] };
+    let _w_tape_s_60_2 = if _v33 > 0 {
+        &_tape_s_2[_v54..usize::wrapping_add(_v54, (_v33 - 0) as usize)]
+    } else {
+        &_tape_s_2[..0]
+    };
+    for _rev_t_56 in (0.._v33).rev() {
+        let _v57 = ::phidiff::__private::int_like(_rev_t_56, _v54);
+        let _v58 = _v54 + _v57;
+        let _v59 = 0 + _rev_t_56;
         let mut _adj_s_6 = (-0.0f64);
         let mut _adj_v8_7 = (-0.0f64);
         let mut _adj_v10_8 = (-0.0f64);
         let mut _adj_v13_9 = (-0.0f64);
         let mut _adj_v18_10 = (-0.0f64);
-        let _v61 = _carry_4;
-        _adj_v13_9 += _v61;
-        let _v62 = _carry_5;
-        _adj_v18_10 += _v62;
-        let _v63 = _adj_v13_9;
-        let _v64 = _w_x_55_0[_rev_t_51];
-        let _v66 = _v64.powi(2);
-        let _v67 = _tape_s_2[_v54];
-        let _v68 = _v66 + _v67;
-        let _v69 = _v68 > limit;
-        let (_v80, _v90) = if _v69 {
-            let _v70 = _adj_v18_10;
-            let _v72 = _v68.sqrt();
-            let _v73 = 0.5f64 / _v72;
-            let _v74 = _v70 * _v73;
-            let _v77 = _v63 + _v74;
-            _adj_s_6 += _v77;
-            (0.0f64, _v77)
+        let _v65 = _carry_4;
+        _adj_v13_9 += _v65;
+        let _v66 = _carry_5;
+        _adj_v18_10 += _v66;
+        let _v67 = _adj_v13_9;
+        let _v68 = _w_x_60_0[_rev_t_56];
+        let _v70 = _v68.powi(2);
+        let _v71 = _w_tape_s_60_2[_rev_t_56 as usize];
+        let _v72 = _v70 + _v71;
+        let _v73 = _v72 > limit;
+        let (_v84, _v94) = if _v73 {
+            let _v74 = _adj_v18_10;
+            let _v76 = _v72.sqrt();
+            let _v77 = 0.5f64 / _v76;
+            let _v78 = _v74 * _v77;
+            let _v81 = _v67 + _v78;
+            _adj_s_6 += _v81;
+            (0.0f64, _v81)
         } else {
-            let _v89 = _v63 + 0.0f64;
-            _adj_s_6 += _v89;
-            let _v79 = _adj_v18_10;
-            (_v79, _v89)
+            let _v93 = _v67 + 0.0f64;
+            _adj_s_6 += _v93;
+            let _v83 = _adj_v18_10;
+            (_v83, _v93)
         };
-        _adj_v8_7 += _v80;
-        let _v82 = _v64 * _v90;
-        let _v83 = 2.0f64 * _v82;
-        _adj_v10_8 += _v83;
-        let _v84 = _adj_v10_8;
-        _w_dx_55_1[_rev_t_51] += _v84;
-        let _v85 = _adj_s_6;
-        _carry_4 = _v85;
-        let _v86 = _adj_v8_7;
-        _carry_5 = _v86;
+        _adj_v8_7 += _v84;
+        let _v86 = _v68 * _v94;
+        let _v87 = 2.0f64 * _v86;
+        _adj_v10_8 += _v87;
+        let _v88 = _adj_v10_8;
+        _w_dx_60_1[_rev_t_56] += _v88;
+        let _v89 = _adj_s_6;
+        _carry_4 = _v89;
+        let _v90 = _adj_v8_7;
+        _carry_5 = _v90;
     }
-    (_v37, 0.0f64)
+    _iter_0 = _v54;
+    (_v39, 0.0f64)
 }
 /// Generated by `#[differentiate]` from [`first_big`].
 #[allow(
