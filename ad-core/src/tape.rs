@@ -534,6 +534,24 @@ mod tests {
         assert!((0..10_000).all(|i| tape.get(i) == i as u32));
     }
 
+    /// The index windows of the generated code: `&mut tape[a..b]` while saving a loop's
+    /// slots, `&tape[a..b]` while reading them back; a range past `len()` panics like a
+    /// slice's.
+    #[test]
+    fn range_windows_read_and_write_the_slots() {
+        let mut tape = Tape::<f64>::new();
+        tape.ensure(6);
+        let w = &mut tape[2..5];
+        for (t, x) in w.iter_mut().enumerate() {
+            *x = t as f64 + 0.5;
+        }
+        assert_eq!(tape.as_slice(), &[0.0, 0.0, 0.5, 1.5, 2.5, 0.0]);
+        assert_eq!(&tape[3..], &[1.5, 2.5, 0.0]);
+        assert!(tape[..0].is_empty());
+        let past = std::panic::catch_unwind(|| tape[4..7].len());
+        assert!(past.is_err(), "a window past the slots panics");
+    }
+
     #[test]
     fn flattened_nest_slots_and_indexing() {
         let (n, m) = (3, 4);
