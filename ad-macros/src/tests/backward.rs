@@ -5,10 +5,9 @@
 //! checked against finite differences and the dot-product test in `tests/numeric`
 //! (`reuse::triangular_forms`, `counted_indices`, `countdown_bands`).
 
-use super::twin_if::{floats, reverse_pair, run_bits};
+use super::twin_if::{args_of, reverse_pair, run_bits};
 use crate::derivative::reverse::without_backward_counters;
-use crate::ir::interp::{RtArg, RtVal};
-use crate::ir::{BufKind, Function, ParamKind, Ty};
+use crate::ir::{BufKind, Function};
 
 fn tapes(f: &Function) -> usize {
     f.bufs.iter().filter(|b| b.kind == BufKind::Tape).count()
@@ -145,22 +144,9 @@ fn counters_run_backwards_and_compute_the_same_bits() {
                 shown
             );
         }
-        // Each buffer and its shadow get the buffer's length; the shadows start nonzero
-        // (they accumulate).
+        // The same bits for the value, the returned adjoints and every shadow.
         for d in [5_i64, 4, 2] {
-            let mut args = Vec::new();
-            let mut k = 0;
-            for p in &counted.params {
-                match p.kind {
-                    ParamKind::Buffer { .. } => {
-                        let n = lens[k / 2];
-                        args.push(RtArg::Buf(floats(n, 0.7 + k as f64)));
-                        k += 1;
-                    }
-                    ParamKind::Scalar(Ty::Int) => args.push(RtArg::Scalar(RtVal::I(d))),
-                    _ => args.push(RtArg::Scalar(RtVal::F(1.3))),
-                }
-            }
+            let args = args_of(&counted, lens, d);
             assert_eq!(
                 run_bits(&counted, &args),
                 run_bits(&taped, &args),

@@ -5,10 +5,9 @@
 //! finite differences and the dot-product test in `tests/numeric` (`reuse::fixed_weights`,
 //! `reuse::repeated_triangles` and the ADBench GMM tests).
 
-use super::twin_if::{floats, reverse_pair, run_bits};
+use super::twin_if::{args_of, reverse_pair, run_bits};
 use crate::derivative::reverse::without_same_slots;
-use crate::ir::interp::{RtArg, RtVal};
-use crate::ir::{BufKind, Function, ParamKind, Ty};
+use crate::ir::{BufKind, Function};
 
 fn tapes(f: &Function) -> usize {
     f.bufs.iter().filter(|b| b.kind == BufKind::Tape).count()
@@ -156,26 +155,9 @@ fn values_fixed_across_iterations_take_one_slot_and_compute_the_same_bits() {
                 shown
             );
         }
-        // Each float buffer and its shadow get the buffer's length (an index buffer has no
-        // shadow); the shadows start nonzero (they accumulate).
+        // The same bits for the value, the returned adjoints and every shadow.
         for m in [5_i64, 4, 0] {
-            let mut args = Vec::new();
-            let mut k = 0;
-            for p in &slots.params {
-                match p.kind {
-                    ParamKind::Buffer { buf, .. } if slots.buf(buf).elem == Ty::Int => {
-                        let n = lens[lens.len() - 1] as i64;
-                        args.push(RtArg::IntBuf((0..n).map(|j| j * 7 % 5).collect()));
-                    }
-                    ParamKind::Buffer { .. } => {
-                        let n = lens[k / 2];
-                        args.push(RtArg::Buf(floats(n, 0.7 + k as f64)));
-                        k += 1;
-                    }
-                    ParamKind::Scalar(Ty::Int) => args.push(RtArg::Scalar(RtVal::I(m))),
-                    _ => args.push(RtArg::Scalar(RtVal::F(1.3))),
-                }
-            }
+            let args = args_of(&slots, lens, m);
             assert_eq!(
                 run_bits(&slots, &args),
                 run_bits(&taped, &args),

@@ -8,7 +8,7 @@ use crate::derivative::reverse::twin_if::merge_twin_ifs;
 use crate::derivative::reverse::without_twin_ifs_merged;
 use crate::expand::compile_with_for_tests;
 use crate::ir::interp::{run, RtArg, RtVal};
-use crate::ir::{Block, Function, InstKind, Value};
+use crate::ir::{Block, Function, InstKind, ParamKind, Ty, Value};
 
 pub(super) fn item(src: &str) -> syn::ItemFn {
     syn::parse_str(src).expect("test source parses")
@@ -88,6 +88,30 @@ pub(super) fn loops(f: &Function) -> usize {
 
 pub(super) fn floats(n: usize, k: f64) -> Vec<f64> {
     (0..n).map(|i| (k * i as f64 + 0.3).sin()).collect()
+}
+
+/// The arguments of reverse program `f`: each float buffer and its shadow get
+/// `lens[k / 2]` elements (the k-th float buffer parameter; the shadows start nonzero,
+/// since they accumulate), each integer buffer `lens.last()` small integers, each integer
+/// scalar `int`, each float scalar 1.3.
+pub(super) fn args_of(f: &Function, lens: &[usize], int: i64) -> Vec<RtArg> {
+    let mut args = Vec::new();
+    let mut k = 0;
+    for p in &f.params {
+        match p.kind {
+            ParamKind::Buffer { buf, .. } if f.buf(buf).elem == Ty::Int => {
+                let n = lens[lens.len() - 1] as i64;
+                args.push(RtArg::IntBuf((0..n).map(|j| j * 7 % 5).collect()));
+            }
+            ParamKind::Buffer { .. } => {
+                args.push(RtArg::Buf(floats(lens[k / 2], 0.7 + k as f64)));
+                k += 1;
+            }
+            ParamKind::Scalar(Ty::Int) => args.push(RtArg::Scalar(RtVal::I(int))),
+            _ => args.push(RtArg::Scalar(RtVal::F(1.3))),
+        }
+    }
+    args
 }
 
 /// A fused sum whose term is computed in a branch (both modes) and a rayon stencil whose
