@@ -5,13 +5,8 @@
 //! checked against finite differences and the dot-product test in `tests/numeric`
 //! (`reuse::triangular_forms`, `counted_indices`, `countdown_bands`).
 
-use super::twin_if::{args_of, reverse_pair, run_bits};
+use super::twin_if::same_bits_fewer_tapes;
 use crate::derivative::reverse::without_backward_counters;
-use crate::ir::{BufKind, Function};
-
-fn tapes(f: &Function) -> usize {
-    f.bufs.iter().filter(|b| b.kind == BufKind::Tape).count()
-}
 
 #[test]
 fn counters_run_backwards_and_compute_the_same_bits() {
@@ -131,28 +126,11 @@ fn counters_run_backwards_and_compute_the_same_bits() {
             }",
         ),
     ];
-    for (removed, lens, src) in cases {
-        let (counted, taped, shown) = reverse_pair("reverse", src, ["backward", "taped"], |c| {
-            without_backward_counters(c)
-        });
-        assert_eq!(tapes(&counted) + removed, tapes(&taped), "{}", shown);
-        if removed == 0 {
-            assert_eq!(
-                crate::ir::printer::print(&counted),
-                crate::ir::printer::print(&taped),
-                "not a backward counter, so nothing changes: {}",
-                shown
-            );
-        }
-        // The same bits for the value, the returned adjoints and every shadow.
-        for d in [5_i64, 4, 2] {
-            let args = args_of(&counted, lens, d);
-            assert_eq!(
-                run_bits(&counted, &args),
-                run_bits(&taped, &args),
-                "d = {d}: {}",
-                shown
-            );
-        }
-    }
+    same_bits_fewer_tapes(
+        &cases,
+        ["backward", "taped"],
+        &[5, 4, 2],
+        "not a backward counter",
+        |c| without_backward_counters(c),
+    );
 }

@@ -5,13 +5,8 @@
 //! finite differences and the dot-product test in `tests/numeric` (`reuse::fixed_weights`,
 //! `reuse::repeated_triangles` and the ADBench GMM tests).
 
-use super::twin_if::{args_of, reverse_pair, run_bits};
+use super::twin_if::same_bits_fewer_tapes;
 use crate::derivative::reverse::without_same_slots;
-use crate::ir::{BufKind, Function};
-
-fn tapes(f: &Function) -> usize {
-    f.bufs.iter().filter(|b| b.kind == BufKind::Tape).count()
-}
 
 #[test]
 fn values_fixed_across_iterations_take_one_slot_and_compute_the_same_bits() {
@@ -142,28 +137,11 @@ fn values_fixed_across_iterations_take_one_slot_and_compute_the_same_bits() {
             }",
         ),
     ];
-    for (removed, lens, src) in cases {
-        let (slots, taped, shown) = reverse_pair("reverse", src, ["one slot", "taped"], |c| {
-            without_same_slots(c)
-        });
-        assert_eq!(tapes(&slots) + removed, tapes(&taped), "{}", shown);
-        if removed == 0 {
-            assert_eq!(
-                crate::ir::printer::print(&slots),
-                crate::ir::printer::print(&taped),
-                "nothing is the same in every iteration, so nothing changes: {}",
-                shown
-            );
-        }
-        // The same bits for the value, the returned adjoints and every shadow.
-        for m in [5_i64, 4, 0] {
-            let args = args_of(&slots, lens, m);
-            assert_eq!(
-                run_bits(&slots, &args),
-                run_bits(&taped, &args),
-                "m = {m}: {}",
-                shown
-            );
-        }
-    }
+    same_bits_fewer_tapes(
+        &cases,
+        ["one slot", "taped"],
+        &[5, 4, 0],
+        "nothing is the same in every iteration",
+        |c| without_same_slots(c),
+    );
 }

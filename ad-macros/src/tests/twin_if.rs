@@ -8,7 +8,7 @@ use crate::derivative::reverse::twin_if::merge_twin_ifs;
 use crate::derivative::reverse::without_twin_ifs_merged;
 use crate::expand::compile_with_for_tests;
 use crate::ir::interp::{run, RtArg, RtVal};
-use crate::ir::{Block, Function, InstKind, ParamKind, Ty, Value};
+use crate::ir::{Block, BufKind, Function, InstKind, ParamKind, Ty, Value};
 
 pub(super) fn item(src: &str) -> syn::ItemFn {
     syn::parse_str(src).expect("test source parses")
@@ -112,6 +112,40 @@ pub(super) fn args_of(f: &Function, lens: &[usize], int: i64) -> Vec<RtArg> {
         }
     }
     args
+}
+
+/// Checks a pass that saves values without tapes on each case (tapes it removes, buffer
+/// lengths for [`args_of`], source): the reverse program with the pass on and off
+/// (`off`, as in [`reverse_pair`]) has that many tapes fewer, is printed identically where
+/// it removes none (`unchanged` says why), and computes the same bits for the value, the
+/// returned adjoints and every shadow with each integer scalar in `ints`.
+pub(super) fn same_bits_fewer_tapes(
+    cases: &[(usize, &[usize], &str)],
+    names: [&str; 2],
+    ints: &[i64],
+    unchanged: &str,
+    off: impl Fn(&dyn Fn() -> Function) -> Function,
+) {
+    let tapes = |f: &Function| f.bufs.iter().filter(|b| b.kind == BufKind::Tape).count();
+    for &(removed, lens, src) in cases {
+        let (on, other, shown) = reverse_pair("reverse", src, names, &off);
+        assert_eq!(tapes(&on) + removed, tapes(&other), "{}", shown);
+        if removed == 0 {
+            assert_eq!(
+                crate::ir::printer::print(&on),
+                crate::ir::printer::print(&other),
+                "{unchanged}, so nothing changes: {shown}"
+            );
+        }
+        for &n in ints {
+            let args = args_of(&on, lens, n);
+            assert_eq!(
+                run_bits(&on, &args),
+                run_bits(&other, &args),
+                "{n}: {shown}"
+            );
+        }
+    }
 }
 
 /// A fused sum whose term is computed in a branch (both modes) and a rayon stencil whose
