@@ -37,6 +37,49 @@ pub struct Ctx<'a> {
     windows: window::Windows,
 }
 
+/// The values the generated code reads: block yields, what the index windows read, and
+/// the operands of the statements it emits. A pure value (arithmetic, a load, a cell
+/// read) is emitted only where it is read (`Ctx::let_value`), so its operands count only
+/// then; an access through an index window no longer reads its index, whose arithmetic
+/// then goes too.
+fn live_values(f: &Function, windows: &window::Windows) -> HashSet<Value> {
+    use InstKind::*;
+    let mut used: HashSet<Value> = windows.reads().into_iter().collect();
+    for b in &f.blocks {
+        used.extend(b.yields.iter().copied());
+    }
+    loop {
+        let before = used.len();
+        f.walk(f.body, &mut |i| {
+            let kind = &f.inst(i).kind;
+            let pure = matches!(
+                kind,
+                Unary(..)
+                    | Binary(..)
+                    | Math(..)
+                    | Cast { .. }
+                    | Load(..)
+                    | Len(..)
+                    | SumBuf(_)
+                    | CellGet(_)
+            );
+            if pure && !used.contains(&f.inst(i).results[0]) {
+                return;
+            }
+            match kind {
+                Load(..) if windows.access.contains_key(&i) => {}
+                Store(_, _, v) | StoreAdd(_, _, v) if windows.access.contains_key(&i) => {
+                    used.insert(*v);
+                }
+                _ => used.extend(f.operands(i)),
+            }
+        });
+        if used.len() == before {
+            return used;
+        }
+    }
+}
+
 /// The body of a derivative function from its IR.
 pub fn body(
     f: &Function,
@@ -44,11 +87,8 @@ pub fn body(
     krate: &syn::Path,
     param_binding: Vec<Binding>,
 ) -> TokenStream {
-    let mut used = HashSet::new();
-    f.walk(f.body, &mut |i| used.extend(f.operands(i)));
-    for b in &f.blocks {
-        used.extend(b.yields.iter().copied());
-    }
+    let windows = window::plan(f);
+    let used = live_values(f, &windows);
     let mut trip_used = HashSet::new();
     f.walk(f.body, &mut |i| {
         if let InstKind::For { .. } | InstKind::While { .. } = f.inst(i).kind {
@@ -64,7 +104,7 @@ pub fn body(
         param_binding,
         used,
         trip_used,
-        windows: window::plan(f),
+        windows,
     };
     let tapes: Vec<TokenStream> = f
         .bufs

@@ -135,6 +135,37 @@ pub struct Windows {
     inner: HashMap<String, Expr>,
 }
 
+impl Windows {
+    /// The values the window declarations and accesses read (the parts of their bases and
+    /// their loops' bounds): the generated code needs them even where the index
+    /// arithmetic they replace is not emitted.
+    pub fn reads(&self) -> Vec<Value> {
+        fn leaves(e: &Expr, out: &mut Vec<Value>) {
+            match e {
+                Expr::Leaf(v) => out.push(*v),
+                Expr::Bin(_, a, b) => {
+                    leaves(a, out);
+                    leaves(b, out);
+                }
+                Expr::Cell(_) | Expr::Const(_) => {}
+            }
+        }
+        let mut out = Vec::new();
+        for d in self.before.values().flatten() {
+            out.extend([d.start, d.end]);
+            for t in d.base.terms.keys() {
+                match t {
+                    Term::Value(v) => out.push(*v),
+                    Term::Inner(key) => leaves(&self.inner[key], &mut out),
+                    Term::Cell(_) => {}
+                }
+            }
+        }
+        out.extend(self.access.values().map(|a| a.start));
+        out
+    }
+}
+
 /// The windows of the serial loops of `f`.
 pub fn plan(f: &Function) -> Windows {
     let mut w = Windows::default();

@@ -71,8 +71,6 @@ fn sqrt_adj(a: f64, seed: f64) -> (f64, f64) {
         &_tape_x_0[..0]
     };
     for _rev_t_36 in (0.._v26).rev() {
-        let _v37 = ::phidiff::__private::int_like(_rev_t_36, _v34);
-        let _v38 = _v34 + _v37;
         let mut _adj_x_5 = (-0.0f64);
         let mut _adj_v17_6 = (-0.0f64);
         let _v41 = _carry_3;

@@ -73,7 +73,6 @@ pub fn f_rev2(
         let _w_dx_l1_28_3 = if _v23 > 0 { &mut dx_l1[0.._v23] } else { &mut dx_l1[..0] };
         let _w_dy_l1_28_4 = if _v23 > 0 { &mut dy_l1[0.._v23] } else { &mut dy_l1[..0] };
         for _rev_t_25 in (0.._v23).rev() {
-            let _v26 = 0 + _rev_t_25;
             let mut _adj_s_4 = (-0.0f64);
             let mut _adj_s_l1_14 = (-0.0f64);
             let mut _adj_v6_5 = (-0.0f64);

@@ -130,9 +130,6 @@ pub fn bgd_rmse_rev(
             &mut _tape_v27_3[..0]
         };
         for _i_34 in 0.._m_6 {
-            let _v35 = _i_34 - 0;
-            let _v36 = ::phidiff::__private::int_like(_v35, _v25);
-            let _v37 = _v25 + _v36;
             let _v38 = _w_x_37_0[_i_34];
             _w_tape_v22_37_2[_i_34 as usize] = _v38;
             let _v39 = _w_14 * _v38;
@@ -195,9 +192,6 @@ pub fn bgd_rmse_rev(
         &mut _tape_e_7[..0]
     };
     for _i_81 in 0.._m_6 {
-        let _v82 = _i_81 - 0;
-        let _v83 = ::phidiff::__private::int_like(_v82, _v73);
-        let _v84 = _v73 + _v83;
         let _v85 = _w_x_82_0[_i_81];
         _w_tape_v59_82_2[_i_81 as usize] = _v85;
         let _v86 = _w_66 * _v85;
@@ -252,8 +246,6 @@ pub fn bgd_rmse_rev(
         &_tape_e_7[..0]
     };
     for _rev_t_120 in (0.._v115).rev() {
-        let _v121 = ::phidiff::__private::int_like(_rev_t_120, _v118);
-        let _v122 = _v118 + _v121;
         let mut _adj_sq_12 = (-0.0f64);
         let mut _adj_v60_13 = (-0.0f64);
         let mut _adj_v61_14 = (-0.0f64);
@@ -307,8 +299,6 @@ pub fn bgd_rmse_rev(
         &_tape_gb_5[..0]
     };
     for _rev_t_152 in (0.._v70).rev() {
-        let _v153 = ::phidiff::__private::int_like(_rev_t_152, _v150);
-        let _v154 = _v150 + _v153;
         let mut _adj_w_21 = (-0.0f64);
         let mut _adj_b_22 = (-0.0f64);
         let mut _adj_gw_23 = (-0.0f64);
@@ -376,8 +366,6 @@ pub fn bgd_rmse_rev(
             &_tape_v27_3[..0]
         };
         for _rev_t_196 in (0.._v191).rev() {
-            let _v197 = ::phidiff::__private::int_like(_rev_t_196, _v194);
-            let _v198 = _v194 + _v197;
             let mut _adj_gw_35 = (-0.0f64);
             let mut _adj_gb_36 = (-0.0f64);
             let mut _adj_v23_37 = (-0.0f64);

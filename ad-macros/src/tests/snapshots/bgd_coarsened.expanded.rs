@@ -250,8 +250,6 @@ pub fn bgd_rmse_rev(
         &_tape_gb_3[..0]
     };
     for _rev_t_169 in (0.._v79).rev() {
-        let _v170 = ::phidiff::__private::int_like(_rev_t_169, _v167);
-        let _v171 = _v167 + _v170;
         let mut _adj_w_21 = (-0.0f64);
         let mut _adj_b_22 = (-0.0f64);
         let mut _adj_gw_23 = (-0.0f64);

@@ -116,12 +116,10 @@ pub fn heat_rev(
             };
             for _i_27 in 1.._v26 {
                 let _v28 = _w_u_46_0[_i_27 - 1];
-                let _v30 = _i_27 - 1;
                 let _v31 = _w_u_46_1[_i_27 - 1];
                 let _v33 = _w_u_46_0[_i_27 - 1];
                 let _v34 = 2.0f64 * _v33;
                 let _v35 = _v31 - _v34;
-                let _v37 = _i_27 + 1;
                 let _v38 = _w_u_46_2[_i_27 - 1];
                 let _v39 = _v35 + _v38;
                 let _v40 = r * _v39;
@@ -152,12 +150,10 @@ pub fn heat_rev(
             };
             for _i_51 in 1.._v50 {
                 let _v52 = _w_u_73_0[_i_51 - 1];
-                let _v54 = _i_51 - 1;
                 let _v55 = _w_u_73_1[_i_51 - 1];
                 let _v57 = _w_u_73_0[_i_51 - 1];
                 let _v58 = 2.0f64 * _v57;
                 let _v59 = _v55 - _v58;
-                let _v61 = _i_51 + 1;
                 let _v62 = _w_u_73_2[_i_51 - 1];
                 let _v63 = _v59 + _v62;
                 let _v64 = r * _v63;
@@ -194,7 +190,6 @@ pub fn heat_rev(
             &mut _zero_u_3[..0]
         };
         for _lane_196 in 0..8 {
-            let _v198 = _v193 + _lane_196;
             let _v199 = _w_u_261_0[_lane_196];
             let _v200 = _w_u_261_0[_lane_196];
             let _v201 = _v199 * _v200;

@@ -160,9 +160,6 @@ fn first_big_rev(x: &[f64], dx: &mut [f64], limit: f64, seed: f64) -> (f64, f64)
         &_tape_s_2[..0]
     };
     for _rev_t_56 in (0.._v33).rev() {
-        let _v57 = ::phidiff::__private::int_like(_rev_t_56, _v54);
-        let _v58 = _v54 + _v57;
-        let _v59 = 0 + _rev_t_56;
         let mut _adj_s_6 = (-0.0f64);
         let mut _adj_v8_7 = (-0.0f64);
         let mut _adj_v10_8 = (-0.0f64);

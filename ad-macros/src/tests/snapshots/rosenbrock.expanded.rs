@@ -28,7 +28,6 @@ pub fn rosenbrock_fwd<T: Float>(x: &[T], dx: &[T]) -> (T, T) {
     let _w_dx_6_2 = if _v4 > 0 { &dx[1..usize::wrapping_add(_v4, 1)] } else { &dx[..0] };
     let _w_dx_6_3 = if _v4 > 0 { &dx[0.._v4] } else { &dx[..0] };
     for _i_8 in 0.._v4 {
-        let _v10 = _i_8 + 1;
         let _v11 = _w_x_6_0[_i_8];
         let _v12 = _w_dx_6_2[_i_8];
         let _v13 = _w_x_6_1[_i_8];
@@ -112,8 +111,6 @@ pub fn rosenbrock_rev<T: Float>(x: &[T], dx: &mut [T], seed: T) -> T {
             &mut dx[..0]
         };
         for _lane_70 in 0..8 {
-            let _v72 = _v67 + _lane_70;
-            let _v74 = _v72 + 1;
             let _v75 = _w_x_84_0[_lane_70];
             let _v76 = _w_x_84_1[_lane_70];
             let _v77 = _w_x_84_1[_lane_70];
@@ -166,7 +163,6 @@ pub fn rosenbrock_rev<T: Float>(x: &[T], dx: &mut [T], seed: T) -> T {
     let _w_x_7_1 = if _v5 > _v62 { &x[_v62.._v5] } else { &x[..0] };
     let _w_dx_7_2 = if _v5 > _v62 { &mut dx[_v62.._v5] } else { &mut dx[..0] };
     for _i_7 in _v62.._v5 {
-        let _v9 = _i_7 + 1;
         let _v10 = _w_x_7_0[_i_7 - _v62];
         let _v11 = _w_x_7_1[_i_7 - _v62];
         let _v12 = _w_x_7_1[_i_7 - _v62];
