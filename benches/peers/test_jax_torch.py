@@ -98,5 +98,50 @@ class ServeTest(unittest.TestCase):
         self.assertNotIn("timer", lines[0])
 
 
+def flat(tree):
+    """The numbers of nested tuples and lists, as `jax.tree_util.tree_leaves`."""
+    if isinstance(tree, (tuple, list)):
+        return [v for t in tree for v in flat(t)]
+    return [tree]
+
+
+class JaxTimersTest(unittest.TestCase):
+    """`jax_timers` with plain functions in place of `jax.jit` and friends."""
+
+    def timers(self, both, grad_only):
+        lines = []
+        timed = jax_torch.Timed(lines.append, 3, True)
+        calls = {"f": 0}
+
+        def f(x, y):
+            calls["f"] += 1
+            return x * x + y
+
+        jax_torch.jax_timers(timed, "p", f, both, grad_only, (3.0, 1.0), lambda g: g,
+                             lambda v: v, flat, lambda g: g * g)
+        return lines, timed, calls
+
+    def test_value_and_gradient_then_gradient_alone(self):
+        # The value of the "jax" timer is the one its own call returns (here deliberately
+        # not f's, so that a check that called f instead would show).
+        both = lambda x, y: (11.0, (2.0 * x, 1.0))
+        grad = lambda x, y: (2.0 * x, 1.0)
+        lines, timed, calls = self.timers(both, grad)
+        self.assertEqual([(l["tool"], l["timer"]) for l in lines], [("jax", 0), ("jax-grad", 1)])
+        self.assertEqual(lines[0]["value"], 11.0)
+        self.assertEqual(lines[1]["value"], 10.0)
+        self.assertAlmostEqual(lines[0]["grad_norm"], 37.0 ** 0.5)
+        self.assertAlmostEqual(lines[1]["grad_norm"], 37.0 ** 0.5)
+        self.assertEqual(calls["f"], 1, "only the gradient-alone timer calls f for its value")
+        self.assertEqual(len(timed.grads), 2)
+
+    def test_a_jacobian_has_one_timer_and_the_objective_value(self):
+        jac = lambda x, y: ([2.0 * x, 0.0], [1.0])
+        lines, timed, calls = self.timers(jac, None)
+        self.assertEqual([l["tool"] for l in lines], ["jax"])
+        self.assertEqual(lines[0]["value"], 10.0)
+        self.assertEqual(calls["f"], 1)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -158,6 +158,7 @@ pub fn start(inputs: &Inputs) -> External {
         }
         let peer = match get("tool") {
             Some("jax") => Peer::Jax,
+            Some("jax-grad") => Peer::JaxGradOnly,
             Some("pytorch") => Peer::PyTorch,
             _ => continue,
         };

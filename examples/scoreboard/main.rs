@@ -63,17 +63,21 @@ pub enum Peer {
     Fd,
     Echidna,
     NumDual,
+    /// `jax.value_and_grad`: the value with the gradient, as every other column.
     Jax,
+    /// `jax.grad` alone, which lets XLA drop what only the value needs.
+    JaxGradOnly,
     PyTorch,
 }
 
 impl Peer {
-    pub const ALL: [Peer; 6] = [
+    pub const ALL: [Peer; 7] = [
         Peer::Hand,
         Peer::Fd,
         Peer::Echidna,
         Peer::NumDual,
         Peer::Jax,
+        Peer::JaxGradOnly,
         Peer::PyTorch,
     ];
 
@@ -84,6 +88,7 @@ impl Peer {
             Peer::Echidna => "echidna",
             Peer::NumDual => "num-dual",
             Peer::Jax => "JAX",
+            Peer::JaxGradOnly => "JAX, ∇ only",
             Peer::PyTorch => "PyTorch",
         }
     }

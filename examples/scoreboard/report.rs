@@ -110,8 +110,11 @@ pub fn markdown(rows: &[Row], machine: &str, note: &str) -> String {
         "\nTimes are the fastest of interleaved rounds (a shared machine only slows a round down); a peer's (×) is its gradient time over \
          phidiff's (above 1: phidiff is faster). † = `n ×` the time of one directional \
          derivative (finite differences: two primal runs; num-dual: one dual-number run), \
-         since these tools need one run per input. BA: the whole sparse Jacobian for every \
-         tool. Every peer's result is checked against phidiff's before it is timed. Burgers: \
+         since these tools need one run per input. Every tool computes the value \
+         along with the gradient, as phidiff's `_rev` returns both (JAX: \
+         `jax.value_and_grad`); \
+         \"JAX, ∇ only\" is `jax.grad`, which lets XLA skip what only the value needs. BA: \
+         the whole sparse Jacobian for every tool. Every peer's result is checked against phidiff's before it is timed. Burgers: \
          each row's hand-written adjoint keeps what phidiff keeps (every state, or the same \
          Revolve schedule's snapshots); JAX and PyTorch keep every step, so they are on the \
          full-tape row.",
@@ -127,8 +130,8 @@ pub fn markdown(rows: &[Row], machine: &str, note: &str) -> String {
 /// A horizontal bar per (program, peer): the peer's gradient time over phidiff's, on a
 /// log scale with 1× marked.
 pub fn svg(rows: &[Row]) -> String {
-    const COLORS: [&str; 6] = [
-        "#4c72b0", "#8c8c8c", "#dd8452", "#55a868", "#c44e52", "#8172b3",
+    const COLORS: [&str; 7] = [
+        "#4c72b0", "#8c8c8c", "#dd8452", "#55a868", "#c44e52", "#e8a3a5", "#8172b3",
     ];
     let (left, width, bar, gap) = (230.0, 560.0, 9.0, 10.0);
     let (lo, hi) = (-1.0_f64, 4.0_f64); // log10 of the ratio axis: 0.1× … 10⁴×
@@ -190,7 +193,7 @@ pub fn svg(rows: &[Row]) -> String {
         }
         y += gap;
     }
-    let mut lx = left;
+    let mut lx = 30.0;
     for (i, p) in Peer::ALL.iter().enumerate() {
         s.push_str(&format!(
             "<rect x=\"{lx}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text>\n",
@@ -200,7 +203,7 @@ pub fn svg(rows: &[Row]) -> String {
             height - 31.0,
             p.name()
         ));
-        lx += 95.0;
+        lx += 110.0;
     }
     s.push_str("</svg>\n");
     s
