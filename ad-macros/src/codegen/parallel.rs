@@ -244,7 +244,12 @@ impl Ctx<'_> {
             for v in f.operands(j) {
                 let konst = matches!(f.value(v).def, ValueDef::Result(d, 0)
                     if matches!(f.inst(d).kind, InstKind::FConst(_) | InstKind::IConst(_) | InstKind::BConst(_)));
-                if outside(v) && !konst {
+                // A scalar parameter read inside the body (the seed, placed where the
+                // reverse sweep needs it) is copied in too, not reached through the
+                // closure's reference in every iteration.
+                let param = matches!(f.value(v).def, ValueDef::Result(d, 0)
+                    if matches!(f.inst(d).kind, InstKind::Param(_)));
+                if (outside(v) || param) && !konst {
                     values.insert(v);
                 }
             }
@@ -260,7 +265,13 @@ impl Ctx<'_> {
                 };
             }
         });
-        let values = values.into_iter().map(|v| self.value_ident(v));
+        // Once per name: each read of a parameter is a value of its own, all named after it.
+        let mut names = HashSet::new();
+        let values: Vec<Ident> = values
+            .into_iter()
+            .map(|v| self.value_ident(v))
+            .filter(|id| names.insert(id.to_string()))
+            .collect();
         let cells = cells.into_iter().map(|c| self.cell(c));
         let bufs = read
             .into_iter()

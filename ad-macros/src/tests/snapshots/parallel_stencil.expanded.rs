@@ -142,6 +142,7 @@ pub fn smooth_rev(
         |_i_10, own, scatter| {
             let r = r;
             let _n_3 = _n_3;
+            let seed = seed;
             let u = &u[..];
             let idx = &idx[..];
             let (out, dout) = own;
