@@ -261,6 +261,12 @@ numeric_tests! {
         overwritten_fill_matches_finite_differences,
         fill_from_outside_matches_finite_differences,
     ],
+    /// Loops that branch on an interval of their index, split in three by the reverse
+    /// sweep: a 1-D stencil's boundary, inclusive bounds with an integer parameter.
+    split: [
+        boundary_rows_match_finite_differences,
+        inclusive_window_matches_finite_differences,
+    ],
     /// Lorenz-63 with RK4, an explicit heat equation, Lennard-Jones pairs.
     simulation: [
         lorenz_rhs_in_out,

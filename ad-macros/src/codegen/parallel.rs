@@ -292,7 +292,8 @@ impl Ctx<'_> {
 
 /// Whether loop parameter `p`, yielded back as `y` by `body`, is a sum: `y` is `p + term`
 /// and that is `p`'s only use, or `y` is the result of an inner `for` loop that starts its
-/// own sum from `p` (the sum of a row, `lower::fuse_sums_into_writers`), or of an `if`
+/// own sum from `p` or from such a result (the sum of a row, `lower::fuse_sums_into_writers`;
+/// a row split in three, `derivative::reverse::split`), or of an `if`
 /// each of whose branches yields `p` or a sum of it, and reads `p` nowhere else (a term
 /// added in both branches, `derivative::reverse::twin_if`).
 fn carried_sum(f: &Function, body: Block, p: Value, y: Value) -> bool {
@@ -340,8 +341,11 @@ fn carried_sum(f: &Function, body: Block, p: Value, y: Value) -> bool {
             ..
         } if !f.parallel.contains_key(&j) && exit.is_empty() => {
             let m = m as usize;
+            // The loop starts from `p`, or from where the loop before it left the sum
+            // (`derivative::reverse::split` makes one loop three).
             m < params.len()
-                && inits[m] == p
+                && (inits[m] == p
+                    || (f.uses_in(body, inits[m]) == 1 && carried_sum(f, body, p, inits[m])))
                 && carried_sum(f, *inner, params[m], f.block(*inner).yields[m])
         }
         _ => false,

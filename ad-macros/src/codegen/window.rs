@@ -23,10 +23,11 @@
 //! A buffer read but not written in the loop gets a shared window per distinct `base`
 //! (its other reads stay as they are). A buffer written in the loop gets one mutable
 //! window, and only if every access to it in the loop (nested loops included) is one of
-//! these accesses with the same `base`. Loops in parallel bodies (whose buffers are
-//! rebound to owned chunks) and in checkpointing closures are left alone, as are scratch
-//! slots and two-dimensional buffers (the tapes of loops nested in parallel loops among
-//! them). A one-dimensional tape is windowed like a buffer: a loop over a plain range
+//! these accesses with the same `base`. Loops in parallel bodies get windows only on the
+//! buffers the parallel loop only reads (plain shared slices in its body; those it writes
+//! are rebound to chunks of their own). Loops in checkpointing closures are left alone,
+//! as are scratch slots and two-dimensional buffers (the tapes of loops nested in
+//! parallel loops among them). A one-dimensional tape is windowed like a buffer: a loop over a plain range
 //! saves iteration `t` at `k₀ + (t − s)` and its reverse reads slot `base + t`
 //! (`derivative::reverse`), after the tape was sized for the loop.
 
@@ -169,25 +170,53 @@ impl Windows {
 /// The windows of the serial loops of `f`.
 pub fn plan(f: &Function) -> Windows {
     let mut w = Windows::default();
-    visit(f, f.body, &mut w);
+    visit(f, f.body, &mut w, None);
     w
 }
 
-fn visit(f: &Function, b: Block, w: &mut Windows) {
+/// `shared`: inside a parallel loop, the buffers it only reads (plain shared slices in its
+/// body; the others are rebound to chunks of their own), the only ones windowed there.
+fn visit(f: &Function, b: Block, w: &mut Windows, shared: Option<&HashSet<Buf>>) {
     for &i in &f.block(b).insts {
-        if f.parallel.contains_key(&i) || is_checkpoint(f, i) {
+        if is_checkpoint(f, i) {
+            continue;
+        }
+        if f.parallel.contains_key(&i) {
+            if shared.is_some() {
+                continue;
+            }
+            let mut read = HashSet::new();
+            let mut other = HashSet::new();
+            let mut note = |j: Inst| {
+                for buf in crate::derivative::reverse::touched(f, j) {
+                    match f.inst(j).kind {
+                        InstKind::Load(..) | InstKind::Len(..) => read.insert(buf),
+                        _ => other.insert(buf),
+                    };
+                }
+            };
+            for c in f.child_blocks(i) {
+                f.walk(c, &mut note);
+            }
+            let only_read: HashSet<Buf> = read
+                .into_iter()
+                .filter(|b| !other.contains(b) && !matches!(f.buf(*b).kind, BufKind::Tape))
+                .collect();
+            for c in f.child_blocks(i) {
+                visit(f, c, w, Some(&only_read));
+            }
             continue;
         }
         if let InstKind::For { .. } = f.inst(i).kind {
-            plan_loop(f, i, w);
+            plan_loop(f, i, w, shared);
         }
         for c in f.child_blocks(i) {
-            visit(f, c, w);
+            visit(f, c, w, shared);
         }
     }
 }
 
-fn plan_loop(f: &Function, l: Inst, w: &mut Windows) {
+fn plan_loop(f: &Function, l: Inst, w: &mut Windows, shared: Option<&HashSet<Buf>>) {
     let InstKind::For {
         range,
         index,
@@ -260,7 +289,8 @@ fn plan_loop(f: &Function, l: Inst, w: &mut Windows) {
                 data.kind,
                 BufKind::Param(_) | BufKind::Local | BufKind::Shadow | BufKind::Tape
             )
-            && !f.scatter.contains_key(&i);
+            && !f.scatter.contains_key(&i)
+            && shared.is_none_or(|s| s.contains(&buf));
         cx.counter.set(false);
         match eligible.then(|| cx.affine(idx[0], 0)).flatten() {
             Some(a) if a.t == 1 => cands.entry(buf).or_default().push((i, a, cx.counter.get())),

@@ -9,5 +9,6 @@ mod ir_snapshots;
 mod program_gen;
 mod random_programs;
 mod same_slots;
+mod split;
 mod strip;
 mod twin_if;

@@ -18,6 +18,7 @@ mod hoist;
 mod plan;
 mod promote;
 mod segment;
+mod split;
 mod strip;
 mod sweep;
 pub(crate) mod twin_if;
@@ -92,6 +93,16 @@ pub fn without_strip_mining<R>(compile: impl FnOnce() -> R) -> R {
     strip::OFF.with(|o| o.set(true));
     let r = compile();
     strip::OFF.with(|o| o.set(false));
+    r
+}
+
+/// Runs `compile` with loops that branch on an interval of their index left whole
+/// (`split`), for tests that compare the split program with the plain one.
+#[cfg(test)]
+pub fn without_index_set_splitting<R>(compile: impl FnOnce() -> R) -> R {
+    split::OFF.with(|o| o.set(true));
+    let r = compile();
+    split::OFF.with(|o| o.set(false));
     r
 }
 
@@ -195,6 +206,7 @@ pub fn reverse(
     hoist::hoist_invariant_index_math(&mut out);
     twin_if::merge_twin_ifs(&mut out);
     strip::strip_mine_fused(&mut out, &rv.fused_out);
+    split::split_index_sets(&mut out);
     super::parallel::summation_aware(&mut out, coarsening.atomic_adjoint)?;
     Ok(out)
 }

@@ -192,7 +192,7 @@ fn strip(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst) {
 }
 
 /// Fresh header parameters of loop `l`, one per parameter of `like`.
-fn loop_params(b: &mut Builder, l: Inst, like: &[Value]) -> Vec<Value> {
+pub(super) fn loop_params(b: &mut Builder, l: Inst, like: &[Value]) -> Vec<Value> {
     like.iter()
         .enumerate()
         .map(|(n, p)| {
@@ -204,7 +204,7 @@ fn loop_params(b: &mut Builder, l: Inst, like: &[Value]) -> Vec<Value> {
 }
 
 /// The results of loop `l`: one per parameter type, then the trip count.
-fn loop_results(b: &mut Builder, l: Inst, tys: &[Ty]) -> Vec<Value> {
+pub(super) fn loop_results(b: &mut Builder, l: Inst, tys: &[Ty]) -> Vec<Value> {
     let mut out: Vec<Value> = tys
         .iter()
         .enumerate()
@@ -220,7 +220,11 @@ fn loop_results(b: &mut Builder, l: Inst, tys: &[Ty]) -> Vec<Value> {
 /// Appends to `b`'s block a copy of straight-line block `body` under fresh names (`names`
 /// maps the values it reads from outside, the loop index and parameters among them, to
 /// theirs); returns its yields under the new names.
-fn copy_body(b: &mut Builder, body: Block, names: &mut HashMap<Value, Value>) -> Vec<Value> {
+pub(super) fn copy_body(
+    b: &mut Builder,
+    body: Block,
+    names: &mut HashMap<Value, Value>,
+) -> Vec<Value> {
     for inst in b.func.block(body).insts.clone() {
         let mut kind = b.func.inst(inst).kind.clone();
         map_operands(&mut kind, &|v| names.get(&v).copied().unwrap_or(v));
