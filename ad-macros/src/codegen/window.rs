@@ -23,9 +23,10 @@
 //! A buffer read but not written in the loop gets a shared window per distinct `base`
 //! (its other reads stay as they are). A buffer written in the loop gets one mutable
 //! window, and only if every access to it in the loop (nested loops included) is one of
-//! these accesses with the same `base`. Loops in parallel bodies get windows only on the
-//! buffers the parallel loop only reads (plain shared slices in its body; those it writes
-//! are rebound to chunks of their own). Loops in checkpointing closures are left alone,
+//! these accesses with the same `base`. Loops in parallel bodies get windows too, on
+//! shared slices and on the iteration's window of a buffer the parallel loop writes
+//! (`ad_rayon::Window`, which slices with one range check), not on its scatter targets
+//! and tapes. Loops in checkpointing closures are left alone,
 //! as are scratch slots and two-dimensional buffers (the tapes of loops nested in
 //! parallel loops among them). A one-dimensional tape is windowed like a buffer: a loop over a plain range
 //! saves iteration `t` at `k₀ + (t − s)` and its reverse reads slot `base + t`
@@ -174,8 +175,7 @@ pub fn plan(f: &Function) -> Windows {
     w
 }
 
-/// `shared`: inside a parallel loop, the buffers it only reads (plain shared slices in its
-/// body; the others are rebound to chunks of their own), the only ones windowed there.
+/// `shared`: inside a parallel loop, the buffers that may be windowed there.
 fn visit(f: &Function, b: Block, w: &mut Windows, shared: Option<&HashSet<Buf>>) {
     for &i in &f.block(b).insts {
         if is_checkpoint(f, i) {
@@ -185,25 +185,25 @@ fn visit(f: &Function, b: Block, w: &mut Windows, shared: Option<&HashSet<Buf>>)
             if shared.is_some() {
                 continue;
             }
-            let mut read = HashSet::new();
-            let mut other = HashSet::new();
+            // Its body sees the buffers it only reads as shared slices and those it writes
+            // as its iteration's window (`ad_rayon::Window`, `HaloWindow`), both of which
+            // slice; not the targets of its scatters, nor its tapes.
+            let mut touched = HashSet::new();
+            let mut excluded = HashSet::new();
             let mut note = |j: Inst| {
                 for buf in crate::derivative::reverse::touched(f, j) {
-                    match f.inst(j).kind {
-                        InstKind::Load(..) | InstKind::Len(..) => read.insert(buf),
-                        _ => other.insert(buf),
-                    };
+                    if f.scatter.contains_key(&j) || f.buf(buf).kind == BufKind::Tape {
+                        excluded.insert(buf);
+                    }
+                    touched.insert(buf);
                 }
             };
             for c in f.child_blocks(i) {
                 f.walk(c, &mut note);
             }
-            let only_read: HashSet<Buf> = read
-                .into_iter()
-                .filter(|b| !other.contains(b) && !matches!(f.buf(*b).kind, BufKind::Tape))
-                .collect();
+            let sliceable: HashSet<Buf> = touched.difference(&excluded).copied().collect();
             for c in f.child_blocks(i) {
-                visit(f, c, w, Some(&only_read));
+                visit(f, c, w, Some(&sliceable));
             }
             continue;
         }
