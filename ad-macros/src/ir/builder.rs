@@ -174,6 +174,90 @@ impl<'f> Builder<'f> {
         self.func.insts[i.index()].results[0]
     }
 
+    /// `if cond { then(..) } else { otherwise(..) }`, each arm building its block and
+    /// returning the values it yields (of types `tys`); the `if`'s results.
+    pub fn branch(
+        &mut self,
+        cond: Value,
+        tys: &[Ty],
+        then: impl FnOnce(&mut Self) -> Vec<Value>,
+        otherwise: impl FnOnce(&mut Self) -> Vec<Value>,
+    ) -> Vec<Value> {
+        let then_blk = self.func.new_block();
+        let else_blk = self.func.new_block();
+        let t = self.in_block(then_blk, then);
+        let e = self.in_block(else_blk, otherwise);
+        self.set_yields(then_blk, t);
+        self.set_yields(else_blk, e);
+        let i = self.push(
+            InstKind::If {
+                cond,
+                then_blk,
+                else_blk,
+            },
+            tys,
+            None,
+        );
+        self.func.insts[i.index()].results.clone()
+    }
+
+    /// A `for` loop over `start..end` (ascending, step 1) appended here: its index named
+    /// `name`, fresh parameters like `like` (types and names) starting at `inits`, and a
+    /// body `body` builds from the index and the parameters, returning the parameters'
+    /// next values. Returns the loop's results without its trip count.
+    pub fn for_range(
+        &mut self,
+        start: Value,
+        end: Value,
+        name: Option<String>,
+        like: &[Value],
+        inits: Vec<Value>,
+        body: impl FnOnce(&mut Self, Value, &[Value]) -> Vec<Value>,
+    ) -> Vec<Value> {
+        let l = self.reserve();
+        let index = self.func.new_value(Ty::Int, ValueDef::LoopIndex(l), name);
+        let params: Vec<Value> = like
+            .iter()
+            .enumerate()
+            .map(|(n, p)| {
+                let d = self.func.value(*p).clone();
+                self.func
+                    .new_value(d.ty, ValueDef::LoopParam(l, n as u32), d.name)
+            })
+            .collect();
+        let blk = self.func.new_block();
+        let next = self.in_block(blk, |b| body(b, index, &params));
+        self.set_yields(blk, next);
+        let mut results: Vec<Value> = params
+            .iter()
+            .enumerate()
+            .map(|(n, p)| {
+                let ty = self.func.ty(*p);
+                self.func.new_value(ty, ValueDef::Result(l, n as u32), None)
+            })
+            .collect();
+        results.push(
+            self.func
+                .new_value(Ty::Int, ValueDef::Result(l, params.len() as u32), None),
+        );
+        let kind = InstKind::For {
+            range: RangeSpec {
+                start,
+                end,
+                step: None,
+                rev: false,
+            },
+            index,
+            params,
+            inits,
+            body: blk,
+            exit: vec![],
+        };
+        self.finish(l, kind, results.clone());
+        results.truncate(results.len() - 1);
+        results
+    }
+
     pub fn set_yields(&mut self, block: Block, yields: Vec<Value>) {
         self.func.blocks[block.index()].yields = yields;
     }

@@ -579,22 +579,7 @@ pub(super) fn trip_count(b: &mut Builder, s: Value, e: Value, step: Option<Value
 /// `end − start` when positive, else 0 (an upper bound of a range's trip count).
 pub(super) fn range_len(b: &mut Builder, s: Value, e: Value) -> Value {
     let c = b.binary(BinOp::Gt, e, s);
-    let t = b.func.new_block();
-    let el = b.func.new_block();
-    let d = b.in_block(t, |b| b.sub(e, s));
-    let z = b.in_block(el, |b| b.iconst(0));
-    b.set_yields(t, vec![d]);
-    b.set_yields(el, vec![z]);
-    let i = b.push(
-        InstKind::If {
-            cond: c,
-            then_blk: t,
-            else_blk: el,
-        },
-        &[Ty::Int],
-        None,
-    );
-    b.func.inst(i).results[0]
+    b.branch(c, &[Ty::Int], |b| vec![b.sub(e, s)], |b| vec![b.iconst(0)])[0]
 }
 
 pub(super) fn loop_parts(f: &Function, i: Inst) -> (Vec<Value>, Vec<Value>, Block, Vec<Value>) {

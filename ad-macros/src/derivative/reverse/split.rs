@@ -24,7 +24,7 @@
 //! (an overflow with debug assertions) then happens before the loop instead of in the
 //! first iteration that reached it, as with index windows.
 
-use super::strip::{copy_body, loop_params, loop_results};
+use super::strip::{copy_body, copy_inst};
 use super::twin_if::{map_operands, straight};
 use crate::ir::builder::Builder;
 use crate::ir::*;
@@ -319,16 +319,11 @@ impl Decompose<'_> {
 
 fn apply(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst, plan: Plan) {
     let InstKind::For {
-        range,
-        params,
-        inits,
-        body,
-        ..
+        range, inits, body, ..
     } = f.inst(l).kind.clone()
     else {
         return;
     };
-    let tys: Vec<Ty> = params.iter().map(|p| f.ty(*p)).collect();
     let mut inside = HashSet::new();
     f.walk(body, &mut |i| {
         inside.insert(i);
@@ -339,29 +334,19 @@ fn apply(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst, plan: Pla
         b.span = b.func.inst(l).span;
         // [lo, hi): where the condition holds; start ≤ lo ≤ hi ≤ end throughout.
         let runs = b.binary(BinOp::Lt, range.start, range.end);
-        let then_blk = b.func.new_block();
-        let else_blk = b.func.new_block();
-        let (lo, hi) = b.in_block(then_blk, |b| {
-            let mut memo = HashMap::new();
-            bounds(b, &inside, &plan.atoms, range.start, range.end, &mut memo)
-        });
-        b.set_yields(then_blk, vec![lo, hi]);
-        b.set_yields(else_blk, vec![range.start, range.start]);
-        let bi = b.push(
-            InstKind::If {
-                cond: runs,
-                then_blk,
-                else_blk,
-            },
+        let r = b.branch(
+            runs,
             &[Ty::Int, Ty::Int],
-            None,
+            |b| {
+                let mut memo = HashMap::new();
+                let (lo, hi) = bounds(b, &inside, &plan.atoms, range.start, range.end, &mut memo);
+                vec![lo, hi]
+            },
+            |_| vec![range.start, range.start],
         );
-        let (lo, hi) = {
-            let r = &b.func.inst(bi).results;
-            (r[0], r[1])
-        };
-        let first = copy_loop(&mut b, l, &plan, false, range.start, lo, &inits, &tys);
-        let second = copy_loop(&mut b, l, &plan, true, lo, hi, &first, &tys);
+        let (lo, hi) = (r[0], r[1]);
+        let first = copy_loop(&mut b, l, &plan, false, (range.start, lo), inits);
+        let second = copy_loop(&mut b, l, &plan, true, (lo, hi), first);
         (hi, second)
     };
     // The loop itself runs the last part, with the else branch in place of the branch.
@@ -447,30 +432,21 @@ fn bounds(
                 let above = matches!(atom, Atom::Above(..));
                 let e = hoist(b, inside, e, memo);
                 let c = b.binary(BinOp::Lt, e, hi);
-                let t = b.func.new_block();
-                let el = b.func.new_block();
-                let nt = b.in_block(t, |b| {
-                    let one = b.iconst(1);
-                    let e1 = b.add(e, one);
-                    if above {
-                        let m = max(b, lo, e1);
-                        min(b, m, hi)
-                    } else {
-                        max(b, e1, lo)
-                    }
-                });
-                b.set_yields(t, vec![nt]);
-                b.set_yields(el, vec![hi]);
-                let i = b.push(
-                    InstKind::If {
-                        cond: c,
-                        then_blk: t,
-                        else_blk: el,
-                    },
+                let r = b.branch(
+                    c,
                     &[Ty::Int],
-                    None,
-                );
-                let r = b.func.inst(i).results[0];
+                    |b| {
+                        let one = b.iconst(1);
+                        let e1 = b.add(e, one);
+                        vec![if above {
+                            let m = max(b, lo, e1);
+                            min(b, m, hi)
+                        } else {
+                            max(b, e1, lo)
+                        }]
+                    },
+                    |_| vec![hi],
+                )[0];
                 if above {
                     lo = r;
                 } else {
@@ -479,24 +455,16 @@ fn bounds(
             }
             Atom::Guard => {
                 let c = b.binary(BinOp::Lt, lo, hi);
-                let t = b.func.new_block();
-                let el = b.func.new_block();
                 let mut inner = memo.clone();
-                let (a, z) = b.in_block(t, |b| {
-                    bounds(b, inside, &atoms[n + 1..], lo, hi, &mut inner)
-                });
-                b.set_yields(t, vec![a, z]);
-                b.set_yields(el, vec![lo, hi]);
-                let i = b.push(
-                    InstKind::If {
-                        cond: c,
-                        then_blk: t,
-                        else_blk: el,
-                    },
+                let r = b.branch(
+                    c,
                     &[Ty::Int, Ty::Int],
-                    None,
+                    |b| {
+                        let (a, z) = bounds(b, inside, &atoms[n + 1..], lo, hi, &mut inner);
+                        vec![a, z]
+                    },
+                    |_| vec![lo, hi],
                 );
-                let r = &b.func.inst(i).results;
                 return (r[0], r[1]);
             }
         }
@@ -524,30 +492,19 @@ fn hoist(
     for o in b.func.operands(d) {
         hoist(b, inside, o, memo);
     }
-    let mut kind = b.func.inst(d).kind.clone();
-    map_operands(&mut kind, &|o| memo.get(&o).copied().unwrap_or(o));
-    let old = b.func.inst(d).results.clone();
-    let tys: Vec<Ty> = old.iter().map(|r| b.func.ty(*r)).collect();
-    let name = old.first().and_then(|r| b.func.value(*r).name.clone());
-    let copy = b.push(kind, &tys, name.as_deref());
-    for (o, n) in old.iter().zip(b.func.inst(copy).results.clone()) {
-        memo.insert(*o, n);
-    }
+    copy_inst(b, d, memo);
     memo[&v]
 }
 
 /// A copy of loop `l` over `start..end` from `inits`, with the branch's then (`take_then`)
 /// or else block in place of the branch and the condition left out; its results.
-#[allow(clippy::too_many_arguments)]
 fn copy_loop(
     b: &mut Builder,
     l: Inst,
     plan: &Plan,
     take_then: bool,
-    start: Value,
-    end: Value,
-    inits: &[Value],
-    tys: &[Ty],
+    (start, end): (Value, Value),
+    inits: Vec<Value>,
 ) -> Vec<Value> {
     let InstKind::For {
         index,
@@ -558,16 +515,16 @@ fn copy_loop(
     else {
         unreachable!("a loop")
     };
-    let nl = b.reserve();
     let name = b.func.value(index).name.clone();
-    let j = b.func.new_value(Ty::Int, ValueDef::LoopIndex(nl), name);
-    let nparams = loop_params(b, nl, &params);
-    let nbody = b.func.new_block();
-    let mut names: HashMap<Value, Value> = params.iter().copied().zip(nparams.clone()).collect();
-    names.insert(index, j);
     let insts = b.func.block(body).insts.clone();
     let yields = b.func.block(body).yields.clone();
-    let next = b.in_block(nbody, |b| {
+    b.for_range(start, end, name, &params, inits, |b, j, nparams| {
+        let mut names: HashMap<Value, Value> = params
+            .iter()
+            .copied()
+            .zip(nparams.iter().copied())
+            .collect();
+        names.insert(index, j);
         for i in insts {
             if plan.chain.contains(&i) {
                 continue;
@@ -584,36 +541,11 @@ fn copy_loop(
                 }
                 continue;
             }
-            let mut kind = b.func.inst(i).kind.clone();
-            map_operands(&mut kind, &|v| names.get(&v).copied().unwrap_or(v));
-            let old = b.func.inst(i).results.clone();
-            let rtys: Vec<Ty> = old.iter().map(|v| b.func.ty(*v)).collect();
-            let rname = old.first().and_then(|v| b.func.value(*v).name.clone());
-            let copy = b.push(kind, &rtys, rname.as_deref());
-            for (o, n) in old.iter().zip(b.func.inst(copy).results.clone()) {
-                names.insert(*o, n);
-            }
+            copy_inst(b, i, &mut names);
         }
         yields
             .iter()
             .map(|v| names.get(v).copied().unwrap_or(*v))
-            .collect::<Vec<_>>()
-    });
-    b.set_yields(nbody, next);
-    let results = loop_results(b, nl, tys);
-    let kind = InstKind::For {
-        range: RangeSpec {
-            start,
-            end,
-            step: None,
-            rev: false,
-        },
-        index: j,
-        params: nparams,
-        inits: inits.to_vec(),
-        body: nbody,
-        exit: vec![],
-    };
-    b.finish(nl, kind, results.clone());
-    results[..tys.len()].to_vec()
+            .collect()
+    })
 }

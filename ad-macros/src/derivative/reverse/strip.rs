@@ -112,7 +112,6 @@ fn strip(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst) {
     else {
         return;
     };
-    let tys: Vec<Ty> = params.iter().map(|p| f.ty(*p)).collect();
     let pre = f.new_block();
     let mut b = Builder::new(f, pre);
     b.span = b.func.inst(l).span;
@@ -124,117 +123,66 @@ fn strip(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst) {
     let rest = b.add(range.start, covered);
     // for c in 0..chunks { let base = start + c·8; for k in 0..8 { body at base + k } }
     let zero = b.iconst(0);
-    let outer = b.reserve();
-    let c = b
-        .func
-        .new_value(Ty::Int, ValueDef::LoopIndex(outer), Some("strip".into()));
-    let outer_params = loop_params(&mut b, outer, &params);
-    let outer_body = b.func.new_block();
-    let through = b.in_block(outer_body, |b| {
-        let at = b.mul(c, lanes);
-        let base = b.add(range.start, at);
-        let inner_start = b.iconst(0);
-        let inner_end = b.iconst(LANES);
-        let inner = b.reserve();
-        let k = b
-            .func
-            .new_value(Ty::Int, ValueDef::LoopIndex(inner), Some("lane".into()));
-        let inner_params = loop_params(b, inner, &params);
-        let inner_body = b.func.new_block();
-        let mut names: HashMap<Value, Value> =
-            params.iter().copied().zip(inner_params.clone()).collect();
-        let next = b.in_block(inner_body, |b| {
-            let i = b.add(base, k);
-            names.insert(index, i);
-            copy_body(b, body, &mut names)
-        });
-        b.set_yields(inner_body, next);
-        let results = loop_results(b, inner, &tys);
-        let kind = InstKind::For {
-            range: RangeSpec {
-                start: inner_start,
-                end: inner_end,
-                step: None,
-                rev: false,
-            },
-            index: k,
-            params: inner_params,
-            inits: outer_params.clone(),
-            body: inner_body,
-            exit: vec![],
-        };
-        b.finish(inner, kind, results.clone());
-        results[..tys.len()].to_vec()
-    });
-    b.set_yields(outer_body, through);
-    let results = loop_results(&mut b, outer, &tys);
-    let kind = InstKind::For {
-        range: RangeSpec {
-            start: zero,
-            end: chunks,
-            step: None,
-            rev: false,
-        },
-        index: c,
-        params: outer_params,
+    let results = b.for_range(
+        zero,
+        chunks,
+        Some("strip".into()),
+        &params,
         inits,
-        body: outer_body,
-        exit: vec![],
-    };
-    b.finish(outer, kind, results.clone());
+        |b, c, outer| {
+            let at = b.mul(c, lanes);
+            let base = b.add(range.start, at);
+            let inner_start = b.iconst(0);
+            let inner_end = b.iconst(LANES);
+            b.for_range(
+                inner_start,
+                inner_end,
+                Some("lane".into()),
+                &params,
+                outer.to_vec(),
+                |b, k, inner| {
+                    let mut names: HashMap<Value, Value> =
+                        params.iter().copied().zip(inner.iter().copied()).collect();
+                    let i = b.add(base, k);
+                    names.insert(index, i);
+                    copy_body(b, body, &mut names)
+                },
+            )
+        },
+    );
     // The original loop runs what is left, from where the strips stopped.
     if let InstKind::For { range, inits, .. } = &mut f.insts[l.index()].kind {
         range.start = rest;
-        *inits = results[..tys.len()].to_vec();
+        *inits = results;
     }
     let post = f.new_block();
     super::carry::surround(f, parent, l, pre, post);
 }
 
-/// Fresh header parameters of loop `l`, one per parameter of `like`.
-pub(super) fn loop_params(b: &mut Builder, l: Inst, like: &[Value]) -> Vec<Value> {
-    like.iter()
-        .enumerate()
-        .map(|(n, p)| {
-            let d = b.func.value(*p).clone();
-            b.func
-                .new_value(d.ty, ValueDef::LoopParam(l, n as u32), d.name)
-        })
-        .collect()
-}
-
-/// The results of loop `l`: one per parameter type, then the trip count.
-pub(super) fn loop_results(b: &mut Builder, l: Inst, tys: &[Ty]) -> Vec<Value> {
-    let mut out: Vec<Value> = tys
-        .iter()
-        .enumerate()
-        .map(|(n, t)| b.func.new_value(*t, ValueDef::Result(l, n as u32), None))
-        .collect();
-    out.push(
-        b.func
-            .new_value(Ty::Int, ValueDef::Result(l, tys.len() as u32), None),
-    );
-    out
-}
-
 /// Appends to `b`'s block a copy of straight-line block `body` under fresh names (`names`
 /// maps the values it reads from outside, the loop index and parameters among them, to
 /// theirs); returns its yields under the new names.
+/// Appends a copy of instruction `inst` (without blocks) reading `names`' values for those
+/// it maps, and maps its results to the copy's.
+pub(super) fn copy_inst(b: &mut Builder, inst: Inst, names: &mut HashMap<Value, Value>) {
+    let mut kind = b.func.inst(inst).kind.clone();
+    map_operands(&mut kind, &|v| names.get(&v).copied().unwrap_or(v));
+    let old = b.func.inst(inst).results.clone();
+    let tys: Vec<Ty> = old.iter().map(|v| b.func.ty(*v)).collect();
+    let name = old.first().and_then(|v| b.func.value(*v).name.clone());
+    let copy = b.push(kind, &tys, name.as_deref());
+    for (o, n) in old.iter().zip(b.func.inst(copy).results.clone()) {
+        names.insert(*o, n);
+    }
+}
+
 pub(super) fn copy_body(
     b: &mut Builder,
     body: Block,
     names: &mut HashMap<Value, Value>,
 ) -> Vec<Value> {
     for inst in b.func.block(body).insts.clone() {
-        let mut kind = b.func.inst(inst).kind.clone();
-        map_operands(&mut kind, &|v| names.get(&v).copied().unwrap_or(v));
-        let old = b.func.inst(inst).results.clone();
-        let tys: Vec<Ty> = old.iter().map(|v| b.func.ty(*v)).collect();
-        let name = old.first().and_then(|v| b.func.value(*v).name.clone());
-        let copy = b.push(kind, &tys, name.as_deref());
-        for (o, n) in old.iter().zip(b.func.inst(copy).results.clone()) {
-            names.insert(*o, n);
-        }
+        copy_inst(b, inst, names);
     }
     let yields = b.func.block(body).yields.clone();
     yields
