@@ -100,6 +100,7 @@ numeric_tests! {
         normalize_in_place,
         discounted_suffix_reversed_range,
         smoothed_cubes_buffers,
+        is_empty_both_ways,
         kinks_away_from_kinks,
         tie_conventions,
     ],

@@ -80,7 +80,7 @@ fn hello_session() {
     assert_eq!(r(4)["output"].as_f64(), Some(4.5));
     // A module this tool lacks is undefined, not an error of the tool.
     assert_eq!(r(6)["success"], false);
-    assert!(r(6)["error"].as_str().unwrap().contains("ht"));
+    assert!(r(6)["error"].as_str().unwrap().contains("kmeans"));
     // An unknown function and an input without `x` fail that evaluation only.
     assert_eq!(r(7)["success"], false);
     assert!(r(7)["error"].as_str().unwrap().contains("cube"));
@@ -162,6 +162,22 @@ fn every_module_answers_in_its_output_format() {
     assert_eq!(cols[30], 33 + 15 + 11);
     assert!((jacobian["vals"][30].as_f64().unwrap() + 2.0 * 0.8).abs() < 1e-15);
     assert_eq!(responses[19].as_ref().unwrap()["success"], false);
+    // ht: 3 points, so 9 residuals (min_runs = 2: two timings); the Jacobian has a row per
+    // residual, with two `us` columns before theta's 26 when there are `us`.
+    assert_eq!(floats(&out(21)).len(), 9);
+    assert_eq!(
+        responses[21].as_ref().unwrap()["timings"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    for (id, width) in [(22, 28), (23, 26)] {
+        let rows = out(id);
+        let rows = rows.as_array().unwrap();
+        assert_eq!(rows.len(), 9);
+        assert!(rows.iter().all(|r| floats(r).len() == width), "ht {id}");
+    }
 }
 
 #[test]

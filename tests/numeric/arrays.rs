@@ -1,6 +1,6 @@
 //! Slices and buffers: zip/enumerate loops, reversed ranges, flat and nested 2-D
 //! indexing, `()` functions writing an output slice, `&mut` in/out parameters,
-//! `copy_from_slice`/`clone`, and the non-smooth methods away from (and at) their kinks.
+//! `copy_from_slice`/`clone`, `is_empty`, and the non-smooth methods away from (and at) their kinks.
 
 use super::differentiate;
 use crate::common::*;
@@ -92,6 +92,25 @@ pub fn discounted_suffix(x: &[f64], out: &mut [f64]) {
         acc = 0.9 * acc + x[i];
         out[i] = acc.sin();
     }
+}
+
+/// `Σ x²` scaled by `x[0]` when a half-length local buffer is non-empty; 1 for an empty
+/// `x`: `is_empty` on a parameter and on a local buffer, both ways.
+#[differentiate(forward, reverse)]
+pub fn empty_or_scaled(x: &[f64]) -> f64 {
+    let mut s = 0.0;
+    if x.is_empty() {
+        s = 1.0;
+    } else {
+        for i in 0..x.len() {
+            s += x[i] * x[i];
+        }
+    }
+    let half = vec![0.0; x.len() / 2];
+    if !half.is_empty() {
+        s *= x[0];
+    }
+    s
 }
 
 /// `sweeps` three-point averages between two buffers, then Σ aᵢ³.
@@ -493,6 +512,29 @@ pub fn discounted_suffix_reversed_range() {
         },
         tols: TOLS,
     });
+}
+
+pub fn is_empty_both_ways() {
+    // Length 1: the local buffer is empty (Σx²); length 4: it is not (x₀ Σx²).
+    for x in [&[0.7][..], &[0.3, -1.2, 2.0, 0.7]] {
+        let g = slice_case(
+            "empty_or_scaled",
+            x,
+            &empty_or_scaled,
+            &empty_or_scaled_fwd,
+            &empty_or_scaled_rev,
+            &empty_or_scaled_grad,
+        );
+        let sq: f64 = x.iter().map(|v| v * v).sum();
+        let scale = if x.len() > 1 { x[0] } else { 1.0 };
+        let mut want: Vec<f64> = x.iter().map(|v| 2.0 * scale * v).collect();
+        if x.len() > 1 {
+            want[0] += sq;
+        }
+        assert_rel("∇ empty_or_scaled", &g, &want, 1e-14);
+    }
+    assert_eq!(empty_or_scaled(&[]), 1.0);
+    assert_eq!(empty_or_scaled_grad(&[]), (1.0, vec![]));
 }
 
 pub fn smoothed_cubes_buffers() {

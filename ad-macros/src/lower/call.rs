@@ -185,6 +185,15 @@ impl Lowerer<'_> {
         let name = m.method.to_string();
         match name.as_str() {
             "sum" if m.args.is_empty() => return self.lower_sum(m),
+            "is_empty" if m.args.is_empty() => {
+                // `a.is_empty()` is `a.len() == 0`.
+                let len = self.lower_method_value(&syn::ExprMethodCall {
+                    method: syn::Ident::new("len", m.method.span()),
+                    ..m.clone()
+                })?;
+                let zero = self.b.iconst(0);
+                return Ok(self.b.binary(BinOp::Eq, len, zero));
+            }
             "len" if m.args.is_empty() => {
                 if let Expr::Index(ix) = &*m.receiver {
                     // `a[i].len()`: a row's length.
