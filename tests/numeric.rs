@@ -183,7 +183,7 @@ numeric_tests! {
         atomic_and_summation_aware_adjoints_equal_serial,
     ],
     /// A parallel sum over what a parallel loop just wrote, moved into that loop.
-    parallel_fused: [writer_then_sum_with_gather],
+    parallel_fused: [writer_then_sum_with_gather, whole_rows_then_sum],
     /// Rayon loops over the rows of a flat 2-D grid (`par_chunks_mut`).
     parallel_rows: [
         heat2d_rows_parallel_equal_serial,

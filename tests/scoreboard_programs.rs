@@ -71,16 +71,15 @@ fn rayon_stencil_hand_adjoint_matches_phidiff_and_finite_differences() {
     let u = parallel_programs::field(m * n);
     let f = |u: &[f64]| {
         let mut out = zeros(u.len());
-        parallel_programs::heat2d_par(u, &mut out, r, n)
+        parallel_programs::heat2d_field(u, &mut out, r, n)
     };
     let generated = check_grad(
-        "heat2d_par",
+        "heat2d_field",
         &u,
         &f,
         &|u| {
             let (mut g, mut out, mut dout) = (zeros(u.len()), zeros(u.len()), zeros(u.len()));
-            let (v, _) =
-                parallel_programs::heat2d_par_rev(u, &mut g, &mut out, &mut dout, r, n, 1.0);
+            let v = parallel_programs::heat2d_field_rev(u, &mut g, &mut out, &mut dout, r, n, 1.0);
             (v, g)
         },
         TOLS,

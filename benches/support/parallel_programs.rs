@@ -71,6 +71,9 @@ macro_rules! heat2d {
 }
 heat2d!(heat2d_par, []);
 heat2d!(heat2d_atomic, [, parallel_adjoint = atomic]);
+// The same step differentiated over the field `u` alone (`out` is where it is written):
+// the scoreboard's stencil, whose peers all take the gradient over the field only.
+heat2d!(heat2d_field, [, wrt(u, out)]);
 
 #[differentiate(reverse)]
 pub fn heat2d_serial(u: &[f64], out: &mut [f64], r: f64, n: usize) -> f64 {

@@ -640,9 +640,10 @@ fn stencil_bench(inputs: &mut Inputs, pool: &'static rayon::ThreadPool) -> Bench
     let primal: Primal = {
         let out = std::sync::Mutex::new(vec![0.0; n * n]);
         Rc::new(move |u: &[f64]| {
-            pool.install(|| parallel_programs::heat2d_par(u, &mut out.lock().unwrap(), r, n))
+            pool.install(|| parallel_programs::heat2d_field(u, &mut out.lock().unwrap(), r, n))
         })
     };
+    // Over the field `u` alone (`wrt(u, out)`), as every peer: not over `r`.
     // `out` is written whole, so the adjoint of its initial value, which `dout` holds when
     // `_rev` returns (the contract of a `&mut` shadow), is zero: each call leaves `dout`
     // as the next one needs it, as the first call's check confirms.
@@ -651,12 +652,12 @@ fn stencil_bench(inputs: &mut Inputs, pool: &'static rayon::ThreadPool) -> Bench
         let mut checked = false;
         Box::new(move |u: &[f64], g: &mut [f64]| {
             let value = pool.install(|| {
-                parallel_programs::heat2d_par_rev(u, g, &mut out, &mut dout, r, n, 1.0).0
+                parallel_programs::heat2d_field_rev(u, g, &mut out, &mut dout, r, n, 1.0)
             });
             if !checked {
                 assert!(
                     dout.iter().all(|v| *v == 0.0),
-                    "stencil: heat2d_par_rev left a nonzero adjoint in dout"
+                    "stencil: heat2d_field_rev left a nonzero adjoint in dout"
                 );
                 checked = true;
             }

@@ -13,9 +13,11 @@
 //! reverse sweep gets the sum's adjoint in the same iteration as the element's.
 //!
 //! The pass applies to the loops the lowering makes of that form, in one block:
-//! - the writer is a parallel loop over the rows of `X` (`par_chunks_mut(w)`: `0..⌈len/w⌉`,
-//!   an inner `for j in 0..row.len()`), or over its elements (`par_iter_mut`: `0..len`),
-//!   that carries nothing and writes `X` only by `X[i·w + j] = ..` (`X[i] = ..`);
+//! - the writer is a parallel loop over the rows of `X` (`par_chunks_mut(w)`: `0..⌈len/w⌉`),
+//!   or over its elements (`par_iter_mut`: `0..len`), that carries nothing and writes `X`
+//!   only by `X[i·w + j] = ..` in one inner `for j in 0..row.len()` (`X[i] = ..`); or,
+//!   by rows, only by stores and compound assignments `X[i·w + e]` anywhere in the body
+//!   (a row written in branches, or its ends apart from its interior: whole rows);
 //! - the sum is the next parallel loop: `0..len X`, one float parameter `s` updated by the
 //!   body's yield, a body of arithmetic and reads only, reading `X` only at its own index
 //!   and no other buffer the writer writes;
@@ -24,8 +26,13 @@
 //!   `X` (so the moved reads of `X` see final values, `Function::final_reads`).
 //!
 //! The terms are then added row by row, element by element within a row: the same order
-//! as the separate sum's when run serially.
+//! as the separate sum's when run serially. For whole rows they are added by a loop
+//! `for j in 0..row.len()` at the end of the row's iteration: row `i` is final then, since
+//! only iteration `i` may write it (any other index panics in the loop's view of its own
+//! rows, `ad_rayon::Rows`), and elements the row leaves alone keep the caller's values,
+//! as the separate sum reads them.
 
+use crate::ir::builder::Builder;
 use crate::ir::*;
 use std::collections::HashSet;
 
@@ -46,6 +53,11 @@ pub fn fuse_sums_into_writers(f: &mut Function) {
 enum Cover {
     /// `X[base + j]` in the inner loop `inner` with `base = i·w`.
     Rows { inner: Inst, base: Value },
+    /// Row `i` (`base = i·w`, `len` elements), written by stores at `base + e` anywhere
+    /// in the body: in branches, in several loops (a row's interior and its ends written
+    /// apart). The row's terms are then added by a loop of their own at the end of the
+    /// iteration, when the whole row is final.
+    WholeRows { base: Value, len: Value },
     /// `X[i]`.
     Elements,
 }
@@ -143,21 +155,28 @@ fn plan_at(f: &Function, blk: Block, k: usize) -> Option<Plan> {
         return None;
     }
     // The writer covers X: by rows or by elements.
-    let cover = cover(f, x, wi, wend, wbody)?;
-    // The writer writes X only by those stores; the sum reads no other buffer it writes.
-    let mut written = HashSet::new();
-    let mut stray = false;
-    f.walk(wbody, &mut |j| {
-        for b in f.written_bufs(j) {
-            written.insert(b);
-            if b == x && !store_covers(f, j, x, cover, wi) {
-                stray = true;
-            }
+    // The writer writes X only by those stores (one loop over a row that stores elsewhere
+    // than at its own element still writes the whole row); the sum reads no other buffer
+    // it writes.
+    let strays = |cover: Cover| {
+        let mut stray = false;
+        f.walk(wbody, &mut |j| {
+            stray |= f.written_bufs(j).contains(&x) && !store_covers(f, j, x, cover, wi);
+        });
+        stray
+    };
+    let mut cover = cover(f, x, wi, wend, wbody)?;
+    if let Cover::Rows { inner, base } = cover {
+        if strays(cover) {
+            let (_, len, _) = plain_for(f, inner)?;
+            cover = Cover::WholeRows { base, len };
         }
-    });
-    if stray {
+    }
+    if strays(cover) {
         return None;
     }
+    let mut written = HashSet::new();
+    f.walk(wbody, &mut |j| written.extend(f.written_bufs(j)));
     // The sum's body: arithmetic and reads, X only at its own index; `s` used once.
     let mut ok = true;
     let mut s_uses = 0;
@@ -235,9 +254,12 @@ fn cover(f: &Function, x: Buf, wi: Value, wend: Value, wbody: Block) -> Option<C
         return None;
     }
     let len = *len;
-    // The body's top level: `base = i·w`, `rl = if w <= len − base { w } else { len − base }`
-    // and one inner `for j in 0..rl`.
+    // The body's top level: `base = i·w` and the row's length
+    // `rl = if w <= len − base { w } else { len − base }`.
     let top = &f.block(wbody).insts;
+    let (base, rl) = top.iter().find_map(|&j| row_len(f, j, len, w, wi))?;
+    // One inner `for j in 0..rl` covers the row element by element; otherwise the whole
+    // row is summed when its iteration ends.
     let inner: Vec<Inst> = top
         .iter()
         .copied()
@@ -248,22 +270,28 @@ fn cover(f: &Function, x: Buf, wi: Value, wend: Value, wbody: Block) -> Option<C
             )
         })
         .collect();
-    let [inner] = inner[..] else {
-        return None;
-    };
-    let (_, rl, _) = plain_for(f, inner)?;
-    if f.parallel.contains_key(&inner) {
-        return None;
+    if let [inner] = inner[..] {
+        if let Some((_, end, _)) = plain_for(f, inner) {
+            if end == rl && !f.parallel.contains_key(&inner) {
+                return Some(Cover::Rows { inner, base });
+            }
+        }
     }
-    let ValueDef::Result(rl_if, 0) = f.value(rl).def else {
-        return None;
-    };
+    Some(Cover::WholeRows { base, len: rl })
+}
+
+/// `(base, rl)` when instruction `j` is `rl = if w <= len − base { w } else { len − base }`
+/// with `base = i·w`: the length of row `i`.
+fn row_len(f: &Function, j: Inst, len: Value, w: Value, wi: Value) -> Option<(Value, Value)> {
     let InstKind::If {
         cond,
         then_blk,
         else_blk,
-    } = &f.inst(rl_if).kind
+    } = &f.inst(j).kind
     else {
+        return None;
+    };
+    let [rl] = f.inst(j).results[..] else {
         return None;
     };
     let Some(InstKind::Binary(BinOp::Le, cw, rest)) = kind(f, *cond) else {
@@ -278,18 +306,29 @@ fn cover(f: &Function, x: Buf, wi: Value, wend: Value, wbody: Block) -> Option<C
     if *len2 != len || !is_binary(f, *base, BinOp::Mul, wi, w) {
         return None;
     }
-    Some(Cover::Rows { inner, base: *base })
+    Some((*base, rl))
 }
 
 /// Whether write `j` of X is a store at the element the writer's iteration covers.
 fn store_covers(f: &Function, j: Inst, x: Buf, cover: Cover, wi: Value) -> bool {
-    let InstKind::Store(b, idx, _) = &f.inst(j).kind else {
+    let (InstKind::Store(b, idx, _) | InstKind::StoreAdd(b, idx, _)) = &f.inst(j).kind else {
         return false;
     };
     if *b != x || idx.len() != 1 {
         return false;
     }
+    if matches!(f.inst(j).kind, InstKind::StoreAdd(..)) && !matches!(cover, Cover::WholeRows { .. })
+    {
+        return false;
+    }
     match cover {
+        // In the row, or out of it and a panic (the loop's view of its own rows,
+        // `ad_rayon::Rows`): an element `base + e` for any `e`.
+        Cover::WholeRows { base, .. } => {
+            idx[0] == base
+                || matches!(kind(f, idx[0]), Some(InstKind::Binary(BinOp::Add, a, c))
+                    if *a == base || *c == base)
+        }
         Cover::Elements => idx[0] == wi,
         Cover::Rows { inner, base } => {
             let InstKind::For { index, body, .. } = &f.inst(inner).kind else {
@@ -300,6 +339,44 @@ fn store_covers(f: &Function, j: Inst, x: Buf, cover: Cover, wi: Value) -> bool 
             inside && is_binary(f, idx[0], BinOp::Add, base, *index)
         }
     }
+}
+
+/// Appends to `at_blk` a copy of the sum's body `sbody` with its index and parameter
+/// mapped by `map`; returns the copy of what it yields. Its reads of X are final reads.
+fn copy_term(
+    f: &mut Function,
+    at_blk: Block,
+    sbody: Block,
+    x: Buf,
+    map: [(Value, Value); 2],
+) -> Value {
+    let mut map: std::collections::HashMap<Value, Value> = map.into_iter().collect();
+    for j in f.block(sbody).insts.clone() {
+        let data = f.inst(j).clone();
+        let m = |v: &Value| *map.get(v).unwrap_or(v);
+        let kind = match &data.kind {
+            InstKind::Unary(op, a) => InstKind::Unary(*op, m(a)),
+            InstKind::Binary(op, a, b) => InstKind::Binary(*op, m(a), m(b)),
+            InstKind::Math(n, args) => InstKind::Math(n, args.iter().map(m).collect()),
+            InstKind::Cast { value, to, rust_ty } => InstKind::Cast {
+                value: m(value),
+                to: *to,
+                rust_ty: rust_ty.clone(),
+            },
+            InstKind::Load(b, idx) => InstKind::Load(*b, idx.iter().map(m).collect()),
+            k => k.clone(),
+        };
+        let r = data.results[0];
+        let load = matches!(kind, InstKind::Load(b, _) if b == x);
+        let nv = push(f, at_blk, kind, f.ty(r), data.span);
+        if load {
+            // The element is final: only this iteration writes it, and it has.
+            f.final_reads.insert(f.def_inst(nv));
+        }
+        f.values[nv.index()].name = f.value(r).name.clone();
+        map.insert(r, nv);
+    }
+    map[&f.block(sbody).yields[0]]
 }
 
 /// Adds a float parameter to loop `l` starting at `init`: returns the parameter. The
@@ -370,11 +447,15 @@ fn apply(f: &mut Function, blk: Block, plan: Plan) {
     else {
         unreachable!("a loop")
     };
-    // The inner loop's result, defined by `add_param` below.
-    let row_total = f.new_value(Ty::Float, ValueDef::LoopParam(writer, 0), name.clone());
     let sw = add_param(f, writer, s0, total, name.clone());
-    let (at_blk, element, carried) = match cover {
-        Cover::Elements => (wbody, wi, sw),
+    let copy = |f: &mut Function, at_blk: Block, element: Value, carried: Value| {
+        copy_term(f, at_blk, sbody, x, [(si, element), (s, carried)])
+    };
+    match cover {
+        Cover::Elements => {
+            let y = copy(f, wbody, wi, sw);
+            f.blocks[wbody.index()].yields.push(y);
+        }
         Cover::Rows { inner, base } => {
             let InstKind::For {
                 index: j,
@@ -384,6 +465,8 @@ fn apply(f: &mut Function, blk: Block, plan: Plan) {
             else {
                 unreachable!("a loop")
             };
+            // The inner loop's result, defined by `add_param`.
+            let row_total = f.new_value(Ty::Float, ValueDef::LoopParam(writer, 0), name.clone());
             let si_inner = add_param(f, inner, sw, row_total, name.clone());
             f.blocks[wbody.index()].yields.push(row_total);
             let p = push(
@@ -393,38 +476,22 @@ fn apply(f: &mut Function, blk: Block, plan: Plan) {
                 Ty::Int,
                 span,
             );
-            (ibody, p, si_inner)
+            let y = copy(f, ibody, p, si_inner);
+            f.blocks[ibody.index()].yields.push(y);
         }
-    };
-    // The sum's body, at the end of the element's iteration.
-    let mut map = std::collections::HashMap::from([(si, element), (s, carried)]);
-    for j in f.block(sbody).insts.clone() {
-        let data = f.inst(j).clone();
-        let m = |v: &Value| *map.get(v).unwrap_or(v);
-        let kind = match &data.kind {
-            InstKind::Unary(op, a) => InstKind::Unary(*op, m(a)),
-            InstKind::Binary(op, a, b) => InstKind::Binary(*op, m(a), m(b)),
-            InstKind::Math(n, args) => InstKind::Math(n, args.iter().map(m).collect()),
-            InstKind::Cast { value, to, rust_ty } => InstKind::Cast {
-                value: m(value),
-                to: *to,
-                rust_ty: rust_ty.clone(),
-            },
-            InstKind::Load(b, idx) => InstKind::Load(*b, idx.iter().map(m).collect()),
-            k => k.clone(),
-        };
-        let r = data.results[0];
-        let load = matches!(kind, InstKind::Load(b, _) if b == x);
-        let nv = push(f, at_blk, kind, f.ty(r), data.span);
-        if load {
-            // The element is final: only this iteration writes it, and it has.
-            f.final_reads.insert(f.def_inst(nv));
+        Cover::WholeRows { base, len } => {
+            // `for j in 0..rl { s = s + term(X[base + j]) }` at the end of the row.
+            let mut b = Builder::new(f, wbody);
+            b.span = span;
+            let zero = b.iconst(0);
+            let totals = b.for_range(zero, len, None, &[s], vec![sw], |b, j, ps| {
+                let element = b.add(base, j);
+                vec![copy(b.func, b.block, element, ps[0])]
+            });
+            // The row's total is the writer's new parameter's next value.
+            f.blocks[wbody.index()].yields.push(totals[0]);
         }
-        f.values[nv.index()].name = f.value(r).name.clone();
-        map.insert(r, nv);
     }
-    let y = map[&f.block(sbody).yields[0]];
-    f.blocks[at_blk.index()].yields.push(y);
     // The instructions between move above the writer; the sum goes.
     let insts = &mut f.blocks[blk.index()].insts;
     insts.retain(|j| *j != sum && !between.contains(j));

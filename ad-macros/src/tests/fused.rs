@@ -204,8 +204,7 @@ fn parallel_sums_move_into_their_writer() {
 }
 
 /// Sums that must stay apart: a term reading another element (`out[n − 1 − i]` is not
-/// final when element `i`'s iteration ends), a writer whose row loop skips the first element,
-/// a writer that stores at a shifted element, a statement between the two loops that
+/// final when element `i`'s iteration ends), a statement between the two loops that
 /// reads the written buffer, a buffer written again after the sum, and a sum over
 /// another buffer.
 #[test]
@@ -217,24 +216,6 @@ fn parallel_sums_that_stay_apart() {
                 out.par_iter_mut().enumerate().for_each(|(i, o)| { *o = u[i] * u[i]; });
                 let n = out.len();
                 (0..n).into_par_iter().map(|i| out[i] * out[n - 1 - i]).sum::<f64>()
-            }",
-        ),
-        (
-            "skipped element",
-            "fn f(u: &[f64], out: &mut [f64], n: usize) -> f64 {
-                out.par_chunks_mut(n).enumerate().for_each(|(i, row)| {
-                    for j in 1..row.len() { row[j] = u[i * n + j].sin(); }
-                });
-                out.par_iter().map(|v| v * v).sum()
-            }",
-        ),
-        (
-            "shifted store",
-            "fn f(u: &[f64], out: &mut [f64], n: usize) -> f64 {
-                out.par_chunks_mut(n).enumerate().for_each(|(i, row)| {
-                    for j in 0..row.len() - 1 { row[j + 1] = u[i * n + j].sin(); }
-                });
-                out.par_iter().map(|v| v * v).sum()
             }",
         ),
         (
@@ -266,6 +247,87 @@ fn parallel_sums_that_stay_apart() {
         let c =
             compile_with_for_tests("reverse", &item(src)).unwrap_or_else(|e| panic!("{what}: {e}"));
         assert_eq!(parallel_loops(&c.primal), 2, "{what}: the sum stays apart");
+    }
+}
+
+/// Rows written other than by one loop over the whole row take the sum too, added by a
+/// loop of its own when the row's iteration ends (`lower::fuse_sums_into_writers`,
+/// whole rows): a stencil whose rows are written in two branches and three places, a row
+/// loop that skips the first element, stores at a shifted element or at the next one
+/// round the row, and a row read back as it is written. Where the row reads back only final values the reverse program is one
+/// parallel loop: each row's adjoint follows the row. `tests/numeric/parallel_fused.rs`
+/// checks the derivatives of the first and the last.
+#[test]
+fn parallel_sums_move_into_writers_of_whole_rows() {
+    let cases = [
+        (
+            "split stencil",
+            "fn f(u: &[f64], out: &mut [f64], r: f64, n: usize) -> f64 {
+                let m = u.len() / n;
+                out.par_chunks_mut(n).enumerate().for_each(|(i, row)| {
+                    if i == 0 || i == m - 1 {
+                        for j in 0..n { row[j] = u[i * n + j]; }
+                    } else {
+                        row[0] = u[i * n];
+                        for j in 1..n - 1 { row[j] = u[i * n + j] + r * u[(i - 1) * n + j]; }
+                        row[n - 1] = u[i * n + n - 1];
+                    }
+                });
+                out.par_iter().map(|v| v * v).sum()
+            }",
+            1,
+        ),
+        (
+            "skipped element",
+            "fn f(u: &[f64], out: &mut [f64], n: usize) -> f64 {
+                out.par_chunks_mut(n).enumerate().for_each(|(i, row)| {
+                    for j in 1..row.len() { row[j] = u[i * n + j].sin(); }
+                });
+                out.par_iter().map(|v| v * v).sum()
+            }",
+            1,
+        ),
+        (
+            "shifted store",
+            "fn f(u: &[f64], out: &mut [f64], n: usize) -> f64 {
+                out.par_chunks_mut(n).enumerate().for_each(|(i, row)| {
+                    for j in 0..row.len() - 1 { row[j + 1] = u[i * n + j].sin(); }
+                });
+                out.par_iter().map(|v| v * v).sum()
+            }",
+            1,
+        ),
+        (
+            "rotated store",
+            "fn f(u: &[f64], out: &mut [f64], n: usize) -> f64 {
+                out.par_chunks_mut(n).enumerate().for_each(|(i, row)| {
+                    let w = row.len();
+                    for j in 0..row.len() { row[(j + 1) % w] = u[i * n + j].sin(); }
+                });
+                out.par_iter().map(|v| v * v).sum()
+            }",
+            1,
+        ),
+        (
+            "row read back",
+            "fn f(u: &[f64], out: &mut [f64], n: usize) -> f64 {
+                out.par_chunks_mut(n).enumerate().for_each(|(i, row)| {
+                    for j in 1..row.len() { row[j] = 0.5 * row[j - 1] + u[i * n + j].sin(); }
+                });
+                out.par_iter().map(|v| v * v).sum()
+            }",
+            2,
+        ),
+    ];
+    for (what, src, reverse_parallel) in cases {
+        let c =
+            compile_with_for_tests("reverse", &item(src)).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(parallel_loops(&c.primal), 1, "{what}: the sum moves into the writer");
+        assert_eq!(
+            parallel_loops(&c.reverse),
+            reverse_parallel,
+            "{what}: parallel loops of the reverse program"
+        );
     }
 }
 

@@ -186,10 +186,10 @@ pub fn smooth_rev(
                 let mut _carry_2 = seed;
                 let mut _adj_sum_3 = (-0.0f64);
                 let mut _adj_v_4 = (-0.0f64);
-                let mut _adj_v45_5 = (-0.0f64);
+                let mut _adj_v44_5 = (-0.0f64);
                 let _v43 = _carry_2;
-                _adj_v45_5 += _v43;
-                let _v44 = _adj_v45_5;
+                _adj_v44_5 += _v43;
+                let _v44 = _adj_v44_5;
                 _adj_sum_3 += _v44;
                 let _v46 = _v_36 * _v44;
                 let _v47 = 2.0f64 * _v46;
@@ -240,10 +240,10 @@ pub fn smooth_rev(
                 let mut _carry_2 = seed;
                 let mut _adj_sum_3 = (-0.0f64);
                 let mut _adj_v_4 = (-0.0f64);
-                let mut _adj_v45_5 = (-0.0f64);
+                let mut _adj_v44_5 = (-0.0f64);
                 let _v94 = _carry_2;
-                _adj_v45_5 += _v94;
-                let _v95 = _adj_v45_5;
+                _adj_v44_5 += _v94;
+                let _v95 = _adj_v44_5;
                 _adj_sum_3 += _v95;
                 let _v97 = _v_87 * _v95;
                 let _v98 = 2.0f64 * _v97;
