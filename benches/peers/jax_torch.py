@@ -270,6 +270,9 @@ class Timed:
 
 def run_jax(manifest, timed, emit, threads):
     if threads == 1:
+        # These keep XLA's Eigen kernels on one thread, but XLA still runs work on other
+        # CPUs (1.8-1.95 CPU-seconds per second measured on a 2-core VM): the scoreboard
+        # runs this script under `taskset` to hold it to one CPU. Run it that way by hand.
         os.environ.setdefault(
             "XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
     try:

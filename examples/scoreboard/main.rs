@@ -12,7 +12,9 @@
 //! mode), num-dual (forward mode), and JAX (jit) and PyTorch through `benches/peers/jax_torch.py`
 //! when `.venv-peers/` exists (`scripts/peers-venv` makes it; `PHIDIFF_PEERS_PYTHON` names
 //! another interpreter). Everything runs on one thread: phidiff's rayon stencil in a
-//! one-thread pool, PyTorch with `set_num_threads(1)`, XLA without its thread pool.
+//! one-thread pool, PyTorch with `set_num_threads(1)`, XLA without its Eigen thread pool;
+//! and on one CPU: the scoreboard re-runs itself under `taskset` ([`run_on_one_cpu`]),
+//! since XLA uses a second CPU whatever its flags say.
 //!
 //! Before any timing, every peer's result is checked against phidiff's: the hand
 //! gradient and echidna's to 1e-10, num-dual's tangent and one finite-difference
@@ -54,7 +56,9 @@ mod programs;
 mod report;
 mod timing;
 
+use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
+use std::process::{Command, ExitCode};
 
 /// The columns after phidiff's own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -180,7 +184,80 @@ fn options() -> Options {
     o
 }
 
-fn main() {
+/// Set in the re-executed scoreboard: the CPU it runs on.
+const PINNED: &str = "PHIDIFF_SCOREBOARD_CPU";
+
+/// Runs the scoreboard, and the peers' script it starts, on one CPU: re-executes it under
+/// `taskset -c CPU` (the highest CPU it may use) and returns the exit code, or `None` to
+/// go on here (already on one CPU, `PHIDIFF_SCOREBOARD_CPU` set, or no `taskset`: then
+/// with a warning).
+///
+/// XLA uses a second CPU whatever its flags say (1.79–1.95 CPU-seconds per second on the
+/// stencil, measured on the 2-core VM of 2026-11-23), which one thread per tool does not
+/// stop. And unpinned, the scoreboard and the peers' script may land on different CPUs of
+/// a shared VM, one of them slowed by another tenant while the other is not, which
+/// interleaved rounds do not cancel: four `--only gmm_d10` runs gave JAX/phidiff 0.86 and
+/// 0.63 unpinned (phidiff's primal 1.87 and 2.88 ms), 0.99 and 1.05 pinned (1.67 and
+/// 1.64 ms). `docs/benchmarks.md` has the numbers.
+fn run_on_one_cpu() -> Option<ExitCode> {
+    if std::env::var_os(PINNED).is_some() {
+        return None;
+    }
+    let cpus = allowed_cpus()?;
+    let [.., cpu] = cpus[..] else {
+        return None;
+    };
+    if cpus.len() == 1 {
+        return None;
+    }
+    let taskset = |program: &OsStr, args: Vec<OsString>| {
+        Command::new("taskset")
+            .arg("-c")
+            .arg(cpu.to_string())
+            .arg(program)
+            .args(args)
+            .env(PINNED, cpu.to_string())
+            .status()
+    };
+    match taskset(OsStr::new("true"), Vec::new()) {
+        Ok(s) if s.success() => {}
+        other => {
+            eprintln!("scoreboard: cannot pin to CPU {cpu} with taskset ({other:?}); timing unpinned");
+            return None;
+        }
+    }
+    let exe = std::env::current_exe().expect("the scoreboard's own path");
+    let code = taskset(exe.as_os_str(), std::env::args_os().skip(1).collect())
+        .unwrap_or_else(|e| panic!("scoreboard: cannot run itself under taskset: {e}"))
+        .code();
+    Some(ExitCode::from(code.map_or(1, |c| c.clamp(0, 255) as u8)))
+}
+
+/// The CPUs this process may run on (Linux).
+pub fn allowed_cpus() -> Option<Vec<usize>> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let allowed = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?;
+    cpu_list(allowed.trim())
+}
+
+/// The CPUs of a list such as `0-3,6`.
+fn cpu_list(list: &str) -> Option<Vec<usize>> {
+    let mut cpus = Vec::new();
+    for part in list.split(',') {
+        match part.split_once('-') {
+            Some((a, b)) => cpus.extend(a.parse::<usize>().ok()?..=b.parse().ok()?),
+            None => cpus.push(part.parse().ok()?),
+        }
+    }
+    Some(cpus)
+}
+
+fn main() -> ExitCode {
+    if let Some(code) = run_on_one_cpu() {
+        return code;
+    }
     let opts = options();
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(1)
@@ -203,7 +280,7 @@ fn main() {
         // A partial table does not replace the full one in `benches/results/`.
         None if !opts.only.is_empty() => {
             eprintln!("--only without --out: the table is not written");
-            return;
+            return ExitCode::SUCCESS;
         }
         None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/results"),
     };
@@ -220,4 +297,5 @@ fn main() {
         report::update_readme(&readme, &table);
         eprintln!("updated the scoreboard in {}", readme.display());
     }
+    ExitCode::SUCCESS
 }

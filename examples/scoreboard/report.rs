@@ -26,7 +26,14 @@ pub fn machine(python_versions: &str) -> String {
                 .map(|s| s.trim().to_string())
         })
         .unwrap_or_else(|| "unknown processor".into());
-    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    // Every CPU of the machine (the scoreboard itself may be pinned to one).
+    let cores = std::fs::read_to_string("/proc/cpuinfo").map_or(0, |t| {
+        t.lines().filter(|l| l.starts_with("processor")).count()
+    });
+    let threads = match crate::allowed_cpus().as_deref() {
+        Some([cpu]) => format!("every tool on one thread, all on CPU {cpu}"),
+        _ => "every tool on 1 thread".into(),
+    };
     let rustc =
         std::process::Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()))
             .arg("--version")
@@ -44,7 +51,7 @@ pub fn machine(python_versions: &str) -> String {
         peers.push_str(python_versions);
     }
     format!(
-        "{cpu} ({cores} cores, every tool on 1 thread), {rustc}, {peers}; measured {}",
+        "{cpu} ({cores} cores, {threads}), {rustc}, {peers}; measured {}",
         today()
     )
 }

@@ -8,7 +8,7 @@
 //! the end of the row's iteration.
 
 use super::differentiate;
-use super::parallel::input;
+use super::parallel::{input, same_on_1_2_8_threads, Across};
 use crate::common::*;
 use rayon::prelude::*;
 
@@ -232,5 +232,19 @@ pub fn whole_rows_then_sum() {
             len,
             5,
         );
+    }
+    // 700 rows of 37, more than one block of rows: the value and adjoints do not depend
+    // on the thread count.
+    let (m, n) = (700, 37);
+    let u: Vec<f64> = (0..m * n).map(|k| (k as f64 * 0.37).sin() + 1.0).collect();
+    for (name, rev) in [
+        ("heat2d_split_par", heat2d_split_par_rev as RowsRev),
+        ("row_scan_par", row_scan_par_rev),
+    ] {
+        same_on_1_2_8_threads(name, Across::Bitwise, || {
+            let (mut du, mut out, mut dout) = (zeros(m * n), zeros(m * n), zeros(m * n));
+            let (v, dr) = rev(&u, &mut du, &mut out, &mut dout, 0.2, n, 1.0);
+            (v, dr, du)
+        });
     }
 }
