@@ -222,7 +222,9 @@ fn run_on_one_cpu() -> Option<ExitCode> {
     match taskset(OsStr::new("true"), Vec::new()) {
         Ok(s) if s.success() => {}
         other => {
-            eprintln!("scoreboard: cannot pin to CPU {cpu} with taskset ({other:?}); timing unpinned");
+            eprintln!(
+                "scoreboard: cannot pin to CPU {cpu} with taskset ({other:?}); timing unpinned"
+            );
             return None;
         }
     }

@@ -322,7 +322,11 @@ fn parallel_sums_move_into_writers_of_whole_rows() {
     for (what, src, reverse_parallel) in cases {
         let c =
             compile_with_for_tests("reverse", &item(src)).unwrap_or_else(|e| panic!("{what}: {e}"));
-        assert_eq!(parallel_loops(&c.primal), 1, "{what}: the sum moves into the writer");
+        assert_eq!(
+            parallel_loops(&c.primal),
+            1,
+            "{what}: the sum moves into the writer"
+        );
         assert_eq!(
             parallel_loops(&c.reverse),
             reverse_parallel,
