@@ -131,6 +131,88 @@ pub fn markdown(rows: &[Row], machine: &str, note: &str) -> String {
         s.push_str(note);
     }
     s.push('\n');
+    s.push_str(&targets(rows));
+    s
+}
+
+/// The gradient time of `peer` over phidiff's in row `r` (above 1: phidiff is faster),
+/// where the peer was measured.
+fn ratio(r: &Row, peer: Peer) -> Option<f64> {
+    match r.peers.get(peer.index())? {
+        Cell::Time { secs, .. } => Some(secs / r.grad),
+        Cell::Missing(_) => None,
+    }
+}
+
+/// One target checked on the rows that measure it: `value` is the row's number (`None`:
+/// not measured there) and `ok` says whether it meets the target. The line names the rows
+/// that miss it, or the closest row when every row meets it.
+fn target_line(
+    rows: &[Row],
+    what: &str,
+    value: impl Fn(&Row) -> Option<f64>,
+    ok: impl Fn(f64) -> bool,
+    worse: impl Fn(f64, f64) -> bool,
+    unit: &str,
+) -> String {
+    let measured: Vec<(&Row, f64)> = rows.iter().filter_map(|r| Some((r, value(r)?))).collect();
+    let name = |(r, v): &(&Row, f64)| format!("{} ({v:.2}{unit})", r.title);
+    let missed: Vec<String> = measured.iter().filter(|(_, v)| !ok(*v)).map(name).collect();
+    let status = if measured.is_empty() {
+        "not measured in this run".to_string()
+    } else if missed.is_empty() {
+        let closest = measured
+            .iter()
+            .copied()
+            .reduce(|a, b| if worse(b.1, a.1) { b } else { a })
+            .expect("measured rows");
+        format!("**met** on every row measured; closest: {}", name(&closest))
+    } else {
+        format!(
+            "**not met** on {} of {} rows: {}",
+            missed.len(),
+            measured.len(),
+            missed.join(", ")
+        )
+    };
+    format!("- {what}: {status}.\n")
+}
+
+/// The targets of issue 8, checked on the table's own numbers.
+pub fn targets(rows: &[Row]) -> String {
+    let lower = |a: f64, b: f64| a < b;
+    let hand_limit = 1.0 / 1.3;
+    let mut s = String::from("\nTargets (issue 8), read off this table:\n");
+    s.push_str(&target_line(
+        rows,
+        "∇ / primal ≤ 3 on GMM and LSTM",
+        |r| (r.title.starts_with("GMM") || r.title.starts_with("LSTM")).then(|| r.grad / r.primal),
+        |v| v <= 3.0,
+        |a, b| a > b,
+        "×",
+    ));
+    for (peer, what) in [
+        (Peer::Echidna, "faster than echidna"),
+        (Peer::Jax, "faster than JAX (`jax.value_and_grad`)"),
+        (Peer::JaxGradOnly, "faster than JAX's `jax.grad` alone"),
+    ] {
+        s.push_str(&target_line(
+            rows,
+            what,
+            |r| ratio(r, peer),
+            |v| v > 1.0,
+            lower,
+            "×",
+        ));
+    }
+    s.push_str(&target_line(
+        rows,
+        "within 1.3× of the hand-written adjoint (its time over phidiff's ≥ 0.77)",
+        |r| ratio(r, Peer::Hand),
+        |v| v >= hand_limit,
+        lower,
+        "×",
+    ));
     s
 }
 
@@ -237,4 +319,76 @@ pub fn update_readme(path: &Path, table: &str) {
     };
     let new = format!("{}{BEGIN}\n{table}{}", &text[..a], &text[b..]);
     std::fs::write(path, new).unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A row with phidiff's gradient at 1 s and the given peers' times (others missing).
+    fn row(title: &str, primal: f64, peers: &[(Peer, f64)]) -> Row {
+        let mut cells = vec![Cell::Missing("—".into()); Peer::ALL.len()];
+        for &(p, secs) in peers {
+            cells[p.index()] = Cell::Time {
+                secs,
+                per_direction: false,
+            };
+        }
+        Row {
+            title: title.into(),
+            size: String::new(),
+            primal,
+            grad: 1.0,
+            peers: cells,
+        }
+    }
+
+    #[test]
+    fn targets_name_the_rows_that_miss_them() {
+        let rows = [
+            row("GMM d=2", 0.25, &[(Peer::Hand, 0.7), (Peer::Jax, 0.9)]),
+            row("LSTM", 0.5, &[(Peer::Hand, 0.8), (Peer::Jax, 3.0)]),
+            row("stencil", 0.1, &[(Peer::Hand, 1.0), (Peer::Echidna, 50.0)]),
+        ];
+        let t = targets(&rows);
+        // GMM d=2 is 4× its primal; the stencil (10×) is not held to that target.
+        assert!(
+            t.contains(
+                "- ∇ / primal ≤ 3 on GMM and LSTM: **not met** on 1 of 2 rows: GMM d=2 (4.00×)."
+            ),
+            "{t}"
+        );
+        assert!(
+            t.contains(
+                "- faster than echidna: **met** on every row measured; closest: stencil (50.00×)."
+            ),
+            "{t}"
+        );
+        assert!(
+            t.contains("(`jax.value_and_grad`): **not met** on 1 of 2 rows: GMM d=2 (0.90×)."),
+            "{t}"
+        );
+        assert!(
+            t.contains("`jax.grad` alone: not measured in this run."),
+            "{t}"
+        );
+        // 0.8 ≥ 1/1.3 = 0.769…; 0.7 is not.
+        assert!(
+            t.contains("**not met** on 1 of 3 rows: GMM d=2 (0.70×)."),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn the_table_ends_with_the_targets() {
+        let rows = [row("Rosenbrock", 0.5, &[(Peer::Hand, 1.5)])];
+        let md = markdown(&rows, "a machine", "");
+        let at = md.find("Targets (issue 8)").expect("a targets paragraph");
+        assert!(at > md.find("| Rosenbrock |").expect("the row"));
+        assert!(md.ends_with(&targets(&rows)));
+        assert!(
+            md.contains("on GMM and LSTM: not measured in this run."),
+            "{md}"
+        );
+    }
 }
