@@ -95,6 +95,35 @@ impl Real for echidna::Reverse64 {
     }
 }
 
+/// echidna's bytecode-tape variable: recorded once, swept in reverse once per output
+/// (`BytecodeTape::jacobian`), for Jacobians of many outputs.
+impl Real for echidna::BReverse<f64> {
+    fn cst(v: f64) -> Self {
+        echidna::BReverse::constant(v)
+    }
+    fn value(self) -> f64 {
+        echidna::Scalar::value(&self)
+    }
+    fn exp(self) -> Self {
+        num_traits::Float::exp(self)
+    }
+    fn ln(self) -> Self {
+        num_traits::Float::ln(self)
+    }
+    fn tanh(self) -> Self {
+        num_traits::Float::tanh(self)
+    }
+    fn sqrt(self) -> Self {
+        num_traits::Float::sqrt(self)
+    }
+    fn sin(self) -> Self {
+        num_traits::Float::sin(self)
+    }
+    fn cos(self) -> Self {
+        num_traits::Float::cos(self)
+    }
+}
+
 impl Real for num_dual::Dual64 {
     fn cst(v: f64) -> Self {
         num_dual::Dual64::from_re(v)
@@ -373,4 +402,151 @@ pub fn ba_reproj<T: Real>(cam: &[T], x: &[T], w: T, feat: &[f64]) -> [T; 2] {
         w * (u * distortion * cam[6] + cam[7] - T::cst(feat[0])),
         w * (v * distortion * cam[6] + cam[8] - T::cst(feat[1])),
     ]
+}
+
+/// The model of GradBench's hand-tracking residuals, as `ht_objective` takes it
+/// (`gradbench/src/evals/ht.rs`: 4 × 4 row-major blocks per bone, vertices as rows of 4,
+/// weights by bone).
+pub struct HandModel<'a> {
+    pub parents: &'a [usize],
+    pub base_relatives: &'a [f64],
+    pub inverse_base_absolutes: &'a [f64],
+    pub base_positions: &'a [f64],
+    pub weights: &'a [f64],
+    pub mirrored: bool,
+    pub triangles: &'a [usize],
+    pub correspondences: &'a [usize],
+    pub points: &'a [f64],
+}
+
+/// GradBench's hand-tracking residuals `point − model point` (the `3n` values of
+/// `ht_objective`): the pose from `theta`, bones posed by Euler angles and chained, linear
+/// blend skinning, the global angle-axis rotation and translation; `us` empty for simple
+/// inputs, else each point's barycentric coordinates on its triangle.
+pub fn ht<T: Real>(theta: &[T], us: &[T], m: &HandModel) -> Vec<T> {
+    let zero = T::cst(0.0);
+    let bones = m.parents.len();
+    let vertices = m.base_positions.len() / 4;
+    // Each bone's Euler angles (x, z, y): a finger's first joint takes two of its four
+    // parameters, the next two one each, the last none.
+    let mut angles = vec![[zero; 3]; bones];
+    for finger in 0..5 {
+        let (at, b) = (6 + 4 * finger, 2 + 4 * finger);
+        angles[b][0] = theta[at];
+        angles[b][1] = theta[at + 1];
+        angles[b + 1][0] = theta[at + 2];
+        angles[b + 2][0] = theta[at + 3];
+    }
+    let mut absolutes = vec![zero; 16 * bones];
+    let mut transforms = vec![zero; 16 * bones];
+    for b in 0..bones {
+        let [tx, tz, ty] = angles[b];
+        let (cx, sx, cy, sy, cz, sz) = (tx.cos(), tx.sin(), ty.cos(), ty.sin(), tz.cos(), tz.sin());
+        let rot = [
+            cz * cy,
+            cz * sy * sx - sz * cx,
+            cz * sy * cx + sz * sx,
+            sz * cy,
+            sz * sy * sx + cz * cx,
+            sz * sy * cx - cz * sx,
+            -sy,
+            cy * sx,
+            cy * cx,
+        ];
+        let mut relative = [zero; 16];
+        for r in 0..4 {
+            for c in 0..3 {
+                let mut s = zero;
+                for k in 0..3 {
+                    s += T::cst(m.base_relatives[16 * b + 4 * r + k]) * rot[3 * k + c];
+                }
+                relative[4 * r + c] = s;
+            }
+            relative[4 * r + 3] = T::cst(m.base_relatives[16 * b + 4 * r + 3]);
+        }
+        let p = m.parents[b];
+        for r in 0..4 {
+            for c in 0..4 {
+                absolutes[16 * b + 4 * r + c] = if p == b {
+                    relative[4 * r + c]
+                } else {
+                    let mut s = zero;
+                    for k in 0..4 {
+                        s += absolutes[16 * p + 4 * r + k] * relative[4 * k + c];
+                    }
+                    s
+                };
+            }
+        }
+        for r in 0..4 {
+            for c in 0..4 {
+                let mut s = zero;
+                for k in 0..4 {
+                    s += absolutes[16 * b + 4 * r + k]
+                        * T::cst(m.inverse_base_absolutes[16 * b + 4 * k + c]);
+                }
+                transforms[16 * b + 4 * r + c] = s;
+            }
+        }
+    }
+    let mut skinned = vec![zero; 3 * vertices];
+    for b in 0..bones {
+        for v in 0..vertices {
+            let w = T::cst(m.weights[b * vertices + v]);
+            for r in 0..3 {
+                let mut s = zero;
+                for k in 0..4 {
+                    s += transforms[16 * b + 4 * r + k] * T::cst(m.base_positions[4 * v + k]);
+                }
+                skinned[3 * v + r] += s * w;
+            }
+        }
+    }
+    if m.mirrored {
+        for v in 0..vertices {
+            skinned[3 * v] = -skinned[3 * v];
+        }
+    }
+    let norm = (theta[0] * theta[0] + theta[1] * theta[1] + theta[2] * theta[2]).sqrt();
+    let one = T::cst(1.0);
+    let global = if norm.value() < 0.0001 {
+        [one, zero, zero, zero, one, zero, zero, zero, one]
+    } else {
+        let (x, y, z) = (theta[0] / norm, theta[1] / norm, theta[2] / norm);
+        let (s, c) = (norm.sin(), norm.cos());
+        [
+            x * x + (one - x * x) * c,
+            x * y * (one - c) - z * s,
+            x * z * (one - c) + y * s,
+            x * y * (one - c) + z * s,
+            y * y + (one - y * y) * c,
+            y * z * (one - c) - x * s,
+            x * z * (one - c) - y * s,
+            z * y * (one - c) + x * s,
+            z * z + (one - z * z) * c,
+        ]
+    };
+    let position = |v: usize, r: usize| {
+        let mut s = zero;
+        for k in 0..3 {
+            s += global[3 * r + k] * skinned[3 * v + k];
+        }
+        s + theta[3 + r]
+    };
+    let mut err = Vec::with_capacity(3 * m.correspondences.len());
+    for (i, &c) in m.correspondences.iter().enumerate() {
+        for j in 0..3 {
+            let on_hand = if us.is_empty() {
+                position(c, j)
+            } else {
+                let t = &m.triangles[3 * c..3 * c + 3];
+                let (u0, u1) = (us[2 * i], us[2 * i + 1]);
+                u0 * position(t[0], j)
+                    + u1 * position(t[1], j)
+                    + (one - u0 - u1) * position(t[2], j)
+            };
+            err.push(T::cst(m.points[3 * i + j]) - on_hand);
+        }
+    }
+    err
 }

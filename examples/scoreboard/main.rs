@@ -7,7 +7,8 @@
 //!
 //! Programs: ADBench GMM (d = 2 … 64, K = 5 … 100, n = 1000), ADBench LSTM (l = 2,
 //! c = 1024), ADBench BA (ba1: the sparse Jacobian, one batched reverse sweep per
-//! observation), Rosenbrock, 2-D Burgers (Revolve, and fully taped) and a rayon stencil.
+//! observation), Rosenbrock, 2-D Burgers (Revolve, and fully taped), a rayon stencil, and
+//! GradBench's hand tracking on a synthetic hand (the `3n × 26` Jacobian).
 //! Peers: a hand-written adjoint, central finite differences, echidna (tape-based reverse
 //! mode), num-dual (forward mode), and JAX (jit) and PyTorch through `benches/peers/jax_torch.py`
 //! when `.venv-peers/` exists (`scripts/peers-venv` makes it; `PHIDIFF_PEERS_PYTHON` names
@@ -27,7 +28,7 @@
 //! `benches/results/` (or `--out`), and with `--update-readme` replaces the table in
 //! README.md between its scoreboard markers. `--only gmm_d10,stencil` runs the programs
 //! named by a key or by its parts up to an underscore (`gmm`, `gmm_d2`, `gmm_d2_K5`,
-//! `lstm`, `ba1`, `rosenbrock`, `burgers2d`, `stencil`, …) and prints their rows, written
+//! `lstm`, `ba1`, `rosenbrock`, `burgers2d`, `stencil`, `ht`, …) and prints their rows, written
 //! only with `--out`: a quick look at one row, timed in the scoreboard's own binary.
 
 #[path = "../../benches/support/adbench.rs"]
@@ -136,7 +137,7 @@ const USAGE: &str =
   --update-readme  also replace the table in README.md (needs every program)
   --out DIR        write scoreboard.md and scoreboard.svg there (default benches/results/)
   --only KEYS      run some programs: keys, or their parts up to an underscore, comma-separated
-                   (gmm, gmm_d2, lstm, ba1, rosenbrock, burgers2d, stencil, ...); the rows
+                   (gmm, gmm_d2, lstm, ba1, rosenbrock, burgers2d, stencil, ht, ...); the rows
                    are printed, and written only with --out";
 
 fn options() -> Options {

@@ -124,7 +124,10 @@ pub fn markdown(rows: &[Row], machine: &str, note: &str) -> String {
          the whole sparse Jacobian for every tool. Every peer's result is checked against phidiff's before it is timed. Burgers: \
          each row's hand-written adjoint keeps what phidiff keeps (every state, or the same \
          Revolve schedule's snapshots); JAX and PyTorch keep every step, so they are on the \
-         full-tape row.",
+         full-tape row. Hand tracking: a synthetic hand (ADBench's model files are not \
+         among its inputs), the dense Jacobian by one forward sweep per column for phidiff \
+         and echidna (its bytecode tape, recorded once); no hand-written, JAX or PyTorch \
+         version yet.",
     );
     if !note.is_empty() {
         s.push(' ');

@@ -5,82 +5,14 @@
 
 #![allow(clippy::needless_range_loop)]
 
-use common::{check_dot, check_fd, seeded, FD};
+use common::{check_dot, check_fd, FD};
 use phidiff_gradbench::evals::ht;
 
 mod common;
 
-/// A synthetic hand (ADBench's model files are not public with its inputs): 22 bones, a
-/// palm under the root and a chain of 4 per finger; each vertex weighted on 3 bones.
-/// `us` empty for a simple input.
+/// The scoreboard's synthetic hand ([`ht::synthetic`]).
 fn ht_problem(vertices: usize, points: usize, complicated: bool, seed: u64) -> ht::Problem {
-    let bones = 22;
-    let mut parents = vec![0, 0];
-    for finger in 0..5 {
-        let first = 2 + 4 * finger;
-        parents.extend([1, first, first + 1, first + 2]);
-    }
-    // A root's parent is itself.
-    assert_eq!(parents.len(), bones);
-    let rand = |k: u64, n: usize| seeded(seed * 100 + k, n, 1.0);
-    // Base relatives: a rotation (a random Euler triple) and a translation.
-    let mut base_relatives = Vec::new();
-    let angles = rand(1, 3 * bones);
-    let shifts = rand(2, 3 * bones);
-    for b in 0..bones {
-        let r = euler(&angles[3 * b..3 * b + 3]);
-        for i in 0..3 {
-            base_relatives.extend([r[i][0], r[i][1], r[i][2], 0.5 * shifts[3 * b + i]]);
-        }
-        base_relatives.extend([0.0, 0.0, 0.0, 1.0]);
-    }
-    // Inverse base absolutes: any affine map.
-    let mut inverse_base_absolutes = Vec::new();
-    let entries = rand(3, 12 * bones);
-    for b in 0..bones {
-        for i in 0..3 {
-            for j in 0..4 {
-                let identity = if i == j { 1.0 } else { 0.0 };
-                inverse_base_absolutes.push(identity + 0.3 * entries[12 * b + 4 * i + j]);
-            }
-        }
-        inverse_base_absolutes.extend([0.0, 0.0, 0.0, 1.0]);
-    }
-    let coords = rand(4, 3 * vertices);
-    let mut base_positions = Vec::new();
-    for v in 0..vertices {
-        base_positions.extend([coords[3 * v], coords[3 * v + 1], coords[3 * v + 2], 1.0]);
-    }
-    let mut weights = vec![0.0; bones * vertices];
-    let w = rand(5, 3 * vertices);
-    for v in 0..vertices {
-        for k in 0..3 {
-            let b = (v * 7 + k * 5) % bones;
-            weights[b * vertices + v] += (0.5 + 0.5 * w[3 * v + k].abs()) / 3.0;
-        }
-    }
-    let triangles: Vec<usize> = (0..vertices)
-        .flat_map(|t| [t, (t + 1) % vertices, (t + 3) % vertices])
-        .collect();
-    let correspondences: Vec<usize> = (0..points).map(|i| (i * 5 + 2) % vertices).collect();
-    let us = if complicated {
-        rand(6, 2 * points).iter().map(|u| 0.25 + 0.2 * u).collect()
-    } else {
-        Vec::new()
-    };
-    ht::Problem {
-        theta: rand(7, ht::THETA_LEN).iter().map(|t| 0.8 * t).collect(),
-        us,
-        parents,
-        base_relatives,
-        inverse_base_absolutes,
-        base_positions,
-        weights,
-        triangles,
-        correspondences,
-        points: rand(8, 3 * points),
-        mirrored: false,
-    }
+    ht::synthetic(vertices, points, complicated, seed)
 }
 
 type M3 = [[f64; 3]; 3];

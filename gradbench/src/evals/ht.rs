@@ -341,6 +341,91 @@ impl Problem {
     }
 }
 
+/// A synthetic hand of `vertices` vertices and `points` correspondences (ADBench's model
+/// files are not public with its inputs), reproducible from `seed`: 22 bones, a palm
+/// under the root and a chain of 4 per finger; base relatives a rotation (random Euler
+/// angles) and a translation; inverse base absolutes random affine maps near the identity;
+/// each vertex weighted on 3 bones. `complicated`: correspondences are triangles with
+/// barycentric `us`; else vertices and `us` is empty. For tests and the scoreboard.
+pub fn synthetic(vertices: usize, points: usize, complicated: bool, seed: u64) -> Problem {
+    let bones = 22;
+    let mut parents = vec![0, 0];
+    for finger in 0..5 {
+        let first = 2 + 4 * finger;
+        parents.extend([1, first, first + 1, first + 2]);
+    }
+    debug_assert_eq!(parents.len(), bones);
+    let rand = |k: u64, n: usize| phidiff::check::random_vector(seed * 100 + k, n);
+    let mut base_relatives = Vec::with_capacity(16 * bones);
+    let angles = rand(1, 3 * bones);
+    let shifts = rand(2, 3 * bones);
+    for b in 0..bones {
+        let r = euler_xzy(&angles[3 * b..3 * b + 3]);
+        for i in 0..3 {
+            base_relatives.extend([r[i][0], r[i][1], r[i][2], 0.5 * shifts[3 * b + i]]);
+        }
+        base_relatives.extend([0.0, 0.0, 0.0, 1.0]);
+    }
+    let mut inverse_base_absolutes = Vec::with_capacity(16 * bones);
+    let entries = rand(3, 12 * bones);
+    for b in 0..bones {
+        for i in 0..3 {
+            for j in 0..4 {
+                let identity = if i == j { 1.0 } else { 0.0 };
+                inverse_base_absolutes.push(identity + 0.3 * entries[12 * b + 4 * i + j]);
+            }
+        }
+        inverse_base_absolutes.extend([0.0, 0.0, 0.0, 1.0]);
+    }
+    let coords = rand(4, 3 * vertices);
+    let base_positions = coords
+        .chunks_exact(3)
+        .flat_map(|c| [c[0], c[1], c[2], 1.0])
+        .collect();
+    let mut weights = vec![0.0; bones * vertices];
+    let w = rand(5, 3 * vertices);
+    for v in 0..vertices {
+        for k in 0..3 {
+            let b = (v * 7 + k * 5) % bones;
+            weights[b * vertices + v] += (0.5 + 0.5 * w[3 * v + k].abs()) / 3.0;
+        }
+    }
+    let triangles = (0..vertices)
+        .flat_map(|t| [t, (t + 1) % vertices, (t + 3) % vertices])
+        .collect();
+    let correspondences = (0..points).map(|i| (i * 5 + 2) % vertices).collect();
+    let us = if complicated {
+        rand(6, 2 * points).iter().map(|u| 0.25 + 0.2 * u).collect()
+    } else {
+        Vec::new()
+    };
+    Problem {
+        theta: rand(7, THETA_LEN).iter().map(|t| 0.8 * t).collect(),
+        us,
+        parents,
+        base_relatives,
+        inverse_base_absolutes,
+        base_positions,
+        weights,
+        triangles,
+        correspondences,
+        points: rand(8, 3 * points),
+        mirrored: false,
+    }
+}
+
+/// `R_z R_y R_x` from angles given as (x, z, y), multiplied out (as in [`ht_objective`]).
+fn euler_xzy(xzy: &[f64]) -> [[f64; 3]; 3] {
+    let (sx, cx) = xzy[0].sin_cos();
+    let (sz, cz) = xzy[1].sin_cos();
+    let (sy, cy) = xzy[2].sin_cos();
+    [
+        [cz * cy, cz * sy * sx - sz * cx, cz * sy * cx + sz * sx],
+        [sz * cy, sz * sy * sx + cz * cx, sz * sy * cx - cz * sx],
+        [-sy, cy * sx, cy * cx],
+    ]
+}
+
 /// A dense Jacobian stored by columns.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Jacobian {
