@@ -68,61 +68,44 @@ impl Real for f64 {
     }
 }
 
-impl Real for echidna::Reverse64 {
-    fn cst(v: f64) -> Self {
-        echidna::Reverse64::constant(v)
-    }
-    fn value(self) -> f64 {
-        echidna::Scalar::value(&self)
-    }
-    fn exp(self) -> Self {
-        num_traits::Float::exp(self)
-    }
-    fn ln(self) -> Self {
-        num_traits::Float::ln(self)
-    }
-    fn tanh(self) -> Self {
-        num_traits::Float::tanh(self)
-    }
-    fn sqrt(self) -> Self {
-        num_traits::Float::sqrt(self)
-    }
-    fn sin(self) -> Self {
-        num_traits::Float::sin(self)
-    }
-    fn cos(self) -> Self {
-        num_traits::Float::cos(self)
-    }
+/// [`Real`] for echidna's variables, through `num_traits::Float`.
+macro_rules! echidna_real {
+    ($($t:ty: $doc:literal),*) => {$(
+        #[doc = $doc]
+        impl Real for $t {
+            fn cst(v: f64) -> Self {
+                <$t>::constant(v)
+            }
+            fn value(self) -> f64 {
+                echidna::Scalar::value(&self)
+            }
+            fn exp(self) -> Self {
+                num_traits::Float::exp(self)
+            }
+            fn ln(self) -> Self {
+                num_traits::Float::ln(self)
+            }
+            fn tanh(self) -> Self {
+                num_traits::Float::tanh(self)
+            }
+            fn sqrt(self) -> Self {
+                num_traits::Float::sqrt(self)
+            }
+            fn sin(self) -> Self {
+                num_traits::Float::sin(self)
+            }
+            fn cos(self) -> Self {
+                num_traits::Float::cos(self)
+            }
+        }
+    )*};
 }
 
-/// echidna's bytecode-tape variable: recorded once, swept in reverse once per output
-/// (`BytecodeTape::jacobian`), for Jacobians of many outputs.
-impl Real for echidna::BReverse<f64> {
-    fn cst(v: f64) -> Self {
-        echidna::BReverse::constant(v)
-    }
-    fn value(self) -> f64 {
-        echidna::Scalar::value(&self)
-    }
-    fn exp(self) -> Self {
-        num_traits::Float::exp(self)
-    }
-    fn ln(self) -> Self {
-        num_traits::Float::ln(self)
-    }
-    fn tanh(self) -> Self {
-        num_traits::Float::tanh(self)
-    }
-    fn sqrt(self) -> Self {
-        num_traits::Float::sqrt(self)
-    }
-    fn sin(self) -> Self {
-        num_traits::Float::sin(self)
-    }
-    fn cos(self) -> Self {
-        num_traits::Float::cos(self)
-    }
-}
+echidna_real!(
+    echidna::Reverse64: "echidna's tape-based reverse mode (`echidna::grad`, `echidna::vjp`).",
+    echidna::BReverse<f64>: "echidna's bytecode tape: recorded once (`echidna::record_multi`), \
+        then swept as often as needed (the hand-tracking Jacobian: forward, once per column)."
+);
 
 impl Real for num_dual::Dual64 {
     fn cst(v: f64) -> Self {
