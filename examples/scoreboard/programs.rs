@@ -8,9 +8,11 @@ use crate::{
 use crate::{Cell, Peer, Row};
 use echidna::Reverse64;
 use num_dual::Dual64;
-use phidiff_gradbench::evals::ht;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
+
+mod hand_tracking;
+use hand_tracking::ht_bench;
 
 /// The input files of the run: ADBench's, and the generated ones in a private temporary
 /// directory that is removed when the run ends (also on a panic).
@@ -854,125 +856,4 @@ fn ba_jacobian_dual(b: &adbench::Ba, j: &mut ba::SparseJ) {
             (Dual64::from_re(1.0) - x * x).eps
         },
     );
-}
-
-/// Hand tracking (GradBench's `ht`, simple) on a synthetic hand of ADBench's shape (22
-/// bones; ADBench's model files are not among its inputs): the dense `3n × 26` Jacobian of
-/// the residuals. phidiff: one sweep of the generated `_fwd` per column
-/// (`phidiff_gradbench::evals::ht`, its GradBench tool's code). Finite differences and
-/// num-dual: one column per run (†). echidna: the residuals recorded once on its bytecode
-/// tape, then the Jacobian by one forward sweep of that tape per column
-/// (`BytecodeTape::jacobian_forward`; its reverse sweeps, one per row, took over 20× as long
-/// here). The tape is recorded before timing and reused, as a user of it would, since the
-/// one branch it records (the rotation's `|w| < 1e-4`) does not change.
-fn ht_bench(inputs: &mut Inputs) -> Bench {
-    let (vertices, points) = if inputs.quick { (60, 40) } else { (544, 1000) };
-    let p = Rc::new(ht::synthetic(vertices, points, false, 1));
-    let rows = 3 * points;
-    let cols = ht::THETA_LEN;
-    let ours = p.jacobian();
-    assert_eq!(ours.columns.len(), rows * cols);
-    let residuals = p.objective();
-    let scale = ours.columns.iter().fold(0.0_f64, |m, v| m.max(v.abs()));
-    // `got(r, c)` against phidiff's column-major Jacobian.
-    let check = |name: &str, got: &dyn Fn(usize, usize) -> f64, tol: f64| {
-        let mut worst = 0.0_f64;
-        for c in 0..cols {
-            for r in 0..rows {
-                worst = worst.max((got(r, c) - ours.columns[c * rows + r]).abs());
-            }
-        }
-        assert!(
-            worst <= tol * scale,
-            "hand tracking: {name}'s Jacobian differs from phidiff's by {worst:e} (max \
-             entry {scale:e}, tolerance {tol:e} of it)"
-        );
-    };
-
-    let column_fd = |p: &ht::Problem, c: usize| -> Vec<f64> {
-        let mut q = p.clone();
-        let h = 1e-6 * p.theta[c].abs().max(1.0);
-        q.theta[c] = p.theta[c] + h;
-        let up = q.objective();
-        q.theta[c] = p.theta[c] - h;
-        let down = q.objective();
-        up.iter()
-            .zip(&down)
-            .map(|(a, b)| (a - b) / (2.0 * h))
-            .collect()
-    };
-    let fd: Vec<Vec<f64>> = (0..cols).map(|c| column_fd(&p, c)).collect();
-    check("finite differences'", &|r, c| fd[c][r], 1e-6);
-
-    let column_dual = |p: &ht::Problem, c: usize| -> Vec<f64> {
-        let mut theta: Vec<Dual64> = p.theta.iter().map(|&t| Dual64::from_re(t)).collect();
-        theta[c].eps = 1.0;
-        peers::ht(&theta, &[], &hand_model(p))
-            .iter()
-            .map(|e| e.eps)
-            .collect()
-    };
-    let dual: Vec<Vec<f64>> = (0..cols).map(|c| column_dual(&p, c)).collect();
-    check("num-dual", &|r, c| dual[c][r], 1e-10);
-
-    let (tape, values) = echidna::record_multi(
-        |t: &[echidna::BReverse<f64>]| peers::ht(t, &[], &hand_model(&p)),
-        &p.theta,
-    );
-    assert!(
-        rel_err(&values, &residuals) <= 1e-12,
-        "hand tracking: echidna's residuals differ from phidiff's"
-    );
-    let ech = tape.jacobian_forward(&p.theta);
-    check("echidna", &|r, c| ech[r][c], 1e-10);
-
-    let primal = {
-        let p = p.clone();
-        Timer::new(move || p.objective()[0])
-    };
-    let ours_timer = {
-        let p = p.clone();
-        Timer::new(move || p.jacobian().columns[0])
-    };
-    let fd_timer = {
-        let p = p.clone();
-        Timer::new(move || column_fd(&p, 6)[0])
-    };
-    let dual_timer = {
-        let p = p.clone();
-        Timer::new(move || column_dual(&p, 6)[0])
-    };
-    let echidna_timer = {
-        let theta = p.theta.clone();
-        Timer::new(move || tape.jacobian_forward(&theta)[0][0])
-    };
-    Bench {
-        title: "Hand tracking (synthetic hand), Jacobian".into(),
-        size: format!("{vertices} vertices, n={points}, {rows} × {cols}"),
-        key: "ht_simple".into(),
-        value: 0.5 * dot(&residuals, &residuals),
-        grad_norm: norm(&ours.columns),
-        primal,
-        ours: ours_timer,
-        peers: vec![
-            (Peer::Fd, fd_timer, cols as f64),
-            (Peer::Echidna, echidna_timer, 1.0),
-            (Peer::NumDual, dual_timer, cols as f64),
-        ],
-    }
-}
-
-/// The peers' view of `p`'s model.
-fn hand_model(p: &ht::Problem) -> peers::HandModel<'_> {
-    peers::HandModel {
-        parents: &p.parents,
-        base_relatives: &p.base_relatives,
-        inverse_base_absolutes: &p.inverse_base_absolutes,
-        base_positions: &p.base_positions,
-        weights: &p.weights,
-        mirrored: p.mirrored,
-        triangles: &p.triangles,
-        correspondences: &p.correspondences,
-        points: &p.points,
-    }
 }
