@@ -1,9 +1,10 @@
 //! The benchmark programs written once more, generically, for the operator-overloading
 //! peers of the scoreboard (`examples/scoreboard.rs`): echidna's tape-based reverse mode
-//! (`echidna::Reverse64`) and num-dual's forward mode (`num_dual::Dual64`), with `f64`
-//! for the plain primal. This is what a user of those crates writes: the same loops as the
-//! `#[differentiate]` programs of `gmm.rs`, `lstm.rs`, `functions.rs`, `burgers2d.rs` and
-//! `parallel_programs.rs`, over a number type instead of `f64`.
+//! (`echidna::Reverse64`, and its bytecode tape `echidna::BReverse<f64>`) and num-dual's
+//! forward mode (`num_dual::Dual64`), with `f64` for the plain primal. This is what a user
+//! of those crates writes: the same loops as the `#[differentiate]` programs of `gmm.rs`,
+//! `lstm.rs`, `functions.rs`, `burgers2d.rs`, `parallel_programs.rs` and the GradBench
+//! tool's `ht.rs`, over a number type instead of `f64`.
 //!
 //! [`Real`] is the small interface the programs need; constants enter through
 //! [`Real::cst`], so they are never recorded as variables.
