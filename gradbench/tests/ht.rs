@@ -1,4 +1,4 @@
-//! GradBench's `ht` eval on a synthetic hand: the residuals against a plain
+//! GradBench's `ht` eval on the synthetic hand (`ht::synthetic`): the residuals against a plain
 //! re-derivation of GradBench's definition, the Jacobian against central finite
 //! differences, and the dot-product identity between `ht_objective_fwd` and
 //! `ht_objective_rev` (tolerances in `common`).
@@ -9,11 +9,6 @@ use common::{check_dot, check_fd, FD};
 use phidiff_gradbench::evals::ht;
 
 mod common;
-
-/// The scoreboard's synthetic hand ([`ht::synthetic`]).
-fn ht_problem(vertices: usize, points: usize, complicated: bool, seed: u64) -> ht::Problem {
-    ht::synthetic(vertices, points, complicated, seed)
-}
 
 type M3 = [[f64; 3]; 3];
 type M4 = [[f64; 4]; 4];
@@ -160,7 +155,7 @@ fn ht_objective_matches_a_plain_rederivation() {
     for complicated in [false, true] {
         for mirrored in [false, true] {
             for tiny_rotation in [false, true] {
-                let mut p = ht_problem(16, 7, complicated, 3);
+                let mut p = ht::synthetic(16, 7, complicated, 3);
                 p.mirrored = mirrored;
                 if tiny_rotation {
                     p.theta[..3].copy_from_slice(&[2e-5, -3e-5, 1e-5]);
@@ -183,7 +178,7 @@ fn ht_objective_matches_a_plain_rederivation() {
 fn ht_jacobian_matches_finite_differences() {
     for complicated in [false, true] {
         for tiny_rotation in [false, true] {
-            let mut p = ht_problem(12, 5, complicated, 11);
+            let mut p = ht::synthetic(12, 5, complicated, 11);
             p.mirrored = complicated;
             if tiny_rotation {
                 p.theta[..3].copy_from_slice(&[2e-5, -3e-5, 1e-5]);
@@ -238,7 +233,7 @@ fn ht_jacobian_matches_finite_differences() {
 #[test]
 fn ht_dot_product() {
     for complicated in [false, true] {
-        let p = ht_problem(12, 5, complicated, 5);
+        let p = ht::synthetic(12, 5, complicated, 5);
         let nu = p.us.len();
         check_dot(
             &format!("ht (complicated {complicated})"),
