@@ -4,7 +4,7 @@
 The scoreboard writes a manifest (one program per line: `key kind path [params...]`) and
 runs this script with the virtual environment's Python; each program is written the way a
 user of the framework writes it (vectorized array code, `jax.value_and_grad` under
-`jax.jit`, `torch.autograd`), in float64. JAX is timed twice: "jax" gives the value with
+`jax.jit`, `torch.autograd`; `jacfwd` for hand tracking's tall Jacobian), in float64. JAX is timed twice: "jax" gives the value with
 the gradient, as every other tool in the table does; "jax-grad" is `jax.grad` alone. For
 every tool and program one JSON line goes to stdout:
 
@@ -83,6 +83,34 @@ def read_ba(path):
     # ADBench tiles one camera, point, weight and feature; observation i sees camera
     # i % n and point i % m.
     return dict(n=n, m=m, p=p, cam=cam, x=x, w=w, feat=feat)
+
+
+def read_ht(path):
+    """The scoreboard's hand-tracking problem (`write_ht` in
+    `examples/scoreboard/programs/hand_tracking.rs`), simple correspondences."""
+    v = numbers(path)
+    bones, verts, n, mirrored = (int(t) for t in v[0:4])
+    p = 4
+    out = dict(bones=bones, verts=verts, n=n, mirrored=mirrored == 1)
+    for name, size in [("parents", bones), ("base_relatives", 16 * bones),
+                       ("inverse_base_absolutes", 16 * bones), ("positions", 4 * verts),
+                       ("weights", bones * verts), ("corr", n), ("points", 3 * n),
+                       ("theta", 26)]:
+        out[name] = v[p : p + size]
+        p += size
+    out["parents"] = [int(t) for t in out["parents"]]
+    out["corr"] = [int(t) for t in out["corr"]]
+    # Where each bone's Euler angles (x, z, y) come from in `theta` extended by a zero
+    # (index 26): a finger's first joint takes two of its four parameters, the next two
+    # one each.
+    angle_at = [[26, 26, 26] for _ in range(bones)]
+    for finger in range(5):
+        at, b = 6 + 4 * finger, 2 + 4 * finger
+        angle_at[b][0], angle_at[b][1] = at, at + 1
+        angle_at[b + 1][0] = at + 2
+        angle_at[b + 2][0] = at + 3
+    out["angle_at"] = angle_at
+    return out
 
 
 def ln_multigamma(a, p):
@@ -181,8 +209,57 @@ def programs(np, lib):
         total = np.sum(u * u) - np.sum(c * c)
         return total + np.sum(inner * inner)
 
+    def ht(theta, h):
+        """The hand-tracking residuals `point − model point` (GradBench's `ht`, simple),
+        `h` the model of `read_ht` as arrays."""
+        angles = lib.cat([theta, theta[:1] * 0.0], 0)[h.angle_at]
+        sx, cx = np.sin(angles[:, 0]), np.cos(angles[:, 0])
+        sz, cz = np.sin(angles[:, 1]), np.cos(angles[:, 1])
+        sy, cy = np.sin(angles[:, 2]), np.cos(angles[:, 2])
+        rot = lib.stack([cz * cy, cz * sy * sx - sz * cx, cz * sy * cx + sz * sx,
+                         sz * cy, sz * sy * sx + cz * cx, sz * sy * cx - cz * sx,
+                         -sy, cy * sx, cy * cx], 1).reshape(-1, 3, 3)
+        br = h.base_relatives
+        relatives = lib.cat([br[:, :, :3] @ rot, br[:, :, 3:]], 2)
+        absolutes = []
+        for b, p in enumerate(h.parents):
+            absolutes.append(relatives[b] if p == b else absolutes[p] @ relatives[b])
+        transforms = (lib.stack(absolutes, 0) @ h.inverse_base_absolutes)[:, :3, :]
+        skinned = np.einsum("bv,bvr->vr", h.weights,
+                            np.einsum("brk,vk->bvr", transforms, h.positions))
+        skinned = skinned * h.mirror
+        norm = np.sqrt(np.sum(theta[:3] * theta[:3]))
+        a = theta[:3] / norm
+        c, s = np.cos(norm), np.sin(norm)
+        x, y, z = a[0], a[1], a[2]
+        rodrigues = lib.stack([x * x + (1 - x * x) * c, x * y * (1 - c) - z * s,
+                               x * z * (1 - c) + y * s, x * y * (1 - c) + z * s,
+                               y * y + (1 - y * y) * c, y * z * (1 - c) - x * s,
+                               x * z * (1 - c) - y * s, z * y * (1 - c) + x * s,
+                               z * z + (1 - z * z) * c], 0).reshape(3, 3)
+        rotation = np.where(norm < 1e-4, h.identity, rodrigues)
+        positions = skinned @ rotation.T + theta[3:6]
+        return (h.points - positions[h.corr]).reshape(-1)
+
     return dict(gmm=gmm, lstm=lstm, reproj=reproj, rosenbrock=rosenbrock,
-                burgers_step=burgers_step, heat2d=heat2d)
+                burgers_step=burgers_step, heat2d=heat2d, ht=ht)
+
+
+def ht_arrays(path, array, index):
+    """`read_ht`'s problem as the framework's arrays (`index` for integer ones), and
+    `theta`."""
+    h = read_ht(path)
+    bones, verts = h["bones"], h["verts"]
+    model = SimpleNamespace(
+        parents=h["parents"], angle_at=index(h["angle_at"]), corr=index(h["corr"]),
+        base_relatives=array(h["base_relatives"]).reshape(bones, 4, 4),
+        inverse_base_absolutes=array(h["inverse_base_absolutes"]).reshape(bones, 4, 4),
+        positions=array(h["positions"]).reshape(verts, 4),
+        weights=array(h["weights"]).reshape(bones, verts),
+        points=array(h["points"]).reshape(-1, 3),
+        mirror=array([-1.0 if h["mirrored"] else 1.0, 1.0, 1.0]),
+        identity=array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]))
+    return model, array(h["theta"])
 
 
 def batch_size(f):
@@ -290,7 +367,8 @@ def run_jax(manifest, timed, emit, threads):
         return jnp.zeros((k, d, d)).at[:, rows, cols].set(vals)
 
     lib = SimpleNamespace(lower=lower, logsumexp=logsumexp, sigmoid=jax.nn.sigmoid,
-                          cross=jnp.cross, roll=jnp.roll)
+                          cross=jnp.cross, roll=jnp.roll, cat=jnp.concatenate,
+                          stack=jnp.stack)
     P = programs(jnp, lib)
 
     # One call per program, so that the closures handed to `timed` (run later with
@@ -373,6 +451,12 @@ def jax_problem(P, jnp, jax, kind, path, params):
             return jax.vmap(jax.jacrev(P["reproj"]))(prm, feats), -2.0 * w
 
         return (lambda *a: jnp.sum(residuals(*a) ** 2)), jacobian, None, (prm, feats, w)
+    if kind == "ht":
+        # The dense Jacobian by forward mode (26 columns against 3n rows).
+        h, theta = ht_arrays(path, jnp.array, lambda v: jnp.array(v, dtype=jnp.int32))
+        residuals = lambda th: P["ht"](th, h)
+        return (lambda th: 0.5 * jnp.sum(residuals(th) ** 2)), jax.jacfwd(residuals), None, \
+            (theta,)
     if kind == "rosenbrock":
         return with_grad(P["rosenbrock"], (jnp.array(numbers(path)),))
     if kind == "burgers":
@@ -453,7 +537,8 @@ def run_torch(manifest, timed, emit, threads):
                           cos=torch.cos, sin=torch.sin, einsum=torch.einsum,
                           where=torch.where, sum=total)
     lib = SimpleNamespace(lower=lower, logsumexp=torch.logsumexp, sigmoid=torch.sigmoid,
-                          cross=lambda a, b: torch.linalg.cross(a, b), roll=torch.roll)
+                          cross=lambda a, b: torch.linalg.cross(a, b), roll=torch.roll,
+                          cat=torch.cat, stack=torch.stack)
     P = programs(np_, lib)
     t = lambda v: torch.tensor(v, dtype=torch.float64)
 
@@ -495,6 +580,29 @@ def run_torch(manifest, timed, emit, threads):
                 blocks, wd = grad()
                 norm = math.sqrt(float(torch.sum(blocks * blocks) + torch.sum(wd * wd)))
                 return float(torch.sum(primal() ** 2)), norm
+
+            timed.add("pytorch", key, primal, grad, measure)
+            return
+        elif kind == "ht":
+            from torch.func import jacfwd
+
+            h, theta = ht_arrays(path, t, lambda v: torch.tensor(v, dtype=torch.long))
+            residuals = lambda th: P["ht"](th, h)
+
+            def primal():
+                with torch.no_grad():
+                    return residuals(theta)
+
+            # The dense Jacobian by forward mode (26 columns against 3n rows).
+            jac = jacfwd(residuals)
+
+            def grad():
+                return jac(theta)
+
+            def measure():
+                j = grad()
+                return (float(0.5 * torch.sum(primal() ** 2)),
+                        math.sqrt(float(torch.sum(j * j))))
 
             timed.add("pytorch", key, primal, grad, measure)
             return

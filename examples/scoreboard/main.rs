@@ -43,6 +43,8 @@ mod functions;
 mod gmm;
 #[path = "../../benches/support/gmm_hand.rs"]
 mod gmm_hand;
+#[path = "../../benches/support/ht_hand.rs"]
+mod ht_hand;
 #[path = "../../benches/support/lstm.rs"]
 mod lstm;
 #[path = "../../benches/support/lstm_hand.rs"]

@@ -126,8 +126,8 @@ pub fn markdown(rows: &[Row], machine: &str, note: &str) -> String {
          Revolve schedule's snapshots); JAX and PyTorch keep every step, so they are on the \
          full-tape row. Hand tracking: a synthetic hand (ADBench's model files are not \
          among its inputs), the dense Jacobian by one forward sweep per column for phidiff \
-         and echidna (its bytecode tape, recorded once); no hand-written, JAX or PyTorch \
-         version yet.",
+         and echidna (its bytecode tape, recorded once), `jacfwd` for JAX and PyTorch; the \
+         hand-written Jacobian re-skins, per column, only the bones that column moves.",
     );
     if !note.is_empty() {
         s.push(' ');

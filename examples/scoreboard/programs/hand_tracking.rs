@@ -1,6 +1,7 @@
 //! The scoreboard's hand-tracking program (GradBench's `ht` on a synthetic hand).
 
-use super::{dot, norm, peers, rel_err, Bench, Inputs, Peer, Timer};
+use super::{dot, norm, peers, record, rel_err, Bench, Inputs, Peer, Timer};
+use crate::ht_hand::ht_jacobian_hand;
 use num_dual::Dual64;
 use phidiff_gradbench::evals::ht;
 use std::rc::Rc;
@@ -8,8 +9,9 @@ use std::rc::Rc;
 /// Hand tracking (GradBench's `ht`, simple) on a synthetic hand of ADBench's shape (22
 /// bones; ADBench's model files are not among its inputs): the dense `3n × 26` Jacobian of
 /// the residuals. phidiff: one sweep of the generated `_fwd` per column
-/// (`phidiff_gradbench::evals::ht`, its GradBench tool's code). Finite differences and
-/// num-dual: one column per run (†). echidna: the residuals recorded once on its bytecode
+/// (`phidiff_gradbench::evals::ht`, its GradBench tool's code). Hand-written: `ht_hand.rs`
+/// (a column re-skins only the bones it moves). Finite differences and num-dual: one
+/// column per run (†). JAX and PyTorch: `jacfwd` (`benches/peers/jax_torch.py`). echidna: the residuals recorded once on its bytecode
 /// tape, then the Jacobian by one forward sweep of that tape per column
 /// (`BytecodeTape::jacobian_forward`; its reverse sweeps, one per row, took over 20× as long
 /// here). The tape is recorded before timing and reused, as a user of it would, since the
@@ -19,6 +21,8 @@ pub(super) fn ht_bench(inputs: &mut Inputs) -> Bench {
     let p = Rc::new(ht::synthetic(vertices, points, false, 1));
     let rows = 3 * points;
     let cols = ht::THETA_LEN;
+    let path = write_ht(inputs, &p);
+    record(inputs, "ht_simple", "ht", &path, "");
     let ours = p.jacobian();
     assert_eq!(ours.columns.len(), rows * cols);
     let residuals = p.objective();
@@ -67,6 +71,14 @@ pub(super) fn ht_bench(inputs: &mut Inputs) -> Bench {
     let dual: Vec<Vec<f64>> = (0..cols).map(|c| column_dual(&p, c)).collect();
     check("num-dual", &|r, c| dual[c][r], 1e-10);
 
+    let mut hand = vec![0.0; rows * cols];
+    let hand_residuals = ht_jacobian_hand(&p, &mut hand);
+    assert!(
+        rel_err(&hand_residuals, &residuals) <= 1e-12,
+        "hand tracking: the hand-written residuals differ from phidiff's"
+    );
+    check("the hand-written", &|r, c| hand[c * rows + r], 1e-10);
+
     let (tape, values) = echidna::record_multi(
         |t: &[echidna::BReverse<f64>]| peers::ht(t, &[], &hand_model(&p)),
         &p.theta,
@@ -86,6 +98,10 @@ pub(super) fn ht_bench(inputs: &mut Inputs) -> Bench {
         let p = p.clone();
         Timer::new(move || p.jacobian().columns[0])
     };
+    let hand_timer = {
+        let p = p.clone();
+        Timer::new(move || ht_jacobian_hand(&p, &mut hand)[0])
+    };
     let fd_timer = Timer::new(move || column_fd(&mut q, 6)[0]);
     let dual_timer = {
         let p = p.clone();
@@ -104,6 +120,7 @@ pub(super) fn ht_bench(inputs: &mut Inputs) -> Bench {
         primal,
         ours: ours_timer,
         peers: vec![
+            (Peer::Hand, hand_timer, 1.0),
             (Peer::Fd, fd_timer, cols as f64),
             (Peer::Echidna, echidna_timer, 1.0),
             (Peer::NumDual, dual_timer, cols as f64),
@@ -124,4 +141,35 @@ fn hand_model(p: &ht::Problem) -> peers::HandModel<'_> {
         correspondences: &p.correspondences,
         points: &p.points,
     }
+}
+
+/// The problem for the Python peers, one number per line: `bones vertices points
+/// mirrored`, then the parents (a root its own), base relatives and inverse base
+/// absolutes (4 × 4 row-major per bone), base positions (4 per vertex), weights (by bone),
+/// correspondences, points (3 each) and `theta`.
+fn write_ht(inputs: &Inputs, p: &ht::Problem) -> std::path::PathBuf {
+    assert!(
+        !p.complicated(),
+        "hand tracking: the Python peers take simple inputs"
+    );
+    let header = [
+        p.parents.len(),
+        p.base_positions.len() / 4,
+        p.correspondences.len(),
+        usize::from(p.mirrored),
+    ];
+    let indices = |v: &[usize]| v.iter().map(|&i| i as f64).collect::<Vec<f64>>();
+    let values = [
+        indices(&header),
+        indices(&p.parents),
+        p.base_relatives.clone(),
+        p.inverse_base_absolutes.clone(),
+        p.base_positions.clone(),
+        p.weights.clone(),
+        indices(&p.correspondences),
+        p.points.clone(),
+        p.theta.clone(),
+    ]
+    .concat();
+    inputs.write("ht_simple.txt", &values)
 }
