@@ -115,6 +115,13 @@ numeric_tests! {
         calls_a_helper_lanes,
         #[should_panic(expected = "`dx[1]`")]
         short_shadow_in_a_lane_panics,
+        looped_forward_lanes,
+        weighted_row_maxima_forward_lanes,
+        cube_roots_forward_lanes,
+        rows_energy_forward_lanes,
+        normalize_in_place_forward_lanes,
+        #[should_panic(expected = "`dx[1]`")]
+        short_tangent_in_a_lane_panics,
     ],
     /// Hand-written `_fwd`/`_rev` rules called from differentiated functions.
     calls: [

@@ -178,16 +178,78 @@ fn derive_all(opts: &Options, item: &syn::ItemFn) -> syn::Result<TokenStream> {
             out.extend(header.grad(&grad, name));
         }
     }
-    for (name, width) in &opts.batched {
-        let name = name.as_ref().expect("names are resolved");
-        out.extend(batched_reverse(
-            item, &header, &sig, &compiled, name, *width,
-        )?);
+    for b in &opts.batched {
+        let name = b.name.as_ref().expect("names are resolved");
+        out.extend(if b.forward {
+            batched_forward(item, &header, &sig, &compiled, name, b.width)?
+        } else {
+            batched_reverse(item, &header, &sig, &compiled, name, b.width)?
+        });
     }
     if opts.cuda {
         out.extend(cuda_module(opts, item, &sig, &compiled)?);
     }
     Ok(out)
+}
+
+/// `forward(width = N)` and `reverse(width = N)` report checkpointed loops at their
+/// attribute.
+fn reject_checkpoints(compiled: &Compiled, forward: bool) -> syn::Result<()> {
+    match compiled.primal.checkpoints.iter().min_by_key(|(l, _)| **l) {
+        Some((_, spec)) => Err(syn::Error::new_spanned(
+            &spec.attr,
+            crate::derivative::batch::unsupported(forward, "checkpointed loops"),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The batched forward function of `forward(width = N)` (see `derivative::batch`).
+fn batched_forward(
+    item: &syn::ItemFn,
+    header: &Header,
+    sig: &signature::Signature,
+    compiled: &Compiled,
+    name: &syn::Ident,
+    width: usize,
+) -> syn::Result<TokenStream> {
+    reject_checkpoints(compiled, true)?;
+    // The scalar forward program's parameters: each primal one, its tangent after each
+    // active one (a buffer's tangent is a shadow, a scalar's a seed).
+    let bindings = codegen::param_bindings(sig);
+    let mut b = Vec::new();
+    let (mut shadows, mut seeds) = (Vec::new(), Vec::new());
+    for (p, bind) in sig.params.iter().zip(&bindings) {
+        b.push(*bind);
+        if p.active {
+            if p.is_active_buffer() {
+                shadows.push(b.len());
+            } else {
+                seeds.push(b.len());
+            }
+            b.push(*bind);
+        }
+    }
+    let fwd = &compiled.forward;
+    assert_eq!(b.len(), fwd.params.len(), "forward parameters");
+    let batched = crate::derivative::batch::batch(
+        fwd,
+        width,
+        &shadows,
+        &seeds,
+        usize::from(sig.returns_float),
+        item.sig.ident.span(),
+        true,
+    )?;
+    verify(&batched.func).map_err(|e| internal("batched forward mode", e, &batched.func))?;
+    let mut lanes = std::collections::HashMap::new();
+    for (n, names) in &batched.lanes {
+        let bind = b[*n];
+        b.extend(names.iter().map(|_| bind));
+        lanes.insert(fwd.params[*n].name.clone(), names.clone());
+    }
+    let body = codegen::body(&batched.func, &sig.float, header.krate, b);
+    Ok(header.forward_batched(name, body, width, &lanes))
 }
 
 /// The batched reverse function of `reverse(width = N)` (see `derivative::batch`).
@@ -199,12 +261,7 @@ fn batched_reverse(
     name: &syn::Ident,
     width: usize,
 ) -> syn::Result<TokenStream> {
-    if let Some((_, spec)) = compiled.primal.checkpoints.iter().min_by_key(|(l, _)| **l) {
-        return Err(syn::Error::new_spanned(
-            &spec.attr,
-            crate::derivative::batch::unsupported("checkpointed loops"),
-        ));
-    }
+    reject_checkpoints(compiled, false)?;
     // The scalar reverse program's parameters: each primal one, a shadow after each
     // active buffer, and the seed last.
     let bindings = codegen::param_bindings(sig);
@@ -225,9 +282,10 @@ fn batched_reverse(
         &compiled.reverse,
         width,
         &shadows,
-        seed,
+        seed.as_slice(),
         scalar_adjoints,
         item.sig.ident.span(),
+        false,
     )?;
     verify(&batched.func).map_err(|e| internal("batched reverse mode", e, &batched.func))?;
     let rev = &compiled.reverse;

@@ -125,8 +125,9 @@ pub fn markdown(rows: &[Row], machine: &str, note: &str) -> String {
          each row's hand-written adjoint keeps what phidiff keeps (every state, or the same \
          Revolve schedule's snapshots); JAX and PyTorch keep every step, so they are on the \
          full-tape row. Hand tracking: a synthetic hand (ADBench's model files are not \
-         among its inputs), the dense Jacobian by one forward sweep per column for phidiff \
-         and echidna (its bytecode tape, recorded once), `jacfwd` for JAX and PyTorch; the \
+         among its inputs), the dense Jacobian by batched forward sweeps for phidiff \
+         (`forward(width = 2)`: two columns per sweep), one forward sweep per column for \
+         echidna (its bytecode tape, recorded once), `jacfwd` for JAX and PyTorch; the \
          hand-written Jacobian re-skins, per column, only the bones that column moves.",
     );
     if !note.is_empty() {

@@ -247,3 +247,28 @@ fn ht_dot_product() {
         );
     }
 }
+
+/// The Jacobian's `theta` columns come from one sweep of the batched `ht_objective_fwd26`;
+/// each must equal the scalar `_fwd` sweep along that column (which the dot-product test
+/// above holds to `_rev`), bit for bit: a lane repeats the scalar sweep's tangent
+/// arithmetic in the same order.
+#[test]
+fn ht_batched_columns_equal_scalar_sweeps() {
+    for complicated in [false, true] {
+        let p = ht::synthetic(12, 5, complicated, 7);
+        let jacobian = p.jacobian();
+        let rows = jacobian.rows;
+        let us_cols = if complicated { 2 } else { 0 };
+        let zero_us = vec![0.0; p.us.len()];
+        for c in 0..ht::THETA_LEN {
+            let mut d_theta = vec![0.0; ht::THETA_LEN];
+            d_theta[c] = 1.0;
+            let column = &jacobian.columns[(us_cols + c) * rows..(us_cols + c + 1) * rows];
+            assert_eq!(
+                column,
+                &p.tangent(&d_theta, &zero_us)[..],
+                "ht column {c} (complicated {complicated})"
+            );
+        }
+    }
+}

@@ -4,13 +4,18 @@
 //! other seeds (a lane that read another lane's adjoints fails it). Every lane must also
 //! equal the scalar `_rev` run with that lane's seed, bit for bit: the lanes repeat the
 //! scalar sweep's adjoint arithmetic in the same order.
+//!
+//! Batched forward mode, `forward(width = N)`: N tangents in one sweep, checked alike
+//! (`check_forward_lanes`): every lane against finite differences and, with the
+//! dot-product test, against `_rev`, while the other lanes carry other tangents; and bit
+//! for bit against the scalar `_fwd` with that lane's tangent.
 
 use super::differentiate;
 use crate::common::*;
 use phidiff::Float;
 
 /// A local buffer, two loops (the second carries a value), a scalar active and a seed.
-#[differentiate(forward, reverse, reverse(width = 3))]
+#[differentiate(forward, reverse, reverse(width = 3), forward(width = 3))]
 pub fn looped<T: Float>(x: &[T], k: T) -> T {
     let n = x.len();
     let mut s = T::zero();
@@ -28,7 +33,7 @@ pub fn looped<T: Float>(x: &[T], k: T) -> T {
 
 /// Cube roots by Newton's method, element by element, until the step is small: a
 /// `while` whose trip count depends on the data, writing an output slice.
-#[differentiate(forward, reverse, reverse(width = 2))]
+#[differentiate(forward, reverse, reverse(width = 2), forward(width = 2))]
 pub fn cube_roots(a: &[f64], out: &mut [f64]) {
     for i in 0..a.len() {
         let mut r = 1.0 + a[i] / 3.0;
@@ -45,7 +50,7 @@ pub fn cube_roots(a: &[f64], out: &mut [f64]) {
 /// Each row's largest entry, squared and weighted: a max reduction per row, reversed
 /// through the entry that won (`reverse/extremum.rs`, a search that stops there), in
 /// every lane.
-#[differentiate(forward, reverse, reverse(width = 2))]
+#[differentiate(forward, reverse, reverse(width = 2), forward(width = 2))]
 pub fn weighted_row_maxima(a: &[f64], w: &[f64]) -> f64 {
     let n = a.len() / w.len();
     let mut s = 0.0;
@@ -60,7 +65,7 @@ pub fn weighted_row_maxima(a: &[f64], w: &[f64]) -> f64 {
 }
 
 /// Rows of a matrix (`&[Vec<f64>]`), a branch per entry and a running value per row.
-#[differentiate(forward, reverse, reverse(width = 2))]
+#[differentiate(forward, reverse, reverse(width = 2), forward(width = 2))]
 pub fn rows_energy(a: &[Vec<f64>], x: &[f64]) -> f64 {
     let mut e = 0.0;
     for i in 0..a.len() {
@@ -77,7 +82,7 @@ pub fn rows_energy(a: &[Vec<f64>], x: &[f64]) -> f64 {
 /// A state scaled and normalized in place: the shadow of `v` holds the adjoint of its
 /// final value on entry and of its initial value on exit; `scale`'s adjoints are
 /// returned, one per lane.
-#[differentiate(forward, reverse, reverse(width = 4))]
+#[differentiate(forward, reverse, reverse(width = 4), forward(width = 3))]
 pub fn normalize_in_place(v: &mut [f64], scale: f64) {
     let mut norm = 0.0;
     for i in 0..v.len() {
@@ -351,4 +356,199 @@ pub fn short_shadow_in_a_lane_panics() {
     let x = [0.1, 0.2, 0.3];
     let (mut d0, mut d1, mut d2) = (zeros(3), zeros(2), zeros(3));
     looped_rev3(&x, [&mut d0, &mut d1, &mut d2], 0.5, [1.0; 3]);
+}
+
+/// `(x, [ẋ per lane]) ↦ (y, [ẏ per lane])` through a batched forward function.
+type BatchedForward<'a> = &'a dyn Fn(&[f64], &[Vec<f64>]) -> (Vec<f64>, Vec<Vec<f64>>);
+
+/// Checks every lane of a batched forward function (see the file's docs), named `name`.
+fn check_forward_lanes(
+    name: &str,
+    x: &[f64],
+    width: usize,
+    primal: &dyn Fn(&[f64]) -> Vec<f64>,
+    scalar: &dyn Fn(&[f64], &[f64]) -> (Vec<f64>, Vec<f64>),
+    vjp: &dyn Fn(&[f64], &[f64]) -> (Vec<f64>, Vec<f64>),
+    batched: BatchedForward,
+) {
+    for lane in 0..width {
+        let jvp = |x: &[f64], v: &[f64]| {
+            let tangents: Vec<Vec<f64>> = (0..width)
+                .map(|m| {
+                    if m == lane {
+                        v.to_vec()
+                    } else {
+                        (0..x.len()).map(|k| other_seed(m, k)).collect()
+                    }
+                })
+                .collect();
+            let (y, ys) = batched(x, &tangents);
+            assert_eq!(ys.len(), width, "{name}: lanes");
+            (y, ys[lane].clone())
+        };
+        check_fwd_rev(&Case {
+            name: &format!("{name}, forward lane {lane} of {width}"),
+            x,
+            primal,
+            jvp: &jvp,
+            vjp,
+            tols: TOLS,
+        });
+    }
+    let tangents: Vec<Vec<f64>> = (0..width)
+        .map(|m| phidiff::check::random_vector(4000 + m as u64, x.len()))
+        .collect();
+    let (y, ys) = batched(x, &tangents);
+    for (lane, v) in tangents.iter().enumerate() {
+        let (y1, dy) = scalar(x, v);
+        assert_eq!(y, y1, "{name}: value of the batched and the scalar forward sweep");
+        assert_eq!(ys[lane], dy, "{name}: forward lane {lane} differs from the scalar sweep");
+    }
+}
+
+pub fn looped_forward_lanes() {
+    let x0: Vec<f64> = (0..7).map(|i| 0.3 * i as f64 - 0.8).collect();
+    let x = cat(&[&x0, &[1.3]]);
+    let n = x0.len();
+    let primal = |x: &[f64]| vec![looped(&x[..n], x[n])];
+    let scalar = |x: &[f64], dx: &[f64]| {
+        let (y, dy) = looped_fwd(&x[..n], &dx[..n], x[n], dx[n]);
+        (vec![y], vec![dy])
+    };
+    let vjp = |x: &[f64], w: &[f64]| {
+        let mut dx = zeros(n);
+        let (y, dk) = looped_rev(&x[..n], &mut dx, x[n], w[0]);
+        (vec![y], cat(&[&dx, &[dk]]))
+    };
+    let batched = |x: &[f64], v: &[Vec<f64>]| {
+        let (y, dy) = looped_fwd3(
+            &x[..n],
+            [&v[0][..n], &v[1][..n], &v[2][..n]],
+            x[n],
+            [v[0][n], v[1][n], v[2][n]],
+        );
+        (vec![y], dy.iter().map(|d| vec![*d]).collect())
+    };
+    check_forward_lanes("looped", &x, 3, &primal, &scalar, &vjp, &batched);
+}
+
+pub fn weighted_row_maxima_forward_lanes() {
+    let (rows, n) = (3, 4);
+    let a = [0.2, 1.1, -0.4, 0.7, 1.9, 0.3, -1.2, 1.4, -0.6, -0.9, 0.8, 0.1];
+    let x = cat(&[&a, &[0.5, -1.3, 2.1]]);
+    let m = rows * n;
+    let primal = |x: &[f64]| vec![weighted_row_maxima(&x[..m], &x[m..])];
+    let scalar = |x: &[f64], dx: &[f64]| {
+        let (y, dy) = weighted_row_maxima_fwd(&x[..m], &dx[..m], &x[m..], &dx[m..]);
+        (vec![y], vec![dy])
+    };
+    let vjp = |x: &[f64], w: &[f64]| {
+        let (mut da, mut dw) = (zeros(m), zeros(rows));
+        let y = weighted_row_maxima_rev(&x[..m], &mut da, &x[m..], &mut dw, w[0]);
+        (vec![y], cat(&[&da, &dw]))
+    };
+    let batched = |x: &[f64], v: &[Vec<f64>]| {
+        let (y, dy) = weighted_row_maxima_fwd2(
+            &x[..m],
+            [&v[0][..m], &v[1][..m]],
+            &x[m..],
+            [&v[0][m..], &v[1][m..]],
+        );
+        (vec![y], dy.iter().map(|d| vec![*d]).collect())
+    };
+    check_forward_lanes("weighted_row_maxima", &x, 2, &primal, &scalar, &vjp, &batched);
+}
+
+pub fn cube_roots_forward_lanes() {
+    let a = [0.5, 2.0, 8.0, 27.5, 0.1];
+    let n = a.len();
+    let x = cat(&[&a, &[0.0; 5]]);
+    let primal = |x: &[f64]| {
+        let mut out = x[n..].to_vec();
+        cube_roots(&x[..n], &mut out);
+        out
+    };
+    let scalar = |x: &[f64], dx: &[f64]| {
+        let (mut out, mut dout) = (x[n..].to_vec(), dx[n..].to_vec());
+        cube_roots_fwd(&x[..n], &dx[..n], &mut out, &mut dout);
+        (out, dout)
+    };
+    let vjp = |x: &[f64], w: &[f64]| {
+        let (mut da, mut out, mut dout) = (zeros(n), x[n..].to_vec(), w.to_vec());
+        cube_roots_rev(&x[..n], &mut da, &mut out, &mut dout);
+        (out, cat(&[&da, &dout]))
+    };
+    let batched = |x: &[f64], v: &[Vec<f64>]| {
+        let mut out = x[n..].to_vec();
+        let mut dout = [v[0][n..].to_vec(), v[1][n..].to_vec()];
+        let [d0, d1] = &mut dout;
+        cube_roots_fwd2(&x[..n], [&v[0][..n], &v[1][..n]], &mut out, [d0, d1]);
+        (out, dout.to_vec())
+    };
+    check_forward_lanes("cube_roots", &x, 2, &primal, &scalar, &vjp, &batched);
+}
+
+pub fn rows_energy_forward_lanes() {
+    let (m, n) = (3, 4);
+    let a: Vec<f64> = (0..m * n)
+        .map(|k| ((k * 7 % 11) as f64 - 4.5) * 0.3)
+        .collect();
+    let x = cat(&[&a, &[0.9, -0.4, 1.7, 0.6]]);
+    let rows = |x: &[f64]| to_rows(&x[..m * n], n);
+    let primal = |x: &[f64]| vec![rows_energy(&rows(x), &x[m * n..])];
+    let scalar = |x: &[f64], dx: &[f64]| {
+        let (y, dy) = rows_energy_fwd(&rows(x), &rows(dx), &x[m * n..], &dx[m * n..]);
+        (vec![y], vec![dy])
+    };
+    let vjp = |x: &[f64], w: &[f64]| {
+        let (mut da, mut dx) = (vec![zeros(n); m], zeros(n));
+        let y = rows_energy_rev(&rows(x), &mut da, &x[m * n..], &mut dx, w[0]);
+        (vec![y], cat(&[&from_rows(&da), &dx]))
+    };
+    let batched = |x: &[f64], v: &[Vec<f64>]| {
+        let (r0, r1) = (rows(&v[0]), rows(&v[1]));
+        let (y, dy) = rows_energy_fwd2(
+            &rows(x),
+            [&r0, &r1],
+            &x[m * n..],
+            [&v[0][m * n..], &v[1][m * n..]],
+        );
+        (vec![y], dy.iter().map(|d| vec![*d]).collect())
+    };
+    check_forward_lanes("rows_energy", &x, 2, &primal, &scalar, &vjp, &batched);
+}
+
+pub fn normalize_in_place_forward_lanes() {
+    let v0 = [0.4, -1.2, 2.5, 0.7, -0.3];
+    let n = v0.len();
+    let x = cat(&[&v0, &[1.7]]);
+    let primal = |x: &[f64]| {
+        let mut v = x[..n].to_vec();
+        normalize_in_place(&mut v, x[n]);
+        v
+    };
+    let scalar = |x: &[f64], dx: &[f64]| {
+        let (mut v, mut dv) = (x[..n].to_vec(), dx[..n].to_vec());
+        normalize_in_place_fwd(&mut v, &mut dv, x[n], dx[n]);
+        (v, dv)
+    };
+    let vjp = |x: &[f64], w: &[f64]| {
+        let (mut v, mut dv) = (x[..n].to_vec(), w.to_vec());
+        let ds = normalize_in_place_rev(&mut v, &mut dv, x[n]);
+        (v, cat(&[&dv, &[ds]]))
+    };
+    let batched = |x: &[f64], t: &[Vec<f64>]| {
+        let mut v = x[..n].to_vec();
+        let mut dv = [t[0][..n].to_vec(), t[1][..n].to_vec(), t[2][..n].to_vec()];
+        let [d0, d1, d2] = &mut dv;
+        normalize_in_place_fwd3(&mut v, [d0, d1, d2], x[n], [t[0][n], t[1][n], t[2][n]]);
+        (v, dv.to_vec())
+    };
+    check_forward_lanes("normalize_in_place", &x, 3, &primal, &scalar, &vjp, &batched);
+}
+
+/// A tangent of the wrong length in any lane panics naming the lane.
+pub fn short_tangent_in_a_lane_panics() {
+    let x = [0.1, 0.2, 0.3];
+    looped_fwd3(&x, [&x, &x[..2], &x], 0.5, [1.0; 3]);
 }

@@ -137,6 +137,61 @@ impl Header<'_> {
         self.wrap(name, params, ret, quote!(#checks #body))
     }
 
+    /// The batched `_fwd<N>` of `forward(width = N)`: each tangent parameter is an array
+    /// of N tangents of its type (`dx: [&[T]; N]`, `dk: [T; N]`), and a float result's
+    /// tangent an array of N. `lanes` maps the name of each tangent parameter to the names
+    /// of its lanes `1..N` in `body`, which yields the value and then the tangent of each
+    /// lane.
+    pub fn forward_batched(
+        &self,
+        name: &Ident,
+        body: TokenStream,
+        width: usize,
+        lanes: &std::collections::HashMap<String, Vec<String>>,
+    ) -> TokenStream {
+        let ft = self.ft();
+        let n_lanes = width;
+        let width = proc_macro2::Literal::usize_unsuffixed(width);
+        let mut params = Vec::new();
+        let mut prologue = quote!();
+        for p in &self.sig.params {
+            params.push(param_tokens(p));
+            if !p.active {
+                continue;
+            }
+            let t = tangent_name_in(p, &self.sig.params);
+            let ty = &p.ty;
+            params.push(quote!(#t: [#ty; #width]));
+            let mut ls = vec![t.clone()];
+            ls.extend(lanes[&t.to_string()].iter().map(|n| format_ident!("{}", n)));
+            let pats = ls.iter().map(|l| {
+                if p.pat_mut {
+                    quote!(mut #l)
+                } else {
+                    quote!(#l)
+                }
+            });
+            prologue.extend(quote!(let [#(#pats),*] = #t;));
+            if p.is_active_buffer() {
+                for (l, d) in ls.iter().enumerate() {
+                    prologue.extend(self.length_check(p, d, &format!("{t}[{l}]")));
+                }
+            }
+        }
+        if !self.sig.returns_float {
+            return self.wrap(name, params, quote!(), quote!(#prologue #body));
+        }
+        // The body yields (value, tangent of lane 0, .., tangent of lane N − 1).
+        let ys: Vec<Ident> = (0..=n_lanes).map(|k| format_ident!("__y{}", k)).collect();
+        let (value, tangents) = (&ys[0], &ys[1..]);
+        self.wrap(
+            name,
+            params,
+            quote!(-> (#ft, [#ft; #width])),
+            quote!(#prologue let (#(#ys),*) = { #body }; (#value, [#(#tangents),*])),
+        )
+    }
+
     fn reverse_outputs(&self) -> Vec<TokenStream> {
         let ft = self.ft();
         let mut outs = Vec::new();

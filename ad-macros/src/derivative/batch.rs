@@ -1,19 +1,22 @@
-//! Batched (vector) reverse mode, `reverse(width = N)`: N reverse sweeps in one.
+//! Batched (vector) modes: `reverse(width = N)`, N reverse sweeps in one, and
+//! `forward(width = N)`, N tangent sweeps in one.
 //!
 //! A reverse program is linear in its seeds and in what its shadows hold on entry, and its
 //! control flow, indices and saved values depend on primal values only. So N sweeps with N
-//! seeds share everything except the adjoint arithmetic. This pass takes the (finished)
-//! reverse program and gives every instruction that computes, accumulates or stores an
-//! adjoint one copy per extra lane, right after itself: lane `l` reads lane `l`'s adjoints
-//! and the shared primal values. The forward sweep, the tapes of primal values and the
-//! partial derivatives are computed once.
+//! seeds share everything except the adjoint arithmetic. A forward program is alike: linear
+//! in its tangents, with control flow and partial derivatives from primal values only. This
+//! pass takes the (finished) program and gives every instruction that computes,
+//! accumulates or stores a derivative (an adjoint, or a tangent) one copy per extra lane,
+//! right after itself: lane `l` reads lane `l`'s derivatives and the shared primal values.
+//! The primal values, the tapes and the partial derivatives are computed once.
 //!
-//! What carries an adjoint is found by a fixed point from the seeds and the shadow
-//! parameters: a value computed from one, a cell or buffer that one is written into, an
-//! `if` result or loop parameter that one flows into. Lane copies of parameters are
-//! appended to the parameter list (`dx_l1` after `dx`); the function's scalar adjoints are
-//! yielded lane after lane. A call of another function's `_rev` runs once per lane (the
-//! callee has one seed), which is right when the call writes no primal buffer.
+//! What carries a derivative is found by a fixed point from the seeds (the reverse seed, or
+//! the scalar tangent parameters) and the shadow parameters: a value computed from one, a
+//! cell or buffer that one is written into, an `if` result or loop parameter that one flows
+//! into. Lane copies of parameters are appended to the parameter list (`dx_l1` after
+//! `dx`); the function's scalar derivatives are yielded lane after lane. A call of another
+//! function's `_rev` runs once per lane (the callee has one seed), which is right when the
+//! call writes no primal buffer; a forward program's calls are not batched yet.
 
 use crate::ir::*;
 use proc_macro2::Span;
@@ -44,7 +47,7 @@ impl Taint {
         vs.iter().any(|v| self.vals.contains(v))
     }
 
-    fn of(f: &Function, seed: Option<usize>, shadow_params: &[usize]) -> Taint {
+    fn of(f: &Function, seeds: &[usize], shadow_params: &[usize]) -> Taint {
         let mut t = Taint::default();
         for &n in shadow_params {
             if let ParamKind::Buffer { buf, .. } = f.params[n].kind {
@@ -53,20 +56,20 @@ impl Taint {
         }
         loop {
             let before = (t.vals.len(), t.cells.len(), t.bufs.len());
-            f.walk(f.body, &mut |i| t.step(f, i, seed));
+            f.walk(f.body, &mut |i| t.step(f, i, seeds));
             if before == (t.vals.len(), t.cells.len(), t.bufs.len()) {
                 return t;
             }
         }
     }
 
-    fn step(&mut self, f: &Function, i: Inst, seed: Option<usize>) {
+    fn step(&mut self, f: &Function, i: Inst, seeds: &[usize]) {
         use InstKind::*;
         let data = f.inst(i);
         let results = &data.results;
         let mut taint_results = false;
         match &data.kind {
-            Param(n) => taint_results = seed == Some(*n),
+            Param(n) => taint_results = seeds.contains(n),
             Load(b, _) | SumBuf(b) => taint_results = self.bufs.contains(b),
             Unary(..) | Binary(..) | Math(..) | Cast { .. } => {
                 taint_results = self.any(&f.operands(i))
@@ -158,18 +161,25 @@ impl Taint {
     }
 }
 
-/// The message for a reverse program this pass cannot batch.
-pub fn unsupported(what: &str) -> String {
+/// The message for a program this pass cannot batch (`forward`: a tangent program).
+pub fn unsupported(forward: bool, what: &str) -> String {
+    let (mode, per) = if forward {
+        ("forward", "direction")
+    } else {
+        ("reverse", "seed")
+    };
     format!(
-        "phidiff: `reverse(width = N)` does not support {what} yet; use `reverse` and one \
-         sweep per seed"
+        "phidiff: `{mode}(width = N)` does not support {what} yet; use `{mode}` and one \
+         sweep per {per}"
     )
 }
 
-/// Checks that nothing but adjoint arithmetic depends on an adjoint, and that the program
-/// uses nothing this pass does not batch. Errors point at the construct, or at `at` (the
-/// function's name).
-fn check(f: &Function, t: &Taint, at: Span) -> Result<(), syn::Error> {
+/// Checks that nothing but derivative arithmetic depends on a derivative, and that the
+/// program uses nothing this pass does not batch. Errors point at the construct, or at
+/// `at` (the function's name).
+fn check(f: &Function, t: &Taint, at: Span, forward: bool) -> Result<(), syn::Error> {
+    let unsupported = |what: &str| unsupported(forward, what);
+    let mode = if forward { "forward" } else { "reverse" };
     if let Some(span) = f.parallel.iter().min_by_key(|(i, _)| **i).map(|(_, s)| *s) {
         return Err(syn::Error::new(span, unsupported("parallel loops")));
     }
@@ -189,6 +199,17 @@ fn check(f: &Function, t: &Taint, at: Span) -> Result<(), syn::Error> {
             // A reverse call runs once per lane, each with its lane's shadows and seed:
             // its primal arguments must be the same for every lane, so none may be a
             // buffer the call writes (its `_rev` leaves the buffer's final value there).
+            // A `_fwd` call would need its tangents and tangent result per lane.
+            Call {
+                suffix: CallSuffix::Fwd { .. },
+                ..
+            } => {
+                err = Some(syn::Error::new(
+                    data.span,
+                    unsupported("calls of functions with active arguments"),
+                ));
+                return;
+            }
             Call { suffix, args, .. } => {
                 let adjoint_arg = args.iter().any(|a| match a {
                     CallArg::Scalar(v) => t.v(*v),
@@ -232,7 +253,7 @@ fn check(f: &Function, t: &Taint, at: Span) -> Result<(), syn::Error> {
             err = Some(syn::Error::new(
                 at,
                 format!(
-                    "phidiff internal error: `reverse(width = N)` found control flow or an index that depends on an adjoint ({i})"
+                    "phidiff internal error: `{mode}(width = N)` found control flow or an index that depends on a derivative ({i})"
                 ),
             ));
         }
@@ -266,8 +287,8 @@ struct Lanes<'a> {
     vals: HashMap<Value, Vec<Value>>,
     cells: HashMap<Cell, Vec<Cell>>,
     bufs: HashMap<Buf, Vec<Buf>>,
-    /// Lane parameters of the seed (index `l − 1`).
-    seed: Option<(usize, Vec<usize>)>,
+    /// Lane parameters of each seed (index `l − 1`).
+    seeds: HashMap<usize, Vec<usize>>,
 }
 
 impl Lanes<'_> {
@@ -310,9 +331,9 @@ impl Lanes<'_> {
             FConst(x) => FConst(*x),
             IConst(x) => IConst(*x),
             BConst(x) => BConst(*x),
-            Param(n) => match &self.seed {
-                Some((s, lanes)) if s == n => Param(lanes[l - 1]),
-                _ => Param(*n),
+            Param(n) => match self.seeds.get(n) {
+                Some(lanes) => Param(lanes[l - 1]),
+                None => Param(*n),
             },
             Unary(op, a) => Unary(*op, v(a)),
             Binary(op, a, x) => Binary(*op, v(a), v(x)),
@@ -508,19 +529,22 @@ impl Lanes<'_> {
     }
 }
 
-/// The batched program of reverse program `f` with `width` lanes. `shadow_params` are the
-/// indices of its shadow parameters, `seed` that of its seed; `scalar_adjoints` is how
-/// many of the body's last yields are scalar adjoints (the others, the value, are shared).
+/// The batched program of reverse program `f` (or forward program, `forward`) with
+/// `width` lanes. `shadow_params` are the indices of its shadow (or tangent buffer)
+/// parameters, `seeds` those of its seed (or scalar tangents); `scalar_derivatives` is how
+/// many of the body's last yields are scalar adjoints (or the tangent result; the others,
+/// the value, are shared).
 pub fn batch(
     f: &Function,
     width: usize,
     shadow_params: &[usize],
-    seed: Option<usize>,
-    scalar_adjoints: usize,
+    seeds: &[usize],
+    scalar_derivatives: usize,
     at: Span,
+    forward: bool,
 ) -> Result<Batched, syn::Error> {
-    let t = Taint::of(f, seed, shadow_params);
-    check(f, &t, at)?;
+    let t = Taint::of(f, seeds, shadow_params);
+    check(f, &t, at, forward)?;
     let mut g = f.clone();
     let mut taken: HashSet<String> = f.params.iter().map(|p| p.name.clone()).collect();
     let mut lanes = Vec::new();
@@ -530,11 +554,11 @@ pub fn batch(
         vals: HashMap::new(),
         cells: HashMap::new(),
         bufs: HashMap::new(),
-        seed: None,
+        seeds: HashMap::new(),
     };
-    // Lane parameters: the shadows and the seed, in parameter order.
+    // Lane parameters: the shadows and the seeds, in parameter order.
     let mut with_lanes: Vec<usize> = shadow_params.to_vec();
-    with_lanes.extend(seed);
+    with_lanes.extend(seeds);
     with_lanes.sort_unstable();
     for n in with_lanes {
         let p = f.params[n].clone();
@@ -569,8 +593,8 @@ pub fn batch(
             });
             names.push(name);
         }
-        if Some(n) == seed {
-            cx.seed = Some((n, idx));
+        if seeds.contains(&n) {
+            cx.seeds.insert(n, idx);
         }
         lanes.push((n, names));
     }
@@ -585,7 +609,8 @@ pub fn batch(
             return Err(syn::Error::new(
                 at,
                 format!(
-                    "phidiff internal error: `reverse(width = N)` found an adjoint stored into parameter `{}`",
+                    "phidiff internal error: `{}(width = N)` found a derivative stored into parameter `{}`",
+                    if forward { "forward" } else { "reverse" },
                     f.params[n].name
                 ),
             ));
@@ -613,7 +638,7 @@ pub fn batch(
     let body = g.body;
     cx.block(&mut g, body);
     let ys = g.block(body).yields.clone();
-    let first_adjoint = ys.len() - scalar_adjoints;
+    let first_adjoint = ys.len() - scalar_derivatives;
     let mut yields = ys.clone();
     for l in 1..width {
         for y in &ys[first_adjoint..] {

@@ -35,9 +35,9 @@ pub struct Options {
     /// `forward`/`reverse` without a name: the defaults are derived from the function name.
     pub forward_requested: bool,
     pub reverse_requested: bool,
-    /// `reverse(width = N)`: batched reverse functions (name, width), named
-    /// `<name>_rev<N>` unless `name = ..` is given.
-    pub batched: Vec<(Option<Ident>, usize)>,
+    /// `reverse(width = N)` and `forward(width = N)`: batched functions, named
+    /// `<name>_rev<N>` and `<name>_fwd<N>` unless `name = ..` is given.
+    pub batched: Vec<Batched>,
 }
 
 impl Options {
@@ -48,17 +48,27 @@ impl Options {
         if self.reverse_requested && self.reverse.is_none() {
             self.reverse = Some(Ident::new(&format!("{fn_name}_rev"), fn_name.span()));
         }
-        for (name, width) in &mut self.batched {
-            if name.is_none() {
-                *name = Some(Ident::new(&format!("{fn_name}_rev{width}"), fn_name.span()));
+        for b in &mut self.batched {
+            if b.name.is_none() {
+                let suffix = if b.forward { "fwd" } else { "rev" };
+                let name = format!("{fn_name}_{suffix}{}", b.width);
+                b.name = Some(Ident::new(&name, fn_name.span()));
             }
         }
     }
 }
 
+/// One `forward(width = N)` or `reverse(width = N)`: N tangents or N seeds per sweep.
+#[derive(Clone)]
+pub struct Batched {
+    pub forward: bool,
+    pub name: Option<Ident>,
+    pub width: usize,
+}
+
 /// The options `#[differentiate(..)]` takes, for messages.
 const OPTIONS: &str =
-    "`forward`, `reverse`, `reverse(width = N)`, `wrt(..)`, `cuda`, `crate = path`, \
+    "`forward`, `reverse`, `forward(width = N)`, `reverse(width = N)`, `wrt(..)`, `cuda`, `crate = path`, \
      `coarsen = on|off`, `coarsen(limit = N)` or `parallel_adjoint = summation_aware|atomic`";
 
 /// Edit distance between two short words (for "did you mean").
@@ -101,8 +111,8 @@ fn did_you_mean(word: &str, candidates: &[&str]) -> String {
         .unwrap_or_default()
 }
 
-/// The parenthesized arguments of a mode: `name = <identifier>` and, for `reverse`,
-/// `width = N`, in any order.
+/// The parenthesized arguments of a mode: `name = <identifier>` and `width = N`, in any
+/// order.
 fn parse_mode_args(
     mode: &Ident,
     content: ParseStream,
@@ -115,14 +125,19 @@ fn parse_mode_args(
                 content.parse::<Token![=]>()?;
                 name = Some(content.parse()?);
             }
-            "width" if mode == "reverse" => {
+            "width" => {
                 content.parse::<Token![=]>()?;
                 let n: syn::LitInt = content.parse()?;
                 let w: usize = n.base10_parse()?;
                 if !(1..=64).contains(&w) {
+                    let what = if mode == "reverse" {
+                        "seeds"
+                    } else {
+                        "tangents"
+                    };
                     return Err(syn::Error::new(
                         n.span(),
-                        "phidiff: `reverse(width = N)` takes 1 ≤ N ≤ 64 seeds per sweep",
+                        format!("phidiff: `{mode}(width = N)` takes 1 ≤ N ≤ 64 {what} per sweep"),
                     ));
                 }
                 width = Some(w);
@@ -131,7 +146,7 @@ fn parse_mode_args(
                 let takes = if mode == "reverse" {
                     "`name = <identifier>` to rename the generated function and `width = N` for N seeds per sweep, e.g. `reverse(width = 2)`"
                 } else {
-                    "`name = <identifier>` to rename the generated function, e.g. `forward(name = my_forward_fn)`"
+                    "`name = <identifier>` to rename the generated function and `width = N` for N tangents per sweep, e.g. `forward(width = 2)`"
                 };
                 return Err(syn::Error::new(
                     key.span(),
@@ -173,7 +188,11 @@ impl Parse for Options {
                         (None, None)
                     };
                     if let Some(width) = width {
-                        opts.batched.push((name, width));
+                        opts.batched.push(Batched {
+                            forward: key == "forward",
+                            name,
+                            width,
+                        });
                     } else if key == "forward" {
                         opts.forward_requested = true;
                         opts.forward = name;

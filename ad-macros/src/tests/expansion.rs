@@ -53,6 +53,26 @@ fn batched_reverse() {
     );
 }
 
+/// `forward(width = 2)`: the tangents as arrays, destructured into lanes; the primal
+/// values and the partials once, each tangent statement once per lane.
+#[test]
+fn batched_forward() {
+    check(
+        "batched_forward",
+        quote!(forward(width = 2)),
+        quote! {
+            pub fn f(x: &[f64], k: f64, y: &mut [f64]) -> f64 {
+                let mut s = 0.0;
+                for i in 0..x.len() {
+                    y[i] = (k * x[i]).sin();
+                    s += y[i] * x[i];
+                }
+                s
+            }
+        },
+    );
+}
+
 #[test]
 fn rosenbrock_generic_loop() {
     check(

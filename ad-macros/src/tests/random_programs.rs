@@ -121,9 +121,10 @@ fn compile_and_check(
         &compiled.reverse,
         2,
         &shadows,
-        Some(seed),
+        &[seed],
         scalars,
         proc_macro2::Span::call_site(),
+        false,
     )
     .ok();
     let fns = Fns {

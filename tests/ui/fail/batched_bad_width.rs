@@ -5,7 +5,7 @@ fn f(x: &[f64]) -> f64 {
     x[0] * x[1]
 }
 
-#[differentiate(forward(width = 2))]
+#[differentiate(forward(width = 65))]
 fn g(x: &[f64]) -> f64 {
     x[0] * x[1]
 }

@@ -185,9 +185,10 @@ fn harness_catches_wrong_lanes() {
         &compiled.reverse,
         2,
         &[1],
-        Some(seed),
+        &[seed],
         1,
         proc_macro2::Span::call_site(),
+        false,
     )
     .unwrap();
     let check = |b: &crate::derivative::batch::Batched| {
