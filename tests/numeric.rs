@@ -108,6 +108,7 @@ numeric_tests! {
     /// against the scalar `_rev`.
     batched: [
         looped_lanes,
+        smoothed_passes_lanes,
         weighted_row_maxima_lanes,
         cube_roots_lanes,
         rows_energy_lanes,
@@ -116,6 +117,7 @@ numeric_tests! {
         #[should_panic(expected = "`dx[1]`")]
         short_shadow_in_a_lane_panics,
         looped_forward_lanes,
+        smoothed_passes_forward_lanes,
         weighted_row_maxima_forward_lanes,
         cube_roots_forward_lanes,
         rows_energy_forward_lanes,

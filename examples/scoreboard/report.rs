@@ -126,7 +126,7 @@ pub fn markdown(rows: &[Row], machine: &str, note: &str) -> String {
          Revolve schedule's snapshots); JAX and PyTorch keep every step, so they are on the \
          full-tape row. Hand tracking: a synthetic hand (ADBench's model files are not \
          among its inputs), the dense Jacobian by batched forward sweeps for phidiff \
-         (`forward(width = 2)`: two columns per sweep), one forward sweep per column for \
+         (`forward(width = 13)`: 13 columns per sweep), one forward sweep per column for \
          echidna (its bytecode tape, recorded once), `jacfwd` for JAX and PyTorch; the \
          hand-written Jacobian re-skins, per column, only the bones that column moves.",
     );

@@ -248,7 +248,7 @@ fn ht_dot_product() {
     }
 }
 
-/// The Jacobian's `theta` columns come from one sweep of the batched `ht_objective_fwd26`;
+/// The Jacobian's `theta` columns come from sweeps of the batched `ht_objective_fwd13`;
 /// each must equal the scalar `_fwd` sweep along that column (which the dot-product test
 /// above holds to `_rev`), bit for bit: a lane repeats the scalar sweep's tangent
 /// arithmetic in the same order.

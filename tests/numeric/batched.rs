@@ -31,6 +31,30 @@ pub fn looped<T: Float>(x: &[T], k: T) -> T {
     t + s * k
 }
 
+/// Local buffers whose lanes the batched modes store interleaved (`Vec<[T; N]>`): one
+/// allocated in a loop (each pass), filled with a nonzero constant, sized by another's
+/// `len()`, written at a shifted index and read at two; one written whole each pass.
+#[differentiate(forward, reverse, reverse(width = 3), forward(width = 4))]
+pub fn smoothed_passes(x: &[f64], k: f64) -> f64 {
+    let n = x.len();
+    let mut s = vec![0.0; n];
+    for i in 0..n {
+        s[i] = (k * x[i]).sin();
+    }
+    let mut e = 0.0;
+    for _pass in 0..2 {
+        let mut t = vec![0.25; s.len() + 1];
+        for i in 0..n {
+            t[i + 1] += s[i] * x[i];
+        }
+        for i in 0..n {
+            s[i] = 0.5 * (t[i] + t[i + 1]);
+            e += s[i] * s[i];
+        }
+    }
+    e * k
+}
+
 /// Cube roots by Newton's method, element by element, until the step is small: a
 /// `while` whose trip count depends on the data, writing an output slice.
 #[differentiate(forward, reverse, reverse(width = 2), forward(width = 2))]
@@ -193,6 +217,31 @@ pub fn looped_lanes() {
         (vec![y], lanes)
     };
     check_lanes("looped", &x, 3, &primal, &jvp, &scalar, &batched);
+}
+
+pub fn smoothed_passes_lanes() {
+    let x0: Vec<f64> = (0..6).map(|i| 0.4 * i as f64 - 0.9).collect();
+    let x = cat(&[&x0, &[0.7]]);
+    let n = x0.len();
+    let primal = |x: &[f64]| vec![smoothed_passes(&x[..n], x[n])];
+    let jvp = |x: &[f64], dx: &[f64]| {
+        let (y, dy) = smoothed_passes_fwd(&x[..n], &dx[..n], x[n], dx[n]);
+        (vec![y], vec![dy])
+    };
+    let scalar = |x: &[f64], w: &[f64]| {
+        let mut dx = zeros(n);
+        let (y, dk) = smoothed_passes_rev(&x[..n], &mut dx, x[n], w[0]);
+        (vec![y], cat(&[&dx, &[dk]]))
+    };
+    let batched = |x: &[f64], w: &[Vec<f64>]| {
+        let mut d = [zeros(n), zeros(n), zeros(n)];
+        let [d0, d1, d2] = &mut d;
+        let (y, dk) =
+            smoothed_passes_rev3(&x[..n], [d0, d1, d2], x[n], [w[0][0], w[1][0], w[2][0]]);
+        let lanes = (0..3).map(|l| cat(&[&d[l], &[dk[l]]])).collect();
+        (vec![y], lanes)
+    };
+    check_lanes("smoothed_passes", &x, 3, &primal, &jvp, &scalar, &batched);
 }
 
 pub fn weighted_row_maxima_lanes() {
@@ -430,6 +479,32 @@ pub fn looped_forward_lanes() {
         (vec![y], dy.iter().map(|d| vec![*d]).collect())
     };
     check_forward_lanes("looped", &x, 3, &primal, &scalar, &vjp, &batched);
+}
+
+pub fn smoothed_passes_forward_lanes() {
+    let x0: Vec<f64> = (0..6).map(|i| 0.4 * i as f64 - 0.9).collect();
+    let x = cat(&[&x0, &[0.7]]);
+    let n = x0.len();
+    let primal = |x: &[f64]| vec![smoothed_passes(&x[..n], x[n])];
+    let scalar = |x: &[f64], dx: &[f64]| {
+        let (y, dy) = smoothed_passes_fwd(&x[..n], &dx[..n], x[n], dx[n]);
+        (vec![y], vec![dy])
+    };
+    let vjp = |x: &[f64], w: &[f64]| {
+        let mut dx = zeros(n);
+        let (y, dk) = smoothed_passes_rev(&x[..n], &mut dx, x[n], w[0]);
+        (vec![y], cat(&[&dx, &[dk]]))
+    };
+    let batched = |x: &[f64], v: &[Vec<f64>]| {
+        let (y, dy) = smoothed_passes_fwd4(
+            &x[..n],
+            std::array::from_fn(|l| &v[l][..n]),
+            x[n],
+            std::array::from_fn(|l| v[l][n]),
+        );
+        (vec![y], dy.iter().map(|d| vec![*d]).collect())
+    };
+    check_forward_lanes("smoothed_passes", &x, 4, &primal, &scalar, &vjp, &batched);
 }
 
 pub fn weighted_row_maxima_forward_lanes() {

@@ -217,6 +217,7 @@ impl Ctx<'_> {
     }
 
     pub fn buf(&self, b: Buf) -> Ident {
+        let b = self.f.interleaved.get(&b).map_or(b, |g| g.head);
         let data = self.f.buf(b);
         match data.kind {
             BufKind::Param(n) => Ident::new(&self.f.params[n].name, self.f.params[n].span),
@@ -264,10 +265,12 @@ impl Ctx<'_> {
         }
     }
 
+    /// `buf[idx..]`, and the lane of an interleaved buffer (`[l]`).
     fn index(&self, buf: Buf, idx: &[Value]) -> TokenStream {
         let n = self.buf(buf);
         let ix = idx.iter().map(|v| self.val(*v));
-        quote!(#n #([#ix])*)
+        let lane = self.f.interleaved.get(&buf).map(|g| g.lane).into_iter();
+        quote!(#n #([#ix])* #([#lane])*)
     }
 
     fn block(&self, b: Block) -> TokenStream {
@@ -403,14 +406,32 @@ impl Ctx<'_> {
                 quote!(#p += #v;)
             }
             Len(buf, idx) => {
-                let p = self.index(*buf, idx);
+                // Lanes have the group's length.
+                let p = if self.f.interleaved.contains_key(buf) && idx.is_empty() {
+                    let n = self.buf(*buf);
+                    quote!(#n)
+                } else {
+                    self.index(*buf, idx)
+                };
                 self.let_value(i, quote!(#p.len()))
             }
             Alloc { buf, dims, init } => {
                 let n = self.buf(*buf);
+                let group = self.f.interleaved.get(buf);
+                if group.is_some_and(|g| g.lane > 0) {
+                    // Allocated with lane 0 (`batch::interleavable`: same fill, same size).
+                    return TokenStream::new();
+                }
                 let e = match init {
                     AllocInit::Fill(v) => {
                         let v = self.val(*v);
+                        let v = match group {
+                            Some(g) => {
+                                let width = g.width;
+                                quote!([#v; #width])
+                            }
+                            None => v,
+                        };
                         let d: Vec<TokenStream> = dims.iter().map(|d| self.val(*d)).collect();
                         let rt = self.rt();
                         match d.as_slice() {

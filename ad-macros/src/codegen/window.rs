@@ -262,18 +262,20 @@ fn plan_loop(f: &Function, l: Inst, w: &mut Windows, shared: Option<&HashSet<Buf
     let mut cands: BTreeMap<Buf, Vec<(Inst, Affine, bool)>> = BTreeMap::new();
     let mut written: HashSet<Buf> = HashSet::new();
     let mut other: HashSet<Buf> = HashSet::new();
+    // The lanes of an interleaved group are one buffer here: one window serves them all.
+    let head = |b: Buf| f.interleaved.get(&b).map_or(b, |g| g.head);
     f.walk(*body, &mut |i| {
         let (buf, idx, writes) = match &f.inst(i).kind {
-            InstKind::Load(b, idx) => (*b, idx, false),
+            InstKind::Load(b, idx) => (head(*b), idx, false),
             InstKind::Len(b, _) => {
-                other.insert(*b);
+                other.insert(head(*b));
                 return;
             }
-            InstKind::Store(b, idx, _) | InstKind::StoreAdd(b, idx, _) => (*b, idx, true),
+            InstKind::Store(b, idx, _) | InstKind::StoreAdd(b, idx, _) => (head(*b), idx, true),
             _ => {
                 for b in crate::derivative::reverse::touched(f, i) {
-                    written.insert(b);
-                    other.insert(b);
+                    written.insert(head(b));
+                    other.insert(head(b));
                 }
                 return;
             }
@@ -529,11 +531,24 @@ impl super::Ctx<'_> {
         let name = &a.name;
         let t = self.val(a.index);
         let s = (int_const(self.f, a.start) != Some(0)).then(|| self.val(a.start));
-        Some(match (s, a.cast) {
+        let at = match (s, a.cast) {
             (None, false) => quote!(#name[#t]),
             (None, true) => quote!(#name[#t as usize]),
             (Some(s), false) => quote!(#name[#t - #s]),
             (Some(s), true) => quote!(#name[(#t - #s) as usize]),
+        };
+        // The lane of an interleaved group's window.
+        let (InstKind::Load(b, _) | InstKind::Store(b, ..) | InstKind::StoreAdd(b, ..)) =
+            &self.f.inst(i).kind
+        else {
+            return Some(at);
+        };
+        Some(match self.f.interleaved.get(b) {
+            Some(g) => {
+                let lane = g.lane;
+                quote!(#at[#lane])
+            }
+            None => at,
         })
     }
 

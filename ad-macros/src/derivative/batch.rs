@@ -272,6 +272,35 @@ fn check(f: &Function, t: &Taint, at: Span, forward: bool) -> Result<(), syn::Er
     Ok(())
 }
 
+/// Whether derivative buffer `b` (not a parameter) may keep its lanes interleaved: a
+/// rank-1 buffer that the program only allocates (filled with a value every lane shares),
+/// reads and writes by element, and measures. Anything that treats it as a whole (copies,
+/// swaps, sums, calls, tapes) keeps one buffer per lane.
+fn interleavable(f: &Function, t: &Taint, b: Buf) -> bool {
+    let data = f.buf(b);
+    if data.rank != 1 || !matches!(data.kind, BufKind::Local | BufKind::Shadow) {
+        return false;
+    }
+    let mut ok = true;
+    f.walk(f.body, &mut |i| {
+        if !ok || !crate::derivative::reverse::touched(f, i).contains(&b) {
+            return;
+        }
+        ok = match &f.inst(i).kind {
+            InstKind::Load(..) | InstKind::Store(..) | InstKind::StoreAdd(..) => {
+                !f.scatter.contains_key(&i)
+            }
+            InstKind::Len(..) => true,
+            InstKind::Alloc {
+                init: AllocInit::Fill(v),
+                ..
+            } => !t.v(*v),
+            _ => false,
+        };
+    });
+    ok
+}
+
 /// A name for lane `l` of parameter `base` that no other parameter has.
 fn lane_name(base: &str, l: usize, taken: &HashSet<String>) -> String {
     let mut name = format!("{base}_l{l}");
@@ -624,6 +653,16 @@ pub fn batch(
             }));
         }
         cx.bufs.insert(b, v);
+    }
+    // Groups whose lanes are only element accesses are stored interleaved: lane `l` of
+    // element `i` next to lane `l + 1`, one pointer for all lanes, lanes a vector.
+    for (&b, group) in &cx.bufs {
+        if width > 1 && interleavable(f, &t, b) {
+            for (lane, &lb) in group.iter().enumerate() {
+                let head = group[0];
+                g.interleaved.insert(lb, Interleaved { head, lane, width });
+            }
+        }
     }
     let mut cells: Vec<Cell> = t.cells.iter().copied().collect();
     cells.sort();

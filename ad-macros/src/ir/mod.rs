@@ -460,6 +460,19 @@ pub struct Function {
     /// element after them, so the reverse sweep may read it again instead of saving it
     /// (the element sums `lower::fuse_sums_into_writers` moves into their writer).
     pub final_reads: std::collections::HashSet<Inst>,
+    /// Lane buffers stored interleaved (batched programs, see `derivative::batch`): each
+    /// maps to its group's first buffer and its lane. The IR keeps one buffer per lane;
+    /// the generated code keeps the group in one `Vec<[T; width]>`, lane `l` of element
+    /// `i` at `[i][l]`, so the lanes of an element are adjacent.
+    pub interleaved: std::collections::HashMap<Buf, Interleaved>,
+}
+
+/// A lane of an interleaved buffer group: see [`Function::interleaved`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Interleaved {
+    pub head: Buf,
+    pub lane: usize,
+    pub width: usize,
 }
 
 /// How far from its own row an iteration of a parallel loop adds into a buffer:
@@ -488,6 +501,7 @@ impl Function {
             halo: Default::default(),
             descending: Default::default(),
             final_reads: Default::default(),
+            interleaved: Default::default(),
         };
         f.body = f.new_block();
         f

@@ -73,6 +73,31 @@ fn batched_forward() {
     );
 }
 
+/// Interleaved lanes: the tangent of a local buffer is one `Vec<[f64; 2]>` (lane `l` of
+/// element `i` at `[i][l]`), allocated once for both lanes and read and written through
+/// one window per loop.
+#[test]
+fn batched_interleaved() {
+    check(
+        "batched_interleaved",
+        quote!(forward(width = 2)),
+        quote! {
+            pub fn f(x: &[f64], k: f64) -> f64 {
+                let n = x.len();
+                let mut t = vec![0.5; n + 1];
+                for i in 0..n {
+                    t[i + 1] += (k * x[i]).sin();
+                }
+                let mut e = 0.0;
+                for i in 0..n {
+                    e += t[i] * t[i + 1];
+                }
+                e
+            }
+        },
+    );
+}
+
 #[test]
 fn rosenbrock_generic_loop() {
     check(

@@ -8,7 +8,7 @@ use std::rc::Rc;
 
 /// Hand tracking (GradBench's `ht`, simple) on a synthetic hand of ADBench's shape (22
 /// bones; ADBench's model files are not among its inputs): the dense `3n × 26` Jacobian of
-/// the residuals. phidiff: 13 sweeps of the generated batched `_fwd2`, two columns each
+/// the residuals. phidiff: 2 sweeps of the generated batched `_fwd13`, 13 columns each
 /// (`phidiff_gradbench::evals::ht`, its GradBench tool's code). Hand-written: `ht_hand.rs`
 /// (a column re-skins only the bones it moves). Finite differences and num-dual: one
 /// column per run (†). JAX and PyTorch: `jacfwd` (`benches/peers/jax_torch.py`). echidna: the residuals recorded once on its bytecode

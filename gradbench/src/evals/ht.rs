@@ -9,8 +9,8 @@
 //! The Jacobian (`3n × 26`, or `3n × (2 + 26)` with `us`) is dense in `theta`; a residual
 //! depends only on its own point's two `us`, so the two `us` columns hold
 //! `∂rᵢ/∂uᵢ₀` and `∂rᵢ/∂uᵢ₁` (GradBench's compressed layout). It is assembled from
-//! forward sweeps: the 26 `theta` columns two at a time, by sweeps of the generated
-//! batched `_fwd2` (`forward(width = 2)`: the primal once, a tangent per column), and each `us`
+//! forward sweeps: the 26 `theta` columns 13 at a time, by sweeps of the generated
+//! batched `_fwd13` (`forward(width = 13)`: the primal once, a tangent per column), and each `us`
 //! column from one `_fwd` sweep with every point's tangent set at once (the points do not
 //! share a `u`).
 //!
@@ -28,6 +28,14 @@ use crate::runs::{time_runs_then, Runs};
 
 /// The parameters of a pose: 3 global rotation, 3 global translation, 4 per finger.
 pub const THETA_LEN: usize = 26;
+/// The `theta` columns of the Jacobian per forward sweep: the width of
+/// `ht_objective_fwd13` (`forward(width = 13)`). On the scoreboard's hand (544 vertices,
+/// n = 1000; one pinned run, all 26 columns): 26 scalar `_fwd` sweeps 3.06 ms, 13 sweeps
+/// of width 2 1.65 ms, 7 of width 4 1.38 ms, 2 of width 13 1.28 ms, 1 of width 26
+/// 1.15 ms. Width 26 makes rustc overflow its stack while it writes the debug info of a
+/// debug build (unless `RUST_MIN_STACK` is raised), so 13.
+pub const COLUMNS_PER_SWEEP: usize = 13;
+const _: () = assert!(THETA_LEN % COLUMNS_PER_SWEEP == 0);
 /// The fewest bones the finger parameters fill (the last finger's last joint is bone 20,
 /// pose column 23).
 pub const MIN_BONES: usize = 21;
@@ -332,9 +340,8 @@ impl Problem {
                 .collect();
             columns.extend(self.tangent(&zero_theta, &d_us));
         }
-        // The theta columns, two per sweep of `ht_objective_fwd2` (lane l along
-        // theta[c + l]). Wider sweeps measured no faster on the scoreboard's hand (13
-        // lanes: 3.1 ms, 26: 5.6 ms, 2: 3.1 ms, 26 scalar sweeps: 4.2 ms).
+        // The theta columns, 13 per sweep of `ht_objective_fwd13` (lane l along
+        // theta[c + l]): two sweeps.
         let units: Vec<Vec<f64>> = (0..THETA_LEN)
             .map(|c| {
                 (0..THETA_LEN)
@@ -347,12 +354,12 @@ impl Problem {
         columns.resize(start + rows * THETA_LEN, 0.0);
         let mut lanes = columns[start..].chunks_mut(rows.max(1));
         let mut err = vec![0.0; rows];
-        for c in (0..THETA_LEN).step_by(2) {
-            ht_objective_fwd2(
+        for c in (0..THETA_LEN).step_by(COLUMNS_PER_SWEEP) {
+            ht_objective_fwd13(
                 &self.theta,
-                [&units[c], &units[c + 1]],
+                std::array::from_fn(|l| &units[c + l][..]),
                 &self.us,
-                [&zero_us, &zero_us],
+                [&zero_us[..]; COLUMNS_PER_SWEEP],
                 &self.parents,
                 &self.base_relatives,
                 &self.inverse_base_absolutes,
@@ -483,7 +490,7 @@ impl Jacobian {
 /// vertex `correspondences[i]` when `us` is empty, else with the point of triangle
 /// `correspondences[i]` at barycentric coordinates `us[2i]`, `us[2i + 1]` (the third
 /// `1 − u₀ − u₁`).
-#[differentiate(forward, reverse, forward(width = 2), wrt(theta, us, err))]
+#[differentiate(forward, reverse, forward(width = 13), wrt(theta, us, err))]
 #[allow(clippy::too_many_arguments)]
 pub fn ht_objective(
     theta: &[f64],
