@@ -63,9 +63,10 @@ fn run_shard(shard: usize) {
         let (program, mut rng) = nth_program(number);
         report.count(&program);
         match compile_and_check(&program, &mut rng, number % FULL_GRADIENT_EVERY == 0) {
-            Ok((outcome, batched)) => {
+            Ok((outcome, batched, batched_forward)) => {
                 *report.outcomes.entry(outcome).or_default() += 1;
                 report.batched += usize::from(batched);
+                report.batched_forward += usize::from(batched_forward);
             }
             Err(failure) => report.fail(number, &program, failure),
         }
@@ -105,7 +106,7 @@ fn compile_and_check(
     program: &Program,
     rng: &mut Rng,
     full_gradient: bool,
-) -> Result<(Outcome, bool), Failure> {
+) -> Result<(Outcome, bool, bool), Failure> {
     let item: syn::ItemFn = syn::parse_str(&program.src)
         .map_err(|e| Failure::new("generator: source does not parse", e.to_string()))?;
     let compiled =
@@ -127,20 +128,32 @@ fn compile_and_check(
         false,
     )
     .ok();
+    let (tangents, tangent_seeds) = forward_tangent_params(params);
+    let batched_forward = crate::derivative::batch::batch(
+        &compiled.forward,
+        2,
+        &tangents,
+        &tangent_seeds,
+        1,
+        proc_macro2::Span::call_site(),
+        true,
+    )
+    .ok();
     let fns = Fns {
         primal: &compiled.primal,
         forward: &compiled.forward,
         reverse: &compiled.reverse,
         reverse_fine: &fine,
         batched: batched.as_ref(),
+        batched_forward: batched_forward.as_ref(),
     };
     check_program(program, &fns, rng, full_gradient)
-        .map(|outcome| (outcome, batched.is_some()))
+        .map(|outcome| (outcome, batched.is_some(), batched_forward.is_some()))
         .map_err(|mut f| {
             f.ir = [fns.primal, fns.forward, fns.reverse, fns.reverse_fine]
                 .map(printer::print)
                 .join("\n");
-            if let Some(b) = &batched {
+            for b in batched.iter().chain(&batched_forward) {
                 f.ir.push_str(&format!("\n{}", printer::print(&b.func)));
             }
             f
@@ -156,6 +169,28 @@ struct Fns<'a> {
     reverse_fine: &'a Function,
     /// The two-lane `reverse(width = 2)` program, where the program has one.
     batched: Option<&'a crate::derivative::batch::Batched>,
+    /// The two-lane `forward(width = 2)` program, where the program has one.
+    batched_forward: Option<&'a crate::derivative::batch::Batched>,
+}
+
+/// The indices of the forward function's tangent parameters (one after each slice and
+/// each float scalar): the buffers, then the scalars.
+fn forward_tangent_params(params: &[UserParam]) -> (Vec<usize>, Vec<usize>) {
+    let (mut at, mut buffers, mut scalars) = (0, Vec::new(), Vec::new());
+    for p in params {
+        match p.shape {
+            Shape::Slice => {
+                buffers.push(at + 1);
+                at += 2;
+            }
+            Shape::Scalar => {
+                scalars.push(at + 1);
+                at += 2;
+            }
+            Shape::Len => at += 1,
+        }
+    }
+    (buffers, scalars)
 }
 
 /// The indices of the reverse function's shadow parameters (one after each slice).
@@ -189,9 +224,14 @@ fn check_program(
     ] {
         verify::verify(f).map_err(|e| Failure::new("verifier", format!("{what}: {e}")))?;
     }
-    if let Some(b) = fns.batched {
-        verify::verify(&b.func)
-            .map_err(|e| Failure::new("verifier", format!("reverse (width = 2): {e}")))?;
+    for (what, b) in [
+        ("reverse (width = 2)", fns.batched),
+        ("forward (width = 2)", fns.batched_forward),
+    ] {
+        if let Some(b) = b {
+            verify::verify(&b.func)
+                .map_err(|e| Failure::new("verifier", format!("{what}: {e}")))?;
+        }
     }
     check_convention(&program.params, fns)?;
     let mut outcome = Outcome::Large;
@@ -397,7 +437,8 @@ fn check_at(
     };
 
     let mut args = arguments(params, point, Mode::Forward, &direction);
-    let (y_fwd, tangent) = match run_floats(fns.forward, &mut args, "forward run")?.as_slice() {
+    let forward_results = run_floats(fns.forward, &mut args, "forward run")?;
+    let (y_fwd, tangent) = match forward_results.as_slice() {
         [v, t] => (*v, *t),
         other => {
             return Err(Failure::new(
@@ -406,6 +447,18 @@ fn check_at(
             ))
         }
     };
+    if let Some(b) = fns.batched_forward {
+        check_forward_lanes(
+            params,
+            point,
+            fns.forward,
+            b,
+            &direction,
+            &args,
+            &forward_results,
+        )
+        .map_err(|e| Failure::new("forward (width = 2)", format!("{e}\n{}", numbers())))?;
+    }
 
     let mut args = arguments(params, point, Mode::Reverse { seed }, &shadow_in);
     let results = run_floats(fns.reverse, &mut args, "reverse run")?;
@@ -574,6 +627,54 @@ fn check_lanes(
     Ok(())
 }
 
+/// The two-lane forward program against two scalar sweeps: lane 0 along `direction`
+/// (`args` and `results` after the scalar run), lane 1 along another direction. Both must
+/// equal their scalar sweep exactly: the lanes repeat its arithmetic.
+fn check_forward_lanes(
+    params: &[UserParam],
+    point: &Point,
+    forward: &Function,
+    b: &crate::derivative::batch::Batched,
+    direction: &[f64],
+    args: &[RtArg],
+    results: &[f64],
+) -> Result<(), String> {
+    let direction1: Vec<f64> = direction.iter().rev().map(|d| 0.8 * d + 0.2).collect();
+    let mut lane1 = arguments(params, point, Mode::Forward, &direction1);
+    let mut batched_args = arguments(params, point, Mode::Forward, direction);
+    let n_params = batched_args.len();
+    for (n, _) in &b.lanes {
+        batched_args.push(lane1[*n].clone());
+    }
+    let got =
+        run_floats(&b.func, &mut batched_args, "batched forward run").map_err(|f| f.detail)?;
+    let results1 = run_floats(forward, &mut lane1, "forward run (lane 1)").map_err(|f| f.detail)?;
+    let mut want = results.to_vec();
+    want.extend_from_slice(&results1[1..]);
+    if got != want {
+        return Err(format!(
+            "returned {got:?}, but the scalar sweeps return {results:?} and {results1:?}"
+        ));
+    }
+    for (k, a) in args.iter().enumerate() {
+        if format!("{a:?}") != format!("{:?}", batched_args[k]) {
+            return Err(format!(
+                "parameter {k} is {:?} after the batched forward run but {a:?} after the scalar one",
+                batched_args[k]
+            ));
+        }
+    }
+    for (j, (n, _)) in b.lanes.iter().enumerate() {
+        let (got, want) = (&batched_args[n_params + j], &lane1[*n]);
+        if format!("{got:?}") != format!("{want:?}") {
+            return Err(format!(
+                "lane 1 of parameter {n} is {got:?} but the scalar forward sweep gives {want:?}"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The adjoint `Jᵀ ȳ` in the layout of `Point::active` (what the reverse function added
 /// into each shadow, then the returned scalar adjoints), and the shadows on exit.
 fn collect_adjoint(
@@ -675,6 +776,8 @@ struct Report {
     outcomes: BTreeMap<Outcome, usize>,
     /// Programs whose two-lane batched reverse program was checked too.
     batched: usize,
+    /// Programs whose two-lane batched forward program was checked too.
+    batched_forward: usize,
     failures_by_class: BTreeMap<&'static str, usize>,
     failures: Vec<String>,
 }
@@ -754,6 +857,12 @@ impl Report {
             self.batched * 100 >= self.programs * 90,
             "only {} of {} programs were batched",
             self.batched,
+            self.programs
+        );
+        assert!(
+            self.batched_forward * 100 >= self.programs * 90,
+            "only {} of {} programs were batched in forward mode",
+            self.batched_forward,
             self.programs
         );
         let checked = self.outcomes.get(&Outcome::Checked).copied().unwrap_or(0);

@@ -38,6 +38,7 @@ fn harness_catches_wrong_derivatives() {
             reverse: &reverse,
             reverse_fine: &fine,
             batched: None,
+            batched_forward: None,
         };
         check_program(&program, &fns, &mut Rng::new(7), full).map_err(|f| f.class)
     };
@@ -171,8 +172,9 @@ mod hand_written {
     }
 }
 
-/// The lane check itself: a two-lane program whose lane 1 reads lane 0's seed, or adds
-/// lane 1's adjoint into lane 0's shadow, is caught.
+/// The lane checks themselves: a two-lane reverse program whose lane 1 reads lane 0's
+/// seed, or adds lane 1's adjoint into lane 0's shadow, is caught; so is a two-lane
+/// forward program whose lane 1 reads lane 0's scalar tangent or tangent slice.
 #[test]
 fn harness_catches_wrong_lanes() {
     use crate::ir::{InstKind, ParamKind};
@@ -198,6 +200,7 @@ fn harness_catches_wrong_lanes() {
             reverse: &compiled.reverse,
             reverse_fine: &fine,
             batched: Some(b),
+            batched_forward: None,
         };
         check_program(&program, &fns, &mut Rng::new(7), true).map_err(|f| f.class)
     };
@@ -237,4 +240,59 @@ fn harness_catches_wrong_lanes() {
         lanes: batched.lanes.clone(),
     };
     assert_eq!(check(&wrong_shadow), Err("reverse (width = 2)"));
+
+    // Forward lanes: `f_fwd(x, dx, a, da, n)`, lanes `dx_l1`, `da_l1` appended.
+    let forward = crate::derivative::batch::batch(
+        &compiled.forward,
+        2,
+        &[1],
+        &[3],
+        1,
+        proc_macro2::Span::call_site(),
+        true,
+    )
+    .unwrap();
+    let check_forward = |b: &crate::derivative::batch::Batched| {
+        let fns = Fns {
+            primal: &compiled.primal,
+            forward: &compiled.forward,
+            reverse: &compiled.reverse,
+            reverse_fine: &fine,
+            batched: None,
+            batched_forward: Some(b),
+        };
+        check_program(&program, &fns, &mut Rng::new(7), true).map_err(|f| f.class)
+    };
+    assert_eq!(check_forward(&forward), Ok(Outcome::Checked));
+    let m = compiled.forward.params.len();
+    // Lane 1 reads lane 0's scalar tangent; lane 1 reads lane 0's tangent slice.
+    let mut wrong_tangent = forward.func.clone();
+    for inst in &mut wrong_tangent.insts {
+        if let InstKind::Param(p) = &mut inst.kind {
+            if *p == m + 1 {
+                *p = 3;
+            }
+        }
+    }
+    let (ParamKind::Buffer { buf: dx, .. }, ParamKind::Buffer { buf: dx1, .. }) =
+        (&forward.func.params[1].kind, &forward.func.params[m].kind)
+    else {
+        panic!("tangent parameters")
+    };
+    let (dx, dx1) = (*dx, *dx1);
+    let mut wrong_slice = forward.func.clone();
+    for inst in &mut wrong_slice.insts {
+        if let InstKind::Load(b, ..) = &mut inst.kind {
+            if *b == dx1 {
+                *b = dx;
+            }
+        }
+    }
+    for wrong in [wrong_tangent, wrong_slice] {
+        let wrong = crate::derivative::batch::Batched {
+            func: wrong,
+            lanes: forward.lanes.clone(),
+        };
+        assert_eq!(check_forward(&wrong), Err("forward (width = 2)"));
+    }
 }
