@@ -578,9 +578,9 @@ fn check_at(
     Ok(Outcome::Checked)
 }
 
-/// The two-lane program against two scalar sweeps: lane 0 with the scalar run's seed and
-/// shadows (`args` and `results` after it ran), lane 1 with others derived from them. Both
-/// must equal their scalar sweep exactly: the lanes repeat its arithmetic.
+/// The two-lane reverse program against two scalar sweeps: lane 0 with the scalar run's
+/// seed and shadows (`args` and `results` after it ran), lane 1 with others derived from
+/// them (see `same_as_scalar_sweeps`).
 fn check_lanes(
     params: &[UserParam],
     point: &Point,
@@ -593,14 +593,48 @@ fn check_lanes(
 ) -> Result<(), String> {
     let seed1 = 0.3 - 0.7 * seed;
     let shadow1: Vec<f64> = shadow_in.iter().rev().map(|s| 0.9 * s - 0.1).collect();
-    let mut lane1 = arguments(params, point, Mode::Reverse { seed: seed1 }, &shadow1);
-    let mut batched_args = arguments(params, point, Mode::Reverse { seed }, shadow_in);
+    let lane1 = arguments(params, point, Mode::Reverse { seed: seed1 }, &shadow1);
+    let lane0 = arguments(params, point, Mode::Reverse { seed }, shadow_in);
+    same_as_scalar_sweeps(reverse, b, lane0, lane1, args, results)
+}
+
+/// The two-lane forward program against two scalar sweeps: lane 0 along `direction`
+/// (`args` and `results` after the scalar run), lane 1 along another direction (see
+/// `same_as_scalar_sweeps`).
+fn check_forward_lanes(
+    params: &[UserParam],
+    point: &Point,
+    forward: &Function,
+    b: &crate::derivative::batch::Batched,
+    direction: &[f64],
+    args: &[RtArg],
+    results: &[f64],
+) -> Result<(), String> {
+    let direction1: Vec<f64> = direction.iter().rev().map(|d| 0.8 * d + 0.2).collect();
+    let lane1 = arguments(params, point, Mode::Forward, &direction1);
+    let lane0 = arguments(params, point, Mode::Forward, direction);
+    same_as_scalar_sweeps(forward, b, lane0, lane1, args, results)
+}
+
+/// Runs batched program `b` with lane 0's arguments `lane0` and lane 1's from `lane1`,
+/// and `scalar` with `lane1`. Both lanes must equal their scalar sweep exactly (the
+/// lanes repeat its arithmetic): the results (`results` the scalar run's along lane 0,
+/// after it left `args`), the parameters, and lane 1's parameters.
+fn same_as_scalar_sweeps(
+    scalar: &Function,
+    b: &crate::derivative::batch::Batched,
+    lane0: Vec<RtArg>,
+    mut lane1: Vec<RtArg>,
+    args: &[RtArg],
+    results: &[f64],
+) -> Result<(), String> {
+    let mut batched_args = lane0;
     let n_params = batched_args.len();
     for (n, _) in &b.lanes {
         batched_args.push(lane1[*n].clone());
     }
     let got = run_floats(&b.func, &mut batched_args, "batched run").map_err(|f| f.detail)?;
-    let results1 = run_floats(reverse, &mut lane1, "reverse run (lane 1)").map_err(|f| f.detail)?;
+    let results1 = run_floats(scalar, &mut lane1, "scalar run (lane 1)").map_err(|f| f.detail)?;
     let mut want = results.to_vec();
     want.extend_from_slice(&results1[1..]);
     if got != want {
@@ -621,54 +655,6 @@ fn check_lanes(
         if format!("{got:?}") != format!("{want:?}") {
             return Err(format!(
                 "lane 1 of parameter {n} is {got:?} but the scalar sweep gives {want:?}"
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// The two-lane forward program against two scalar sweeps: lane 0 along `direction`
-/// (`args` and `results` after the scalar run), lane 1 along another direction. Both must
-/// equal their scalar sweep exactly: the lanes repeat its arithmetic.
-fn check_forward_lanes(
-    params: &[UserParam],
-    point: &Point,
-    forward: &Function,
-    b: &crate::derivative::batch::Batched,
-    direction: &[f64],
-    args: &[RtArg],
-    results: &[f64],
-) -> Result<(), String> {
-    let direction1: Vec<f64> = direction.iter().rev().map(|d| 0.8 * d + 0.2).collect();
-    let mut lane1 = arguments(params, point, Mode::Forward, &direction1);
-    let mut batched_args = arguments(params, point, Mode::Forward, direction);
-    let n_params = batched_args.len();
-    for (n, _) in &b.lanes {
-        batched_args.push(lane1[*n].clone());
-    }
-    let got =
-        run_floats(&b.func, &mut batched_args, "batched forward run").map_err(|f| f.detail)?;
-    let results1 = run_floats(forward, &mut lane1, "forward run (lane 1)").map_err(|f| f.detail)?;
-    let mut want = results.to_vec();
-    want.extend_from_slice(&results1[1..]);
-    if got != want {
-        return Err(format!(
-            "returned {got:?}, but the scalar sweeps return {results:?} and {results1:?}"
-        ));
-    }
-    for (k, a) in args.iter().enumerate() {
-        if format!("{a:?}") != format!("{:?}", batched_args[k]) {
-            return Err(format!(
-                "parameter {k} is {:?} after the batched forward run but {a:?} after the scalar one",
-                batched_args[k]
-            ));
-        }
-    }
-    for (j, (n, _)) in b.lanes.iter().enumerate() {
-        let (got, want) = (&batched_args[n_params + j], &lane1[*n]);
-        if format!("{got:?}") != format!("{want:?}") {
-            return Err(format!(
-                "lane 1 of parameter {n} is {got:?} but the scalar forward sweep gives {want:?}"
             ));
         }
     }
