@@ -104,6 +104,9 @@ numeric_tests! {
         kinks_away_from_kinks,
         tie_conventions,
     ],
+    /// Long straight-line code: derivative blocks cut into chunks so that rustc's debug
+    /// info does not overflow its stack.
+    long_code: [unrolled_integrator, unrolled_integrator_in_a_loop],
     /// Batched reverse mode (`reverse(width = N)`): every lane against `_fwd` and
     /// against the scalar `_rev`.
     batched: [

@@ -7,6 +7,7 @@ mod checkpoint;
 pub mod cuda;
 pub mod cuda_launch;
 mod parallel;
+mod scope;
 pub mod signature;
 mod window;
 
@@ -127,11 +128,10 @@ pub fn body(
             }
         })
         .collect();
-    let stmts = cx.block(f.body);
+    let stmts = cx.bounded_block(tapes, f.body, &quote!());
     let ys = &f.block(f.body).yields;
     let ret = cx.tuple(ys);
     quote! {
-        #(#tapes)*
         #stmts
         #ret
     }
@@ -273,15 +273,24 @@ impl Ctx<'_> {
         quote!(#n #([#ix])* #([#lane])*)
     }
 
+    /// The statements of `b`, with their `let` nesting bounded (`scope::bounded`), where
+    /// what follows them in the same scope reads only `b`'s yields.
     fn block(&self, b: Block) -> TokenStream {
-        let stmts: Vec<TokenStream> = self
-            .f
-            .block(b)
-            .insts
-            .iter()
-            .map(|i| self.inst(*i))
-            .collect();
-        quote!(#(#stmts)*)
+        self.bounded_block(Vec::new(), b, &quote!())
+    }
+
+    /// `leading` then the statements of `b`, followed in the same scope by `b`'s yields
+    /// and `later`.
+    fn bounded_block(
+        &self,
+        mut leading: Vec<TokenStream>,
+        b: Block,
+        later: &TokenStream,
+    ) -> TokenStream {
+        let blk = self.f.block(b);
+        leading.extend(blk.insts.iter().map(|i| self.inst(*i)));
+        let ys = self.tuple(&blk.yields);
+        scope::bounded(leading, &quote!(#ys #later))
     }
 
     /// A block used as an expression yielding its values.
@@ -566,7 +575,7 @@ impl Ctx<'_> {
                 exit,
             } => {
                 let (pre, inner, post) = self.loop_parts(i, params, inits, *body, exit);
-                let cstmts = self.block(*cond);
+                let cstmts = self.bounded_block(Vec::new(), *cond, &inner);
                 let c = self.val(f.block(*cond).yields[0]);
                 let test = if matches!(
                     f.inst(f.def_inst(f.block(*cond).yields[0])).kind,
