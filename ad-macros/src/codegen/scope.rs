@@ -327,6 +327,24 @@ mod tests {
         s.parse().unwrap()
     }
 
+    /// Each statement of `got` up to its ` = {` (a chunk's tuple pattern), checking on the
+    /// way that `got` is still one valid block.
+    fn heads(got: &TokenStream) -> Vec<String> {
+        let block: syn::Block = syn::parse2(quote!({ #got })).expect("a block");
+        block
+            .stmts
+            .iter()
+            .map(|s| {
+                quote!(#s)
+                    .to_string()
+                    .split(" = {")
+                    .next()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect()
+    }
+
     /// `n` statements `let vK = vK−1 + 1.0;` after `let mut acc = 0.0;`, each also adding
     /// into `acc`.
     fn chain(n: usize) -> Vec<TokenStream> {
@@ -354,22 +372,11 @@ mod tests {
             depth <= CHUNK_LETS + 1 + n / CHUNK_LETS + 1,
             "nesting {depth}"
         );
-        // The whole program is still one valid block.
-        let block: syn::Block = syn::parse2(quote!({ #got acc })).expect("a block");
         // Each chunk hands on `acc` (mutable) and its last `v`, nothing else.
-        let first = block.stmts.first().expect("a chunk");
-        let text = quote!(#first).to_string();
-        assert!(
-            text.starts_with("let (mut acc , v126) = {"),
-            "first chunk: {}",
-            &text[..80]
-        );
-        let lets: Vec<&syn::Stmt> = block
-            .stmts
-            .iter()
-            .filter(|s| matches!(s, syn::Stmt::Local(_)))
-            .collect();
-        assert_eq!(lets.len(), n / CHUNK_LETS + 1 + n % CHUNK_LETS);
+        let heads = heads(&got);
+        assert_eq!(heads[0], "let (mut acc , v126)");
+        let lets = heads.iter().filter(|h| h.starts_with("let")).count();
+        assert_eq!(lets, n / CHUNK_LETS + 1 + n % CHUNK_LETS);
     }
 
     #[test]
@@ -384,24 +391,13 @@ mod tests {
         units.insert(300, parse("w[0] += v200;"));
         units.push(parse("buf[1] += v599;"));
         let got = bounded(units, &parse("acc"));
-        let block: syn::Block = syn::parse2(quote!({ #got acc })).expect("a block");
-        let first = block.stmts.first().expect("a chunk");
-        let text = quote!(#first).to_string();
-        assert!(
-            text.starts_with("let (mut buf , mut acc , v298) = {"),
-            "first chunk: {}",
-            &text[..80]
-        );
+        assert_eq!(heads(&got)[0], "let (mut buf , mut acc , v298)");
         // A borrow whose owner comes from outside the chunk is handed on.
         let mut units = vec![parse("let w = &mut *out;")];
         units.extend(chain(300));
         units.push(parse("w[0] += v299;"));
-        let text = bounded(units, &parse("acc")).to_string();
-        assert!(
-            text.starts_with("let (w , mut acc , v125) = {"),
-            "{}",
-            &text[..80]
-        );
+        let got = bounded(units, &parse("acc"));
+        assert_eq!(heads(&got)[0], "let (w , mut acc , v125)");
     }
 
     #[test]
@@ -485,20 +481,6 @@ mod tests {
         units.insert(200, parse("let s = 2.0;"));
         units.push(parse("acc += s;"));
         let got = bounded(units, &parse("acc"));
-        let block: syn::Block = syn::parse2(quote!({ #got acc })).expect("a block");
-        let heads: Vec<String> = block
-            .stmts
-            .iter()
-            .take(2)
-            .map(|s| {
-                quote!(#s)
-                    .to_string()
-                    .split(" = {")
-                    .next()
-                    .unwrap()
-                    .to_string()
-            })
-            .collect();
-        assert_eq!(heads, ["let (mut acc , v125)", "let (s , v252)"]);
+        assert_eq!(heads(&got)[..2], ["let (mut acc , v125)", "let (s , v252)"]);
     }
 }
