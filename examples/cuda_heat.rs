@@ -112,10 +112,11 @@ fn main() {
         Ok(gpu) => match gradient_gpu(&gpu, &u, r) {
             Ok((du_gpu, dr_gpu)) => {
                 let close = |p: f64, q: f64| (p - q).abs() <= 1e-12 * (1.0 + q.abs());
-                if !(du_gpu.iter().zip(&du).all(|(p, q)| close(*p, *q)) && close(dr_gpu, dr)) {
+                if du_gpu.iter().zip(&du).all(|(p, q)| close(*p, *q)) && close(dr_gpu, dr) {
+                    println!("GPU: ∂J/∂r = {dr_gpu:.12}, the adjoint kernel matches the CPU");
+                } else {
                     failures.push("the adjoint kernel differs from the CPU launcher".into());
                 }
-                println!("GPU: ∂J/∂r = {dr_gpu:.12}, the adjoint kernel matches the CPU");
             }
             Err(e) => failures.push(format!("GPU: {e}")),
         },

@@ -19,7 +19,7 @@ use common::*;
 use kernels::*;
 use phidiff::cuda::{compile, nvrtc_available, CudaError};
 
-fn kernels() -> [(&'static str, &'static str, &'static str, &'static str); 7] {
+fn kernels() -> [(&'static str, &'static str, &'static str, &'static str); 8] {
     [
         (
             saxpy_cuda::PRIMAL_NAME,
@@ -63,6 +63,12 @@ fn kernels() -> [(&'static str, &'static str, &'static str, &'static str); 7] {
             row_peak_cuda::ADJOINT_NAME,
             row_peak_cuda::ADJOINT,
         ),
+        (
+            split_energy_cuda::PRIMAL_NAME,
+            split_energy_cuda::PRIMAL,
+            split_energy_cuda::ADJOINT_NAME,
+            split_energy_cuda::ADJOINT,
+        ),
     ]
 }
 
@@ -91,17 +97,36 @@ fn every_kernel_compiles_with_nvrtc() {
 
 #[test]
 fn adds_are_classified_by_index() {
-    // saxpy: every add at the thread index; the scalar adjoint of `a` is warp-aggregated.
+    // saxpy: every add at the thread index; the scalar adjoint of `a` is summed over the
+    // block, which every thread reaches (the threads past n skip the body, not return).
     assert!(saxpy_cuda::ADJOINT.contains("dx[i] += "));
-    assert!(saxpy_cuda::ADJOINT.contains("phidiff_add_uniform(&phidiff_adjoints[0]"));
+    assert!(
+        saxpy_cuda::ADJOINT.contains("phidiff_add_block(&phidiff_adjoints[0], phidiff_scalar0)")
+    );
+    assert!(!saxpy_cuda::ADJOINT.contains("return;"));
+    assert!(saxpy_cuda::PRIMAL.contains("return;"));
     assert!(!saxpy_cuda::ADJOINT.contains("atomicAdd(&dx"));
-    // heat: the neighbours' adjoints are atomic, the own one is plain.
-    assert!(heat_cuda::ADJOINT.contains("du[i] += "));
-    assert!(heat_cuda::ADJOINT.contains("atomicAdd(&du["));
+    // heat: the neighbours' adjoints are atomic, and so is the own one, since the
+    // neighbours add at `i` too (a plain `du[i] += ` would lose their adds on a GPU).
+    assert!(heat_cuda::ADJOINT.contains("atomicAdd(&du[i], "));
+    assert!(!heat_cuda::ADJOINT.contains("du[i] += "));
+    assert!(heat2d_cuda::ADJOINT.contains("atomicAdd(&du[i], "));
+    assert!(!heat2d_cuda::ADJOINT.contains("du[i] += "));
+    // The output's adjoint is read and cleared at the thread index only: plain.
+    assert!(heat_cuda::ADJOINT.contains("dout[i] = 0.0;"));
     // energy: one address for every thread, warp-aggregated in the primal too.
     assert!(energy_cuda::PRIMAL.contains("phidiff_add_uniform(&total[0LL]"));
     // gather: the computed index is atomic.
     assert!(gather_cuda::ADJOINT.contains("atomicAdd(&dx[v"));
+    // score: the atom loop's index is the same in every thread (its bounds are), so the
+    // atoms' adjoints are warp-aggregated; the poses' at 3i + k are atomic.
+    assert!(score_cuda::ADJOINT.contains("phidiff_add_uniform(&datoms[v"));
+    assert!(!score_cuda::ADJOINT.contains("atomicAdd(&datoms["));
+    assert!(score_cuda::ADJOINT.contains("atomicAdd(&dposes[v"));
+    // split_energy: warp-aggregated adds inside a branch, in both kernels.
+    assert!(split_energy_cuda::PRIMAL.contains("phidiff_add_uniform(&totals[1LL]"));
+    assert!(split_energy_cuda::ADJOINT.contains("phidiff_add_uniform(&dc[1LL]"));
+    assert!(split_energy_cuda::ADJOINT.contains("dx[i] += "));
 }
 
 const N: usize = 9;
@@ -196,6 +221,38 @@ fn cpu_reference_energy() {
             let (mut t, mut dt, mut dx) = (vec![p[N + 1]], w.to_vec(), zeros(N));
             let dw = energy_cuda::cpu_rev(N, &p[..N], &mut dx, p[N], &mut t, &mut dt);
             (t, cat(&[&dx, &[dw], &dt]))
+        },
+        tols: TOLS,
+    });
+}
+
+#[test]
+fn cpu_reference_split_energy() {
+    // Inputs: x (both signs), c, totals (before); outputs: totals (after).
+    let point: Vec<f64> = (0..N + 4).map(|k| (0.83 * k as f64 + 0.4).sin()).collect();
+    assert!(point[..N].iter().any(|x| *x > 0.0) && point[..N].iter().any(|x| *x < 0.0));
+    let primal = |p: &[f64]| {
+        let mut totals = p[N + 2..].to_vec();
+        split_energy_cuda::cpu(N, &p[..N], &p[N..N + 2], &mut totals);
+        totals
+    };
+    check_fwd_rev(&Case {
+        name: "split_energy kernel (CPU)",
+        x: &point,
+        primal: &primal,
+        jvp: &|p, v| {
+            let (mut t, mut dt) = (p[N + 2..].to_vec(), v[N + 2..].to_vec());
+            for i in 0..N {
+                let (x, dx, c, dc) = (&p[..N], &v[..N], &p[N..N + 2], &v[N..N + 2]);
+                split_energy_fwd(i, x, dx, c, dc, &mut t, &mut dt);
+            }
+            (t, dt)
+        },
+        vjp: &|p, w| {
+            let (mut t, mut dt, mut dx, mut dc) =
+                (p[N + 2..].to_vec(), w.to_vec(), zeros(N), zeros(2));
+            split_energy_cuda::cpu_rev(N, &p[..N], &mut dx, &p[N..N + 2], &mut dc, &mut t, &mut dt);
+            (t, cat(&[&dx, &dc, &dt]))
         },
         tols: TOLS,
     });
@@ -430,6 +487,83 @@ fn gpu_matches_cpu() {
     score_cuda::cpu_rev(np, &poses, &mut dp, &atoms, &mut da, &mut e, &mut de);
     close("score pose adjoints", &gpu.download(&dp_d).unwrap(), &dp);
     close("score atom adjoints", &gpu.download(&da_d).unwrap(), &da);
+
+    // row_peak (the adjoint reaches each row's winner)
+    let (rows, w) = (n / 8, 8);
+    let a = field(0.71)[..rows * w].to_vec();
+    let a_d = gpu.upload(&a).unwrap();
+    let (mut out_d, mut dout_d, mut da_d) = (
+        gpu.zeros::<f64>(rows).unwrap(),
+        gpu.upload(&ybar[..rows]).unwrap(),
+        gpu.zeros::<f64>(rows * w).unwrap(),
+    );
+    row_peak_cuda::launch_rev(&gpu, rows, &a_d, &mut da_d, &mut out_d, &mut dout_d, w).unwrap();
+    let (mut out, mut dout, mut da) = (zeros(rows), ybar[..rows].to_vec(), zeros(rows * w));
+    row_peak_cuda::cpu_rev(rows, &a, &mut da, &mut out, &mut dout, w);
+    close("row_peak out", &gpu.download(&out_d).unwrap(), &out);
+    close("row_peak ā", &gpu.download(&da_d).unwrap(), &da);
+
+    // split_energy (aggregated adds with part of each warp active; n is no multiple of 32)
+    let c = [0.7, 1.3];
+    let c_d = gpu.upload(&c).unwrap();
+    let mut t_d = gpu.upload(&[0.25, -0.5]).unwrap();
+    split_energy_cuda::launch(&gpu, n, &x_d, &c_d, &mut t_d).unwrap();
+    let mut t = vec![0.25, -0.5];
+    split_energy_cuda::cpu(n, &x, &c, &mut t);
+    close("split_energy totals", &gpu.download(&t_d).unwrap(), &t);
+    let (mut t_d, mut dt_d, mut dx_d, mut dc_d) = (
+        gpu.upload(&[0.25, -0.5]).unwrap(),
+        gpu.upload(&[1.5, -0.75]).unwrap(),
+        gpu.zeros::<f64>(n).unwrap(),
+        gpu.zeros::<f64>(2).unwrap(),
+    );
+    split_energy_cuda::launch_rev(
+        &gpu, n, &x_d, &mut dx_d, &c_d, &mut dc_d, &mut t_d, &mut dt_d,
+    )
+    .unwrap();
+    let (mut t, mut dt, mut gx, mut gc) = (vec![0.25, -0.5], vec![1.5, -0.75], zeros(n), zeros(2));
+    split_energy_cuda::cpu_rev(n, &x, &mut gx, &c, &mut gc, &mut t, &mut dt);
+    close("split_energy x̄", &gpu.download(&dx_d).unwrap(), &gx);
+    close("split_energy c̄", &gpu.download(&dc_d).unwrap(), &gc);
+
+    // Blocks of other sizes, down to less than a warp and with a partial last warp: the
+    // block sums of the scalar adjoints (heat's r̄) and the aggregated adds (split_energy's
+    // c̄) leave out the lanes past the block's end.
+    for block in [1, 16, 100, 1024] {
+        let gpu = Gpu::new(0).unwrap().with_block_size(block);
+        let u_d = gpu.upload(&u).unwrap();
+        let (mut out_d, mut dout_d, mut du_d) = (
+            gpu.zeros::<f64>(n).unwrap(),
+            gpu.upload(&ybar).unwrap(),
+            gpu.zeros::<f64>(n).unwrap(),
+        );
+        let dr =
+            heat_cuda::launch_rev(&gpu, n, &u_d, &mut du_d, &mut out_d, &mut dout_d, 0.2).unwrap();
+        let (mut out, mut dout, mut du) = (zeros(n), ybar.clone(), zeros(n));
+        let dr_cpu = heat_cuda::cpu_rev(n, &u, &mut du, &mut out, &mut dout, 0.2);
+        close(
+            &format!("heat ū, block {block}"),
+            &gpu.download(&du_d).unwrap(),
+            &du,
+        );
+        close(&format!("heat r̄, block {block}"), &[dr], &[dr_cpu]);
+        let (x_d, c_d) = (gpu.upload(&x).unwrap(), gpu.upload(&c).unwrap());
+        let (mut t_d, mut dt_d, mut dx_d, mut dc_d) = (
+            gpu.upload(&[0.25, -0.5]).unwrap(),
+            gpu.upload(&[1.5, -0.75]).unwrap(),
+            gpu.zeros::<f64>(n).unwrap(),
+            gpu.zeros::<f64>(2).unwrap(),
+        );
+        split_energy_cuda::launch_rev(
+            &gpu, n, &x_d, &mut dx_d, &c_d, &mut dc_d, &mut t_d, &mut dt_d,
+        )
+        .unwrap();
+        close(
+            &format!("split_energy c̄, block {block}"),
+            &gpu.download(&dc_d).unwrap(),
+            &gc,
+        );
+    }
 }
 
 #[test]

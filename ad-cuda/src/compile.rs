@@ -32,8 +32,78 @@ fn cache() -> &'static Mutex<HashMap<String, Arc<Ptx>>> {
 
 static COMPILATIONS: AtomicUsize = AtomicUsize::new(0);
 
-/// The virtual architecture kernels are compiled for.
-pub const ARCH: &str = "compute_70";
+/// The oldest compute capability the generated kernels run on, as NVRTC numbers it
+/// (7.0, Volta): `atomicAdd` on doubles needs 6.0, warp-synchronous shuffles and
+/// `__activemask` 7.0.
+pub const MIN_COMPUTE_CAPABILITY: i32 = 70;
+
+/// The virtual architecture kernels are compiled for: the oldest one that the loaded
+/// NVRTC supports at or above [`MIN_COMPUTE_CAPABILITY`]. That is `compute_70` with
+/// CUDA 12 and `compute_75` with CUDA 13, which dropped Volta. The PTX then loads on
+/// every device that both NVRTC and the generated kernels support; the driver compiles it
+/// for the device at hand.
+///
+/// # Errors
+/// [`CudaError::NoNvrtc`] without libnvrtc; [`CudaError::Compile`] (kernel `*`) if
+/// NVRTC supports no architecture at or above [`MIN_COMPUTE_CAPABILITY`].
+///
+/// ```
+/// use ad_cuda::{arch, nvrtc_available, CudaError, MIN_COMPUTE_CAPABILITY};
+///
+/// match arch() {
+///     Ok(arch) => {
+///         let number: i32 = arch.strip_prefix("compute_").unwrap().parse().unwrap();
+///         assert!(number >= MIN_COMPUTE_CAPABILITY);
+///     }
+///     Err(e) => assert!(!nvrtc_available() && e == CudaError::NoNvrtc),
+/// }
+/// ```
+pub fn arch() -> Result<&'static str, CudaError> {
+    static ARCH: OnceLock<Result<String, CudaError>> = OnceLock::new();
+    if !nvrtc_available() {
+        return Err(CudaError::NoNvrtc);
+    }
+    ARCH.get_or_init(|| {
+        let supported = supported_archs()?;
+        let lowest = supported
+            .iter()
+            .copied()
+            .filter(|&a| a >= MIN_COMPUTE_CAPABILITY)
+            .min()
+            .ok_or_else(|| CudaError::Compile {
+                kernel: "*".into(),
+                log: format!(
+                    "this NVRTC supports the architectures {supported:?}, none of them at or \
+                     above compute_{MIN_COMPUTE_CAPABILITY}, which the generated kernels need"
+                ),
+            })?;
+        Ok(format!("compute_{lowest}"))
+    })
+    .as_deref()
+    .map_err(Clone::clone)
+}
+
+/// The architectures (as `70` for `compute_70`) that the loaded NVRTC compiles for.
+fn supported_archs() -> Result<Vec<i32>, CudaError> {
+    use cudarc::nvrtc::sys::{nvrtcGetNumSupportedArchs, nvrtcGetSupportedArchs, nvrtcResult};
+    let failed = |what: &str, r: nvrtcResult| CudaError::Compile {
+        kernel: "*".into(),
+        log: format!("{what} failed: {r:?}"),
+    };
+    let mut count = 0;
+    // SAFETY: libnvrtc is loadable (checked by the caller); the call writes one int.
+    let r = unsafe { nvrtcGetNumSupportedArchs(&mut count) };
+    if r != nvrtcResult::NVRTC_SUCCESS {
+        return Err(failed("nvrtcGetNumSupportedArchs", r));
+    }
+    let mut archs = vec![0; count.max(0) as usize];
+    // SAFETY: `archs` has room for the `count` ints NVRTC writes.
+    let r = unsafe { nvrtcGetSupportedArchs(archs.as_mut_ptr()) };
+    if r != nvrtcResult::NVRTC_SUCCESS {
+        return Err(failed("nvrtcGetSupportedArchs", r));
+    }
+    Ok(archs)
+}
 
 /// How many times NVRTC has compiled a source in this process (a cached source is
 /// compiled once).
@@ -79,14 +149,9 @@ pub fn compile(kernel: &str, source: &str) -> Result<Arc<Ptx>, CudaError> {
     {
         return Ok(ptx.clone());
     }
-    if !nvrtc_available() {
-        return Err(CudaError::NoNvrtc);
-    }
     let opts = CompileOptions {
         name: Some(format!("{kernel}.cu")),
-        // `atomicAdd` on doubles needs compute capability 6.0, warp-synchronous
-        // shuffles and `__activemask` 7.0 (Volta, 2017, and later).
-        arch: Some(ARCH),
+        arch: Some(arch()?),
         ..Default::default()
     };
     let ptx = compile_ptx_with_opts(source, opts).map_err(|e| match e {

@@ -46,7 +46,7 @@ pub mod cpu;
 mod device;
 mod error;
 
-pub use compile::{compile, compile_count, nvrtc_available, ARCH};
+pub use compile::{arch, compile, compile_count, nvrtc_available, MIN_COMPUTE_CAPABILITY};
 pub use cudarc;
 pub use device::{driver_available, Gpu};
 pub use error::CudaError;

@@ -7,7 +7,10 @@
 //! (which `scripts/test-all` sets) makes a missing NVRTC a failure.
 
 use ad_cuda::cudarc::driver::PushKernelArg;
-use ad_cuda::{compile, compile_count, cpu, driver_available, nvrtc_available, CudaError, Gpu};
+use ad_cuda::{
+    arch, compile, compile_count, cpu, driver_available, nvrtc_available, CudaError, Gpu,
+    MIN_COMPUTE_CAPABILITY,
+};
 
 const SAXPY: &str = r#"
 extern "C" __global__ void saxpy(const double a, const double* x, double* y, const unsigned long long n) {
@@ -41,6 +44,16 @@ fn nvrtc_compiles_once_per_source() {
     assert!(
         ptx.to_src().contains(".entry saxpy_once"),
         "PTX:\n{}",
+        ptx.to_src()
+    );
+    // The PTX is for the architecture `arch()` chose: the oldest this NVRTC has from
+    // compute_70 on (CUDA 13's NVRTC rejects compute_70).
+    let arch = arch().expect("NVRTC lists its architectures");
+    let number: i32 = arch["compute_".len()..].parse().expect("compute_NN");
+    assert!(number >= MIN_COMPUTE_CAPABILITY, "{arch}");
+    assert!(
+        ptx.to_src().contains(&format!(".target sm_{number}")),
+        "PTX for {arch}:\n{}",
         ptx.to_src()
     );
     let again = compile("saxpy_once", &source).expect("cached");

@@ -83,3 +83,15 @@ pub fn row_peak(i: usize, a: &[f64], out: &mut [f64], w: usize) {
     }
     out[i] = m * m;
 }
+
+/// Two sums, one chosen per element by its sign: a branch that splits each warp, so the
+/// adds at the shared addresses `totals[k]` (and, in the adjoint, `dc[k]`) run with part of
+/// the warp active.
+#[differentiate(forward, reverse, cuda)]
+pub fn split_energy(i: usize, x: &[f64], c: &[f64], totals: &mut [f64]) {
+    if x[i] > 0.0 {
+        totals[0] += c[0] * x[i] * x[i];
+    } else {
+        totals[1] += (c[1] * x[i]).sin();
+    }
+}

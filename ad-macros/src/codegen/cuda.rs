@@ -4,11 +4,15 @@
 //! The first parameter is the global thread index. Each slice becomes a device pointer
 //! (`const` when read-only) followed by its length (`phidiff_len_<name>`); scalars are
 //! passed by value; the kernel's last parameters are the number of threads and, for an
-//! adjoint with scalar adjoints, an array they are added into. Values stay in registers: the adjoint kernel
+//! adjoint with scalar adjoints, an array they are added into, summed over each block first
+//! (one atomic per block). Values stay in registers: the adjoint kernel
 //! runs the element's forward sweep then its reverse sweep in the same thread.
 //!
 //! A `+=` into a buffer is classified by its index, as in the rayon adjoint:
-//! - the thread index: a plain add (each thread owns its element);
+//! - the thread index: a plain add (each thread owns its element), unless some thread
+//!   writes the buffer elsewhere too (a stencil's adjoint adds into `du[i - 1]`, `du[i]`
+//!   and `du[i + 1]`): then every add into it is atomic, since a neighbour may be adding
+//!   at the same element;
 //! - an index that does not depend on the thread (the same address in every thread of a
 //!   warp): a warp-aggregated add, a shuffle reduction then one `atomicAdd` per warp;
 //! - any other index: `atomicAdd`.
@@ -56,8 +60,11 @@ pub fn kernel(
         depth: 1,
         uses_uniform: false,
         thread: None,
+        shared: Default::default(),
+        varies: Default::default(),
     };
     let params = cx.params(int_elem)?;
+    cx.shared = cx.shared_buffers();
     let yields = f.block(f.body).yields.clone();
     let mut sig = params.join(", ");
     if !sig.is_empty() {
@@ -70,14 +77,30 @@ pub fn kernel(
     let thread = cx.thread.expect("checked in params");
     let tname = cx.name(thread);
     cx.line(&format!("const long long {tname} = (long long)(blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x);"));
-    cx.line(&format!("if ({tname} >= (long long)phidiff_n) return;"));
-    cx.block(f.body)?;
-    for (k, y) in yields.iter().enumerate() {
-        let v = cx.val(*y);
-        cx.uses_uniform = true;
-        cx.line(&format!(
-            "phidiff_add_uniform(&phidiff_adjoints[{k}], {v});"
-        ));
+    if yields.is_empty() {
+        cx.line(&format!("if ({tname} >= (long long)phidiff_n) return;"));
+        cx.block(f.body)?;
+    } else {
+        // The scalar adjoints are summed over the block (`phidiff_add_block`), which every
+        // thread of the block must reach: the threads past `n` skip the body instead of
+        // returning, and add zero.
+        for k in 0..yields.len() {
+            cx.line(&format!("{real} phidiff_scalar{k} = 0;"));
+        }
+        cx.line(&format!("if ({tname} < (long long)phidiff_n) {{"));
+        cx.depth += 1;
+        cx.block(f.body)?;
+        for (k, y) in yields.iter().enumerate() {
+            let v = cx.val(*y);
+            cx.line(&format!("phidiff_scalar{k} = {v};"));
+        }
+        cx.depth -= 1;
+        cx.line("}");
+        for k in 0..yields.len() {
+            cx.line(&format!(
+                "phidiff_add_block(&phidiff_adjoints[{k}], phidiff_scalar{k});"
+            ));
+        }
     }
     let mut text = String::new();
     let _ = writeln!(
@@ -88,28 +111,84 @@ pub fn kernel(
     if cx.uses_uniform {
         text.push_str(UNIFORM_ADD);
     }
+    if !yields.is_empty() {
+        text.push_str(BLOCK_ADD);
+    }
     let _ = writeln!(text, "extern \"C\" __global__ void {name}({sig}) {{");
     text.push_str(&cx.out);
     text.push_str("}\n");
     Ok(text)
 }
 
-/// Warp-aggregated addition at an address every thread of the warp shares: when the whole
-/// warp is active, a shuffle reduction and one atomic add by lane 0; otherwise one atomic
-/// add per thread.
+/// Warp-aggregated addition: the active lanes that add at the same address (grouped by
+/// `__match_any_sync`) sum their values by a shuffle tree over their ranks in the group,
+/// and the lowest lane of each group makes the one `atomicAdd`. Lanes need not be
+/// converged or agree on the address: a lane alone at its address adds by itself. Where
+/// every lane shares the address (a reduction into one element), 32 contended atomics
+/// become one after five shuffle rounds.
+///
+/// The tree: at round `t` each lane still in the tree adds the value of the next lane of
+/// its group above it that is still in the tree (which holds the sum of `2^t` ranks), then
+/// the lanes whose rank has bit `t` set leave it. Every active lane runs every round
+/// (the shuffles name all of them), until no lane has a group member left above it.
 const UNIFORM_ADD: &str = r#"template <typename T>
 __device__ __forceinline__ void phidiff_add_uniform(T* address, T value) {
-    const unsigned mask = __activemask();
-    if (mask == 0xffffffffu) {
-        for (int offset = 16; offset > 0; offset >>= 1) {
-            value += __shfl_down_sync(0xffffffffu, value, offset);
+    const unsigned active = __activemask();
+    const unsigned group = __match_any_sync(active, (unsigned long long)address);
+    const unsigned lane = threadIdx.x & 31u;
+    const unsigned below = group & ((1u << lane) - 1u);
+    unsigned rank = __popc(below);
+    unsigned above = group & ~below & ~(1u << lane);
+    while (__any_sync(active, above != 0u)) {
+        const int next = __ffs(above);
+        const T theirs = __shfl_sync(active, value, next > 0 ? next - 1 : (int)lane);
+        if (next > 0) {
+            value += theirs;
         }
-        if ((threadIdx.x & 31u) == 0u) {
-            atomicAdd(address, value);
-        }
-    } else {
+        above &= __ballot_sync(active, (rank & 1u) == 0u);
+        rank >>= 1;
+    }
+    if (below == 0u) {
         atomicAdd(address, value);
     }
+}
+"#;
+
+/// The sum over a thread block, added at `address` by one `atomicAdd`: a shuffle reduction
+/// in each warp, the warps' sums through shared memory, and a shuffle reduction of those in
+/// the first warp. Every thread of the block calls it (the scalar adjoints, at the kernel's
+/// end), so a reduction into one address costs one atomic per block instead of one per
+/// warp. A block of any size works: the lanes past its end are left out of the shuffles.
+const BLOCK_ADD: &str = r#"template <typename T>
+__device__ __forceinline__ T phidiff_warp_sum(T value, unsigned lanes) {
+    const unsigned lane = threadIdx.x & 31u;
+    const unsigned mask = lanes >= 32u ? 0xffffffffu : (1u << lanes) - 1u;
+    for (unsigned offset = 16u; offset > 0u; offset >>= 1) {
+        const T other = __shfl_down_sync(mask, value, offset);
+        if (lane + offset < lanes) {
+            value += other;
+        }
+    }
+    return value;
+}
+template <typename T>
+__device__ __forceinline__ void phidiff_add_block(T* address, T value) {
+    __shared__ T phidiff_warp_sums[32];
+    const unsigned warp = threadIdx.x >> 5;
+    const unsigned warps = (blockDim.x + 31u) >> 5;
+    value = phidiff_warp_sum(value, blockDim.x - (threadIdx.x & ~31u));
+    if ((threadIdx.x & 31u) == 0u) {
+        phidiff_warp_sums[warp] = value;
+    }
+    __syncthreads();
+    if (warp == 0u) {
+        value = threadIdx.x < warps ? phidiff_warp_sums[threadIdx.x] : (T)0;
+        value = phidiff_warp_sum(value, blockDim.x < 32u ? blockDim.x : 32u);
+        if (threadIdx.x == 0u) {
+            atomicAdd(address, value);
+        }
+    }
+    __syncthreads();
 }
 "#;
 
@@ -121,6 +200,11 @@ struct Cx<'a> {
     uses_uniform: bool,
     /// The thread index (the value of parameter 0).
     thread: Option<Value>,
+    /// The buffers some thread writes away from its own index: their adds at the
+    /// thread index must be atomic too (a neighbour may be adding there).
+    shared: std::collections::HashSet<Buf>,
+    /// `from_thread`'s answers so far.
+    varies: std::cell::RefCell<std::collections::HashMap<Value, bool>>,
 }
 
 /// C and CUDA keywords a Rust name could collide with.
@@ -329,21 +413,76 @@ impl Cx<'_> {
 
     /// Whether `v` may differ between threads.
     fn from_thread(&self, v: Value) -> bool {
+        if let Some(&known) = self.varies.borrow().get(&v) {
+            return known;
+        }
+        let varies = self.from_thread_uncached(v);
+        self.varies.borrow_mut().insert(v, varies);
+        varies
+    }
+
+    fn from_thread_uncached(&self, v: Value) -> bool {
         let f = self.f;
         if Some(v) == self.thread {
             return true;
         }
         match f.value(v).def {
-            ValueDef::Result(d, 0) => match &f.inst(d).kind {
+            ValueDef::Result(d, k) => match &f.inst(d).kind {
                 InstKind::Binary(_, a, b) => self.from_thread(*a) || self.from_thread(*b),
                 InstKind::Unary(_, a) | InstKind::Cast { value: a, .. } => self.from_thread(*a),
                 InstKind::Load(_, idx) => idx.iter().any(|k| self.from_thread(*k)),
-                InstKind::If { .. } | InstKind::CellGet(_) | InstKind::Call { .. } => true,
-                _ => false,
+                // A branch's result is the same in every thread when its condition and
+                // both yields are.
+                InstKind::If {
+                    cond,
+                    then_blk,
+                    else_blk,
+                } => {
+                    self.from_thread(*cond)
+                        || [then_blk, else_blk].iter().any(|b| {
+                            f.block(**b)
+                                .yields
+                                .get(k as usize)
+                                .is_none_or(|y| self.from_thread(*y))
+                        })
+                }
+                InstKind::Math(_, args) => args.iter().any(|a| self.from_thread(*a)),
+                InstKind::FConst(_)
+                | InstKind::IConst(_)
+                | InstKind::BConst(_)
+                | InstKind::Param(_)
+                | InstKind::Len(..) => false,
+                // Cells, calls, loops' results: may vary.
+                _ => true,
             },
-            // Loop indices and φs may vary per thread (their bounds can).
-            _ => true,
+            // A `for` loop's index runs the same way in every thread that runs the loop
+            // when its bounds are the same (an atom loop in a pose score). φs may vary.
+            ValueDef::LoopIndex(l) => match &f.inst(l).kind {
+                InstKind::For { range, .. } => [Some(range.start), Some(range.end), range.step]
+                    .into_iter()
+                    .flatten()
+                    .any(|b| self.from_thread(b)),
+                _ => true,
+            },
+            ValueDef::LoopParam(..) => true,
         }
+    }
+
+    /// The buffers written (`=` or `+=`) somewhere other than at the thread index. In a
+    /// stencil's adjoint, thread `i` adds into `du[i - 1]`, `du[i]` and `du[i + 1]`: its
+    /// add at `i` meets its neighbours' adds there, so it cannot be a plain `+=`.
+    fn shared_buffers(&self) -> std::collections::HashSet<Buf> {
+        let mut shared = std::collections::HashSet::new();
+        self.f
+            .walk(self.f.body, &mut |i| match &self.f.inst(i).kind {
+                InstKind::Store(buf, idx, _) | InstKind::StoreAdd(buf, idx, _)
+                    if idx.len() != 1 || self.add_kind(idx[0]) != AddKind::Own =>
+                {
+                    shared.insert(*buf);
+                }
+                _ => {}
+            });
+        shared
     }
 
     /// How a `+=` at index `k` is emitted.
@@ -457,7 +596,11 @@ impl Cx<'_> {
             }
             StoreAdd(buf, idx, v) => {
                 let (p, x) = (self.elem(*buf, idx)?, self.val(*v));
-                match self.add_kind(idx[0]) {
+                let kind = match self.add_kind(idx[0]) {
+                    AddKind::Own if self.shared.contains(buf) => AddKind::Atomic,
+                    kind => kind,
+                };
+                match kind {
                     AddKind::Own => self.line(&format!("{p} += {x};")),
                     AddKind::Uniform => {
                         self.uses_uniform = true;

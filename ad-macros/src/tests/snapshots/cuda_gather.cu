@@ -37,7 +37,7 @@ extern "C" __global__ void gather_rev(const double* __restrict__ x, const unsign
     const double v18 = v5 * v13;
     c1 += v18;
     const double v19 = c1;
-    dx[i] += v19;
+    atomicAdd(&dx[i], v19);
     const double v20 = c0;
     atomicAdd(&dx[v2], v20);
 }
