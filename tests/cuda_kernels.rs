@@ -503,33 +503,19 @@ fn gpu_matches_cpu() {
     close("row_peak out", &gpu.download(&out_d).unwrap(), &out);
     close("row_peak ā", &gpu.download(&da_d).unwrap(), &da);
 
-    // split_energy (aggregated adds with part of each warp active; n is no multiple of 32)
+    // split_energy (aggregated adds with part of each warp active; n is no multiple of
+    // 32): the CPU's results, for every block size below.
     let c = [0.7, 1.3];
-    let c_d = gpu.upload(&c).unwrap();
-    let mut t_d = gpu.upload(&[0.25, -0.5]).unwrap();
-    split_energy_cuda::launch(&gpu, n, &x_d, &c_d, &mut t_d).unwrap();
-    let mut t = vec![0.25, -0.5];
+    let (t0, tbar) = ([0.25, -0.5], [1.5, -0.75]);
+    let mut t = t0.to_vec();
     split_energy_cuda::cpu(n, &x, &c, &mut t);
-    close("split_energy totals", &gpu.download(&t_d).unwrap(), &t);
-    let (mut t_d, mut dt_d, mut dx_d, mut dc_d) = (
-        gpu.upload(&[0.25, -0.5]).unwrap(),
-        gpu.upload(&[1.5, -0.75]).unwrap(),
-        gpu.zeros::<f64>(n).unwrap(),
-        gpu.zeros::<f64>(2).unwrap(),
-    );
-    split_energy_cuda::launch_rev(
-        &gpu, n, &x_d, &mut dx_d, &c_d, &mut dc_d, &mut t_d, &mut dt_d,
-    )
-    .unwrap();
-    let (mut t, mut dt, mut gx, mut gc) = (vec![0.25, -0.5], vec![1.5, -0.75], zeros(n), zeros(2));
-    split_energy_cuda::cpu_rev(n, &x, &mut gx, &c, &mut gc, &mut t, &mut dt);
-    close("split_energy x̄", &gpu.download(&dx_d).unwrap(), &gx);
-    close("split_energy c̄", &gpu.download(&dc_d).unwrap(), &gc);
+    let (mut t_rev, mut dt, mut gx, mut gc) = (t0.to_vec(), tbar.to_vec(), zeros(n), zeros(2));
+    split_energy_cuda::cpu_rev(n, &x, &mut gx, &c, &mut gc, &mut t_rev, &mut dt);
 
-    // Blocks of other sizes, down to less than a warp and with a partial last warp: the
-    // block sums of the scalar adjoints (heat's r̄) and the aggregated adds (split_energy's
-    // c̄) leave out the lanes past the block's end.
-    for block in [1, 16, 100, 1024] {
+    // Blocks of the default size and of others, down to less than a warp and with a
+    // partial last warp: the block sums of the scalar adjoints (heat's r̄) and the
+    // aggregated adds (split_energy's) leave out the lanes past the block's end.
+    for block in [256, 1, 16, 100, 1024] {
         let gpu = Gpu::new(0).unwrap().with_block_size(block);
         let u_d = gpu.upload(&u).unwrap();
         let (mut out_d, mut dout_d, mut du_d) = (
@@ -541,16 +527,17 @@ fn gpu_matches_cpu() {
             heat_cuda::launch_rev(&gpu, n, &u_d, &mut du_d, &mut out_d, &mut dout_d, 0.2).unwrap();
         let (mut out, mut dout, mut du) = (zeros(n), ybar.clone(), zeros(n));
         let dr_cpu = heat_cuda::cpu_rev(n, &u, &mut du, &mut out, &mut dout, 0.2);
-        close(
-            &format!("heat ū, block {block}"),
-            &gpu.download(&du_d).unwrap(),
-            &du,
-        );
-        close(&format!("heat r̄, block {block}"), &[dr], &[dr_cpu]);
+        let at = |what: &str| format!("{what}, block {block}");
+        close(&at("heat ū"), &gpu.download(&du_d).unwrap(), &du);
+        close(&at("heat r̄"), &[dr], &[dr_cpu]);
+
         let (x_d, c_d) = (gpu.upload(&x).unwrap(), gpu.upload(&c).unwrap());
+        let mut t_d = gpu.upload(&t0).unwrap();
+        split_energy_cuda::launch(&gpu, n, &x_d, &c_d, &mut t_d).unwrap();
+        close(&at("split_energy totals"), &gpu.download(&t_d).unwrap(), &t);
         let (mut t_d, mut dt_d, mut dx_d, mut dc_d) = (
-            gpu.upload(&[0.25, -0.5]).unwrap(),
-            gpu.upload(&[1.5, -0.75]).unwrap(),
+            gpu.upload(&t0).unwrap(),
+            gpu.upload(&tbar).unwrap(),
             gpu.zeros::<f64>(n).unwrap(),
             gpu.zeros::<f64>(2).unwrap(),
         );
@@ -559,10 +546,12 @@ fn gpu_matches_cpu() {
         )
         .unwrap();
         close(
-            &format!("split_energy c̄, block {block}"),
-            &gpu.download(&dc_d).unwrap(),
-            &gc,
+            &at("split_energy totals (rev)"),
+            &gpu.download(&t_d).unwrap(),
+            &t_rev,
         );
+        close(&at("split_energy x̄"), &gpu.download(&dx_d).unwrap(), &gx);
+        close(&at("split_energy c̄"), &gpu.download(&dc_d).unwrap(), &gc);
     }
 }
 

@@ -5,6 +5,7 @@
 
 mod checkpoint;
 pub mod cuda;
+mod cuda_helpers;
 pub mod cuda_launch;
 mod parallel;
 mod scope;
