@@ -143,40 +143,53 @@ fn other_seed(lane: usize, k: usize) -> f64 {
     0.37 * (lane as f64 + 1.0) - 0.11 * k as f64
 }
 
-/// `(x, [ȳ per lane]) ↦ (y, [x̄ per lane])` through a batched function.
+/// The `width` lanes of a batched call that tests lane `lane` with `v`: the other lanes
+/// carry other seeds or tangents of `v`'s length.
+fn around(lane: usize, width: usize, v: &[f64]) -> Vec<Vec<f64>> {
+    (0..width)
+        .map(|m| {
+            if m == lane {
+                v.to_vec()
+            } else {
+                (0..v.len()).map(|k| other_seed(m, k)).collect()
+            }
+        })
+        .collect()
+}
+
+/// `(x, v) ↦ (y, w)`: a scalar sweep, `_fwd` (`w = J v`) or `_rev` (`w = Jᵀ v`, shadows
+/// from zero).
+type Sweep = Box<dyn Fn(&[f64], &[f64]) -> (Vec<f64>, Vec<f64>)>;
+
+/// A function under test on its flattened inputs: the point, the primal and the scalar
+/// `_fwd` and `_rev`. Its reverse and forward lane checks share it.
+struct Scalar {
+    name: &'static str,
+    x: Vec<f64>,
+    primal: Box<dyn Fn(&[f64]) -> Vec<f64>>,
+    jvp: Sweep,
+    vjp: Sweep,
+}
+
+/// `(x, [v per lane]) ↦ (y, [w per lane])` through a batched function: seeds to adjoints
+/// (`reverse(width = N)`) or tangents to tangents (`forward(width = N)`).
 type Batched<'a> = &'a dyn Fn(&[f64], &[Vec<f64>]) -> (Vec<f64>, Vec<Vec<f64>>);
 
-/// Checks every lane of a batched function (see the file's docs), named `name`.
-fn check_lanes(
-    name: &str,
-    x: &[f64],
-    width: usize,
-    primal: &dyn Fn(&[f64]) -> Vec<f64>,
-    jvp: &dyn Fn(&[f64], &[f64]) -> (Vec<f64>, Vec<f64>),
-    scalar: &dyn Fn(&[f64], &[f64]) -> (Vec<f64>, Vec<f64>),
-    batched: Batched,
-) {
-    let n_out = primal(x).len();
+/// Checks every lane of a batched reverse function of `f` (see the file's docs).
+fn check_lanes(f: &Scalar, width: usize, batched: Batched) {
+    let (name, x) = (f.name, &f.x[..]);
+    let n_out = (f.primal)(x).len();
     for lane in 0..width {
         let vjp = |x: &[f64], w: &[f64]| {
-            let seeds: Vec<Vec<f64>> = (0..width)
-                .map(|m| {
-                    if m == lane {
-                        w.to_vec()
-                    } else {
-                        (0..n_out).map(|k| other_seed(m, k)).collect()
-                    }
-                })
-                .collect();
-            let (y, adjoints) = batched(x, &seeds);
+            let (y, adjoints) = batched(x, &around(lane, width, w));
             assert_eq!(adjoints.len(), width, "{name}: lanes");
             (y, adjoints[lane].clone())
         };
         check_fwd_rev(&Case {
             name: &format!("{name}, lane {lane} of {width}"),
             x,
-            primal,
-            jvp,
+            primal: &*f.primal,
+            jvp: &*f.jvp,
             vjp: &vjp,
             tols: TOLS,
         });
@@ -186,7 +199,7 @@ fn check_lanes(
         .collect();
     let (y, adjoints) = batched(x, &seeds);
     for (lane, seed) in seeds.iter().enumerate() {
-        let (ys, adjoint) = scalar(x, seed);
+        let (ys, adjoint) = (f.vjp)(x, seed);
         assert_eq!(y, ys, "{name}: value of the batched and the scalar sweep");
         assert_eq!(
             adjoints[lane], adjoint,
@@ -195,72 +208,158 @@ fn check_lanes(
     }
 }
 
-pub fn looped_lanes() {
+/// Checks every lane of a batched forward function of `f` (see the file's docs).
+fn check_forward_lanes(f: &Scalar, width: usize, batched: Batched) {
+    let (name, x) = (f.name, &f.x[..]);
+    for lane in 0..width {
+        let jvp = |x: &[f64], v: &[f64]| {
+            let (y, ys) = batched(x, &around(lane, width, v));
+            assert_eq!(ys.len(), width, "{name}: lanes");
+            (y, ys[lane].clone())
+        };
+        check_fwd_rev(&Case {
+            name: &format!("{name}, forward lane {lane} of {width}"),
+            x,
+            primal: &*f.primal,
+            jvp: &jvp,
+            vjp: &*f.vjp,
+            tols: TOLS,
+        });
+    }
+    let tangents: Vec<Vec<f64>> = (0..width)
+        .map(|m| phidiff::check::random_vector(4000 + m as u64, x.len()))
+        .collect();
+    let (y, ys) = batched(x, &tangents);
+    for (lane, v) in tangents.iter().enumerate() {
+        let (y1, dy) = (f.jvp)(x, v);
+        assert_eq!(y, y1, "{name}: value of the batched and the scalar forward sweep");
+        assert_eq!(ys[lane], dy, "{name}: forward lane {lane} differs from the scalar sweep");
+    }
+}
+
+/// `looped` at 7 points; input `(x, k)`.
+fn looped_scalar() -> Scalar {
     let x0: Vec<f64> = (0..7).map(|i| 0.3 * i as f64 - 0.8).collect();
-    let x = cat(&[&x0, &[1.3]]);
     let n = x0.len();
-    let primal = |x: &[f64]| vec![looped(&x[..n], x[n])];
-    let jvp = |x: &[f64], dx: &[f64]| {
-        let (y, dy) = looped_fwd(&x[..n], &dx[..n], x[n], dx[n]);
-        (vec![y], vec![dy])
-    };
-    let scalar = |x: &[f64], w: &[f64]| {
-        let mut dx = zeros(n);
-        let (y, dk) = looped_rev(&x[..n], &mut dx, x[n], w[0]);
-        (vec![y], cat(&[&dx, &[dk]]))
-    };
-    let batched = |x: &[f64], w: &[Vec<f64>]| {
+    Scalar {
+        name: "looped",
+        x: cat(&[&x0, &[1.3]]),
+        primal: Box::new(move |x: &[f64]| vec![looped(&x[..n], x[n])]),
+        jvp: Box::new(move |x: &[f64], dx: &[f64]| {
+            let (y, dy) = looped_fwd(&x[..n], &dx[..n], x[n], dx[n]);
+            (vec![y], vec![dy])
+        }),
+        vjp: Box::new(move |x: &[f64], w: &[f64]| {
+            let mut dx = zeros(n);
+            let (y, dk) = looped_rev(&x[..n], &mut dx, x[n], w[0]);
+            (vec![y], cat(&[&dx, &[dk]]))
+        }),
+    }
+}
+
+pub fn looped_lanes() {
+    let f = looped_scalar();
+    let n = f.x.len() - 1;
+    check_lanes(&f, 3, &|x, w| {
         let mut d = [zeros(n), zeros(n), zeros(n)];
         let [d0, d1, d2] = &mut d;
         let (y, dk) = looped_rev3(&x[..n], [d0, d1, d2], x[n], [w[0][0], w[1][0], w[2][0]]);
         let lanes = (0..3).map(|l| cat(&[&d[l], &[dk[l]]])).collect();
         (vec![y], lanes)
-    };
-    check_lanes("looped", &x, 3, &primal, &jvp, &scalar, &batched);
+    });
+}
+
+pub fn looped_forward_lanes() {
+    let f = looped_scalar();
+    let n = f.x.len() - 1;
+    check_forward_lanes(&f, 3, &|x, v| {
+        let (y, dy) = looped_fwd3(
+            &x[..n],
+            [&v[0][..n], &v[1][..n], &v[2][..n]],
+            x[n],
+            [v[0][n], v[1][n], v[2][n]],
+        );
+        (vec![y], dy.iter().map(|d| vec![*d]).collect())
+    });
+}
+
+/// `smoothed_passes` at 6 points; input `(x, k)`.
+fn smoothed_passes_scalar() -> Scalar {
+    let x0: Vec<f64> = (0..6).map(|i| 0.4 * i as f64 - 0.9).collect();
+    let n = x0.len();
+    Scalar {
+        name: "smoothed_passes",
+        x: cat(&[&x0, &[0.7]]),
+        primal: Box::new(move |x: &[f64]| vec![smoothed_passes(&x[..n], x[n])]),
+        jvp: Box::new(move |x: &[f64], dx: &[f64]| {
+            let (y, dy) = smoothed_passes_fwd(&x[..n], &dx[..n], x[n], dx[n]);
+            (vec![y], vec![dy])
+        }),
+        vjp: Box::new(move |x: &[f64], w: &[f64]| {
+            let mut dx = zeros(n);
+            let (y, dk) = smoothed_passes_rev(&x[..n], &mut dx, x[n], w[0]);
+            (vec![y], cat(&[&dx, &[dk]]))
+        }),
+    }
 }
 
 pub fn smoothed_passes_lanes() {
-    let x0: Vec<f64> = (0..6).map(|i| 0.4 * i as f64 - 0.9).collect();
-    let x = cat(&[&x0, &[0.7]]);
-    let n = x0.len();
-    let primal = |x: &[f64]| vec![smoothed_passes(&x[..n], x[n])];
-    let jvp = |x: &[f64], dx: &[f64]| {
-        let (y, dy) = smoothed_passes_fwd(&x[..n], &dx[..n], x[n], dx[n]);
-        (vec![y], vec![dy])
-    };
-    let scalar = |x: &[f64], w: &[f64]| {
-        let mut dx = zeros(n);
-        let (y, dk) = smoothed_passes_rev(&x[..n], &mut dx, x[n], w[0]);
-        (vec![y], cat(&[&dx, &[dk]]))
-    };
-    let batched = |x: &[f64], w: &[Vec<f64>]| {
+    let f = smoothed_passes_scalar();
+    let n = f.x.len() - 1;
+    check_lanes(&f, 3, &|x, w| {
         let mut d = [zeros(n), zeros(n), zeros(n)];
         let [d0, d1, d2] = &mut d;
         let (y, dk) =
             smoothed_passes_rev3(&x[..n], [d0, d1, d2], x[n], [w[0][0], w[1][0], w[2][0]]);
         let lanes = (0..3).map(|l| cat(&[&d[l], &[dk[l]]])).collect();
         (vec![y], lanes)
-    };
-    check_lanes("smoothed_passes", &x, 3, &primal, &jvp, &scalar, &batched);
+    });
+}
+
+pub fn smoothed_passes_forward_lanes() {
+    let f = smoothed_passes_scalar();
+    let n = f.x.len() - 1;
+    check_forward_lanes(&f, 4, &|x, v| {
+        let (y, dy) = smoothed_passes_fwd4(
+            &x[..n],
+            std::array::from_fn(|l| &v[l][..n]),
+            x[n],
+            std::array::from_fn(|l| v[l][n]),
+        );
+        (vec![y], dy.iter().map(|d| vec![*d]).collect())
+    });
+}
+
+/// `weighted_row_maxima`'s matrix: rows and columns.
+const MAXIMA_SHAPE: (usize, usize) = (3, 4);
+
+/// `weighted_row_maxima` of a 3 × 4 matrix; input `(a, w)`. Rows 0 and 2 are won by a
+/// later entry, row 1 by its first.
+fn weighted_row_maxima_scalar() -> Scalar {
+    let (rows, cols) = MAXIMA_SHAPE;
+    let a = [0.2, 1.1, -0.4, 0.7, 1.9, 0.3, -1.2, 1.4, -0.6, -0.9, 0.8, 0.1];
+    let m = rows * cols;
+    Scalar {
+        name: "weighted_row_maxima",
+        x: cat(&[&a, &[0.5, -1.3, 2.1]]),
+        primal: Box::new(move |x: &[f64]| vec![weighted_row_maxima(&x[..m], &x[m..])]),
+        jvp: Box::new(move |x: &[f64], dx: &[f64]| {
+            let (y, dy) = weighted_row_maxima_fwd(&x[..m], &dx[..m], &x[m..], &dx[m..]);
+            (vec![y], vec![dy])
+        }),
+        vjp: Box::new(move |x: &[f64], w: &[f64]| {
+            let (mut da, mut dw) = (zeros(m), zeros(rows));
+            let y = weighted_row_maxima_rev(&x[..m], &mut da, &x[m..], &mut dw, w[0]);
+            (vec![y], cat(&[&da, &dw]))
+        }),
+    }
 }
 
 pub fn weighted_row_maxima_lanes() {
-    let (rows, n) = (3, 4);
-    // Rows 0 and 2 are won by a later entry, row 1 by its first.
-    let a = [0.2, 1.1, -0.4, 0.7, 1.9, 0.3, -1.2, 1.4, -0.6, -0.9, 0.8, 0.1];
-    let x = cat(&[&a, &[0.5, -1.3, 2.1]]);
-    let m = rows * n;
-    let primal = |x: &[f64]| vec![weighted_row_maxima(&x[..m], &x[m..])];
-    let jvp = |x: &[f64], dx: &[f64]| {
-        let (y, dy) = weighted_row_maxima_fwd(&x[..m], &dx[..m], &x[m..], &dx[m..]);
-        (vec![y], vec![dy])
-    };
-    let scalar = |x: &[f64], w: &[f64]| {
-        let (mut da, mut dw) = (zeros(m), zeros(rows));
-        let y = weighted_row_maxima_rev(&x[..m], &mut da, &x[m..], &mut dw, w[0]);
-        (vec![y], cat(&[&da, &dw]))
-    };
-    let batched = |x: &[f64], w: &[Vec<f64>]| {
+    let f = weighted_row_maxima_scalar();
+    let (rows, cols) = MAXIMA_SHAPE;
+    let m = rows * cols;
+    check_lanes(&f, 2, &|x, w| {
         let mut da = [zeros(m), zeros(m)];
         let mut dw = [zeros(rows), zeros(rows)];
         let [da0, da1] = &mut da;
@@ -274,31 +373,52 @@ pub fn weighted_row_maxima_lanes() {
         );
         let lanes = (0..2).map(|l| cat(&[&da[l], &dw[l]])).collect();
         (vec![y], lanes)
-    };
-    check_lanes("weighted_row_maxima", &x, 2, &primal, &jvp, &scalar, &batched);
+    });
+}
+
+pub fn weighted_row_maxima_forward_lanes() {
+    let f = weighted_row_maxima_scalar();
+    let m = MAXIMA_SHAPE.0 * MAXIMA_SHAPE.1;
+    check_forward_lanes(&f, 2, &|x, v| {
+        let (y, dy) = weighted_row_maxima_fwd2(
+            &x[..m],
+            [&v[0][..m], &v[1][..m]],
+            &x[m..],
+            [&v[0][m..], &v[1][m..]],
+        );
+        (vec![y], dy.iter().map(|d| vec![*d]).collect())
+    });
+}
+
+/// `cube_roots` of 5 numbers; input `(a, out)` (`out` overwritten), output the final `out`.
+fn cube_roots_scalar() -> Scalar {
+    let a = [0.5, 2.0, 8.0, 27.5, 0.1];
+    let n = a.len();
+    Scalar {
+        name: "cube_roots",
+        x: cat(&[&a, &[0.0; 5]]),
+        primal: Box::new(move |x: &[f64]| {
+            let mut out = x[n..].to_vec();
+            cube_roots(&x[..n], &mut out);
+            out
+        }),
+        jvp: Box::new(move |x: &[f64], dx: &[f64]| {
+            let (mut out, mut dout) = (x[n..].to_vec(), dx[n..].to_vec());
+            cube_roots_fwd(&x[..n], &dx[..n], &mut out, &mut dout);
+            (out, dout)
+        }),
+        vjp: Box::new(move |x: &[f64], w: &[f64]| {
+            let (mut da, mut out, mut dout) = (zeros(n), x[n..].to_vec(), w.to_vec());
+            cube_roots_rev(&x[..n], &mut da, &mut out, &mut dout);
+            (out, cat(&[&da, &dout]))
+        }),
+    }
 }
 
 pub fn cube_roots_lanes() {
-    let a = [0.5, 2.0, 8.0, 27.5, 0.1];
-    let n = a.len();
-    // Inputs: `a` and the initial `out` (overwritten); outputs: the final `out`.
-    let x = cat(&[&a, &[0.0; 5]]);
-    let primal = |x: &[f64]| {
-        let mut out = x[n..].to_vec();
-        cube_roots(&x[..n], &mut out);
-        out
-    };
-    let jvp = |x: &[f64], dx: &[f64]| {
-        let (mut out, mut dout) = (x[n..].to_vec(), dx[n..].to_vec());
-        cube_roots_fwd(&x[..n], &dx[..n], &mut out, &mut dout);
-        (out, dout)
-    };
-    let scalar = |x: &[f64], w: &[f64]| {
-        let (mut da, mut out, mut dout) = (zeros(n), x[n..].to_vec(), w.to_vec());
-        cube_roots_rev(&x[..n], &mut da, &mut out, &mut dout);
-        (out, cat(&[&da, &dout]))
-    };
-    let batched = |x: &[f64], w: &[Vec<f64>]| {
+    let f = cube_roots_scalar();
+    let n = f.x.len() / 2;
+    check_lanes(&f, 2, &|x, w| {
         let mut da = [zeros(n), zeros(n)];
         let mut dout = [w[0].clone(), w[1].clone()];
         let mut out = x[n..].to_vec();
@@ -307,34 +427,60 @@ pub fn cube_roots_lanes() {
         cube_roots_rev2(&x[..n], [da0, da1], &mut out, [do0, do1]);
         let lanes = (0..2).map(|l| cat(&[&da[l], &dout[l]])).collect();
         (out, lanes)
-    };
-    check_lanes("cube_roots", &x, 2, &primal, &jvp, &scalar, &batched);
+    });
 }
 
-pub fn rows_energy_lanes() {
-    let (m, n) = (3, 4);
+pub fn cube_roots_forward_lanes() {
+    let f = cube_roots_scalar();
+    let n = f.x.len() / 2;
+    check_forward_lanes(&f, 2, &|x, v| {
+        let mut out = x[n..].to_vec();
+        let mut dout = [v[0][n..].to_vec(), v[1][n..].to_vec()];
+        let [d0, d1] = &mut dout;
+        cube_roots_fwd2(&x[..n], [&v[0][..n], &v[1][..n]], &mut out, [d0, d1]);
+        (out, dout.to_vec())
+    });
+}
+
+/// `rows_energy`'s matrix: rows and columns.
+const ENERGY_SHAPE: (usize, usize) = (3, 4);
+
+/// `rows_energy` of a 3 × 4 matrix given as rows; input `(a flattened, x)`.
+fn rows_energy_scalar() -> Scalar {
+    let (m, n) = ENERGY_SHAPE;
     let a: Vec<f64> = (0..m * n)
         .map(|k| ((k * 7 % 11) as f64 - 4.5) * 0.3)
         .collect();
-    let x = cat(&[&a, &[0.9, -0.4, 1.7, 0.6]]);
-    let rows = |x: &[f64]| to_rows(&x[..m * n], n);
-    let primal = |x: &[f64]| vec![rows_energy(&rows(x), &x[m * n..])];
-    let jvp = |x: &[f64], dx: &[f64]| {
-        let (y, dy) = rows_energy_fwd(&rows(x), &rows(dx), &x[m * n..], &dx[m * n..]);
-        (vec![y], vec![dy])
-    };
-    let scalar = |x: &[f64], w: &[f64]| {
-        let (mut da, mut dx) = (vec![zeros(n); m], zeros(n));
-        let y = rows_energy_rev(&rows(x), &mut da, &x[m * n..], &mut dx, w[0]);
-        (vec![y], cat(&[&from_rows(&da), &dx]))
-    };
-    let batched = |x: &[f64], w: &[Vec<f64>]| {
+    Scalar {
+        name: "rows_energy",
+        x: cat(&[&a, &[0.9, -0.4, 1.7, 0.6]]),
+        primal: Box::new(move |x: &[f64]| {
+            vec![rows_energy(&to_rows(&x[..m * n], n), &x[m * n..])]
+        }),
+        jvp: Box::new(move |x: &[f64], dx: &[f64]| {
+            let (a, da) = (to_rows(&x[..m * n], n), to_rows(&dx[..m * n], n));
+            let (y, dy) = rows_energy_fwd(&a, &da, &x[m * n..], &dx[m * n..]);
+            (vec![y], vec![dy])
+        }),
+        vjp: Box::new(move |x: &[f64], w: &[f64]| {
+            let (mut da, mut dx) = (vec![zeros(n); m], zeros(n));
+            let a = to_rows(&x[..m * n], n);
+            let y = rows_energy_rev(&a, &mut da, &x[m * n..], &mut dx, w[0]);
+            (vec![y], cat(&[&from_rows(&da), &dx]))
+        }),
+    }
+}
+
+pub fn rows_energy_lanes() {
+    let f = rows_energy_scalar();
+    let (m, n) = ENERGY_SHAPE;
+    check_lanes(&f, 2, &|x, w| {
         let mut da = [vec![zeros(n); m], vec![zeros(n); m]];
         let mut dx = [zeros(n), zeros(n)];
         let [da0, da1] = &mut da;
         let [dx0, dx1] = &mut dx;
         let y = rows_energy_rev2(
-            &rows(x),
+            &to_rows(&x[..m * n], n),
             [da0, da1],
             &x[m * n..],
             [dx0, dx1],
@@ -342,62 +488,99 @@ pub fn rows_energy_lanes() {
         );
         let lanes = (0..2).map(|l| cat(&[&from_rows(&da[l]), &dx[l]])).collect();
         (vec![y], lanes)
-    };
-    check_lanes("rows_energy", &x, 2, &primal, &jvp, &scalar, &batched);
+    });
+}
+
+pub fn rows_energy_forward_lanes() {
+    let f = rows_energy_scalar();
+    let (m, n) = ENERGY_SHAPE;
+    check_forward_lanes(&f, 2, &|x, v| {
+        let (r0, r1) = (to_rows(&v[0][..m * n], n), to_rows(&v[1][..m * n], n));
+        let (y, dy) = rows_energy_fwd2(
+            &to_rows(&x[..m * n], n),
+            [&r0, &r1],
+            &x[m * n..],
+            [&v[0][m * n..], &v[1][m * n..]],
+        );
+        (vec![y], dy.iter().map(|d| vec![*d]).collect())
+    });
+}
+
+/// `normalize_in_place` of 5 entries; input `(v, scale)`, output the final `v`.
+fn normalize_in_place_scalar() -> Scalar {
+    let v0 = [0.4, -1.2, 2.5, 0.7, -0.3];
+    let n = v0.len();
+    Scalar {
+        name: "normalize_in_place",
+        x: cat(&[&v0, &[1.7]]),
+        primal: Box::new(move |x: &[f64]| {
+            let mut v = x[..n].to_vec();
+            normalize_in_place(&mut v, x[n]);
+            v
+        }),
+        jvp: Box::new(move |x: &[f64], dx: &[f64]| {
+            let (mut v, mut dv) = (x[..n].to_vec(), dx[..n].to_vec());
+            normalize_in_place_fwd(&mut v, &mut dv, x[n], dx[n]);
+            (v, dv)
+        }),
+        vjp: Box::new(move |x: &[f64], w: &[f64]| {
+            let (mut v, mut dv) = (x[..n].to_vec(), w.to_vec());
+            let ds = normalize_in_place_rev(&mut v, &mut dv, x[n]);
+            (v, cat(&[&dv, &[ds]]))
+        }),
+    }
 }
 
 pub fn normalize_in_place_lanes() {
-    let v0 = [0.4, -1.2, 2.5, 0.7, -0.3];
-    let n = v0.len();
-    let x = cat(&[&v0, &[1.7]]);
-    let primal = |x: &[f64]| {
-        let mut v = x[..n].to_vec();
-        normalize_in_place(&mut v, x[n]);
-        v
-    };
-    let jvp = |x: &[f64], dx: &[f64]| {
-        let (mut v, mut dv) = (x[..n].to_vec(), dx[..n].to_vec());
-        normalize_in_place_fwd(&mut v, &mut dv, x[n], dx[n]);
-        (v, dv)
-    };
-    let scalar = |x: &[f64], w: &[f64]| {
-        let (mut v, mut dv) = (x[..n].to_vec(), w.to_vec());
-        let ds = normalize_in_place_rev(&mut v, &mut dv, x[n]);
-        (v, cat(&[&dv, &[ds]]))
-    };
-    let batched = |x: &[f64], w: &[Vec<f64>]| {
+    let f = normalize_in_place_scalar();
+    let n = f.x.len() - 1;
+    check_lanes(&f, 4, &|x, w| {
         let mut v = x[..n].to_vec();
         let mut dv = [w[0].clone(), w[1].clone(), w[2].clone(), w[3].clone()];
         let [d0, d1, d2, d3] = &mut dv;
         let ds = normalize_in_place_rev4(&mut v, [d0, d1, d2, d3], x[n]);
         let lanes = (0..4).map(|l| cat(&[&dv[l], &[ds[l]]])).collect();
         (v, lanes)
-    };
-    check_lanes("normalize_in_place", &x, 4, &primal, &jvp, &scalar, &batched);
+    });
 }
 
+pub fn normalize_in_place_forward_lanes() {
+    let f = normalize_in_place_scalar();
+    let n = f.x.len() - 1;
+    check_forward_lanes(&f, 3, &|x, t| {
+        let mut v = x[..n].to_vec();
+        let mut dv = [t[0][..n].to_vec(), t[1][..n].to_vec(), t[2][..n].to_vec()];
+        let [d0, d1, d2] = &mut dv;
+        normalize_in_place_fwd3(&mut v, [d0, d1, d2], x[n], [t[0][n], t[1][n], t[2][n]]);
+        (v, dv.to_vec())
+    });
+}
+
+/// Batched reverse only: `forward(width = N)` does not take calls with active arguments.
 pub fn calls_a_helper_lanes() {
     let x0 = [0.4, -1.1, 0.8, 1.5, -0.2];
     let n = x0.len();
-    let x = cat(&[&x0, &[0.7]]);
-    let primal = |x: &[f64]| vec![calls_a_helper(&x[..n], x[n])];
-    let jvp = |x: &[f64], dx: &[f64]| {
-        let (y, dy) = calls_a_helper_fwd(&x[..n], &dx[..n], x[n], dx[n]);
-        (vec![y], vec![dy])
+    let f = Scalar {
+        name: "calls_a_helper",
+        x: cat(&[&x0, &[0.7]]),
+        primal: Box::new(move |x: &[f64]| vec![calls_a_helper(&x[..n], x[n])]),
+        jvp: Box::new(move |x: &[f64], dx: &[f64]| {
+            let (y, dy) = calls_a_helper_fwd(&x[..n], &dx[..n], x[n], dx[n]);
+            (vec![y], vec![dy])
+        }),
+        vjp: Box::new(move |x: &[f64], w: &[f64]| {
+            let mut dx = zeros(n);
+            let (y, dk) = calls_a_helper_rev(&x[..n], &mut dx, x[n], w[0]);
+            (vec![y], cat(&[&dx, &[dk]]))
+        }),
     };
-    let scalar = |x: &[f64], w: &[f64]| {
-        let mut dx = zeros(n);
-        let (y, dk) = calls_a_helper_rev(&x[..n], &mut dx, x[n], w[0]);
-        (vec![y], cat(&[&dx, &[dk]]))
-    };
-    let batched = |x: &[f64], w: &[Vec<f64>]| {
+    check_lanes(&f, 2, &|x, w| {
         let mut d = [zeros(n), zeros(n)];
         let [d0, d1] = &mut d;
         let (y, dk) = calls_a_helper_rev2(&x[..n], [d0, d1], x[n], [w[0][0], w[1][0]]);
         let lanes = (0..2).map(|l| cat(&[&d[l], &[dk[l]]])).collect();
         (vec![y], lanes)
-    };
-    check_lanes("calls_a_helper", &x, 2, &primal, &jvp, &scalar, &batched);
+    });
 }
 
 /// A shadow of the wrong length in any lane panics naming the lane.
@@ -405,221 +588,6 @@ pub fn short_shadow_in_a_lane_panics() {
     let x = [0.1, 0.2, 0.3];
     let (mut d0, mut d1, mut d2) = (zeros(3), zeros(2), zeros(3));
     looped_rev3(&x, [&mut d0, &mut d1, &mut d2], 0.5, [1.0; 3]);
-}
-
-/// `(x, [ẋ per lane]) ↦ (y, [ẏ per lane])` through a batched forward function.
-type BatchedForward<'a> = &'a dyn Fn(&[f64], &[Vec<f64>]) -> (Vec<f64>, Vec<Vec<f64>>);
-
-/// Checks every lane of a batched forward function (see the file's docs), named `name`.
-fn check_forward_lanes(
-    name: &str,
-    x: &[f64],
-    width: usize,
-    primal: &dyn Fn(&[f64]) -> Vec<f64>,
-    scalar: &dyn Fn(&[f64], &[f64]) -> (Vec<f64>, Vec<f64>),
-    vjp: &dyn Fn(&[f64], &[f64]) -> (Vec<f64>, Vec<f64>),
-    batched: BatchedForward,
-) {
-    for lane in 0..width {
-        let jvp = |x: &[f64], v: &[f64]| {
-            let tangents: Vec<Vec<f64>> = (0..width)
-                .map(|m| {
-                    if m == lane {
-                        v.to_vec()
-                    } else {
-                        (0..x.len()).map(|k| other_seed(m, k)).collect()
-                    }
-                })
-                .collect();
-            let (y, ys) = batched(x, &tangents);
-            assert_eq!(ys.len(), width, "{name}: lanes");
-            (y, ys[lane].clone())
-        };
-        check_fwd_rev(&Case {
-            name: &format!("{name}, forward lane {lane} of {width}"),
-            x,
-            primal,
-            jvp: &jvp,
-            vjp,
-            tols: TOLS,
-        });
-    }
-    let tangents: Vec<Vec<f64>> = (0..width)
-        .map(|m| phidiff::check::random_vector(4000 + m as u64, x.len()))
-        .collect();
-    let (y, ys) = batched(x, &tangents);
-    for (lane, v) in tangents.iter().enumerate() {
-        let (y1, dy) = scalar(x, v);
-        assert_eq!(y, y1, "{name}: value of the batched and the scalar forward sweep");
-        assert_eq!(ys[lane], dy, "{name}: forward lane {lane} differs from the scalar sweep");
-    }
-}
-
-pub fn looped_forward_lanes() {
-    let x0: Vec<f64> = (0..7).map(|i| 0.3 * i as f64 - 0.8).collect();
-    let x = cat(&[&x0, &[1.3]]);
-    let n = x0.len();
-    let primal = |x: &[f64]| vec![looped(&x[..n], x[n])];
-    let scalar = |x: &[f64], dx: &[f64]| {
-        let (y, dy) = looped_fwd(&x[..n], &dx[..n], x[n], dx[n]);
-        (vec![y], vec![dy])
-    };
-    let vjp = |x: &[f64], w: &[f64]| {
-        let mut dx = zeros(n);
-        let (y, dk) = looped_rev(&x[..n], &mut dx, x[n], w[0]);
-        (vec![y], cat(&[&dx, &[dk]]))
-    };
-    let batched = |x: &[f64], v: &[Vec<f64>]| {
-        let (y, dy) = looped_fwd3(
-            &x[..n],
-            [&v[0][..n], &v[1][..n], &v[2][..n]],
-            x[n],
-            [v[0][n], v[1][n], v[2][n]],
-        );
-        (vec![y], dy.iter().map(|d| vec![*d]).collect())
-    };
-    check_forward_lanes("looped", &x, 3, &primal, &scalar, &vjp, &batched);
-}
-
-pub fn smoothed_passes_forward_lanes() {
-    let x0: Vec<f64> = (0..6).map(|i| 0.4 * i as f64 - 0.9).collect();
-    let x = cat(&[&x0, &[0.7]]);
-    let n = x0.len();
-    let primal = |x: &[f64]| vec![smoothed_passes(&x[..n], x[n])];
-    let scalar = |x: &[f64], dx: &[f64]| {
-        let (y, dy) = smoothed_passes_fwd(&x[..n], &dx[..n], x[n], dx[n]);
-        (vec![y], vec![dy])
-    };
-    let vjp = |x: &[f64], w: &[f64]| {
-        let mut dx = zeros(n);
-        let (y, dk) = smoothed_passes_rev(&x[..n], &mut dx, x[n], w[0]);
-        (vec![y], cat(&[&dx, &[dk]]))
-    };
-    let batched = |x: &[f64], v: &[Vec<f64>]| {
-        let (y, dy) = smoothed_passes_fwd4(
-            &x[..n],
-            std::array::from_fn(|l| &v[l][..n]),
-            x[n],
-            std::array::from_fn(|l| v[l][n]),
-        );
-        (vec![y], dy.iter().map(|d| vec![*d]).collect())
-    };
-    check_forward_lanes("smoothed_passes", &x, 4, &primal, &scalar, &vjp, &batched);
-}
-
-pub fn weighted_row_maxima_forward_lanes() {
-    let (rows, n) = (3, 4);
-    let a = [0.2, 1.1, -0.4, 0.7, 1.9, 0.3, -1.2, 1.4, -0.6, -0.9, 0.8, 0.1];
-    let x = cat(&[&a, &[0.5, -1.3, 2.1]]);
-    let m = rows * n;
-    let primal = |x: &[f64]| vec![weighted_row_maxima(&x[..m], &x[m..])];
-    let scalar = |x: &[f64], dx: &[f64]| {
-        let (y, dy) = weighted_row_maxima_fwd(&x[..m], &dx[..m], &x[m..], &dx[m..]);
-        (vec![y], vec![dy])
-    };
-    let vjp = |x: &[f64], w: &[f64]| {
-        let (mut da, mut dw) = (zeros(m), zeros(rows));
-        let y = weighted_row_maxima_rev(&x[..m], &mut da, &x[m..], &mut dw, w[0]);
-        (vec![y], cat(&[&da, &dw]))
-    };
-    let batched = |x: &[f64], v: &[Vec<f64>]| {
-        let (y, dy) = weighted_row_maxima_fwd2(
-            &x[..m],
-            [&v[0][..m], &v[1][..m]],
-            &x[m..],
-            [&v[0][m..], &v[1][m..]],
-        );
-        (vec![y], dy.iter().map(|d| vec![*d]).collect())
-    };
-    check_forward_lanes("weighted_row_maxima", &x, 2, &primal, &scalar, &vjp, &batched);
-}
-
-pub fn cube_roots_forward_lanes() {
-    let a = [0.5, 2.0, 8.0, 27.5, 0.1];
-    let n = a.len();
-    let x = cat(&[&a, &[0.0; 5]]);
-    let primal = |x: &[f64]| {
-        let mut out = x[n..].to_vec();
-        cube_roots(&x[..n], &mut out);
-        out
-    };
-    let scalar = |x: &[f64], dx: &[f64]| {
-        let (mut out, mut dout) = (x[n..].to_vec(), dx[n..].to_vec());
-        cube_roots_fwd(&x[..n], &dx[..n], &mut out, &mut dout);
-        (out, dout)
-    };
-    let vjp = |x: &[f64], w: &[f64]| {
-        let (mut da, mut out, mut dout) = (zeros(n), x[n..].to_vec(), w.to_vec());
-        cube_roots_rev(&x[..n], &mut da, &mut out, &mut dout);
-        (out, cat(&[&da, &dout]))
-    };
-    let batched = |x: &[f64], v: &[Vec<f64>]| {
-        let mut out = x[n..].to_vec();
-        let mut dout = [v[0][n..].to_vec(), v[1][n..].to_vec()];
-        let [d0, d1] = &mut dout;
-        cube_roots_fwd2(&x[..n], [&v[0][..n], &v[1][..n]], &mut out, [d0, d1]);
-        (out, dout.to_vec())
-    };
-    check_forward_lanes("cube_roots", &x, 2, &primal, &scalar, &vjp, &batched);
-}
-
-pub fn rows_energy_forward_lanes() {
-    let (m, n) = (3, 4);
-    let a: Vec<f64> = (0..m * n)
-        .map(|k| ((k * 7 % 11) as f64 - 4.5) * 0.3)
-        .collect();
-    let x = cat(&[&a, &[0.9, -0.4, 1.7, 0.6]]);
-    let rows = |x: &[f64]| to_rows(&x[..m * n], n);
-    let primal = |x: &[f64]| vec![rows_energy(&rows(x), &x[m * n..])];
-    let scalar = |x: &[f64], dx: &[f64]| {
-        let (y, dy) = rows_energy_fwd(&rows(x), &rows(dx), &x[m * n..], &dx[m * n..]);
-        (vec![y], vec![dy])
-    };
-    let vjp = |x: &[f64], w: &[f64]| {
-        let (mut da, mut dx) = (vec![zeros(n); m], zeros(n));
-        let y = rows_energy_rev(&rows(x), &mut da, &x[m * n..], &mut dx, w[0]);
-        (vec![y], cat(&[&from_rows(&da), &dx]))
-    };
-    let batched = |x: &[f64], v: &[Vec<f64>]| {
-        let (r0, r1) = (rows(&v[0]), rows(&v[1]));
-        let (y, dy) = rows_energy_fwd2(
-            &rows(x),
-            [&r0, &r1],
-            &x[m * n..],
-            [&v[0][m * n..], &v[1][m * n..]],
-        );
-        (vec![y], dy.iter().map(|d| vec![*d]).collect())
-    };
-    check_forward_lanes("rows_energy", &x, 2, &primal, &scalar, &vjp, &batched);
-}
-
-pub fn normalize_in_place_forward_lanes() {
-    let v0 = [0.4, -1.2, 2.5, 0.7, -0.3];
-    let n = v0.len();
-    let x = cat(&[&v0, &[1.7]]);
-    let primal = |x: &[f64]| {
-        let mut v = x[..n].to_vec();
-        normalize_in_place(&mut v, x[n]);
-        v
-    };
-    let scalar = |x: &[f64], dx: &[f64]| {
-        let (mut v, mut dv) = (x[..n].to_vec(), dx[..n].to_vec());
-        normalize_in_place_fwd(&mut v, &mut dv, x[n], dx[n]);
-        (v, dv)
-    };
-    let vjp = |x: &[f64], w: &[f64]| {
-        let (mut v, mut dv) = (x[..n].to_vec(), w.to_vec());
-        let ds = normalize_in_place_rev(&mut v, &mut dv, x[n]);
-        (v, cat(&[&dv, &[ds]]))
-    };
-    let batched = |x: &[f64], t: &[Vec<f64>]| {
-        let mut v = x[..n].to_vec();
-        let mut dv = [t[0][..n].to_vec(), t[1][..n].to_vec(), t[2][..n].to_vec()];
-        let [d0, d1, d2] = &mut dv;
-        normalize_in_place_fwd3(&mut v, [d0, d1, d2], x[n], [t[0][n], t[1][n], t[2][n]]);
-        (v, dv.to_vec())
-    };
-    check_forward_lanes("normalize_in_place", &x, 3, &primal, &scalar, &vjp, &batched);
 }
 
 /// A tangent of the wrong length in any lane panics naming the lane.
