@@ -194,6 +194,14 @@ numeric_tests! {
         gmm_parallel_over_points,
         atomic_and_summation_aware_adjoints_equal_serial,
     ],
+    /// Rayon loops and sums inside serial `for`/`while` loops and checkpointed steps.
+    parallel_nested: [
+        squares_swapped_is_u_to_the_fourth,
+        energy_scaled_is_x_to_the_ninth,
+        ring_steps_match_serial,
+        substeps_checkpointed_match_serial,
+        damped_while_matches_serial,
+    ],
     /// A parallel sum over what a parallel loop just wrote, moved into that loop.
     parallel_fused: [writer_then_sum_with_gather, whole_rows_then_sum],
     /// Rayon loops over the rows of a flat 2-D grid (`par_chunks_mut`).

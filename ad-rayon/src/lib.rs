@@ -100,7 +100,7 @@ pub use halo::{Halo, HaloChunk};
 pub use num_traits::Zero;
 pub use owned::{
     for_each_owned, for_each_owned_rev, for_each_owned_sum, for_each_owned_sum_rev, Owned,
-    OwnedChunk, Parts, Rows,
+    OwnedChunk, Parts, Rows, Shifted,
 };
 pub use private::{
     private_fits, private_max_bytes, scatter_private, Acc, PRIVATE_MAX_BYTES, PRIVATE_MAX_BYTES_ENV,

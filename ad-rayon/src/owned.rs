@@ -66,6 +66,8 @@ pub struct OwnedChunk<'a, T> {
     /// The block's rows: global elements `[base, end)`.
     data: &'a mut [T],
     width: usize,
+    /// Global element of row 0 (0, or a [`Shifted`] buffer's `from`).
+    shift: usize,
     /// Global element of `data[0]` (the block's first row times the width), and one past
     /// `data`'s last.
     base: usize,
@@ -114,7 +116,7 @@ impl<'a, T> OwnedChunk<'a, T> {
     /// The current row's global elements `[lo, hi)`, inside `[base, end)`.
     #[inline]
     fn bounds(&self) -> (usize, usize) {
-        let lo = (self.current * self.width).max(self.base);
+        let lo = (self.current * self.width + self.shift).max(self.base);
         // The last row of a buffer whose length the width does not divide is shorter.
         let hi = (lo + self.width).min(self.end);
         (lo.min(hi), hi)
@@ -251,23 +253,79 @@ impl<'a, T: Send> Owned for Rows<'a, T> {
             range.start,
             range.end
         );
-        let end = (range.end * width).min(self.data.len());
-        let start = (range.start * width).min(end);
-        self.data[start..end]
-            .chunks_mut(BLOCK * width)
-            .enumerate()
-            .map(|(k, data)| {
-                let first_row = block_range(range, k).start;
-                let base = first_row * width;
-                OwnedChunk {
-                    end: base + data.len(),
-                    data,
-                    width,
-                    base,
-                    current: first_row,
-                }
-            })
-            .collect()
+        split_rows(self.data, width, 0, range)
+    }
+
+    fn focus(chunk: &mut Self::Chunk, i: usize) {
+        chunk.set_current(i);
+    }
+}
+
+/// The chunks of rows `range` of `data`, row `r` starting at global element
+/// `shift + r·width` (`data` holds the global elements from `shift` on).
+fn split_rows<'a, T: Send>(
+    data: &'a mut [T],
+    width: usize,
+    shift: usize,
+    range: &Range<usize>,
+) -> Vec<OwnedChunk<'a, T>> {
+    let end = (range.end * width).min(data.len());
+    let start = (range.start * width).min(end);
+    data[start..end]
+        .chunks_mut(BLOCK * width)
+        .enumerate()
+        .map(|(k, data)| {
+            let first_row = block_range(range, k).start;
+            let base = first_row * width + shift;
+            OwnedChunk {
+                end: base + data.len(),
+                data,
+                width,
+                shift,
+                base,
+                current: first_row,
+            }
+        })
+        .collect()
+}
+
+/// A buffer whose element `from + i` belongs to iteration `i`: the slots of one entry of
+/// a parallel loop into a tape that a loop around it fills entry after entry (slots
+/// `from..from + range.end`; generated code indexes it by global element `from + i`).
+///
+/// ```
+/// use ad_rayon::{for_each_owned, Shifted};
+///
+/// // The second entry of a 4-iteration loop writes slots 4..8.
+/// let mut tape = vec![0.0_f64; 8];
+/// for_each_owned(0..4, (Shifted { data: &mut tape, from: 4 },), |i, (t,)| {
+///     t[4 + i] = i as f64;
+/// });
+/// assert_eq!(tape, [0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 2.0, 3.0]);
+/// ```
+#[derive(Debug)]
+pub struct Shifted<'a, T> {
+    /// The whole buffer; it must hold at least `from + range.end` elements.
+    pub data: &'a mut [T],
+    /// The global element of iteration 0.
+    pub from: usize,
+}
+
+impl<'a, T: Send> Owned for Shifted<'a, T> {
+    type Chunk = OwnedChunk<'a, T>;
+
+    fn split_blocks(self, range: &Range<usize>, position: usize) -> Vec<Self::Chunk> {
+        let needed = self.from + range.end;
+        assert!(
+            range.is_empty() || self.data.len() >= needed,
+            "owned buffer {position}: has {} elements, range {}..{} from element {} needs {needed}",
+            self.data.len(),
+            range.start,
+            range.end,
+            self.from
+        );
+        let from = self.from.min(self.data.len());
+        split_rows(&mut self.data[from..], 1, from, range)
     }
 
     fn focus(chunk: &mut Self::Chunk, i: usize) {

@@ -3,6 +3,7 @@
 //! classified).
 
 use super::*;
+use crate::derivative::parallel::Own;
 use std::collections::BTreeSet;
 
 impl Ctx<'_> {
@@ -104,10 +105,14 @@ impl Ctx<'_> {
                     return quote!(#rt::par::Halo { data: #data, width: #w, reach: #reach });
                 }
                 match owned[b] {
-                    None => data,
-                    Some(w) => {
+                    Own::Rows(None) => data,
+                    Own::Rows(Some(w)) => {
                         let w = self.val(w);
                         quote!(#rt::par::Rows { data: #data, width: #w })
+                    }
+                    Own::Shifted(from) => {
+                        let from = self.val(from);
+                        quote!(#rt::par::Shifted { data: #data, from: #from })
                     }
                 }
             })

@@ -125,22 +125,54 @@ fn depends(f: &Function, v: Value, i: Value) -> bool {
     }
 }
 
+/// How iteration `i` of a parallel loop owns one buffer its body writes.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub enum Own {
+    /// Element `i` (`None`), or row `i` of a width (`Some`).
+    Rows(Option<Value>),
+    /// Element (or, rank 2, row) `from + i`: a tape slot of a parallel loop that another
+    /// loop encloses, `from` the slot of the entry's iteration 0.
+    Shifted(Value),
+}
+
+/// `from + i` (the iteration's slot, see `reverse::sweep`): the `from`, defined outside
+/// the loop of index `i`, whose instructions are `inside`.
+fn shifted_slot(f: &Function, inside: &HashSet<Inst>, v: Value, i: Value) -> Option<Value> {
+    let def = |x: Value| match f.value(x).def {
+        ValueDef::Result(d, 0) => Some(&f.inst(d).kind),
+        _ => None,
+    };
+    let is_index = |x: Value| {
+        x == i || matches!(def(x), Some(InstKind::Binary(BinOp::IntLike, a, _)) if *a == i)
+    };
+    let outside = |x: Value| match f.value(x).def {
+        ValueDef::Result(d, _) | ValueDef::LoopIndex(d) | ValueDef::LoopParam(d, _) => {
+            !inside.contains(&d)
+        }
+    };
+    match def(v)? {
+        InstKind::Binary(BinOp::Add, a, b) if is_index(*b) && outside(*a) => Some(*a),
+        _ => None,
+    }
+}
+
 /// How iteration `i` of parallel loop `l` owns each buffer its body writes (outside
-/// buffers it allocates): element `i` (`None`), or row `i` of a width (`Some`). Every
-/// write must be at the iteration's own element or row, or (a halo of the loop, after
-/// [`summation_aware`]) an addition within its reach.
-pub fn ownership(f: &Function, l: Inst) -> Result<BTreeMap<Buf, Option<Value>>, String> {
+/// buffers it allocates). Every write must be at the iteration's own element or row, or
+/// (a halo of the loop, after [`summation_aware`]) an addition within its reach.
+pub fn ownership(f: &Function, l: Inst) -> Result<BTreeMap<Buf, Own>, String> {
     let InstKind::For { index, body, .. } = &f.inst(l).kind else {
         return Err("a parallel loop is a `for` loop".into());
     };
     let halo = f.halo.get(&l);
     let mut local = HashSet::new();
+    let mut inside = HashSet::from([l]);
     f.walk(*body, &mut |j| {
+        inside.insert(j);
         if let InstKind::Alloc { buf, .. } = f.inst(j).kind {
             local.insert(buf);
         }
     });
-    let mut owned: BTreeMap<Buf, Option<Value>> = BTreeMap::new();
+    let mut owned: BTreeMap<Buf, Own> = BTreeMap::new();
     let mut err = None;
     f.walk(*body, &mut |j| {
         if f.scatter.contains_key(&j) {
@@ -150,9 +182,27 @@ pub fn ownership(f: &Function, l: Inst) -> Result<BTreeMap<Buf, Option<Value>>, 
             if local.contains(&b) {
                 continue;
             }
+            let tape = f.buf(b).kind == BufKind::Tape;
+            let row = match &f.inst(j).kind {
+                InstKind::Store(_, idx, _) | InstKind::StoreAdd(_, idx, _) => idx.first(),
+                InstKind::TapeEnsureRow(_, row, _) => Some(row),
+                _ => None,
+            };
             let width = match &f.inst(j).kind {
+                _ if tape && row.is_some_and(|r| r != index) => {
+                    match shifted_slot(f, &inside, *row.expect("a row"), *index) {
+                        Some(from) => Own::Shifted(from),
+                        None => {
+                            err.get_or_insert(format!(
+                                "writes `{}` outside its own slot",
+                                f.buf(b).name
+                            ));
+                            Own::Rows(None)
+                        }
+                    }
+                }
                 InstKind::Store(_, idx, _) | InstKind::StoreAdd(_, idx, _) => {
-                    if idx.len() == 1 {
+                    Own::Rows(if idx.len() == 1 {
                         let reaches = |form: &Affine| {
                             let spec = halo.and_then(|h| h.get(&b));
                             spec.is_some_and(|s| {
@@ -178,9 +228,9 @@ pub fn ownership(f: &Function, l: Inst) -> Result<BTreeMap<Buf, Option<Value>>, 
                             f.buf(b).name
                         ));
                         None
-                    }
+                    })
                 }
-                _ => None,
+                _ => Own::Rows(None),
             };
             if let Some(&before) = owned.get(&b) {
                 if before != width {
@@ -223,7 +273,9 @@ fn rewrite_loop(f: &mut Function, l: Inst, atomic: bool) -> Result<(), String> {
     };
     // Buffers allocated inside the body belong to one iteration.
     let mut local = HashSet::new();
+    let mut inside = HashSet::from([l]);
     f.walk(body, &mut |i| {
+        inside.insert(i);
         if let InstKind::Alloc { buf, .. } = f.inst(i).kind {
             local.insert(buf);
         }
@@ -247,6 +299,11 @@ fn rewrite_loop(f: &mut Function, l: Inst, atomic: bool) -> Result<(), String> {
             return;
         }
         if local.contains(&buf) || idx.first() == Some(&index) {
+            return;
+        }
+        // A save into the iteration's slot of a tape that an enclosing loop fills.
+        let tape = f.buf(buf).kind == BufKind::Tape;
+        if tape && !add && shifted_slot(f, &inside, idx[0], index).is_some() {
             return;
         }
         let form = (idx.len() == 1).then(|| affine(f, idx[0], index)).flatten();

@@ -177,6 +177,13 @@ impl Rev<'_> {
         let private = self.privatize(b, i);
         let s = self.fetch(b, range.start)?;
         let e = self.fetch(b, range.end)?;
+        // Inside another loop: this entry's slots start `end` before the counter (see
+        // `Rev::declare_saves`), and the counter goes back to their start after the loop.
+        let entry = self.counter.get(&i).copied().map(|c| {
+            let next = b.get(c);
+            let len = b.int_like(e, next);
+            (c, b.sub(next, len))
+        });
         let ni = b.reserve();
         let t = b
             .func
@@ -184,7 +191,14 @@ impl Rev<'_> {
         let nb = b.func.new_block();
         let r: Result<(), String> = b.in_block(nb, |b| {
             self.memo.push(HashMap::new());
-            self.iteration.insert(i, t);
+            let slot = match entry {
+                Some((_, k0)) => {
+                    let j = b.int_like(t, k0);
+                    b.add(k0, j)
+                }
+                None => t,
+            };
+            self.iteration.insert(i, slot);
             self.index.insert(i, t);
             self.parallel_counters(b, i, true);
             self.adjoint_body(b, i, &carry, false)?;
@@ -213,6 +227,9 @@ impl Rev<'_> {
         );
         b.func.parallel.insert(ni, f.parallel[&i]);
         b.func.descending.insert(ni);
+        if let Some((c, k0)) = entry {
+            b.set(c, k0);
+        }
         // The sums' initial values receive the adjoint of their results, once.
         self.flush_carries(b, &inits, &carry);
         self.unprivatize(b, private);

@@ -428,6 +428,23 @@ impl<'a> Rev<'a> {
                 _ => unreachable!("only tape and slot values are saved"),
             }
         }
+        // A parallel loop inside another loop runs once per iteration of that loop: its
+        // iteration `j` saves into slot `k₀ + j` (row `k₀ + j` of a nested loop's tapes),
+        // `k₀` its counter at entry, and the counter moves past the entry's slots after it.
+        let mut nested_parallel: Vec<Inst> = self
+            .f
+            .parallel
+            .keys()
+            .copied()
+            .filter(|&p| self.enclosing_loop(p).is_some())
+            .filter(|&p| !self.tapes_of(p).is_empty() || self.row_of.values().any(|q| *q == p))
+            .collect();
+        nested_parallel.sort();
+        for p in nested_parallel {
+            let z = b.iconst(0);
+            let c = b.cell(Ty::Int, "iter", z);
+            self.counter.insert(p, c);
+        }
         let rows: Vec<(Inst, Buf)> = self.rec.rows.iter().copied().collect();
         for (l, buf) in rows {
             let data = self.f.buf(buf);
@@ -470,6 +487,17 @@ impl<'a> Rev<'a> {
                 }
             }
         }
+    }
+
+    /// The loop strictly enclosing instruction `i`, if any.
+    fn enclosing_loop(&self, i: Inst) -> Option<Inst> {
+        let chain = self.structure.chain(i);
+        chain[..chain.len() - 1].iter().rev().copied().find(|l| {
+            matches!(
+                self.f.inst(*l).kind,
+                InstKind::For { .. } | InstKind::While { .. }
+            )
+        })
     }
 
     /// The parallel loop strictly enclosing loop `l`, if any.

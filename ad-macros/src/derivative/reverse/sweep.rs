@@ -167,8 +167,17 @@ impl Rev<'_> {
         // A parallel loop's iteration `i` saves into slot `i` (direct-indexed: iterations
         // own their slots), so its tapes hold `end` slots.
         let parallel = f.parallel.get(&i).copied();
+        // Inside another loop, from slot `k₀` on (`Rev::declare_saves`): `k₀` and the
+        // counter after the entry, `k₀ + end`.
+        let mut parallel_entry = None;
         if let (Some(_), false, InstKind::For { range, .. }) = (parallel, self.plain, &data.kind) {
-            let end = self.m.v(range.end);
+            let mut end = self.m.v(range.end);
+            if let Some(c) = counter {
+                let k0 = b.get(c);
+                let e = b.int_like(end, k0);
+                end = b.add(k0, e);
+                parallel_entry = Some((c, k0, end));
+            }
             let mut rows: Vec<Buf> = self.tapes_of(i);
             for (l, p) in self.row_of.clone() {
                 if p == i {
@@ -189,6 +198,7 @@ impl Rev<'_> {
         // affine in `j`, so the tape gets an index window like any buffer
         // (`codegen::window`), and no counter is stepped in the loop.
         let mut entry = None;
+        let counter = counter.filter(|_| parallel.is_none());
         if let (Some(c), InstKind::For { range, .. }) = (counter, &data.kind) {
             let tapes: Vec<Buf> = self.tapes_of(i);
             let (s, e) = (self.m.v(range.start), self.m.v(range.end));
@@ -257,7 +267,14 @@ impl Rev<'_> {
                 return self.ck_forward_iteration(b, i, new_index);
             }
             if let (Some(_), Some(ix)) = (parallel, new_index) {
-                self.iteration.insert(i, ix);
+                let slot = match parallel_entry {
+                    Some((_, k0, _)) => {
+                        let j = b.int_like(ix, k0);
+                        b.add(k0, j)
+                    }
+                    None => ix,
+                };
+                self.iteration.insert(i, slot);
                 if !self.plain {
                     self.parallel_counters(b, i, false);
                 }
@@ -348,6 +365,9 @@ impl Rev<'_> {
             ));
         }
         b.finish(ni, kind, results.clone());
+        if let Some((c, _, next)) = parallel_entry {
+            b.set(c, next);
+        }
         if let Some((c, k0, _, total)) = entry {
             let next = if exit.is_empty() {
                 total
