@@ -209,6 +209,7 @@ numeric_tests! {
         heat2d_rows_parallel_equal_serial,
         burgers2d_rows_parallel_equal_serial,
         packed_rows_par_matches_finite_differences,
+        rows_reading_neighbour_rows_match_serial,
     ],
     /// Branches, data-dependent loops, `match`, `loop`/`break`/`continue`, early `return`.
     control_flow: [

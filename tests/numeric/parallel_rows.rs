@@ -273,3 +273,118 @@ pub fn burgers2d_rows_parallel_equal_serial() {
         tols: TOLS,
     });
 }
+
+/// Issue 45, D2: row `i` reads the row above as `u[i·w + j − w]` (a `− w` the adjoint must
+/// see as the row before, not as a column of row `i`).
+#[differentiate(forward, reverse)]
+pub fn rows_up_par(u: &[f64], out: &mut [f64], w: usize) {
+    out.par_chunks_mut(w).enumerate().for_each(|(i, row)| {
+        for j in 0..row.len() {
+            let up = if i > 0 { u[i * w + j - w] } else { 0.0 };
+            row[j] = up * u[i * w + j];
+        }
+    });
+}
+
+/// [`rows_up_par`] as a serial loop.
+#[differentiate(forward, reverse)]
+pub fn rows_up_serial(u: &[f64], out: &mut [f64], w: usize) {
+    for k in 0..out.len() {
+        let up = if k >= w { u[k - w] } else { 0.0 };
+        out[k] = up * u[k];
+    }
+}
+
+/// Row `i` reads the row below as `u[i·w + j + w]` and the next element as `u[c + 1]`,
+/// which at the row's end is the first element of the next row.
+#[differentiate(forward, reverse)]
+pub fn rows_down_par(u: &[f64], out: &mut [f64], w: usize) {
+    let n = u.len();
+    out.par_chunks_mut(w).enumerate().for_each(|(i, row)| {
+        for j in 0..row.len() {
+            let down = if i * w + j + w < n { u[i * w + j + w] } else { 0.0 };
+            let c = i * w + j;
+            let next = if c + 1 < n { u[c + 1] } else { 0.0 };
+            row[j] = down * u[c] + next.sin();
+        }
+    });
+}
+
+/// [`rows_down_par`] as a serial loop.
+#[differentiate(forward, reverse)]
+pub fn rows_down_serial(u: &[f64], out: &mut [f64], w: usize) {
+    let n = u.len();
+    for c in 0..out.len() {
+        let down = if c + w < n { u[c + w] } else { 0.0 };
+        let next = if c + 1 < n { u[c + 1] } else { 0.0 };
+        out[c] = down * u[c] + next.sin();
+    }
+}
+
+type NeighbourRev = fn(&[f64], &mut [f64], &mut [f64], &mut [f64], usize);
+type NeighbourFwd = fn(&[f64], &[f64], &mut [f64], &mut [f64], usize);
+type NeighbourPrimal = fn(&[f64], &mut [f64], usize);
+
+/// A row-parallel function of `u` into `out` against its serial twin (6000 elements in
+/// rows of 3: four blocks of 512 rows, where a wrong row claim panicked even without
+/// debug assertions), on 1, 2 and 8 threads, and against finite differences and the
+/// dot-product test (14 elements, a short last row).
+fn neighbour_rows_match_serial(
+    name: &str,
+    (primal, fwd, rev): (NeighbourPrimal, NeighbourFwd, NeighbourRev),
+    (primal_s, rev_s): (NeighbourPrimal, NeighbourRev),
+) {
+    let (len, w) = (6000, 3);
+    let u: Vec<f64> = (0..len).map(|k| (k as f64 * 0.37).sin() + 0.2).collect();
+    let seed: Vec<f64> = (0..len).map(|k| ((k % 7) as f64) * 0.25 - 0.5).collect();
+    let run = |f: NeighbourRev| {
+        let (mut du, mut out, mut dout) = (zeros(len), zeros(len), seed.clone());
+        f(&u, &mut du, &mut out, &mut dout, w);
+        (du, out, dout)
+    };
+    let (du_p, out_p, dout_p) = run(rev);
+    let (du_s, out_s, dout_s) = run(rev_s);
+    let (mut a, mut b) = (zeros(len), zeros(len));
+    primal(&u, &mut a, w);
+    primal_s(&u, &mut b, w);
+    assert_all_close(&format!("{name}: primal vs serial"), &a, &b, 0.0, 0.0);
+    assert_all_close(&format!("{name}: _rev's output"), &out_p, &out_s, 0.0, 0.0);
+    assert_all_close(&format!("{name}: ū vs serial"), &du_p, &du_s, 1e-12, 1e-14);
+    assert_all_close(&format!("{name}: dout on exit"), &dout_p, &dout_s, 0.0, 0.0);
+    same_on_1_2_8_threads(name, Across::Bitwise, || run(rev).0);
+    let (len, w) = (14, 3);
+    let x: Vec<f64> = (0..len).map(|k| (k as f64 * 0.9).cos() + 0.3).collect();
+    check_fwd_rev(&Case {
+        name,
+        x: &x,
+        primal: &|u| {
+            let mut out = zeros(len);
+            primal(u, &mut out, w);
+            out
+        },
+        jvp: &|u, d| {
+            let (mut out, mut dout) = (zeros(len), zeros(len));
+            fwd(u, d, &mut out, &mut dout, w);
+            (out, dout)
+        },
+        vjp: &|u, s| {
+            let (mut du, mut out, mut dout) = (zeros(len), zeros(len), s.to_vec());
+            rev(u, &mut du, &mut out, &mut dout, w);
+            (out, du)
+        },
+        tols: TOLS,
+    });
+}
+
+pub fn rows_reading_neighbour_rows_match_serial() {
+    neighbour_rows_match_serial(
+        "rows_up_par",
+        (rows_up_par, rows_up_par_fwd, rows_up_par_rev),
+        (rows_up_serial, rows_up_serial_rev),
+    );
+    neighbour_rows_match_serial(
+        "rows_down_par",
+        (rows_down_par, rows_down_par_fwd, rows_down_par_rev),
+        (rows_down_serial, rows_down_serial_rev),
+    );
+}

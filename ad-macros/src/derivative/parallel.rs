@@ -3,13 +3,16 @@
 //! index, at compile time, so that each parallel iteration writes only what it owns.
 //!
 //! - `buf[i] += v`, `i` the loop's index: owned, kept (a plain add, no synchronization).
-//! - `buf[i + c] += v` or `buf[(i + c)·w + j] += v`, `c` a constant (a stencil's
-//!   neighbours): kept as it is, and `buf` becomes a halo of the loop
-//!   ([`Function::halo`], reach `max |c|`): each block of iterations adds into its own
+//! - `buf[i + c] += v` or `buf[(i + c)·w + j + d] += v`, `c` and `d` constants and `j`
+//!   shown to lie in `[0, w)` (a loop over `0..w` or a chunk's `row.len()`, `x % w`; see
+//!   [`Affine::slack`]), the stencil's neighbours: kept as it is, and `buf` becomes a halo
+//!   of the loop ([`Function::halo`], reach `max |c| + |d|`, since `j + d` may reach `|d|`
+//!   rows further): each block of iterations adds into its own
 //!   rows in place and into the few rows past its ends through a private halo, added
 //!   back in block order after the loop (`ad_rayon::Halo`). No atomics, no buffer as
 //!   large as the target, and the sums are the same on any number of threads.
-//! - `buf[j] += v` at a computed `j` (`x[idx[i]]`, `means[c·d + j]` in an inner loop):
+//! - `buf[j] += v` at a computed `j` (`x[idx[i]]`, `means[c·d + j]` in an inner loop, a
+//!   row's column not shown to stay near the row):
 //!   a scatter target of the loop ([`Function::scatter`]); the emitted loop adds through
 //!   a private copy per thread, or atomics when the targets are too large to privatize
 //!   (`ad_rayon::for_each_owned_scatter`).
@@ -27,6 +30,8 @@ enum Site {
     Shift {
         buf: Buf,
         offset: i128,
+        /// Rows the column may add to the offset either way (see [`Affine::slack`]).
+        slack: u64,
         width: Option<Value>,
     },
     /// `buf[j]`, `j` computed.
@@ -34,80 +39,261 @@ enum Site {
 }
 
 /// A rank-1 index as a function of the parallel index `i`: `i + shift`, or
-/// `(i + shift)·width + rest` (a row of width `width`; `rest` anything).
+/// `(i + shift)·width + column` (row `i + shift` of a flat 2-D buffer).
 #[derive(Clone, Copy, PartialEq, Debug)]
 pub struct Affine {
     pub width: Option<Value>,
     pub shift: i128,
+    /// How many rows the column may move the element off row `i + shift`: 0 for a column
+    /// in `[0, width)` (`0`, a constant below a constant width, the index of a loop over
+    /// `0..width` or `0..min(width, …)`, a chunk's `row.len()`); `|c|` for such a loop
+    /// index plus a constant `c` (`u[i·w + j + 1]` reaches the next row at the row's end,
+    /// and with `w = 1` the `c`-th); `None` when the column is anything else, so that only
+    /// the row of a store, which Rust's borrows keep in the iteration's own row, is taken
+    /// on trust.
+    pub slack: Option<u64>,
 }
 
-/// The affine form of index `v` in the parallel index `i`, when it has one.
-pub fn affine(f: &Function, v: Value, i: Value) -> Option<Affine> {
-    if v == i {
-        return Some(Affine {
-            width: None,
-            shift: 0,
-        });
+/// An index as a sum of signed terms, with the parallel index's part gathered.
+#[derive(Default, Debug)]
+struct Linear {
+    /// The coefficient of `i` alone.
+    index: i128,
+    /// The width `w` of `(i + c)·w` terms, and the sum of their `c`s.
+    width: Option<Value>,
+    rows: i128,
+    constant: i128,
+    /// Terms that do not depend on `i`, each with its sign.
+    other: Vec<(Value, i128)>,
+}
+
+impl Linear {
+    fn plus(mut self, o: Linear, sign: i128) -> Option<Linear> {
+        self.index += sign * o.index;
+        self.width = match (self.width, o.width) {
+            (Some(a), Some(b)) if a != b => return None,
+            (a, b) => a.or(b),
+        };
+        self.rows += sign * o.rows;
+        self.constant += sign * o.constant;
+        self.other
+            .extend(o.other.into_iter().map(|(v, s)| (v, s * sign)));
+        Some(self)
     }
-    let ValueDef::Result(d, 0) = f.value(v).def else {
-        return None;
-    };
-    let konst = |x: Value| match f.value(x).def {
+}
+
+/// The integer constant `v` is, if it is one.
+fn int_constant(f: &Function, v: Value) -> Option<i128> {
+    match f.value(v).def {
         ValueDef::Result(j, 0) => match f.inst(j).kind {
             InstKind::IConst(c) => Some(c),
             _ => None,
         },
         _ => None,
-    };
-    // `a ± b` where `a` carries `i`: a constant moves an element index; anything is the
-    // column part of a row index.
-    // `k·w` (or `w·k`) for a constant `k`: whole rows of width `w`.
-    let rows_of = |x: Value, w: Value| match f.value(x).def {
-        ValueDef::Result(j, 0) => match f.inst(j).kind {
-            InstKind::Binary(BinOp::Mul, a, b) if b == w => konst(a),
-            InstKind::Binary(BinOp::Mul, a, b) if a == w => konst(b),
-            _ => None,
-        },
+    }
+}
+
+/// Whether `a` and `b` hold the same integer: one value, equal constants, or two reads of
+/// one parameter (each read of a parameter is a value of its own).
+fn same_int(f: &Function, a: Value, b: Value) -> bool {
+    if a == b {
+        return true;
+    }
+    let kind = |v: Value| match f.value(v).def {
+        ValueDef::Result(d, 0) => Some(&f.inst(d).kind),
         _ => None,
     };
-    let offset = |a: Value, b: Value, sign: i128| -> Option<Affine> {
-        let form = affine(f, a, i)?;
-        match (form.width, konst(b)) {
-            (None, Some(c)) => Some(Affine {
-                shift: form.shift + sign * c,
-                ..form
-            }),
-            (None, None) => None,
-            (Some(_), _) if depends(f, b, i) => None,
-            (Some(w), _) => Some(Affine {
-                shift: form.shift + sign * rows_of(b, w).unwrap_or(0),
-                ..form
-            }),
-        }
+    match (kind(a), kind(b)) {
+        (Some(InstKind::IConst(x)), Some(InstKind::IConst(y))) => x == y,
+        (Some(InstKind::Param(x)), Some(InstKind::Param(y))) => x == y,
+        _ => false,
+    }
+}
+
+/// `v` as a [`Linear`] sum in `i`; `None` where `i` enters other than by `+`, `−` and a
+/// row width.
+fn linear(f: &Function, v: Value, i: Value, depth: u32) -> Option<Linear> {
+    if v == i {
+        return Some(Linear {
+            index: 1,
+            ..Linear::default()
+        });
+    }
+    if let Some(c) = int_constant(f, v) {
+        return Some(Linear {
+            constant: c,
+            ..Linear::default()
+        });
+    }
+    let leaf = || Linear {
+        other: vec![(v, 1)],
+        ..Linear::default()
+    };
+    // A strip's index (`base + k`, see `reverse::strip`) is one term with a bound.
+    if f.index_below.contains_key(&v) && !depends(f, v, i) {
+        return Some(leaf());
+    }
+    if depth > 16 {
+        return (!depends(f, v, i)).then(leaf);
+    }
+    let ValueDef::Result(d, 0) = f.value(v).def else {
+        return (!depends(f, v, i)).then(leaf);
     };
     match f.inst(d).kind {
-        InstKind::Binary(BinOp::Add, a, b) if depends(f, a, i) && !depends(f, b, i) => {
-            offset(a, b, 1)
+        InstKind::Binary(BinOp::Add, a, b) => {
+            linear(f, a, i, depth + 1)?.plus(linear(f, b, i, depth + 1)?, 1)
         }
-        InstKind::Binary(BinOp::Add, a, b) if depends(f, b, i) && !depends(f, a, i) => {
-            offset(b, a, 1)
+        InstKind::Binary(BinOp::Sub, a, b) => {
+            linear(f, a, i, depth + 1)?.plus(linear(f, b, i, depth + 1)?, -1)
         }
-        InstKind::Binary(BinOp::Sub, a, b) if depends(f, a, i) && !depends(f, b, i) => {
-            offset(a, b, -1)
-        }
-        InstKind::Binary(BinOp::Mul, a, b) => {
+        InstKind::Binary(BinOp::Mul, a, b) if depends(f, a, i) || depends(f, b, i) => {
+            // `(i + c)·w`: row `i + c` of width `w`.
             let (row, w) = if depends(f, a, i) { (a, b) } else { (b, a) };
             if depends(f, w, i) {
                 return None;
             }
-            let form = affine(f, row, i)?;
-            form.width.is_none().then_some(Affine {
+            let r = linear(f, row, i, depth + 1)?;
+            (r.index == 1 && r.width.is_none() && r.other.is_empty()).then_some(Linear {
                 width: Some(w),
-                shift: form.shift,
+                rows: r.constant,
+                ..Linear::default()
             })
         }
-        _ => None,
+        _ => (!depends(f, v, i)).then(leaf),
     }
+}
+
+/// Whether index `j` lies in `[0, w)`: it is known to ([`Function::index_below`]), or it
+/// is the index of a loop over `0..w`, `0..w − k` or `0..min(w, …)`.
+fn index_below(f: &Function, j: Value, w: Value) -> bool {
+    if f.index_below
+        .get(&j)
+        .is_some_and(|b| same_int(f, *b, w) || below(f, *b, w))
+    {
+        return true;
+    }
+    match f.value(j).def {
+        ValueDef::LoopIndex(l) => {
+            loop_bound(f, l).is_some_and(|b| same_int(f, b, w) || below(f, b, w))
+        }
+        _ => false,
+    }
+}
+
+/// A bound `b` with loop `l`'s index in `[0, b)`: the end of a plain range from a constant
+/// `≥ 0`, or `w` where that end is `min(w, …)` (a chunk's `row.len()`).
+pub fn loop_bound(f: &Function, l: Inst) -> Option<Value> {
+    let InstKind::For { range, index, .. } = &f.inst(l).kind else {
+        return None;
+    };
+    if let Some(b) = f.index_below.get(index) {
+        return Some(*b);
+    }
+    if range.step.is_some() || int_constant(f, range.start).is_none_or(|s| s < 0) {
+        return None;
+    }
+    let end = range.end;
+    let ValueDef::Result(k, m) = f.value(end).def else {
+        return Some(end);
+    };
+    // `if w <= x { w } else { x }` (or `x >= w`), as a chunk's `row.len()` lowers.
+    if let InstKind::If {
+        cond,
+        then_blk,
+        else_blk,
+    } = &f.inst(k).kind
+    {
+        let (then_y, else_y) = (
+            f.block(*then_blk).yields[m as usize],
+            f.block(*else_blk).yields[m as usize],
+        );
+        if let ValueDef::Result(c, 0) = f.value(*cond).def {
+            if let InstKind::Binary(BinOp::Le | BinOp::Lt, a, x)
+            | InstKind::Binary(BinOp::Ge | BinOp::Gt, x, a) = f.inst(c).kind
+            {
+                if same_int(f, a, then_y) && else_y == x {
+                    return Some(then_y);
+                }
+            }
+        }
+    }
+    Some(end)
+}
+
+/// Whether `b ≤ w`: `b` is `w − k` for a constant `k ≥ 0`.
+fn below(f: &Function, b: Value, w: Value) -> bool {
+    let ValueDef::Result(k, 0) = f.value(b).def else {
+        return false;
+    };
+    matches!(f.inst(k).kind, InstKind::Binary(BinOp::Sub, a, c)
+        if same_int(f, a, w) && int_constant(f, c).is_some_and(|c| c >= 0))
+}
+
+/// Whether `j` is `x % w` (of unsigned integers: in `[0, w)`).
+fn remainder_of(f: &Function, j: Value, w: Value) -> bool {
+    matches!(f.value(j).def, ValueDef::Result(d, 0)
+        if matches!(f.inst(d).kind, InstKind::Binary(BinOp::Rem, _, m) if same_int(f, m, w)))
+}
+
+/// The affine form of index `v` in the parallel index `i`, when it has one.
+pub fn affine(f: &Function, v: Value, i: Value) -> Option<Affine> {
+    let lin = linear(f, v, i, 0)?;
+    let Some(w) = lin.width else {
+        return (lin.index == 1 && lin.other.is_empty()).then_some(Affine {
+            width: None,
+            shift: lin.constant,
+            slack: Some(0),
+        });
+    };
+    if lin.index != 0 {
+        return None;
+    }
+    // Terms `±w` and `±k·w` move whole rows; the rest is the column.
+    let mut rows = lin.rows;
+    let mut column = Vec::new();
+    for (x, sign) in lin.other {
+        let k = if same_int(f, x, w) {
+            Some(1)
+        } else {
+            match f.value(x).def {
+                ValueDef::Result(d, 0) => match f.inst(d).kind {
+                    InstKind::Binary(BinOp::Mul, a, b) if same_int(f, b, w) => int_constant(f, a),
+                    InstKind::Binary(BinOp::Mul, a, b) if same_int(f, a, w) => int_constant(f, b),
+                    _ => None,
+                },
+                _ => None,
+            }
+        };
+        match k {
+            Some(k) => rows += sign * k,
+            None => column.push((x, sign)),
+        }
+    }
+    let c = lin.constant;
+    let slack = match column.as_slice() {
+        [] => match int_constant(f, w).filter(|w| *w > 0) {
+            Some(w) => {
+                rows += c.div_euclid(w);
+                Some(0)
+            }
+            // Rows have at least one element: `(i + s)·w − 1` ends row `i + s − 1`, and
+            // `(i + s)·w − k` lies in rows `i + s − k ..= i + s − 1`.
+            None if c < 0 => {
+                rows -= 1;
+                Some(c.unsigned_abs() as u64 - 1)
+            }
+            None => Some(c as u64),
+        },
+        [(j, 1)] if index_below(f, *j, w) || remainder_of(f, *j, w) => {
+            Some(c.unsigned_abs() as u64)
+        }
+        _ => None,
+    };
+    Some(Affine {
+        width: Some(w),
+        shift: rows,
+        slack,
+    })
 }
 
 /// Whether `v` is computed from `i` by arithmetic.
@@ -205,12 +391,16 @@ pub fn ownership(f: &Function, l: Inst) -> Result<BTreeMap<Buf, Own>, String> {
                     Own::Rows(if idx.len() == 1 {
                         let reaches = |form: &Affine| {
                             let spec = halo.and_then(|h| h.get(&b));
-                            spec.is_some_and(|s| {
-                                s.width == form.width && form.shift.unsigned_abs() as u64 <= s.reach
+                            spec.zip(form.slack).is_some_and(|(s, slack)| {
+                                s.width == form.width
+                                    && form.shift.unsigned_abs() as u64 + slack <= s.reach
                             })
                         };
+                        // A store's row is the iteration's own (Rust's borrows keep it
+                        // there); an addition's column must be shown to stay in the row.
+                        let own = |form: &Affine| form.slack == Some(0) || !adds(f, j);
                         match affine(f, idx[0], *index) {
-                            Some(Affine { width, shift: 0 }) => width,
+                            Some(form) if form.shift == 0 && own(&form) => form.width,
                             Some(form) if reaches(&form) && adds(f, j) => form.width,
                             _ => {
                                 err.get_or_insert(format!(
@@ -306,14 +496,14 @@ fn rewrite_loop(f: &mut Function, l: Inst, atomic: bool) -> Result<(), String> {
         if tape && !add && shifted_slot(f, &inside, idx[0], index).is_some() {
             return;
         }
-        let form = (idx.len() == 1).then(|| affine(f, idx[0], index)).flatten();
-        if matches!(
-            form,
-            Some(Affine {
-                width: Some(_),
-                shift: 0
-            })
-        ) {
+        // An addition whose column may leave its row by an unknown amount adds at a
+        // computed index.
+        let form = (idx.len() == 1)
+            .then(|| affine(f, idx[0], index))
+            .flatten()
+            .filter(|form| form.slack.is_some() || !add);
+        let own_row = |form: &Affine| form.slack == Some(0) || !add;
+        if matches!(form, Some(form) if form.width.is_some() && form.shift == 0 && own_row(&form)) {
             return; // the iteration's own row
         }
         let name = f.buf(buf).name.clone();
@@ -331,9 +521,14 @@ fn rewrite_loop(f: &mut Function, l: Inst, atomic: bool) -> Result<(), String> {
             return;
         }
         let site = match form {
-            Some(Affine { width, shift }) => Site::Shift {
+            Some(Affine {
+                width,
+                shift,
+                slack,
+            }) => Site::Shift {
                 buf,
                 offset: shift,
+                slack: slack.unwrap_or(0),
                 width,
             },
             None => Site::Computed { buf },
@@ -393,8 +588,14 @@ fn rewrite_loop(f: &mut Function, l: Inst, atomic: bool) -> Result<(), String> {
     // Constant shifts: the buffer is a halo of the loop, reaching the largest shift.
     let mut halos: BTreeMap<Buf, HaloSpec> = BTreeMap::new();
     for (_, site, _) in &sites {
-        if let Site::Shift { buf, offset, width } = *site {
-            let reach = offset.unsigned_abs() as u64;
+        if let Site::Shift {
+            buf,
+            offset,
+            slack,
+            width,
+        } = *site
+        {
+            let reach = offset.unsigned_abs() as u64 + slack;
             let spec = halos.entry(buf).or_insert(HaloSpec { width, reach });
             spec.reach = spec.reach.max(reach);
         }

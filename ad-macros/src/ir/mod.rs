@@ -465,6 +465,11 @@ pub struct Function {
     /// the generated code keeps the group in one `Vec<[T; width]>`, lane `l` of element
     /// `i` at `[i][l]`, so the lanes of an element are adjacent.
     pub interleaved: std::collections::HashMap<Buf, Interleaved>,
+    /// Loop indices known to lie in `[0, bound)` for a bound other than their range's end:
+    /// the pieces of a loop over `0..e` that `derivative::reverse::split` cuts in three, and
+    /// the strips `derivative::reverse::strip` cuts it into, stay below `e` (what
+    /// `derivative::parallel` reads to keep a row's column in its row).
+    pub index_below: std::collections::HashMap<Value, Value>,
 }
 
 /// A lane of an interleaved buffer group: see [`Function::interleaved`].
@@ -502,6 +507,7 @@ impl Function {
             descending: Default::default(),
             final_reads: Default::default(),
             interleaved: Default::default(),
+            index_below: Default::default(),
         };
         f.body = f.new_block();
         f

@@ -30,6 +30,7 @@ impl Rev<'_> {
             }
             None => self.fetch(b, data.results[n])?,
         };
+        let below = self.index_bound(b, i);
         let range_vals = match &data.kind {
             InstKind::For { range, .. } => {
                 let s = self.fetch(b, range.start)?;
@@ -74,6 +75,9 @@ impl Rev<'_> {
                 } else {
                     b.add(s, off)
                 };
+                if let Some(below) = below {
+                    b.func.index_below.insert(idx, below);
+                }
                 self.index.insert(i, idx);
             }
             self.step_back(b, &backward)?;
@@ -107,6 +111,32 @@ impl Rev<'_> {
         self.flush_carries(b, &inits, &carry);
         self.unprivatize(b, private);
         Ok(())
+    }
+
+    /// A bound of the indices of loop `l` (for [`Function::index_below`]), as a value of
+    /// the generated function: where the loop runs over `0..w` or `0..min(w, …)` (a
+    /// chunk's `row.len()`) from a constant `≥ 0`, with `w` a constant or a parameter.
+    pub(super) fn index_bound(&self, b: &mut Builder, l: Inst) -> Option<Value> {
+        let w = crate::derivative::parallel::loop_bound(self.f, l)?;
+        self.rebuilt_bound(b, w, 0)
+    }
+
+    /// Integer `v` of the primal rebuilt from constants and parameters by `−`, if it is.
+    fn rebuilt_bound(&self, b: &mut Builder, v: Value, depth: u32) -> Option<Value> {
+        let f = self.f;
+        let ValueDef::Result(d, 0) = f.value(v).def else {
+            return None;
+        };
+        match f.inst(d).kind {
+            InstKind::IConst(c) => Some(b.iconst(c)),
+            InstKind::Param(n) => Some(b.value(InstKind::Param(self.param_index[n]), Ty::Int)),
+            InstKind::Binary(BinOp::Sub, x, y) if depth < 4 => {
+                let x = self.rebuilt_bound(b, x, depth + 1)?;
+                let y = self.rebuilt_bound(b, y, depth + 1)?;
+                Some(b.sub(x, y))
+            }
+            _ => None,
+        }
     }
 
     /// A cell for each backward counter of loop `l` (a parameter stepped by an inner

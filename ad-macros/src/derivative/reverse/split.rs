@@ -319,11 +319,16 @@ impl Decompose<'_> {
 
 fn apply(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst, plan: Plan) {
     let InstKind::For {
-        range, inits, body, ..
+        range,
+        inits,
+        body,
+        index,
+        ..
     } = f.inst(l).kind.clone()
     else {
         return;
     };
+    let below = index_bound(f, l);
     let mut inside = HashSet::new();
     f.walk(body, &mut |i| {
         inside.insert(i);
@@ -383,6 +388,9 @@ fn apply(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst, plan: Pla
     if let InstKind::For { range, inits, .. } = &mut f.insts[l.index()].kind {
         range.start = hi;
         *inits = second;
+    }
+    if let Some(below) = below {
+        f.index_below.insert(index, below);
     }
     let post = f.new_block();
     super::carry::surround(f, parent, l, pre, post);
@@ -518,7 +526,11 @@ fn copy_loop(
     let name = b.func.value(index).name.clone();
     let insts = b.func.block(body).insts.clone();
     let yields = b.func.block(body).yields.clone();
-    b.for_range(start, end, name, &params, inits, |b, j, nparams| {
+    let below = index_bound(b.func, l);
+    let results = b.for_range(start, end, name, &params, inits, |b, j, nparams| {
+        if let Some(below) = below {
+            b.func.index_below.insert(j, below);
+        }
         let mut names: HashMap<Value, Value> = params
             .iter()
             .copied()
@@ -547,5 +559,22 @@ fn copy_loop(
             .iter()
             .map(|v| names.get(v).copied().unwrap_or(*v))
             .collect()
-    })
+    });
+    results
+}
+
+/// A bound that the index of loop `l` and of any piece cut from it stays in `[0, bound)`
+/// of ([`Function::index_below`]): the one it has, or the end of its range if that starts
+/// at a constant `≥ 0` (as a row's `0..len` does).
+pub(super) fn index_bound(f: &Function, l: Inst) -> Option<Value> {
+    let InstKind::For { range, index, .. } = &f.inst(l).kind else {
+        return None;
+    };
+    let from_zero = matches!(f.value(range.start).def, ValueDef::Result(d, 0)
+        if matches!(f.inst(d).kind, InstKind::IConst(c) if c >= 0));
+    let plain = range.step.is_none();
+    f.index_below
+        .get(index)
+        .copied()
+        .or((from_zero && plain).then_some(range.end))
 }

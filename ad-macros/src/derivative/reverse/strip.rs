@@ -112,6 +112,8 @@ fn strip(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst) {
     else {
         return;
     };
+    // The strips' indices stay in `[0, bound)` where the loop's do.
+    let below = super::split::index_bound(f, l);
     let pre = f.new_block();
     let mut b = Builder::new(f, pre);
     b.span = b.func.inst(l).span;
@@ -144,6 +146,9 @@ fn strip(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst) {
                     let mut names: HashMap<Value, Value> =
                         params.iter().copied().zip(inner.iter().copied()).collect();
                     let i = b.add(base, k);
+                    if let Some(below) = below {
+                        b.func.index_below.insert(i, below);
+                    }
                     names.insert(index, i);
                     copy_body(b, body, &mut names)
                 },
@@ -154,6 +159,9 @@ fn strip(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst) {
     if let InstKind::For { range, inits, .. } = &mut f.insts[l.index()].kind {
         range.start = rest;
         *inits = results;
+    }
+    if let Some(below) = below {
+        f.index_below.insert(index, below);
     }
     let post = f.new_block();
     super::carry::surround(f, parent, l, pre, post);

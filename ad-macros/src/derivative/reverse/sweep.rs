@@ -251,6 +251,9 @@ impl Rev<'_> {
             );
             self.m.set(*index, nidx);
             new_index = Some(nidx);
+            if let Some(below) = self.index_bound(b, i) {
+                b.func.index_below.insert(nidx, below);
+            }
         }
         let cond_blk = match &data.kind {
             InstKind::While { cond, .. } => {

@@ -70,19 +70,19 @@ pub fn heat_rev(
     let mut _ck_index_3 = 0;
     let mut _kept_u_6 = _u_2.to_vec();
     let mut _kept_next_7 = _next_4.to_vec();
-    let mut _v67: usize = 0;
+    let mut _v68: usize = 0;
     for _v14 in 0..steps {
-        _v67 += 1;
-        let _v15 = _ck_step_2;
-        let _v17 = _v15 + 1;
-        _ck_step_2 = _v17;
-        let _v18 = {
+        _v68 += 1;
+        let _v16 = _ck_step_2;
+        let _v18 = _v16 + 1;
+        _ck_step_2 = _v18;
+        let _v19 = {
             let state_0 = _v14;
             let state_1 = &_u_2[..];
             let state_2 = &_next_4[..];
             checkpointer_0
                 .forward_step(
-                    _v15 as usize,
+                    _v16 as usize,
                     |snap| {
                         snap.push_int(state_0 as i128);
                         snap.push_floats(&state_1[..]);
@@ -90,157 +90,157 @@ pub fn heat_rev(
                     },
                 )
         } == ::phidiff::__private::checkpoint::StepMode::Taped;
-        if _v18 {
+        if _v19 {
             _ck_index_3 = _v14;
             _kept_u_6.copy_from_slice(&_u_2[..]);
             _kept_next_7.copy_from_slice(&_next_4[..]);
             _next_4[0] = 0.0f64;
-            let _v22 = _n_4 - 1;
-            _next_4[_v22] = 0.0f64;
-            let _v26 = _n_4 - 1;
-            let _w_u_46_0 = if _v26 > 1 { &_u_2[1.._v26] } else { &_u_2[..0] };
-            let _w_u_46_1 = if _v26 > 1 {
-                &_u_2[0..usize::wrapping_sub(_v26, 1)]
+            let _v23 = _n_4 - 1;
+            _next_4[_v23] = 0.0f64;
+            let _v27 = _n_4 - 1;
+            let _w_u_47_0 = if _v27 > 1 { &_u_2[1.._v27] } else { &_u_2[..0] };
+            let _w_u_47_1 = if _v27 > 1 {
+                &_u_2[0..usize::wrapping_sub(_v27, 1)]
             } else {
                 &_u_2[..0]
             };
-            let _w_u_46_2 = if _v26 > 1 {
-                &_u_2[2..usize::wrapping_add(_v26, 1)]
+            let _w_u_47_2 = if _v27 > 1 {
+                &_u_2[2..usize::wrapping_add(_v27, 1)]
             } else {
                 &_u_2[..0]
             };
-            let _w_next_46_3 = if _v26 > 1 {
-                &mut _next_4[1.._v26]
+            let _w_next_47_3 = if _v27 > 1 {
+                &mut _next_4[1.._v27]
             } else {
                 &mut _next_4[..0]
             };
-            for _i_27 in 1.._v26 {
-                let _v28 = _w_u_46_0[_i_27 - 1];
-                let _v31 = _w_u_46_1[_i_27 - 1];
-                let _v33 = _w_u_46_0[_i_27 - 1];
-                let _v34 = 2.0f64 * _v33;
-                let _v35 = _v31 - _v34;
-                let _v38 = _w_u_46_2[_i_27 - 1];
-                let _v39 = _v35 + _v38;
-                let _v40 = r * _v39;
-                let _v41 = _v28 + _v40;
-                _w_next_46_3[_i_27 - 1] = _v41;
+            for _i_28 in 1.._v27 {
+                let _v29 = _w_u_47_0[_i_28 - 1];
+                let _v32 = _w_u_47_1[_i_28 - 1];
+                let _v34 = _w_u_47_0[_i_28 - 1];
+                let _v35 = 2.0f64 * _v34;
+                let _v36 = _v32 - _v35;
+                let _v39 = _w_u_47_2[_i_28 - 1];
+                let _v40 = _v36 + _v39;
+                let _v41 = r * _v40;
+                let _v42 = _v29 + _v41;
+                _w_next_47_3[_i_28 - 1] = _v42;
             }
             ::core::mem::swap(&mut _u_2, &mut _next_4);
         } else {
             _next_4[0] = 0.0f64;
-            let _v46 = _n_4 - 1;
-            _next_4[_v46] = 0.0f64;
-            let _v50 = _n_4 - 1;
-            let _w_u_73_0 = if _v50 > 1 { &_u_2[1.._v50] } else { &_u_2[..0] };
-            let _w_u_73_1 = if _v50 > 1 {
-                &_u_2[0..usize::wrapping_sub(_v50, 1)]
+            let _v47 = _n_4 - 1;
+            _next_4[_v47] = 0.0f64;
+            let _v51 = _n_4 - 1;
+            let _w_u_74_0 = if _v51 > 1 { &_u_2[1.._v51] } else { &_u_2[..0] };
+            let _w_u_74_1 = if _v51 > 1 {
+                &_u_2[0..usize::wrapping_sub(_v51, 1)]
             } else {
                 &_u_2[..0]
             };
-            let _w_u_73_2 = if _v50 > 1 {
-                &_u_2[2..usize::wrapping_add(_v50, 1)]
+            let _w_u_74_2 = if _v51 > 1 {
+                &_u_2[2..usize::wrapping_add(_v51, 1)]
             } else {
                 &_u_2[..0]
             };
-            let _w_next_73_3 = if _v50 > 1 {
-                &mut _next_4[1.._v50]
+            let _w_next_74_3 = if _v51 > 1 {
+                &mut _next_4[1.._v51]
             } else {
                 &mut _next_4[..0]
             };
-            for _i_51 in 1.._v50 {
-                let _v52 = _w_u_73_0[_i_51 - 1];
-                let _v55 = _w_u_73_1[_i_51 - 1];
-                let _v57 = _w_u_73_0[_i_51 - 1];
-                let _v58 = 2.0f64 * _v57;
-                let _v59 = _v55 - _v58;
-                let _v62 = _w_u_73_2[_i_51 - 1];
-                let _v63 = _v59 + _v62;
-                let _v64 = r * _v63;
-                let _v65 = _v52 + _v64;
-                _w_next_73_3[_i_51 - 1] = _v65;
+            for _i_52 in 1.._v51 {
+                let _v53 = _w_u_74_0[_i_52 - 1];
+                let _v56 = _w_u_74_1[_i_52 - 1];
+                let _v58 = _w_u_74_0[_i_52 - 1];
+                let _v59 = 2.0f64 * _v58;
+                let _v60 = _v56 - _v59;
+                let _v63 = _w_u_74_2[_i_52 - 1];
+                let _v64 = _v60 + _v63;
+                let _v65 = r * _v64;
+                let _v66 = _v53 + _v65;
+                _w_next_74_3[_i_52 - 1] = _v66;
             }
             ::core::mem::swap(&mut _u_2, &mut _next_4);
         }
     }
-    checkpointer_0.end_forward(_v67 as usize);
-    let _v181 = _n_4 > 0;
-    let _v184 = if _v181 {
-        let _v182 = _n_4 - 0;
-        _v182
+    checkpointer_0.end_forward(_v68 as usize);
+    let _v182 = _n_4 > 0;
+    let _v185 = if _v182 {
+        let _v183 = _n_4 - 0;
+        _v183
     } else {
         0
     };
-    let _v186 = _v184 / 8;
-    let _v187 = _v186 * 8;
-    let _v188 = 0 + _v187;
-    let mut _j_191 = 0.0f64;
-    for _strip_190 in 0.._v186 {
-        let _v192 = _strip_190 * 8;
-        let _v193 = 0 + _v192;
-        let mut _j_197 = _j_191;
-        let _w_u_261_0 = if 8 > 0 {
-            &_u_2[_v193..usize::wrapping_add(_v193, 8)]
+    let _v187 = _v185 / 8;
+    let _v188 = _v187 * 8;
+    let _v189 = 0 + _v188;
+    let mut _j_192 = 0.0f64;
+    for _strip_191 in 0.._v187 {
+        let _v193 = _strip_191 * 8;
+        let _v194 = 0 + _v193;
+        let mut _j_198 = _j_192;
+        let _w_u_262_0 = if 8 > 0 {
+            &_u_2[_v194..usize::wrapping_add(_v194, 8)]
         } else {
             &_u_2[..0]
         };
-        let _w_zero_u_261_1 = if 8 > 0 {
-            &mut _zero_u_3[_v193..usize::wrapping_add(_v193, 8)]
+        let _w_zero_u_262_1 = if 8 > 0 {
+            &mut _zero_u_3[_v194..usize::wrapping_add(_v194, 8)]
         } else {
             &mut _zero_u_3[..0]
         };
-        for _lane_196 in 0..8 {
-            let _v199 = _w_u_261_0[_lane_196];
-            let _v200 = _w_u_261_0[_lane_196];
-            let _v201 = _v199 * _v200;
-            let _v202 = _j_197 + _v201;
+        for _lane_197 in 0..8 {
+            let _v200 = _w_u_262_0[_lane_197];
+            let _v201 = _w_u_262_0[_lane_197];
+            let _v202 = _v200 * _v201;
+            let _v203 = _j_198 + _v202;
             let mut _carry_4 = seed;
             let mut _adj_j_5 = (-0.0f64);
             let mut _adj_v36_6 = (-0.0f64);
             let mut _adj_v39_7 = (-0.0f64);
-            let _v207 = _carry_4;
-            _adj_v39_7 += _v207;
-            let _v208 = _adj_v39_7;
-            _adj_j_5 += _v208;
-            let _v210 = _v199 * _v208;
-            let _v211 = 2.0f64 * _v210;
-            _adj_v36_6 += _v211;
-            let _v212 = _adj_v36_6;
-            _w_zero_u_261_1[_lane_196] += _v212;
-            _j_197 = _v202;
+            let _v208 = _carry_4;
+            _adj_v39_7 += _v208;
+            let _v209 = _adj_v39_7;
+            _adj_j_5 += _v209;
+            let _v211 = _v200 * _v209;
+            let _v212 = 2.0f64 * _v211;
+            _adj_v36_6 += _v212;
+            let _v213 = _adj_v36_6;
+            _w_zero_u_262_1[_lane_197] += _v213;
+            _j_198 = _v203;
         }
-        let _v213 = _j_197;
-        _j_191 = _v213;
+        let _v214 = _j_198;
+        _j_192 = _v214;
     }
-    let _v215 = _j_191;
-    let mut _j_70 = _v215;
-    let _w_u_94_0 = if _n_4 > _v188 { &_u_2[_v188.._n_4] } else { &_u_2[..0] };
-    let _w_zero_u_94_1 = if _n_4 > _v188 {
-        &mut _zero_u_3[_v188.._n_4]
+    let _v216 = _j_192;
+    let mut _j_71 = _v216;
+    let _w_u_95_0 = if _n_4 > _v189 { &_u_2[_v189.._n_4] } else { &_u_2[..0] };
+    let _w_zero_u_95_1 = if _n_4 > _v189 {
+        &mut _zero_u_3[_v189.._n_4]
     } else {
         &mut _zero_u_3[..0]
     };
-    for _i_71 in _v188.._n_4 {
-        let _v72 = _w_u_94_0[_i_71 - _v188];
-        let _v73 = _w_u_94_0[_i_71 - _v188];
-        let _v74 = _v72 * _v73;
-        let _v75 = _j_70 + _v74;
+    for _i_72 in _v189.._n_4 {
+        let _v73 = _w_u_95_0[_i_72 - _v189];
+        let _v74 = _w_u_95_0[_i_72 - _v189];
+        let _v75 = _v73 * _v74;
+        let _v76 = _j_71 + _v75;
         let mut _carry_4 = seed;
         let mut _adj_j_5 = (-0.0f64);
         let mut _adj_v36_6 = (-0.0f64);
         let mut _adj_v39_7 = (-0.0f64);
-        let _v80 = _carry_4;
-        _adj_v39_7 += _v80;
-        let _v81 = _adj_v39_7;
-        _adj_j_5 += _v81;
-        let _v83 = _v72 * _v81;
-        let _v84 = 2.0f64 * _v83;
-        _adj_v36_6 += _v84;
-        let _v85 = _adj_v36_6;
-        _w_zero_u_94_1[_i_71 - _v188] += _v85;
-        _j_70 = _v75;
+        let _v81 = _carry_4;
+        _adj_v39_7 += _v81;
+        let _v82 = _adj_v39_7;
+        _adj_j_5 += _v82;
+        let _v84 = _v73 * _v82;
+        let _v85 = 2.0f64 * _v84;
+        _adj_v36_6 += _v85;
+        let _v86 = _adj_v36_6;
+        _w_zero_u_95_1[_i_72 - _v189] += _v86;
+        _j_71 = _v76;
     }
-    let _j_86 = _j_70;
+    let _j_87 = _j_71;
     _adj_j_1 += seed;
     loop {
         let action = checkpointer_0.next_reverse();
@@ -277,27 +277,27 @@ pub fn heat_rev(
             ::phidiff::__private::checkpoint::Action::Advance { from, to } => {
                 for _ in from..to {
                     _next_4[0] = 0.0f64;
-                    let _v93 = _n_4 - 1;
-                    _next_4[_v93] = 0.0f64;
-                    let _v97 = _n_4 - 1;
-                    for _i_98 in 1.._v97 {
-                        let _v99 = _u_2[_i_98];
-                        let _v101 = _i_98 - 1;
-                        let _v102 = _u_2[_v101];
-                        let _v104 = _u_2[_i_98];
-                        let _v105 = 2.0f64 * _v104;
-                        let _v106 = _v102 - _v105;
-                        let _v108 = _i_98 + 1;
-                        let _v109 = _u_2[_v108];
-                        let _v110 = _v106 + _v109;
-                        let _v111 = r * _v110;
-                        let _v112 = _v99 + _v111;
-                        _next_4[_i_98] = _v112;
+                    let _v94 = _n_4 - 1;
+                    _next_4[_v94] = 0.0f64;
+                    let _v98 = _n_4 - 1;
+                    for _i_99 in 1.._v98 {
+                        let _v100 = _u_2[_i_99];
+                        let _v102 = _i_99 - 1;
+                        let _v103 = _u_2[_v102];
+                        let _v105 = _u_2[_i_99];
+                        let _v106 = 2.0f64 * _v105;
+                        let _v107 = _v103 - _v106;
+                        let _v109 = _i_99 + 1;
+                        let _v110 = _u_2[_v109];
+                        let _v111 = _v107 + _v110;
+                        let _v112 = r * _v111;
+                        let _v113 = _v100 + _v112;
+                        _next_4[_i_99] = _v113;
                     }
                     ::core::mem::swap(&mut _u_2, &mut _next_4);
-                    let _v114 = _ck_index_3;
-                    let _v116 = _v114 + 1;
-                    _ck_index_3 = _v116;
+                    let _v115 = _ck_index_3;
+                    let _v117 = _v115 + 1;
+                    _ck_index_3 = _v117;
                 }
             }
             ::phidiff::__private::checkpoint::Action::Reverse { .. }
@@ -308,71 +308,71 @@ pub fn heat_rev(
                 }
                 ::core::mem::swap(&mut _zero_u_3, &mut _zero_next_5);
                 let mut _acc_8 = (-0.0f64);
-                let _v122 = _n_4 - 1;
-                let _v123 = _v122 > 1;
-                let _v126 = if _v123 {
-                    let _v124 = _v122 - 1;
-                    _v124
+                let _v123 = _n_4 - 1;
+                let _v124 = _v123 > 1;
+                let _v127 = if _v124 {
+                    let _v125 = _v123 - 1;
+                    _v125
                 } else {
                     0
                 };
                 let mut _carry_shadow_14 = 0.0f64;
                 let mut _carry_shadow_15 = 0.0f64;
-                for _rev_t_128 in (0.._v126).rev() {
-                    let _v129 = 1 + _rev_t_128;
+                for _rev_t_129 in (0.._v127).rev() {
+                    let _v130 = 1 + _rev_t_129;
                     let mut _adj_v16_9 = (-0.0f64);
                     let mut _adj_v19_10 = (-0.0f64);
                     let mut _adj_v21_11 = (-0.0f64);
                     let mut _adj_v26_12 = (-0.0f64);
                     let mut _adj_v29_13 = (-0.0f64);
-                    let _v135 = _zero_next_5[_v129];
-                    _adj_v29_13 += _v135;
-                    _zero_next_5[_v129] = 0.0f64;
-                    let _v138 = _v129 - 1;
-                    let _v139 = _u_2[_v138];
-                    let _v141 = _u_2[_v129];
-                    let _v142 = 2.0f64 * _v141;
-                    let _v143 = _v139 - _v142;
-                    let _v145 = _v129 + 1;
-                    let _v146 = _u_2[_v145];
-                    let _v147 = _v143 + _v146;
-                    let _v148 = _adj_v29_13;
-                    let _v149 = _v147 * _v148;
-                    _acc_8 += _v149;
-                    _adj_v16_9 += _v148;
-                    let _v150 = r * _v148;
-                    _adj_v19_10 += _v150;
-                    let _v151 = 2.0f64 * _v150;
-                    let _v152 = -_v151;
-                    _adj_v21_11 += _v152;
-                    _adj_v26_12 += _v150;
-                    let _v153 = _adj_v26_12;
-                    let _v154 = _adj_v21_11;
-                    let _v155 = _adj_v19_10;
-                    let _v156 = _adj_v16_9;
-                    let _v167 = _carry_shadow_15;
-                    let _v168 = _v153 + _v167;
-                    _zero_u_3[_v145] += _v168;
-                    let _v169 = _carry_shadow_14;
-                    let _v171 = _v154 + _v156;
-                    let _v172 = _v171 + _v169;
-                    _carry_shadow_15 = _v172;
-                    _carry_shadow_14 = _v155;
+                    let _v136 = _zero_next_5[_v130];
+                    _adj_v29_13 += _v136;
+                    _zero_next_5[_v130] = 0.0f64;
+                    let _v139 = _v130 - 1;
+                    let _v140 = _u_2[_v139];
+                    let _v142 = _u_2[_v130];
+                    let _v143 = 2.0f64 * _v142;
+                    let _v144 = _v140 - _v143;
+                    let _v146 = _v130 + 1;
+                    let _v147 = _u_2[_v146];
+                    let _v148 = _v144 + _v147;
+                    let _v149 = _adj_v29_13;
+                    let _v150 = _v148 * _v149;
+                    _acc_8 += _v150;
+                    _adj_v16_9 += _v149;
+                    let _v151 = r * _v149;
+                    _adj_v19_10 += _v151;
+                    let _v152 = 2.0f64 * _v151;
+                    let _v153 = -_v152;
+                    _adj_v21_11 += _v153;
+                    _adj_v26_12 += _v151;
+                    let _v154 = _adj_v26_12;
+                    let _v155 = _adj_v21_11;
+                    let _v156 = _adj_v19_10;
+                    let _v157 = _adj_v16_9;
+                    let _v168 = _carry_shadow_15;
+                    let _v169 = _v154 + _v168;
+                    _zero_u_3[_v146] += _v169;
+                    let _v170 = _carry_shadow_14;
+                    let _v172 = _v155 + _v157;
+                    let _v173 = _v172 + _v170;
+                    _carry_shadow_15 = _v173;
+                    _carry_shadow_14 = _v156;
                 }
-                let _v173 = _v126 > 0;
-                if _v173 {
-                    let _v174 = 1 + 0;
-                    let _v175 = _carry_shadow_14;
-                    let _v177 = _v174 - 1;
-                    _zero_u_3[_v177] += _v175;
-                    let _v178 = _carry_shadow_15;
-                    let _v180 = _v174 + 0;
-                    _zero_u_3[_v180] += _v178;
+                let _v174 = _v127 > 0;
+                if _v174 {
+                    let _v175 = 1 + 0;
+                    let _v176 = _carry_shadow_14;
+                    let _v178 = _v175 - 1;
+                    _zero_u_3[_v178] += _v176;
+                    let _v179 = _carry_shadow_15;
+                    let _v181 = _v175 + 0;
+                    _zero_u_3[_v181] += _v179;
                 }
-                let _v158 = _acc_8;
-                _adj_r_0 += _v158;
-                let _v160 = _n_4 - 1;
-                _zero_next_5[_v160] = 0.0f64;
+                let _v159 = _acc_8;
+                _adj_r_0 += _v159;
+                let _v161 = _n_4 - 1;
+                _zero_next_5[_v161] = 0.0f64;
                 _zero_next_5[0] = 0.0f64;
             }
             ::phidiff::__private::checkpoint::Action::Done => break,
@@ -382,8 +382,8 @@ pub fn heat_rev(
     for (__d, __s) in du0.iter_mut().zip(_zero_u_3.iter()) {
         *__d += *__s;
     }
-    let _v164 = _adj_r_0;
-    (_j_86, _v164)
+    let _v165 = _adj_r_0;
+    (_j_87, _v165)
 }
 /// Generated by `#[differentiate]` from [`heat`].
 #[allow(
