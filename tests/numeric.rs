@@ -202,6 +202,9 @@ numeric_tests! {
         substeps_checkpointed_match_serial,
         damped_while_matches_serial,
     ],
+    /// Generic (`T: Float`) rayon loops reading at computed indices, with `f64` and
+    /// `Dual<f64>`.
+    parallel_generic: [generic_ring_gather_with_duals, generic_gathered_steps_with_duals],
     /// A parallel sum over what a parallel loop just wrote, moved into that loop.
     parallel_fused: [writer_then_sum_with_gather, whole_rows_then_sum],
     /// Rayon loops over the rows of a flat 2-D grid (`par_chunks_mut`).

@@ -105,6 +105,9 @@ pub use owned::{
 pub use private::{
     private_fits, private_max_bytes, scatter_private, Acc, PRIVATE_MAX_BYTES, PRIVATE_MAX_BYTES_ENV,
 };
-pub use scatter::{for_each_owned_scatter, for_each_owned_scatter_atomic, Scatter, ScatterFloat};
+pub use scatter::{
+    for_each_owned_scatter, for_each_owned_scatter_atomic, for_each_owned_scatter_copies, Scatter,
+    ScatterFloat,
+};
 pub use scratch::{Scratch, POOL_BUFFERS, POOL_MAX_BYTES, POOL_TOTAL_BYTES};
 pub use window::{HaloWindow, Window};

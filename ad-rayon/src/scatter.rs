@@ -97,7 +97,7 @@ impl<T> fmt::Debug for Scatter<'_, T> {
     }
 }
 
-impl<T: ScatterFloat> Scatter<'_, T> {
+impl<T: Copy + Add<Output = T>> Scatter<'_, T> {
     /// `targets[target][j] += value`: the adjoint `+=` at an index the
     /// generator could not prove owned. See
     /// [`for_each_owned_scatter`] for an example.
@@ -230,10 +230,62 @@ where
     }
     let total: usize = targets.iter().map(|t| t.len()).sum();
     if total > 0 && private_fits(total, std::mem::size_of::<T>()) {
-        copies_mode(range, parts, targets, body)
+        let lanes = lane_count(block_count(&range));
+        copies_mode(range, parts, targets, body, lanes)
     } else {
         atomic_mode(range, parts, targets, body)
     }
+}
+
+/// [`for_each_owned_scatter`] for any number type, atomic adds or not (a generic `T`,
+/// which may be a dual number): the lanes mode when the copies fit, else one lane, which
+/// runs the blocks serially in order and adds straight into the targets. The targets and
+/// sums are those of [`for_each_owned_scatter`] whenever its lanes mode applies.
+///
+/// ```
+/// use ad_rayon::for_each_owned_scatter_copies;
+///
+/// // A histogram of (value, tangent) pairs: no atomic add exists for them.
+/// #[derive(Clone, Copy, Debug, PartialEq)]
+/// struct Pair(f64, f64);
+/// impl std::ops::Add for Pair {
+///     type Output = Pair;
+///     fn add(self, o: Pair) -> Pair { Pair(self.0 + o.0, self.1 + o.1) }
+/// }
+/// impl num_traits::Zero for Pair {
+///     fn zero() -> Pair { Pair(0.0, 0.0) }
+///     fn is_zero(&self) -> bool { *self == Pair(0.0, 0.0) }
+/// }
+/// let mut hist = vec![Pair(0.0, 0.0); 3];
+/// let [] = for_each_owned_scatter_copies(0..3000, (), vec![&mut hist[..]], |i, (), s| {
+///     s.add(0, i % 3, Pair(1.0, 0.5));
+///     []
+/// });
+/// assert_eq!(hist, [Pair(1000.0, 500.0); 3]);
+/// ```
+///
+/// # Panics
+/// As [`for_each_owned_scatter`].
+pub fn for_each_owned_scatter_copies<P, T, const K: usize, F>(
+    range: Range<usize>,
+    parts: P,
+    targets: Vec<&mut [T]>,
+    body: F,
+) -> [T; K]
+where
+    P: Parts,
+    T: Copy + Send + Sync + Add<Output = T> + Zero + 'static,
+    F: Fn(usize, &mut P::Views, &mut Scatter<'_, T>) -> [T; K] + Sync,
+{
+    if range.is_empty() {
+        return zeros();
+    }
+    let total: usize = targets.iter().map(|t| t.len()).sum();
+    let lanes = match private_fits(total, std::mem::size_of::<T>()) {
+        true => lane_count(block_count(&range)),
+        false => 1,
+    };
+    copies_mode(range, parts, targets, body, lanes)
 }
 
 /// [`for_each_owned_scatter`] with every scatter an atomic add, whatever the size of
@@ -267,20 +319,21 @@ where
     atomic_mode(range, parts, targets, body)
 }
 
-/// The copies mode of [`for_each_owned_scatter`] (non-empty `range`).
+/// The copies mode of [`for_each_owned_scatter`] (non-empty `range`) on `lanes` lanes
+/// (at least 1, at most one per block).
 fn copies_mode<P, T, const K: usize, F>(
     range: Range<usize>,
     parts: P,
     mut targets: Vec<&mut [T]>,
     body: F,
+    lanes: usize,
 ) -> [T; K]
 where
     P: Parts,
-    T: ScatterFloat,
+    T: Copy + Send + Sync + Add<Output = T> + Zero + 'static,
     F: Fn(usize, &mut P::Views, &mut Scatter<'_, T>) -> [T; K] + Sync,
 {
     let n_blocks = block_count(&range);
-    let lanes = lane_count(n_blocks);
     // Lane `l` gets the contiguous blocks `[l*n/lanes, (l+1)*n/lanes)`.
     let mut dealt: Vec<Vec<(usize, P::Views)>> = (0..lanes).map(|_| Vec::new()).collect();
     for (k, views) in parts.split_blocks(&range).into_iter().enumerate() {
@@ -361,7 +414,7 @@ fn run_blocks<P, T, const K: usize, F>(
 ) -> Vec<(usize, [T; K], P::Views)>
 where
     P: Parts,
-    T: ScatterFloat,
+    T: Copy + Send + Sync + Add<Output = T> + Zero + 'static,
     F: Fn(usize, &mut P::Views, &mut Scatter<'_, T>) -> [T; K],
 {
     let mut partials = Vec::with_capacity(blocks.len());

@@ -390,3 +390,77 @@ fn add_without_targets_panics() {
         []
     });
 }
+
+/// A number type without an atomic add (as a dual number): a value and a tangent.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Pair(f64, f64);
+
+impl std::ops::Add for Pair {
+    type Output = Pair;
+    fn add(self, o: Pair) -> Pair {
+        Pair(self.0 + o.0, self.1 + o.1)
+    }
+}
+
+impl num_traits::Zero for Pair {
+    fn zero() -> Pair {
+        Pair(0.0, 0.0)
+    }
+    fn is_zero(&self) -> bool {
+        *self == Pair(0.0, 0.0)
+    }
+}
+
+/// `for_each_owned_scatter_copies` on a type without atomics: the histogram of `n`
+/// iterations into one target of `len` elements, against the serial loop (integer
+/// values: exact in any order).
+fn copies_of_any_type(threads: usize, n: usize, len: usize) {
+    let value = |k: usize| Pair(int_value::<f64>(k), int_value::<f64>(k + 1));
+    let at = |i: usize, s: usize| (hash(i * STEPS + s) % len as u64) as usize;
+    let mut target = vec![Pair(1.0, 0.0); len];
+    let mut y = vec![Pair(0.0, 0.0); n];
+    let [s] = on_threads(threads, || {
+        ad_rayon::for_each_owned_scatter_copies(
+            0..n,
+            (&mut y,),
+            vec![&mut target[..]],
+            |i, (y,), scatter| {
+                y[i] = value(i) + value(i);
+                for s in 0..STEPS {
+                    scatter.add(0, at(i, s), value(i * STEPS + s));
+                }
+                [value(i)]
+            },
+        )
+    });
+    let mut expected = vec![Pair(1.0, 0.0); len];
+    let mut s_expected = Pair(0.0, 0.0);
+    for i in 0..n {
+        assert_eq!(
+            y[i],
+            value(i) + value(i),
+            "owned output {i} on {threads} threads"
+        );
+        for s in 0..STEPS {
+            let j = at(i, s);
+            expected[j] = expected[j] + value(i * STEPS + s);
+        }
+        s_expected = s_expected + value(i);
+    }
+    assert!(target == expected, "target of {len} on {threads} threads");
+    assert_eq!(s, s_expected, "sum on {threads} threads");
+}
+
+#[test]
+fn copies_of_a_type_without_atomics_match_serial() {
+    for threads in THREADS {
+        copies_of_any_type(threads, 5000, 101);
+    }
+    // Too large to copy on 8 threads: one lane, adding straight into the target.
+    let len = 700_000;
+    assert!(!on_threads(8, || private_fits(
+        len,
+        std::mem::size_of::<Pair>()
+    )));
+    copies_of_any_type(8, 3000, len);
+}

@@ -161,10 +161,12 @@ impl Ctx<'_> {
         };
         let call = if !targets.is_empty() {
             let scatter = Ident::new("scatter", Span::mixed_site());
-            let scatter_fn = if f.atomic_scatter {
-                quote!(for_each_owned_scatter_atomic)
-            } else {
-                quote!(for_each_owned_scatter)
+            // A generic float may be a dual number, which has no atomic add: copies only.
+            let generic = matches!(self.float, crate::parse::signature::FloatTy::Generic(_));
+            let scatter_fn = match (generic, f.atomic_scatter) {
+                (true, _) => quote!(for_each_owned_scatter_copies),
+                (false, true) => quote!(for_each_owned_scatter_atomic),
+                (false, false) => quote!(for_each_owned_scatter),
             };
             let tnames: Vec<Ident> = targets.iter().map(|(_, b)| self.buf(*b)).collect();
             let parts = if views.is_empty() {
