@@ -286,6 +286,20 @@ numeric_tests! {
         overwritten_fill_matches_finite_differences,
         fill_from_outside_matches_finite_differences,
     ],
+    /// Issue 45's review: explicit lifetimes, swapped rows, a buffer passed twice, renamed
+    /// derivatives, rebound buffers, float predicates, a `num_traits::Float` bound.
+    review: [
+        explicit_lifetimes,
+        swapped_rows_of_2d_buffers,
+        #[should_panic(expected = "`a.swap(..)` exchanges rows of different lengths")]
+        swapping_rows_of_different_lengths_panics,
+        a_buffer_passed_twice,
+        names_bindings_predicates_and_bounds,
+        #[should_panic(
+            expected = "`#[checkpoint(revolve(snapshots = snapshots))]`: checkpoint scheme `revolve`: `snapshots` must be at least 1, got 0"
+        )]
+        zero_snapshots_names_the_attribute,
+    ],
     /// Loops that branch on an interval of their index, split in three by the reverse
     /// sweep: a 1-D stencil's boundary, inclusive bounds with an integer parameter.
     split: [

@@ -39,6 +39,10 @@ pub fn expand_in(args: TokenStream, item: TokenStream, source: Option<&str>) -> 
         a
     });
     let generated = generated.and_then(|tokens| {
+        let tokens = match source {
+            Some(s) => crate::missing_rule::chosen_names(&item_fn, tokens, s),
+            None => tokens,
+        };
         match source.and_then(|s| crate::missing_rule::check(&item_fn, &tokens, s)) {
             Some(e) => Err(e),
             None => Ok(tokens),

@@ -143,5 +143,8 @@ pub fn differentiate_coarsen_off(args: TokenStream, item: TokenStream) -> TokenS
         args.extend(quote::quote!(,));
     }
     args.extend(quote::quote!(coarsen = off));
-    expand::expand(args, item.into()).into()
+    let source = proc_macro::Span::call_site()
+        .local_file()
+        .and_then(|p| std::fs::read_to_string(p).ok());
+    expand::expand_in(args, item.into(), source.as_deref()).into()
 }

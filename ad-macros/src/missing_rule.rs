@@ -90,6 +90,84 @@ pub fn check(item: &syn::ItemFn, generated: &TokenStream, source: &str) -> Optio
     errors
 }
 
+/// The generated calls of a callee's derivatives renamed where the callee chose their
+/// names: a plain `fn g` of `item`'s module in `source` with `#[differentiate(..,
+/// reverse(name = g_adj))]` is called as `g_adj`, not `g_rev` (and `forward(name = ..)`
+/// likewise). Other calls are left as they are.
+pub fn chosen_names(item: &syn::ItemFn, generated: TokenStream, source: &str) -> TokenStream {
+    let called = plain_callees(item);
+    let renamed = (|| {
+        let file = syn::parse_file(source).ok()?;
+        let module = module_of(&file.items, &item.sig.ident.to_string())?;
+        let mut renamed = BTreeMap::new();
+        for it in module {
+            let syn::Item::Fn(f) = it else { continue };
+            let name = f.sig.ident.to_string();
+            if !called.contains(&name) {
+                continue;
+            }
+            let attr = f.attrs.iter().find(|a| {
+                a.path()
+                    .segments
+                    .last()
+                    .is_some_and(|s| s.ident == "differentiate")
+            });
+            let Some(opts) = attr.and_then(|a| a.parse_args::<crate::parse::Options>().ok()) else {
+                continue;
+            };
+            let mut opts = opts;
+            opts.resolve_names(&f.sig.ident);
+            for (suffix, chosen) in [("_fwd", &opts.forward), ("_rev", &opts.reverse)] {
+                if let Some(chosen) = chosen {
+                    let default = format!("{name}{suffix}");
+                    if *chosen != default {
+                        renamed.insert(default, chosen.to_string());
+                    }
+                }
+            }
+        }
+        Some(renamed)
+    })()
+    .unwrap_or_default();
+    if renamed.is_empty() {
+        return generated;
+    }
+    rename_calls(generated, &renamed)
+}
+
+/// `tokens` with each call `g_rev(..)` (not a path segment nor a method) of a name in
+/// `renamed` calling the new name instead, at the same span.
+fn rename_calls(tokens: TokenStream, renamed: &BTreeMap<String, String>) -> TokenStream {
+    let trees: Vec<TokenTree> = tokens.into_iter().collect();
+    let mut out = Vec::with_capacity(trees.len());
+    for (k, t) in trees.iter().enumerate() {
+        out.push(match t {
+            TokenTree::Group(g) => {
+                let mut ng =
+                    proc_macro2::Group::new(g.delimiter(), rename_calls(g.stream(), renamed));
+                ng.set_span(g.span());
+                TokenTree::Group(ng)
+            }
+            TokenTree::Ident(id) => {
+                let is_call = matches!(
+                    trees.get(k + 1),
+                    Some(TokenTree::Group(g)) if g.delimiter() == proc_macro2::Delimiter::Parenthesis
+                );
+                let after_path = k > 0
+                    && matches!(&trees[k - 1], TokenTree::Punct(p) if p.as_char() == ':' || p.as_char() == '.');
+                match renamed.get(&id.to_string()) {
+                    Some(new) if is_call && !after_path => {
+                        TokenTree::Ident(proc_macro2::Ident::new(new, id.span()))
+                    }
+                    _ => t.clone(),
+                }
+            }
+            _ => t.clone(),
+        });
+    }
+    out.into_iter().collect()
+}
+
 /// The names of functions `item`'s body calls by a plain path of one identifier (`g(..)`).
 fn plain_callees(item: &syn::ItemFn) -> Vec<String> {
     struct Calls(Vec<String>);
@@ -277,6 +355,32 @@ mod tests {
         for helper in cases {
             assert!(!flags(&format!("{helper}\n{CALLER}")), "flagged: {helper}");
         }
+    }
+
+    #[test]
+    fn a_callee_s_chosen_names_are_called() {
+        let src = format!(
+            "#[differentiate(forward(name = helper_tan), reverse(name = helper_adj))] fn helper(v: f64) -> f64 {{ v * v }}\n{CALLER}"
+        );
+        let file = syn::parse_file(&src).unwrap();
+        let mut item = find_f(&file.items).unwrap().clone();
+        item.attrs.clear();
+        let out = crate::expand::expand_in(quote!(forward, reverse), quote!(#item), Some(&src))
+            .to_string();
+        assert!(out.contains("helper_adj ("), "{out}");
+        assert!(out.contains("helper_tan ("), "{out}");
+        assert!(
+            !out.contains("helper_rev") && !out.contains("helper_fwd"),
+            "{out}"
+        );
+        // Only the name that was chosen changes.
+        let src = src.replace("forward(name = helper_tan)", "forward");
+        let out = crate::expand::expand_in(quote!(forward, reverse), quote!(#item), Some(&src))
+            .to_string();
+        assert!(
+            out.contains("helper_adj (") && out.contains("helper_fwd ("),
+            "{out}"
+        );
     }
 
     #[test]

@@ -41,12 +41,19 @@ impl Ctx<'_> {
                     }
                     None => quote!(::core::option::Option::None),
                 };
+                // A bad parameter (`snapshots = k` with `k == 0`) or storage is reported
+                // with the attribute it came from.
+                let attr = crate::diagnostics::source_text(&spec.attr)
+                    .replace('{', "{{")
+                    .replace('}', "}}");
+                let context = format!("phidiff: `{attr}`: {{}}");
                 quote! {
-                    let mut #name = #ck::Checkpointer::<#ft>::new(
+                    let mut #name = #ck::Checkpointer::<#ft>::try_new(
                         #ck::Scheme::#scheme,
                         #ck::StorageKind::#storage,
                         #trip,
-                    );
+                    )
+                    .unwrap_or_else(|e| ::core::panic!(#context, e));
                 }
             }
             CkForwardStep { ck, step, state } => {

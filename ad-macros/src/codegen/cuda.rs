@@ -484,6 +484,28 @@ impl Cx<'_> {
                 let e = format!("!{}", self.val(*a));
                 self.let_value(i, e);
             }
+            Unary(UnOp::Test(t), a) => {
+                let x = self.val(*a);
+                let e = match t {
+                    FloatTest::IsNan => format!("isnan({x})"),
+                    FloatTest::IsFinite => format!("isfinite({x})"),
+                    FloatTest::IsInfinite => format!("isinf({x})"),
+                    FloatTest::IsSignNegative => format!("signbit({x})"),
+                    FloatTest::IsSignPositive => format!("!signbit({x})"),
+                    FloatTest::IsNormal | FloatTest::IsSubnormal => {
+                        // The smallest normal number of the kernel's float type.
+                        let min = match self.real {
+                            "float" => "1.17549435e-38f",
+                            _ => "2.2250738585072014e-308",
+                        };
+                        match t {
+                            FloatTest::IsNormal => format!("(isfinite({x}) && fabs({x}) >= {min})"),
+                            _ => format!("({x} != 0 && fabs({x}) < {min})"),
+                        }
+                    }
+                };
+                self.let_value(i, e);
+            }
             Binary(op, a, b) => {
                 let (x, y) = (self.val(*a), self.val(*b));
                 let e = if *op == BinOp::Rem && f.ty(*a) == Ty::Float {

@@ -336,6 +336,11 @@ impl Ctx<'_> {
                 let a = self.val(*a);
                 self.let_value(i, quote!(!#a))
             }
+            Unary(UnOp::Test(t), a) => {
+                let a = self.val(*a);
+                let m = format_ident!("{}", t.method());
+                self.let_value(i, quote!(#a.#m()))
+            }
             Binary(BinOp::IntLike, a, b) => {
                 let (a, b) = (self.val(*a), self.val(*b));
                 self.let_value(i, quote!(#rt::int_like(#a, #b)))

@@ -146,6 +146,8 @@ struct Cx<'a> {
 fn pure(f: &Function, i: Inst) -> bool {
     use InstKind::*;
     match &f.inst(i).kind {
+        // A float predicate stays an instruction (the symbolic nodes are arithmetic).
+        Unary(UnOp::Test(_), _) => false,
         FConst(_) | IConst(_) | BConst(_) | Unary(..) | Math(..) | Cast { .. } => true,
         Binary(op, a, _) => !(*op == BinOp::Rem && f.ty(*a) == Ty::Float),
         If {

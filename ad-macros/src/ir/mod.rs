@@ -106,6 +106,63 @@ pub struct BlockData {
 pub enum UnOp {
     Neg,
     Not,
+    /// A float predicate (`x.is_nan()`, ...): a bool, with no derivative.
+    Test(FloatTest),
+}
+
+/// The float predicates, by their method names.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub enum FloatTest {
+    IsNan,
+    IsFinite,
+    IsInfinite,
+    IsNormal,
+    IsSubnormal,
+    IsSignPositive,
+    IsSignNegative,
+}
+
+impl FloatTest {
+    pub const ALL: [FloatTest; 7] = [
+        FloatTest::IsNan,
+        FloatTest::IsFinite,
+        FloatTest::IsInfinite,
+        FloatTest::IsNormal,
+        FloatTest::IsSubnormal,
+        FloatTest::IsSignPositive,
+        FloatTest::IsSignNegative,
+    ];
+
+    /// The method's name (`is_nan`).
+    pub fn method(self) -> &'static str {
+        match self {
+            FloatTest::IsNan => "is_nan",
+            FloatTest::IsFinite => "is_finite",
+            FloatTest::IsInfinite => "is_infinite",
+            FloatTest::IsNormal => "is_normal",
+            FloatTest::IsSubnormal => "is_subnormal",
+            FloatTest::IsSignPositive => "is_sign_positive",
+            FloatTest::IsSignNegative => "is_sign_negative",
+        }
+    }
+
+    /// The predicate named `method`, if it is one.
+    pub fn named(method: &str) -> Option<FloatTest> {
+        FloatTest::ALL.into_iter().find(|t| t.method() == method)
+    }
+
+    /// The predicate on an `f64` (the interpreter's semantics).
+    pub fn holds(self, x: f64) -> bool {
+        match self {
+            FloatTest::IsNan => x.is_nan(),
+            FloatTest::IsFinite => x.is_finite(),
+            FloatTest::IsInfinite => x.is_infinite(),
+            FloatTest::IsNormal => x.is_normal(),
+            FloatTest::IsSubnormal => x.is_subnormal(),
+            FloatTest::IsSignPositive => x.is_sign_positive(),
+            FloatTest::IsSignNegative => x.is_sign_negative(),
+        }
+    }
 }
 
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]

@@ -92,6 +92,7 @@ fn print_inst(f: &Function, i: Inst, depth: usize, out: &mut String) {
         Param(n) => format!("param {n}"),
         Unary(UnOp::Neg, a) => format!("neg {a}"),
         Unary(UnOp::Not, a) => format!("not {a}"),
+        Unary(UnOp::Test(t), a) => format!("{} {a}", t.method()),
         Binary(op, a, b) => format!("{a} {} {b}", op.symbol()),
         Math(name, args) => format!("{name}({})", list(args)),
         Cast { value, to, .. } => format!("cast {value} to {}", ty_name(*to)),

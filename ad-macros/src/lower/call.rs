@@ -95,12 +95,26 @@ impl Lowerer<'_> {
                     if let Ok(buf) = self.lower_buf_ref(&m.receiver) {
                         let i = self.lower_expr(&m.args[0])?;
                         let j = self.lower_expr(&m.args[1])?;
+                        if self.b.func.buf(buf).rank == 2 {
+                            self.swap_rows(buf, i, j, &m.receiver);
+                            return Ok(None);
+                        }
                         let a = self.b.load(buf, vec![i]);
                         let b = self.b.load(buf, vec![j]);
                         self.b.store(buf, vec![i], b);
                         self.b.store(buf, vec![j], a);
                         return Ok(None);
                     }
+                }
+                if name.starts_with("sort") && self.lower_buf_ref(&m.receiver).is_ok() {
+                    let what = format!("{}.{name}(..)", text(&m.receiver));
+                    return Err(self.error(
+                        m,
+                        &what,
+                        "sorting a buffer in place is not differentiated; sort where the \
+                         function is called, or pass the sorted order as a parameter \
+                         (`order: &[usize]`) and read `v[order[k]]`",
+                    ));
                 }
                 if self.is_user_method(m) {
                     return self.lower_user_method(m, self.tail_wanted);
@@ -109,6 +123,31 @@ impl Lowerer<'_> {
             }
             _ => self.lower_expr(e).map(Some),
         }
+    }
+
+    /// `rows.swap(i, j)` on a 2-D buffer: its rows exchanged element by element, which
+    /// needs rows of one length (checked, naming the buffer).
+    fn swap_rows(&mut self, buf: Buf, i: Value, j: Value, receiver: &Expr) {
+        let len_i = self.b.value(InstKind::Len(buf, vec![i]), Ty::Int);
+        let len_j = self.b.value(InstKind::Len(buf, vec![j]), Ty::Int);
+        let same = self.b.binary(BinOp::Eq, len_i, len_j);
+        let name = receiver.to_token_stream().to_string().replace(' ', "");
+        let message = format!(
+            "\"phidiff: `{name}.swap(..)` exchanges rows of different lengths; it swaps rows of one length\""
+        );
+        self.b.stmt(InstKind::Assert {
+            cond: same,
+            message,
+        });
+        let zero = self.b.iconst(0);
+        self.b
+            .for_range(zero, len_i, Some("col".into()), &[], vec![], |b, k, _| {
+                let a = b.load(buf, vec![i, k]);
+                let c = b.load(buf, vec![j, k]);
+                b.store(buf, vec![i, k], c);
+                b.store(buf, vec![j, k], a);
+                vec![]
+            });
     }
 
     fn try_swap(&mut self, c: &syn::ExprCall) -> LResult<Option<()>> {
@@ -247,6 +286,12 @@ impl Lowerer<'_> {
                 &text(m),
                 "methods on integers and bools are limited to `min`/`max`; use explicit arithmetic",
             ));
+        }
+        // `x.is_nan()` and the other predicates: a passive bool.
+        if let (Some(test), true) = (FloatTest::named(&name), m.args.is_empty()) {
+            return Ok(self
+                .b
+                .value(InstKind::Unary(UnOp::Test(test), recv), Ty::Bool));
         }
         let Some(rule) = rules::find(&name) else {
             return Err(self.error(&m.method, &name, &no_rule_message(&name)));

@@ -166,6 +166,9 @@ impl Lowerer<'_> {
         if let Some(buf) = self.try_lower_new_buffer(e)? {
             return Ok(Binding::Buf(buf));
         }
+        if let Some(alias) = self.buffer_alias(e) {
+            return Ok(alias);
+        }
         let v = self.lower_expr(e)?;
         if let Some(ty) = declared {
             let want = self.declared_ty(ty);
@@ -183,6 +186,28 @@ impl Lowerer<'_> {
             }
         }
         Ok(Binding::Scalar(v))
+    }
+
+    /// The buffer a `let` initializer names, moved or borrowed whole (`x`, `&x`, `&mut x`,
+    /// `&mut *x`, `&x[..]`): the new name is another name for it (`let mut x = x;`).
+    fn buffer_alias(&self, e: &Expr) -> Option<Binding> {
+        match e {
+            Expr::Paren(p) => self.buffer_alias(&p.expr),
+            Expr::Group(g) => self.buffer_alias(&g.expr),
+            Expr::Reference(r) => self.buffer_alias(&r.expr),
+            Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => self.buffer_alias(&u.expr),
+            Expr::Index(ix) if matches!(&*ix.index, Expr::Range(r) if r.start.is_none() && r.end.is_none()) => {
+                self.buffer_alias(&ix.expr)
+            }
+            Expr::Path(p) if p.qself.is_none() => {
+                let name = p.path.get_ident()?.to_string();
+                match self.env.lookup(&name)? {
+                    b @ (Binding::Buf(_) | Binding::Row { .. }) => Some(b),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
     }
 
     /// The IR type of a declared Rust type, if it is a scalar one.

@@ -150,30 +150,6 @@ fn generic_floats(generics: &syn::Generics) -> Vec<Ident> {
     out
 }
 
-/// A `num_traits::Float` bound (which the classifier would take for phidiff's `Float`).
-fn num_traits_float_bound(generics: &syn::Generics) -> Option<&syn::Path> {
-    let own = generics.type_params().flat_map(|p| p.bounds.iter());
-    let from_where = generics
-        .where_clause
-        .iter()
-        .flat_map(|w| w.predicates.iter())
-        .filter_map(|pred| match pred {
-            syn::WherePredicate::Type(pt) => Some(pt.bounds.iter()),
-            _ => None,
-        })
-        .flatten();
-    own.chain(from_where).find_map(|b| match b {
-        syn::TypeParamBound::Trait(t)
-            if t.path.segments.len() >= 2
-                && t.path.segments[0].ident == "num_traits"
-                && t.path.segments.last().is_some_and(|s| s.ident == "Float") =>
-        {
-            Some(&t.path)
-        }
-        _ => None,
-    })
-}
-
 /// A type parameter that looks like a number (no bounds, or only bounds any number has:
 /// `Copy`, `Mul`, `PartialOrd`, ...) but has no `Float` bound, used as the element of a
 /// buffer parameter or as the result: the user forgot the `Float` bound.
@@ -397,16 +373,6 @@ impl Classifier<'_> {
 /// Reads the parameters, their activities, the float type and the return kind.
 pub fn read(sig: &syn::Signature, wrt: Option<&[Ident]>, diag: &Diagnostics) -> Option<Signature> {
     let floats = generic_floats(&sig.generics);
-    if let Some(bound) = num_traits_float_bound(&sig.generics) {
-        diag.error_spanned(
-            bound,
-            "phidiff: `num_traits::Float` is not enough for the generated code, which also \
-             needs `FloatConst`, the compound assignments and `Sum`; bound the type by \
-             `phidiff::Float` instead (it includes `num_traits::Float`, and `f32`, `f64` and \
-             `phidiff::Dual` implement it)",
-        );
-        return None;
-    }
     if let Some(t) = generic_number_without_float_bound(sig, &floats) {
         diag.error_spanned(
             t,

@@ -142,7 +142,7 @@ impl Rev<'_> {
             spec: CheckpointSpec {
                 scheme,
                 disk: spec.disk,
-                attr: proc_macro2::TokenStream::new(),
+                attr: spec.attr.clone(),
             },
             trip,
         });

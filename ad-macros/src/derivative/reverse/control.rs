@@ -465,6 +465,9 @@ impl Rev<'_> {
         let mut scalar_args = Vec::new();
         // Snapshot rows lent to the call: (tape, row, buffer), given back after it.
         let mut lent = Vec::new();
+        // Shadows of buffers passed more than once, and the copy each extra occurrence
+        // adds into.
+        let mut again = Vec::new();
         for a in args {
             match a {
                 CallArg::Scalar(v) => {
@@ -510,10 +513,22 @@ impl Rev<'_> {
                         }),
                     }
                     if f.buf(*buf).elem == Ty::Float {
-                        let sb = match self.shadow[buf.index()] {
+                        let mut sb = match self.shadow[buf.index()] {
                             Some(sb) => sb,
                             None => zero_like(b, self.m.b(*buf)),
                         };
+                        // The same buffer passed again (`dot(w, w)`): its shadow cannot be
+                        // lent twice, so this occurrence's adjoint goes into a zeroed copy,
+                        // added into the shadow after the call.
+                        if shadows
+                            .iter()
+                            .flatten()
+                            .any(|s| matches!(s, CallArg::Buf { buf, .. } if *buf == sb))
+                        {
+                            let tmp = zero_like(b, self.m.b(*buf));
+                            again.push((sb, tmp));
+                            sb = tmp;
+                        }
                         shadows.push(Some(CallArg::Buf {
                             buf: sb,
                             mutable: true,
@@ -547,6 +562,9 @@ impl Rev<'_> {
         );
         for (tape, idx, src) in lent {
             b.stmt(InstKind::ReturnRow { tape, idx, src });
+        }
+        for (dst, src) in again {
+            b.stmt(InstKind::AddBuf { dst, src });
         }
         let adjs = b.func.inst(ni).results.clone();
         for (v, g) in scalar_args.iter().zip(adjs) {

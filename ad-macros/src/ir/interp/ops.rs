@@ -12,6 +12,7 @@ pub(super) fn unary(op: UnOp, a: RtVal) -> Result<RtVal, String> {
         }
         (UnOp::Not, RtVal::B(x)) => RtVal::B(!x),
         (UnOp::Not, RtVal::I(x)) => RtVal::I(!x),
+        (UnOp::Test(t), RtVal::F(x)) => RtVal::B(t.holds(x)),
         (op, a) => return Err(format!("{op:?} of {a:?}")),
     })
 }

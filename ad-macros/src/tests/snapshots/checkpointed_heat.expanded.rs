@@ -59,13 +59,19 @@ pub fn heat_rev(
     };
     let mut checkpointer_0 = ::phidiff::__private::checkpoint::Checkpointer::<
         f64,
-    >::new(
-        ::phidiff::__private::checkpoint::Scheme::Revolve {
-            snapshots: 16 as usize,
-        },
-        ::phidiff::__private::checkpoint::StorageKind::Disk,
-        ::core::option::Option::Some(_v12 as usize),
-    );
+    >::try_new(
+            ::phidiff::__private::checkpoint::Scheme::Revolve {
+                snapshots: 16 as usize,
+            },
+            ::phidiff::__private::checkpoint::StorageKind::Disk,
+            ::core::option::Option::Some(_v12 as usize),
+        )
+        .unwrap_or_else(|e| {
+            ::core::panic!(
+                "phidiff: `#[checkpoint (revolve (snapshots = 16), storage = disk)]`: {}",
+                e
+            )
+        });
     let mut _ck_step_2 = 0;
     let mut _ck_index_3 = 0;
     let mut _kept_u_6 = _u_2.to_vec();

@@ -17,7 +17,10 @@ pub fn rosenbrock<T: Float>(x: &[T]) -> T {
     non_snake_case,
     clippy::all
 )]
-pub fn rosenbrock_fwd<T: Float>(x: &[T], dx: &[T]) -> (T, T) {
+pub fn rosenbrock_fwd<T: Float>(x: &[T], dx: &[T]) -> (T, T)
+where
+    T: ::phidiff::Float,
+{
     ::phidiff::__private::check_len("x", "dx", x.len(), dx.len());
     let _v2 = x.len();
     let _v4 = _v2 - 1;
@@ -74,7 +77,10 @@ pub fn rosenbrock_fwd<T: Float>(x: &[T], dx: &[T]) -> (T, T) {
     non_snake_case,
     clippy::all
 )]
-pub fn rosenbrock_rev<T: Float>(x: &[T], dx: &mut [T], seed: T) -> T {
+pub fn rosenbrock_rev<T: Float>(x: &[T], dx: &mut [T], seed: T) -> T
+where
+    T: ::phidiff::Float,
+{
     ::phidiff::__private::check_len("x", "dx", x.len(), dx.len());
     let mut _adj_s_0 = (-::phidiff::__private::zero::<T>());
     let _v3 = x.len();
@@ -222,7 +228,10 @@ pub fn rosenbrock_rev<T: Float>(x: &[T], dx: &mut [T], seed: T) -> T {
     non_snake_case,
     clippy::all
 )]
-pub fn rosenbrock_grad<T: Float>(x: &[T]) -> (T, Vec<T>) {
+pub fn rosenbrock_grad<T: Float>(x: &[T]) -> (T, Vec<T>)
+where
+    T: ::phidiff::Float,
+{
     let mut dx: Vec<T> = vec![
         < T as ::phidiff::__private::num_traits::Zero > ::zero(); x.len()
     ];
