@@ -5,6 +5,7 @@
 //! arguments. Magnitudes are kept moderate by tracking a bound on every expression and
 //! squashing (`sin`, `tanh`, `cos`) whatever could grow, so finite differences stay accurate.
 
+pub(super) mod parallel;
 mod statements;
 
 use std::collections::BTreeSet;

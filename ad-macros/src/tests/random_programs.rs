@@ -15,6 +15,7 @@ use crate::ir::{printer, verify, Function, ParamKind, Ty};
 use std::collections::{BTreeMap, BTreeSet};
 
 mod harness;
+mod parallel;
 
 const PROGRAMS: usize = 10_000;
 /// The programs are split over this many tests, which the test harness runs in parallel.
