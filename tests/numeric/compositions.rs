@@ -6,6 +6,9 @@
 //! 1e-10), finite differences and the dot-product test (`TOLS`), and on 1, 2 and 8
 //! threads (bitwise where no helper's primal sums with rayon's own `sum`).
 
+// Not every composition writes `v` or the carried `s`.
+#![allow(unused_mut)]
+
 use super::differentiate;
 use crate::common::*;
 use rayon::prelude::*;

@@ -139,6 +139,8 @@ fn compiled_file() -> String {
          //! twin. `compositions_match_serial_twins` checks every one against its twin (rel\n\
          //! 1e-10), finite differences and the dot-product test (`TOLS`), and on 1, 2 and 8\n\
          //! threads (bitwise where no helper's primal sums with rayon's own `sum`).\n\n\
+         // Not every composition writes `v` or the carried `s`.\n\
+         #![allow(unused_mut)]\n\n\
          use super::differentiate;\n\
          use crate::common::*;\n\
          use rayon::prelude::*;\n\n",
