@@ -148,20 +148,12 @@ fn rename_calls(tokens: TokenStream, renamed: &BTreeMap<String, String>) -> Toke
                 ng.set_span(g.span());
                 TokenTree::Group(ng)
             }
-            TokenTree::Ident(id) => {
-                let is_call = matches!(
-                    trees.get(k + 1),
-                    Some(TokenTree::Group(g)) if g.delimiter() == proc_macro2::Delimiter::Parenthesis
-                );
-                let after_path = k > 0
-                    && matches!(&trees[k - 1], TokenTree::Punct(p) if p.as_char() == ':' || p.as_char() == '.');
-                match renamed.get(&id.to_string()) {
-                    Some(new) if is_call && !after_path => {
-                        TokenTree::Ident(proc_macro2::Ident::new(new, id.span()))
-                    }
-                    _ => t.clone(),
+            TokenTree::Ident(id) => match renamed.get(&id.to_string()) {
+                Some(new) if plain_call_at(&trees, k) => {
+                    TokenTree::Ident(proc_macro2::Ident::new(new, id.span()))
                 }
-            }
+                _ => t.clone(),
+            },
             _ => t.clone(),
         });
     }
@@ -202,14 +194,7 @@ fn derivative_calls(
         match t {
             TokenTree::Group(g) => derivative_calls(g.stream(), called, out),
             TokenTree::Ident(id) => {
-                let is_call = matches!(
-                    trees.get(k + 1),
-                    Some(TokenTree::Group(g)) if g.delimiter() == proc_macro2::Delimiter::Parenthesis
-                );
-                // Not a path segment (`module::g_rev`) nor a method (`.g_rev`).
-                let after_path = k > 0
-                    && matches!(&trees[k - 1], TokenTree::Punct(p) if p.as_char() == ':' || p.as_char() == '.');
-                if !is_call || after_path {
+                if !plain_call_at(&trees, k) {
                     continue;
                 }
                 let name = id.to_string();
@@ -226,6 +211,18 @@ fn derivative_calls(
             _ => {}
         }
     }
+}
+
+/// Whether token `k` of `trees` is the name of a call `g(..)` by a plain name: followed by
+/// an argument list, and not a path segment (`module::g`) nor a method (`.g`).
+fn plain_call_at(trees: &[TokenTree], k: usize) -> bool {
+    let is_call = matches!(
+        trees.get(k + 1),
+        Some(TokenTree::Group(g)) if g.delimiter() == proc_macro2::Delimiter::Parenthesis
+    );
+    let after_path = k > 0
+        && matches!(&trees[k - 1], TokenTree::Punct(p) if p.as_char() == ':' || p.as_char() == '.');
+    is_call && !after_path
 }
 
 /// The items of the one module of the file (the file itself or an inline `mod`) that
@@ -357,16 +354,20 @@ mod tests {
         }
     }
 
+    /// The expansion of the function named `f` of `source`, as the file `source`.
+    fn expansion(source: &str) -> String {
+        let file = syn::parse_file(source).unwrap();
+        let mut item = find_f(&file.items).unwrap().clone();
+        item.attrs.clear();
+        crate::expand::expand_in(quote!(forward, reverse), quote!(#item), Some(source)).to_string()
+    }
+
     #[test]
     fn a_callee_s_chosen_names_are_called() {
         let src = format!(
             "#[differentiate(forward(name = helper_tan), reverse(name = helper_adj))] fn helper(v: f64) -> f64 {{ v * v }}\n{CALLER}"
         );
-        let file = syn::parse_file(&src).unwrap();
-        let mut item = find_f(&file.items).unwrap().clone();
-        item.attrs.clear();
-        let out = crate::expand::expand_in(quote!(forward, reverse), quote!(#item), Some(&src))
-            .to_string();
+        let out = expansion(&src);
         assert!(out.contains("helper_adj ("), "{out}");
         assert!(out.contains("helper_tan ("), "{out}");
         assert!(
@@ -374,9 +375,7 @@ mod tests {
             "{out}"
         );
         // Only the name that was chosen changes.
-        let src = src.replace("forward(name = helper_tan)", "forward");
-        let out = crate::expand::expand_in(quote!(forward, reverse), quote!(#item), Some(&src))
-            .to_string();
+        let out = expansion(&src.replace("forward(name = helper_tan)", "forward"));
         assert!(
             out.contains("helper_adj (") && out.contains("helper_fwd ("),
             "{out}"
@@ -388,11 +387,7 @@ mod tests {
         let src = format!(
             "fn helper(v: f64) -> f64 {{ v * v }} fn helper_rev(v: f64, s: f64) -> (f64, f64) {{ (v * v, 2.0 * v * s) }}\n{CALLER}"
         );
-        let file = syn::parse_file(&src).unwrap();
-        let mut item = find_f(&file.items).unwrap().clone();
-        item.attrs.clear();
-        let out = crate::expand::expand_in(quote!(forward, reverse), quote!(#item), Some(&src))
-            .to_string();
+        let out = expansion(&src);
         assert!(out.contains("calls `helper_fwd`, which"), "{out}");
         assert!(out.contains("#[differentiate(forward)]"), "{out}");
     }

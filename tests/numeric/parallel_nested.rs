@@ -162,43 +162,44 @@ fn point(n: usize, a: f64) -> Vec<f64> {
     p
 }
 
-type Grad = fn(&[f64], f64, usize) -> (f64, (Vec<f64>, f64));
-type Rev = fn(&[f64], &mut [f64], f64, usize, f64) -> (f64, f64);
-type Fwd = fn(&[f64], &[f64], f64, f64, usize) -> (f64, f64);
-type Primal = fn(&[f64], f64, usize) -> f64;
-type Fns = (Primal, Fwd, Rev, Grad);
+/// The functions of `(u₀, a, k)`, `k` a constant parameter of type `K` (a step count, a
+/// tolerance).
+type Grad<K> = fn(&[f64], f64, K) -> (f64, (Vec<f64>, f64));
+type Rev<K> = fn(&[f64], &mut [f64], f64, K, f64) -> (f64, f64);
+type Fwd<K> = fn(&[f64], &[f64], f64, f64, K) -> (f64, f64);
+type Primal<K> = fn(&[f64], f64, K) -> f64;
+type Fns<K> = (Primal<K>, Fwd<K>, Rev<K>, Grad<K>);
 
-/// A parallel function of `(u₀, a, steps)` against its serial twin, finite differences,
-/// the dot-product test and 1, 2 and 8 threads; `n` cells for the twin and threads (more
-/// than one 512-iteration block when large), `small` for finite differences.
-fn check_against_twin(
+/// A parallel function of `(u₀, a, k)` against its serial twin, on 1, 2 and 8 threads
+/// and, where `n` cells are few, against finite differences and the dot-product test.
+fn check_against_twin<K: Copy + Sync>(
     name: &str,
-    (primal, fwd, rev, grad): Fns,
-    (twin_primal, twin): (Primal, Grad),
+    (primal, fwd, rev, grad): Fns<K>,
+    (twin_primal, twin): (Primal<K>, Grad<K>),
     n: usize,
-    small: usize,
-    steps: usize,
+    k: K,
 ) {
     let p = point(n, 0.8);
     let (u0, a) = (&p[..n], p[n]);
-    let (v_p, (g_p, ga_p)) = grad(u0, a, steps);
-    let (v_s, (g_s, ga_s)) = twin(u0, a, steps);
+    let (v_p, (g_p, ga_p)) = grad(u0, a, k);
+    let (v_s, (g_s, ga_s)) = twin(u0, a, k);
     assert_close(&format!("{name}: value vs serial"), v_p, v_s, 1e-12, 0.0);
-    let primal_s = twin_primal(u0, a, steps);
-    assert_close(&format!("{name}: primal vs serial"), primal(u0, a, steps), primal_s, 1e-12, 0.0);
+    let primal_s = twin_primal(u0, a, k);
+    assert_close(&format!("{name}: primal vs serial"), primal(u0, a, k), primal_s, 1e-12, 0.0);
     assert_all_close(&format!("{name}: ∂/∂u0 vs serial"), &g_p, &g_s, 1e-12, 1e-14);
     assert_close(&format!("{name}: ∂/∂a vs serial"), ga_p, ga_s, 1e-12, 1e-14);
     // The reads at `(i + j) % n` scatter their adjoints through a private copy per
     // thread, so the sums depend on the thread count to rounding.
-    same_on_1_2_8_threads(name, Across::Rounding, || grad(u0, a, steps));
-    let p = point(small, 0.8);
-    let m = small;
+    same_on_1_2_8_threads(name, Across::Rounding, || grad(u0, a, k));
+    if n > 8 {
+        return;
+    }
     check_grad(
         name,
         &p,
-        &|p| primal(&p[..m], p[m], steps),
+        &|p| primal(&p[..n], p[n], k),
         &|p| {
-            let (v, (mut g, ga)) = grad(&p[..m], p[m], steps);
+            let (v, (mut g, ga)) = grad(&p[..n], p[n], k);
             g.push(ga);
             (v, g)
         },
@@ -207,14 +208,14 @@ fn check_against_twin(
     check_fwd_rev(&Case {
         name,
         x: &p,
-        primal: &|p| vec![primal(&p[..m], p[m], steps)],
+        primal: &|p| vec![primal(&p[..n], p[n], k)],
         jvp: &|p, d| {
-            let (v, t) = fwd(&p[..m], &d[..m], p[m], d[m], steps);
+            let (v, t) = fwd(&p[..n], &d[..n], p[n], d[n], k);
             (vec![v], vec![t])
         },
         vjp: &|p, s| {
-            let mut g = zeros(m);
-            let (v, ga) = rev(&p[..m], &mut g, p[m], steps, s[0]);
+            let mut g = zeros(n);
+            let (v, ga) = rev(&p[..n], &mut g, p[n], k, s[0]);
             g.push(ga);
             (vec![v], g)
         },
@@ -269,60 +270,31 @@ pub fn energy_scaled_is_x_to_the_ninth() {
 }
 
 pub fn ring_steps_match_serial() {
-    let par: Fns = (ring_steps_par, ring_steps_par_fwd, ring_steps_par_rev, ring_steps_par_grad);
-    let twin: (Primal, Grad) = (ring_steps_serial, ring_steps_serial_grad);
-    check_against_twin("ring_steps_par", par, twin, 1100, 6, 3);
+    let par: Fns<usize> = (ring_steps_par, ring_steps_par_fwd, ring_steps_par_rev, ring_steps_par_grad);
+    let twin: (Primal<usize>, Grad<usize>) = (ring_steps_serial, ring_steps_serial_grad);
+    // More than one 512-iteration block, then few enough cells for finite differences.
+    for n in [1100, 6] {
+        check_against_twin("ring_steps_par", par, twin, n, 3);
+    }
 }
 
 pub fn substeps_checkpointed_match_serial() {
-    let par: Fns = (substeps_par, substeps_par_fwd, substeps_par_rev, substeps_par_grad);
-    let twin: (Primal, Grad) = (substeps_serial, substeps_serial_grad);
-    check_against_twin("substeps_par", par, twin, 1100, 5, 4);
+    let par: Fns<usize> = (substeps_par, substeps_par_fwd, substeps_par_rev, substeps_par_grad);
+    let twin: (Primal<usize>, Grad<usize>) = (substeps_serial, substeps_serial_grad);
+    for n in [1100, 5] {
+        check_against_twin("substeps_par", par, twin, n, 4);
+    }
 }
 
 pub fn damped_while_matches_serial() {
-    let tol = 1e-3;
-    for n in [1100, 5] {
-        let p = point(n, 0.7);
-        let (u0, a) = (&p[..n], p[n]);
-        let (v_p, (g_p, ga_p)) = damped_while_par_grad(u0, a, tol);
-        let (v_s, (g_s, ga_s)) = damped_while_serial_grad(u0, a, tol);
-        let primal_s = damped_while_serial(u0, a, tol);
-        assert_close("damped_while_par: primal", damped_while_par(u0, a, tol), primal_s, 1e-12, 0.0);
-        assert_close("damped_while_par: value vs serial", v_p, v_s, 1e-12, 0.0);
-        assert_all_close("damped_while_par: ∂/∂u0 vs serial", &g_p, &g_s, 1e-12, 1e-14);
-        assert_close("damped_while_par: ∂/∂a vs serial", ga_p, ga_s, 1e-12, 1e-14);
-        same_on_1_2_8_threads("damped_while_par", Across::Bitwise, || {
-            damped_while_par_grad(u0, a, tol)
-        });
-    }
-    let n = 5;
-    let p = point(n, 0.7);
-    check_grad(
-        "damped_while_par",
-        &p,
-        &|p| damped_while_par(&p[..n], p[n], tol),
-        &|p| {
-            let (v, (mut g, ga)) = damped_while_par_grad(&p[..n], p[n], tol);
-            g.push(ga);
-            (v, g)
-        },
-        TOLS,
+    let par: Fns<f64> = (
+        damped_while_par,
+        damped_while_par_fwd,
+        damped_while_par_rev,
+        damped_while_par_grad,
     );
-    check_fwd_rev(&Case {
-        name: "damped_while_par",
-        x: &p,
-        primal: &|p| vec![damped_while_par(&p[..n], p[n], tol)],
-        jvp: &|p, d| {
-            let (v, t) = damped_while_par_fwd(&p[..n], &d[..n], p[n], d[n], tol);
-            (vec![v], vec![t])
-        },
-        vjp: &|p, s| {
-            let mut g = zeros(n);
-            let (v, ga) = damped_while_par_rev(&p[..n], &mut g, p[n], tol, s[0]);
-            g.push(ga);
-            (vec![v], g)
-        },
-        tols: TOLS,
-    });
+    let twin: (Primal<f64>, Grad<f64>) = (damped_while_serial, damped_while_serial_grad);
+    for n in [1100, 5] {
+        check_against_twin("damped_while_par", par, twin, n, 1e-3);
+    }
 }
