@@ -34,7 +34,7 @@ pub fn expand_in(args: TokenStream, item: TokenStream, source: Option<&str>) -> 
     let misplaced = checkpoint::strip(&mut primal);
     let generated = syn::parse2::<Options>(args).and_then(|mut opts| {
         opts.resolve_names(&item_fn.sig.ident);
-        derive_all(&opts, &item_fn)
+        derive_all(&opts, &item_fn, source)
     });
     let mut errors = misplaced.into_iter().reduce(|mut a, b| {
         a.combine(b);
@@ -87,7 +87,11 @@ fn internal(what: &str, e: String, f: &ir::Function) -> syn::Error {
     )
 }
 
-fn compile(opts: &Options, item: &syn::ItemFn) -> syn::Result<(signature::Signature, Compiled)> {
+fn compile(
+    opts: &Options,
+    item: &syn::ItemFn,
+    source: Option<&str>,
+) -> syn::Result<(signature::Signature, Compiled)> {
     let diag = Diagnostics::default();
     let sig = signature::read(&item.sig, opts.wrt.as_deref(), &diag);
     diag.check()?;
@@ -98,7 +102,7 @@ fn compile(opts: &Options, item: &syn::ItemFn) -> syn::Result<(signature::Signat
         ));
     };
     let diag = Diagnostics::default();
-    let primal = crate::lower::lower_function(item, &sig, &diag);
+    let primal = crate::lower::lower_function(item, &sig, &diag, source);
     diag.check()?;
     verify(&primal).map_err(|e| internal("lowering", e, &primal))?;
     let mut primal = primal;
@@ -148,8 +152,12 @@ fn compile(opts: &Options, item: &syn::ItemFn) -> syn::Result<(signature::Signat
     ))
 }
 
-fn derive_all(opts: &Options, item: &syn::ItemFn) -> syn::Result<TokenStream> {
-    let (sig, compiled) = compile(opts, item)?;
+fn derive_all(
+    opts: &Options,
+    item: &syn::ItemFn,
+    source: Option<&str>,
+) -> syn::Result<TokenStream> {
+    let (sig, compiled) = compile(opts, item, source)?;
     let header = Header {
         item,
         sig: &sig,
@@ -401,7 +409,7 @@ fn cuda_module(
 #[cfg(test)]
 pub fn compile_for_tests(item: &syn::ItemFn) -> Result<Compiled, String> {
     let opts: Options = syn::parse_quote!(forward, reverse);
-    compile(&opts, item)
+    compile(&opts, item, None)
         .map(|(_, c)| c)
         .map_err(|e| e.to_string())
 }
@@ -410,7 +418,7 @@ pub fn compile_for_tests(item: &syn::ItemFn) -> Result<Compiled, String> {
 #[cfg(test)]
 pub fn compile_with_for_tests(args: &str, item: &syn::ItemFn) -> Result<Compiled, String> {
     let opts: Options = syn::parse_str(args).map_err(|e| e.to_string())?;
-    compile(&opts, item)
+    compile(&opts, item, None)
         .map(|(_, c)| c)
         .map_err(|e| e.to_string())
 }
@@ -419,7 +427,7 @@ pub fn compile_with_for_tests(args: &str, item: &syn::ItemFn) -> Result<Compiled
 #[cfg(test)]
 pub fn compile_fine_reverse_for_tests(item: &syn::ItemFn) -> Result<ir::Function, String> {
     let opts: Options = syn::parse_quote!(forward, reverse, coarsen = off);
-    compile(&opts, item)
+    compile(&opts, item, None)
         .map(|(_, c)| c.reverse)
         .map_err(|e| e.to_string())
 }

@@ -227,7 +227,7 @@ fn plain_call_at(trees: &[TokenTree], k: usize) -> bool {
 
 /// The items of the one module of the file (the file itself or an inline `mod`) that
 /// defines a function `name` carrying `#[differentiate]`; `None` if there is not exactly one.
-fn module_of<'a>(items: &'a [syn::Item], name: &str) -> Option<&'a [syn::Item]> {
+pub(crate) fn module_of<'a>(items: &'a [syn::Item], name: &str) -> Option<&'a [syn::Item]> {
     fn collect<'a>(items: &'a [syn::Item], name: &str, found: &mut Vec<&'a [syn::Item]>) {
         for it in items {
             match it {

@@ -201,6 +201,10 @@ impl Ctx<'_> {
             FloatTy::F32 => "f32",
             _ => "f64",
         };
+        if c.is_nan() {
+            let t = format_ident!("{}", ty);
+            return quote!(#t::NAN);
+        }
         if c.is_infinite() {
             let t = format_ident!("{}", ty);
             return if c > 0.0 {

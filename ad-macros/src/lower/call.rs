@@ -252,7 +252,11 @@ impl Lowerer<'_> {
                         return Ok(v);
                     }
                 }
-                return Err(self.error(m, &text(m), "`unwrap` is supported on `T::from(..)`"));
+                return Err(self.error(
+                    m,
+                    &text(m),
+                    "`unwrap` is supported on `T::from(..)` and `T::from_f64(..)` (and the other `FromPrimitive` conversions)",
+                ));
             }
             _ => {}
         }
@@ -347,9 +351,34 @@ impl Lowerer<'_> {
             .iter()
             .map(|s| s.ident.to_string())
             .collect();
+        // `T::from(x)`, `NumCast::from(x)`, and `FromPrimitive`'s `T::from_f64(c)`,
+        // `T::from_usize(n)`, ... (each an `Option`, unwrapped by the caller).
+        let conversion = |f: &str| {
+            f == "from"
+                || matches!(
+                    f,
+                    "from_f64"
+                        | "from_f32"
+                        | "from_usize"
+                        | "from_isize"
+                        | "from_i64"
+                        | "from_u64"
+                        | "from_i32"
+                        | "from_u32"
+                        | "from_i16"
+                        | "from_u16"
+                        | "from_i8"
+                        | "from_u8"
+                        | "from_i128"
+                        | "from_u128"
+                )
+        };
         let ok = match segs.as_slice() {
-            [ty, f] => f == "from" && (self.is_float_type_name(ty) || ty == "NumCast"),
-            [.., f] => f == "from" && p.qself.is_some(),
+            [ty, f] => {
+                conversion(f)
+                    && (self.is_float_type_name(ty) || ty == "NumCast" || ty == "FromPrimitive")
+            }
+            [.., f] => conversion(f) && p.qself.is_some(),
             _ => false,
         };
         if !ok || c.args.len() != 1 {

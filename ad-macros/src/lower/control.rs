@@ -240,6 +240,20 @@ impl Lowerer<'_> {
                     yields_e.push(b);
                     merged.push((loc, self.ty(a)));
                 }
+                // `let r;` assigned in one branch only: the other left the block (Rust
+                // reads `r` only after an assignment), so any value of its type does.
+                (Binding::Scalar(a), Binding::Uninit) => {
+                    let ty = self.ty(a);
+                    yields_t.push(a);
+                    yields_e.push(self.b.in_block(else_blk, |b| b.zero(ty)));
+                    merged.push((loc, ty));
+                }
+                (Binding::Uninit, Binding::Scalar(b)) => {
+                    let ty = self.ty(b);
+                    yields_t.push(self.b.in_block(then_blk, |b| b.zero(ty)));
+                    yields_e.push(b);
+                    merged.push((loc, ty));
+                }
                 _ => {
                     return Err(syn::Error::new(
                         self.b.span,

@@ -17,6 +17,8 @@ pub enum Binding {
     },
     /// A constant parameter of a type the compiler does not model.
     Opaque,
+    /// `let r;`: declared, assigned later.
+    Uninit,
 }
 
 /// Where a binding lives: (scope, entry).

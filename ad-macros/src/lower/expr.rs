@@ -43,7 +43,17 @@ impl Lowerer<'_> {
                 self.lower_macro_stmt(&m.mac)?;
                 Ok(None)
             }
-            Stmt::Item(item) => Err(self.error(item, "item", "nested items (fn, struct, use, ...) are not supported inside a differentiated function")),
+            Stmt::Item(syn::Item::Const(k)) => {
+                self.const_item(k)?;
+                Ok(None)
+            }
+            // `use std::f64::consts::PI;` inside the body: the bare names are known anyway.
+            Stmt::Item(syn::Item::Use(_)) => Ok(None),
+            Stmt::Item(item) => Err(self.error(
+                item,
+                "item",
+                "nested items (fn, struct, ...) are not supported inside a differentiated function",
+            )),
         }
     }
 
@@ -117,48 +127,198 @@ impl Lowerer<'_> {
     }
 
     fn lower_let(&mut self, local: &syn::Local) -> LResult<()> {
-        let (name, declared) = match &local.pat {
-            syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
-                (pi.ident.to_string(), None)
-            }
-            syn::Pat::Type(pt) => match &*pt.pat {
-                syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
-                    (pi.ident.to_string(), Some(&*pt.ty))
-                }
-                other => return Err(self.error(other, &text(other), "`let` binds one plain name")),
-            },
-            other => {
+        if let Some((_, d)) = local.init.as_ref().and_then(|i| i.diverge.as_ref()) {
+            // `let [a, b] = x[..] else { panic!() };`: the length is checked instead.
+            let panics = matches!(&**d, Expr::Block(b) if b.block.stmts.len() == 1
+                && matches!(&b.block.stmts[0], Stmt::Macro(m) if is_panic(&m.mac.path))
+                || matches!(&b.block.stmts[0], Stmt::Expr(Expr::Macro(m), _) if is_panic(&m.mac.path)));
+            if !(panics && matches!(&local.pat, syn::Pat::Slice(_))) {
                 return Err(self.error(
+                    d,
+                    "let ... else",
+                    "`let`-`else` is supported with an array pattern and an `else` that panics",
+                ));
+            }
+        }
+        match &local.init {
+            Some(init) => self.bind_pattern(&local.pat, &init.expr, None),
+            // `let r;`, assigned later (in each branch of an `if`).
+            None => match &local.pat {
+                syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                    self.env.bind(&pi.ident.to_string(), Binding::Uninit);
+                    Ok(())
+                }
+                syn::Pat::Type(pt) => match &*pt.pat {
+                    syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                        self.env.bind(&pi.ident.to_string(), Binding::Uninit);
+                        Ok(())
+                    }
+                    other => Err(self.error(
+                        other,
+                        &text(other),
+                        "a `let` without a value binds one name",
+                    )),
+                },
+                other => Err(self.error(
                     other,
                     &text(other),
-                    "`let` binds one plain name (tuple and struct patterns are not supported)",
-                ))
-            }
-        };
-        let Some(init) = &local.init else {
-            return Err(self.error(local, &text(local), "a `let` needs an initial value"));
-        };
-        if let Some((_, d)) = &init.diverge {
-            return Err(self.error(d, "let ... else", "`let`-`else` is not supported"));
+                    "a `let` without a value binds one name",
+                )),
+            },
         }
-        let binding = self.lower_binding_init(&init.expr, declared)?;
-        match binding {
-            Binding::Scalar(v) => {
-                if self.b.func.values[v.index()].name.is_none() {
-                    self.b.func.values[v.index()].name = Some(name.clone());
+    }
+
+    /// Binds `pat` to the value of `init`: a name; `_`; a tuple pattern to a tuple
+    /// expression, element by element; an array pattern (`[a, b]`, with `..`) to an array
+    /// expression or to the elements of a buffer (`*x`, `x`, `x[i]` a row).
+    fn bind_pattern(
+        &mut self,
+        pat: &syn::Pat,
+        init: &Expr,
+        declared: Option<&syn::Type>,
+    ) -> LResult<()> {
+        match pat {
+            syn::Pat::Type(pt) => self.bind_pattern(&pt.pat, init, Some(&pt.ty)),
+            syn::Pat::Paren(pp) => self.bind_pattern(&pp.pat, init, declared),
+            syn::Pat::Reference(r) => self.bind_pattern(&r.pat, &strip_ref(init), declared),
+            syn::Pat::Wild(_) => {
+                // Evaluated for its effects (a call), the value dropped.
+                self.lower_binding_init(init, declared).map(|_| ())
+            }
+            syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                let name = pi.ident.to_string();
+                let binding = self.lower_binding_init(init, declared)?;
+                match binding {
+                    Binding::Scalar(v) => {
+                        if self.b.func.values[v.index()].name.is_none() {
+                            self.b.func.values[v.index()].name = Some(name.clone());
+                        }
+                    }
+                    // A new buffer takes the variable's name (messages, generated code).
+                    Binding::Buf(buf)
+                        if matches!(self.b.func.buf(buf).name.as_str(), "vec" | "copy")
+                            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') =>
+                    {
+                        self.b.func.bufs[buf.index()].name = name.clone();
+                    }
+                    _ => {}
                 }
+                self.env.bind(&name, binding);
+                Ok(())
             }
-            // A new buffer takes the variable's name (messages, generated code).
-            Binding::Buf(buf)
-                if matches!(self.b.func.buf(buf).name.as_str(), "vec" | "copy")
-                    && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') =>
-            {
-                self.b.func.bufs[buf.index()].name = name.clone();
+            syn::Pat::Tuple(t) => match strip_group(init) {
+                Expr::Tuple(e) if e.elems.len() == t.elems.len() => {
+                    // Every value first, then the names (`let (a, b) = (b, a);`).
+                    let mut values = Vec::new();
+                    for (p, x) in t.elems.iter().zip(&e.elems) {
+                        let v = match p {
+                            syn::Pat::Wild(_) => None,
+                            _ => Some(self.lower_binding_init(x, None)?),
+                        };
+                        values.push(v);
+                    }
+                    for (p, v) in t.elems.iter().zip(values) {
+                        if let Some(v) = v {
+                            self.bind_value_pattern(p, v)?;
+                        }
+                    }
+                    Ok(())
+                }
+                other => Err(self.error(
+                    other,
+                    &text(other),
+                    "a tuple pattern binds the elements of a tuple expression `(a, b)`",
+                )),
+            },
+            syn::Pat::Slice(sl) => {
+                let (before, rest, after) = split_rest(sl).ok_or_else(|| {
+                    self.error(sl, &text(sl), "one `..` at most in an array pattern")
+                })?;
+                if let Expr::Array(a) = strip_group(init) {
+                    if rest.is_none() && a.elems.len() != before.len() {
+                        return Err(self.error(sl, &text(sl), "the pattern and the array have different lengths"));
+                    }
+                    let mut values = Vec::new();
+                    for x in &a.elems {
+                        values.push(self.lower_binding_init(x, None)?);
+                    }
+                    let n = values.len();
+                    for (k, p) in before.iter().enumerate() {
+                        self.bind_value_pattern(p, values[k])?;
+                    }
+                    for (k, p) in after.iter().enumerate() {
+                        self.bind_value_pattern(p, values[n - after.len() + k])?;
+                    }
+                    return Ok(());
+                }
+                // The elements of a buffer (or of a row of a 2-D one), read now.
+                let (buf, row) = match strip_deref(init) {
+                    Expr::Index(ix) if !matches!(&*ix.index, Expr::Range(_)) => {
+                        let buf = self.lower_buf_ref(&ix.expr)?;
+                        let i = self.lower_expr(&ix.index)?;
+                        (buf, Some(i))
+                    }
+                    other => (self.lower_buf_ref(other)?, None),
+                };
+                let rank = self.b.func.buf(buf).rank as usize;
+                if rank != 1 + usize::from(row.is_some()) {
+                    return Err(self.error(init, &text(init), "an array pattern takes the elements of a 1-D buffer or of a row"));
+                }
+                let len = self.b.value(InstKind::Len(buf, row.into_iter().collect()), Ty::Int);
+                // The length the pattern needs (`let .. else` panics otherwise; a plain `let`
+                // has an array of that length already).
+                let need = self.b.iconst((before.len() + after.len()) as i128);
+                let op = if rest.is_some() { BinOp::Ge } else { BinOp::Eq };
+                let fits = self.b.binary(op, len, need);
+                let message = format!(
+                    "\"phidiff: `{}` does not match the length of the buffer\"",
+                    text(sl).replace('"', "")
+                );
+                self.b.stmt(InstKind::Assert { cond: fits, message });
+                let at = |l: &mut Self, k: Value| {
+                    let mut idx: Vec<Value> = row.into_iter().collect();
+                    idx.push(k);
+                    l.b.load(buf, idx)
+                };
+                for (k, p) in before.iter().enumerate() {
+                    let kv = self.b.iconst(k as i128);
+                    let v = at(self, kv);
+                    self.bind_value_pattern(p, Binding::Scalar(v))?;
+                }
+                for (k, p) in after.iter().enumerate() {
+                    let back = self.b.iconst((after.len() - k) as i128);
+                    let kv = self.b.sub(len, back);
+                    let v = at(self, kv);
+                    self.bind_value_pattern(p, Binding::Scalar(v))?;
+                }
+                Ok(())
             }
-            _ => {}
+            other => Err(self.error(
+                other,
+                &text(other),
+                "`let` binds a name, a tuple of names or an array of names (struct patterns are not supported yet)",
+            )),
         }
-        self.env.bind(&name, binding);
-        Ok(())
+    }
+
+    /// Binds a pattern of one name (or `_`, or `&name`) to a lowered value.
+    fn bind_value_pattern(&mut self, p: &syn::Pat, b: Binding) -> LResult<()> {
+        match p {
+            syn::Pat::Wild(_) => Ok(()),
+            syn::Pat::Type(pt) => self.bind_value_pattern(&pt.pat, b),
+            syn::Pat::Paren(pp) => self.bind_value_pattern(&pp.pat, b),
+            syn::Pat::Reference(r) => self.bind_value_pattern(&r.pat, b),
+            syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                if let Binding::Scalar(v) = b {
+                    if self.b.func.values[v.index()].name.is_none() {
+                        self.b.func.values[v.index()].name = Some(pi.ident.to_string());
+                    }
+                }
+                self.env.bind(&pi.ident.to_string(), b);
+                Ok(())
+            }
+            other => Err(self.error(other, &text(other), "nested patterns bind plain names")),
+        }
     }
 
     /// The initializer of a `let`: a buffer (`vec!`, `to_vec`, `clone`) or a scalar.
@@ -335,7 +495,13 @@ impl Lowerer<'_> {
                         "this parameter's type is not a float, integer or bool",
                     ))
                 }
+                Some(Binding::Uninit) => {
+                    return Err(self.error(p, &name, "this variable is read before it is assigned"))
+                }
                 None => {}
+            }
+            if let Some(v) = self.named_constant(&name, p)? {
+                return Ok(v);
             }
         }
         if let Some(c) = self.path_constant(&p.path) {
@@ -356,6 +522,10 @@ impl Lowerer<'_> {
             .map(String::as_str)
             .skip_while(|s| *s == "std" || *s == "core")
             .collect();
+        // `PI` after `use std::f64::consts::PI`, `consts::PI` after `use std::f64::consts`.
+        if let [name] | ["consts", name] = segs.as_slice() {
+            return consts::std_float(name).map(|c| self.b.fconst(c));
+        }
         let (ty, name) = match segs.as_slice() {
             [ty, "consts", name] => (*ty, *name),
             [ty, name] => (*ty, *name),
@@ -391,11 +561,18 @@ impl Lowerer<'_> {
                 "MIN_POSITIVE" => f64::MIN_POSITIVE,
                 "INFINITY" => f64::INFINITY,
                 "NEG_INFINITY" => f64::NEG_INFINITY,
-                _ => return None,
+                "NAN" => f64::NAN,
+                _ => match consts::std_float(name) {
+                    Some(c) => c,
+                    None => return self.float_int_constant(ty, name),
+                },
             };
             return Some(self.b.fconst(c));
         }
         let int = match (ty, name) {
+            ("usize", "MIN") | ("u32", "MIN") | ("u64", "MIN") => 0,
+            ("i32", "MIN") => i32::MIN as i128,
+            ("i64", "MIN") => i64::MIN as i128,
             ("usize", "MAX") => usize::MAX as i128,
             ("u32", "MAX") => u32::MAX as i128,
             ("i32", "MAX") => i32::MAX as i128,
@@ -404,6 +581,28 @@ impl Lowerer<'_> {
             _ => return None,
         };
         Some(self.b.iconst(int))
+    }
+
+    /// The integer associated constants of a float type (`f64::MAX_EXP`, `f64::DIGITS`).
+    fn float_int_constant(&mut self, ty: &str, name: &str) -> Option<Value> {
+        let f32_ty = ty == "f32";
+        let c: i128 = match name {
+            "MAX_EXP" if f32_ty => f32::MAX_EXP as i128,
+            "MAX_EXP" => f64::MAX_EXP as i128,
+            "MIN_EXP" if f32_ty => f32::MIN_EXP as i128,
+            "MIN_EXP" => f64::MIN_EXP as i128,
+            "MAX_10_EXP" if f32_ty => f32::MAX_10_EXP as i128,
+            "MAX_10_EXP" => f64::MAX_10_EXP as i128,
+            "MIN_10_EXP" if f32_ty => f32::MIN_10_EXP as i128,
+            "MIN_10_EXP" => f64::MIN_10_EXP as i128,
+            "MANTISSA_DIGITS" if f32_ty => f32::MANTISSA_DIGITS as i128,
+            "MANTISSA_DIGITS" => f64::MANTISSA_DIGITS as i128,
+            "DIGITS" if f32_ty => f32::DIGITS as i128,
+            "DIGITS" => f64::DIGITS as i128,
+            "RADIX" => 2,
+            _ => return None,
+        };
+        Some(self.b.iconst(c))
     }
 
     fn lower_binary(&mut self, bin: &syn::ExprBinary) -> LResult<Value> {
@@ -641,6 +840,11 @@ impl Lowerer<'_> {
                         self.env.assign(&name, Binding::Scalar(new));
                         Ok(())
                     }
+                    Some(Binding::Uninit) if op.is_none() => {
+                        let r = self.lower_expr(rhs)?;
+                        self.env.assign(&name, Binding::Scalar(r));
+                        Ok(())
+                    }
                     Some(Binding::Elem(buf, i)) => self.lower_store(buf, vec![i], rhs, op, whole),
                     Some(Binding::Buf(_)) => {
                         Err(self.error(whole, &text(whole), "assigning a whole buffer is not supported; use `copy_from_slice` or `std::mem::swap`"))
@@ -797,4 +1001,63 @@ pub(super) fn pure_cheap(k: &InstKind) -> bool {
             )
             | InstKind::Len(..)
     )
+}
+
+/// `e` without parentheses and invisible groups.
+fn strip_group(e: &Expr) -> &Expr {
+    match e {
+        Expr::Paren(p) => strip_group(&p.expr),
+        Expr::Group(g) => strip_group(&g.expr),
+        other => other,
+    }
+}
+
+/// `e` without a leading `*` (`let [a, b] = *x;`).
+fn strip_deref(e: &Expr) -> &Expr {
+    match strip_group(e) {
+        Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => strip_deref(&u.expr),
+        other => other,
+    }
+}
+
+/// `e` without a leading `&` (for a `&pat` pattern).
+fn strip_ref(e: &Expr) -> Expr {
+    match strip_group(e) {
+        Expr::Reference(r) => (*r.expr).clone(),
+        other => Expr::Unary(syn::ExprUnary {
+            attrs: vec![],
+            op: syn::UnOp::Deref(Default::default()),
+            expr: Box::new(other.clone()),
+        }),
+    }
+}
+
+/// An array pattern's elements before a `..`, the `..` (if any), and those after it.
+fn split_rest(sl: &syn::PatSlice) -> Option<(Vec<&syn::Pat>, Option<&syn::Pat>, Vec<&syn::Pat>)> {
+    let mut before = Vec::new();
+    let mut rest = None;
+    let mut after = Vec::new();
+    for p in &sl.elems {
+        if matches!(p, syn::Pat::Rest(_)) {
+            if rest.is_some() {
+                return None;
+            }
+            rest = Some(p);
+        } else if rest.is_some() {
+            after.push(p);
+        } else {
+            before.push(p);
+        }
+    }
+    Some((before, rest, after))
+}
+
+/// Whether a macro path is `panic`, `unreachable`, `unimplemented` or `todo`.
+fn is_panic(p: &syn::Path) -> bool {
+    p.segments.last().is_some_and(|s| {
+        matches!(
+            s.ident.to_string().as_str(),
+            "panic" | "unreachable" | "unimplemented" | "todo"
+        )
+    })
 }

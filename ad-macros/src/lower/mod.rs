@@ -4,6 +4,7 @@
 //! region stays single-entry single-exit (structured reverse mode needs nothing else).
 
 mod call;
+mod consts;
 mod control;
 mod env;
 mod expr;
@@ -51,6 +52,9 @@ pub struct Lowerer<'a> {
     /// Whether the value of the block being lowered is used (decides whether a user call in
     /// tail position returns a value).
     tail_wanted: bool,
+    /// The named constants the body may read, and how deep one is being lowered in another.
+    consts: consts::Constants,
+    const_depth: u32,
 }
 
 pub fn err<T: ToTokens>(tokens: T, what: &str, why: &str) -> syn::Error {
@@ -61,8 +65,14 @@ fn text<T: ToTokens>(t: &T) -> String {
     crate::diagnostics::source_text(t)
 }
 
-/// Lowers the body of `item` into a new IR function.
-pub fn lower_function(item: &syn::ItemFn, sig: &Signature, diag: &Diagnostics) -> Function {
+/// Lowers the body of `item` into a new IR function; `source` is the text of its file, for
+/// the constants it names.
+pub fn lower_function(
+    item: &syn::ItemFn,
+    sig: &Signature,
+    diag: &Diagnostics,
+    source: Option<&str>,
+) -> Function {
     let mut func = Function::new(item.sig.ident.to_string());
     let mut env = Env::default();
     env.push_scope();
@@ -120,12 +130,21 @@ pub fn lower_function(item: &syn::ItemFn, sig: &Signature, diag: &Diagnostics) -
         float_name: sig.float.tokens().to_string(),
         next_flag: 0,
         tail_wanted: sig.returns_float,
+        consts: consts::Constants::from_source(item, source),
+        const_depth: 0,
     };
     l.b.span = item.sig.ident.span();
     for (n, ty, name) in scalar_params {
         let i = l.b.push(InstKind::Param(n), &[ty], Some(&name));
         let v = l.b.func.inst(i).results[0];
         l.env.bind(&name, Binding::Scalar(v));
+    }
+    if let Err(e) = l
+        .bind_const_generics(item)
+        .and_then(|()| l.fill_tables(item))
+    {
+        diag.push(e);
+        return func;
     }
     if l.has_return {
         let f = l.b.bconst(false);
@@ -176,6 +195,60 @@ pub fn lower_function(item: &syn::ItemFn, sig: &Signature, diag: &Diagnostics) -
 }
 
 impl<'a> Lowerer<'a> {
+    /// Each const generic `N` that is the length of an array parameter (`x: &[T; N]`) is
+    /// that parameter's length.
+    fn bind_const_generics(&mut self, item: &syn::ItemFn) -> LResult<()> {
+        for g in item.sig.generics.const_params() {
+            let n = g.ident.to_string();
+            let param = item.sig.inputs.iter().find_map(|a| {
+                let syn::FnArg::Typed(t) = a else { return None };
+                let mut ty = &*t.ty;
+                while let syn::Type::Reference(r) = ty {
+                    ty = &r.elem;
+                }
+                let syn::Type::Array(arr) = ty else {
+                    return None;
+                };
+                let len_is_n = matches!(&arr.len, syn::Expr::Path(p) if p.path.is_ident(&n));
+                match (&*t.pat, len_is_n) {
+                    (syn::Pat::Ident(pi), true) => Some(pi.ident.to_string()),
+                    _ => None,
+                }
+            });
+            match param.and_then(|p| self.env.lookup(&p)) {
+                Some(Binding::Buf(buf)) => {
+                    let len = self.b.value(InstKind::Len(buf, vec![]), Ty::Int);
+                    self.b.func.values[len.index()].name = Some(n.clone());
+                    self.env.bind(&n, Binding::Scalar(len));
+                }
+                _ => {
+                    return Err(self.error(
+                        &g.ident,
+                        &n,
+                        "a const generic is read as the length of an array parameter (`x: &[T; N]`); take such a parameter, or pass the number as a `usize`",
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The constant tables (`const W: [f64; 5] = [..]`) the body names, filled at entry.
+    fn fill_tables(&mut self, item: &syn::ItemFn) -> LResult<()> {
+        let names = consts::idents(item.block.to_token_stream());
+        let tables: Vec<(String, consts::ConstItem)> = self
+            .consts
+            .tables(&names)
+            .into_iter()
+            .map(|(n, c)| (n.to_string(), c.clone()))
+            .collect();
+        for (name, c) in tables {
+            let buf = self.fill_table(&name, &c)?;
+            self.env.bind(&name, Binding::Buf(buf));
+        }
+        Ok(())
+    }
+
     fn error<T: ToTokens>(&self, tokens: T, what: &str, why: &str) -> syn::Error {
         err(tokens, what, why)
     }
