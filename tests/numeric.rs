@@ -289,6 +289,12 @@ numeric_tests! {
         overwritten_fill_matches_finite_differences,
         fill_from_outside_matches_finite_differences,
     ],
+    /// Issue 46's corpus: optimization test functions as crates write them, against
+    /// num-dual.
+    idiomatic_optimization: [
+        generic_test_functions_against_num_dual,
+        array_parameters_against_num_dual,
+    ],
     /// Issue 45's review: explicit lifetimes, swapped rows, a buffer passed twice, renamed
     /// derivatives, rebound buffers, float predicates, a `num_traits::Float` bound.
     review: [

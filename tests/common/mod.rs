@@ -15,6 +15,9 @@
 //! [`CROSS_REL`]/[`CROSS_ABS`]. Outside `in_both_modes` nothing is recorded.
 #![allow(dead_code)]
 
+pub mod nd;
+
+use nd::{Dual64, HyperDual64, Nd};
 use phidiff::check;
 use std::any::Any;
 use std::cell::RefCell;
@@ -360,4 +363,139 @@ fn compare_transcripts(test: &str, coarse: &[Record], fine: &[Record]) {
             );
         }
     }
+}
+
+/// A function of a flat `&[f64]` point, generic over its float type, with its generated
+/// derivatives: checked by [`check_generic`].
+pub struct Generic<'a> {
+    pub name: &'a str,
+    pub x: &'a [f64],
+    pub f: &'a dyn Fn(&[f64]) -> f64,
+    /// The function at num-dual's dual numbers: the independent forward mode.
+    pub f_dual: &'a dyn Fn(&[Nd<Dual64>]) -> Nd<Dual64>,
+    /// The function at num-dual's hyper-dual numbers: second derivatives.
+    pub f_hyper: &'a dyn Fn(&[Nd<HyperDual64>]) -> Nd<HyperDual64>,
+    pub grad: &'a dyn Fn(&[f64]) -> (f64, Vec<f64>),
+    /// `(x, ẋ) ↦ (value, tangent)` through `_fwd`.
+    pub fwd: &'a dyn Fn(&[f64], &[f64]) -> (f64, f64),
+    /// `(x, seed) ↦ (value, adjoint)` through `_rev`.
+    pub rev: &'a dyn Fn(&[f64], f64) -> (f64, Vec<f64>),
+    /// `(x, v) ↦ H v` through `_rev::<phidiff::Dual<f64>>` (forward over reverse).
+    pub hvp: &'a dyn Fn(&[f64], &[f64]) -> Vec<f64>,
+}
+
+/// Checks a generic function's derivatives against things that share none of their code:
+/// `_grad`'s components against num-dual's directional derivatives along each axis (rel
+/// 1e-12 of the gradient's size), `_grad` against central finite differences and `_fwd`/
+/// `_rev` against finite differences and the dot-product test (`TOLS`), and the H·v of
+/// `_rev` at `phidiff::Dual<f64>` against num-dual's hyper-dual `e_kᵀ H v` (rel 1e-10 of
+/// the row's size).
+pub fn check_generic(c: &Generic) {
+    let name = c.name;
+    let n = c.x.len();
+    let (value, g) = (c.grad)(c.x);
+    assert_close(
+        &format!("{name}: _grad value"),
+        value,
+        (c.f)(c.x),
+        1e-12,
+        1e-13,
+    );
+    let scale: f64 = g.iter().map(|v| v.abs()).sum::<f64>() + 1e-300;
+    for k in 0..n {
+        let mut e = zeros(n);
+        e[k] = 1.0;
+        let (re, d) = nd::directional(|p| (c.f_dual)(p), c.x, &e);
+        assert_close(
+            &format!("{name}: num-dual's value"),
+            re,
+            value,
+            1e-12,
+            1e-13,
+        );
+        assert_close(
+            &format!("{name}: ∂f/∂x[{k}] vs num-dual"),
+            g[k],
+            d,
+            0.0,
+            1e-12 * scale,
+        );
+    }
+    check_grad(name, c.x, c.f, c.grad, TOLS);
+    check_fwd_rev(&Case {
+        name,
+        x: c.x,
+        primal: &|x| vec![(c.f)(x)],
+        jvp: &|x, d| {
+            let (v, t) = (c.fwd)(x, d);
+            (vec![v], vec![t])
+        },
+        vjp: &|x, w| {
+            let (v, g) = (c.rev)(x, w[0]);
+            (vec![v], g)
+        },
+        tols: TOLS,
+    });
+    for trial in 0..2 {
+        let v = check::random_vector(500 + trial, n);
+        let hv = (c.hvp)(c.x, &v);
+        let want: Vec<f64> = (0..n)
+            .map(|k| {
+                let mut e = zeros(n);
+                e[k] = 1.0;
+                nd::second(|p| (c.f_hyper)(p), c.x, &e, &v)
+            })
+            .collect();
+        let row_scale: f64 = want.iter().map(|w| w.abs()).sum::<f64>() + 1e-300;
+        assert_all_close(
+            &format!("{name}: H·v (trial {trial}) vs num-dual"),
+            &hv,
+            &want,
+            1e-10,
+            1e-10 * row_scale,
+        );
+    }
+}
+
+/// `_rev::<phidiff::Dual<f64>>`'s H·v for a function of one slice: the point carries `v`
+/// in its tangents, the shadow starts at dual zero, the seed is the constant 1.
+pub fn hvp_of(
+    rev: &dyn Fn(
+        &[phidiff::Dual<f64>],
+        &mut [phidiff::Dual<f64>],
+        phidiff::Dual<f64>,
+    ) -> phidiff::Dual<f64>,
+    x: &[f64],
+    v: &[f64],
+) -> Vec<f64> {
+    let xd: Vec<phidiff::Dual<f64>> = x
+        .iter()
+        .zip(v)
+        .map(|(&re, &eps)| phidiff::Dual { re, eps })
+        .collect();
+    let mut dx = vec![phidiff::Dual { re: 0.0, eps: 0.0 }; x.len()];
+    rev(&xd, &mut dx, phidiff::Dual::constant(1.0));
+    dx.iter().map(|d| d.eps).collect()
+}
+
+/// [`check_generic`] for a function `f<T>(x: &[T]) -> T` with `forward, reverse`.
+#[macro_export]
+macro_rules! check_slice_fn {
+    ($f:ident, $fwd:ident, $rev:ident, $grad:ident, $x:expr) => {
+        $crate::common::check_generic(&$crate::common::Generic {
+            name: stringify!($f),
+            x: &$x,
+            f: &|x| $f(x),
+            f_dual: &|x| $f(x),
+            f_hyper: &|x| $f(x),
+            grad: &|x| $grad(x),
+            fwd: &|x, d| $fwd(x, d),
+            rev: &|x, s| {
+                let mut g = vec![0.0; x.len()];
+                let v = $rev(x, &mut g, s);
+                (v, g)
+            },
+            hvp: &|x, v| $crate::common::hvp_of(&|x, dx, s| $rev(x, dx, s), x, v),
+        })
+    };
 }

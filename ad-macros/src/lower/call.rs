@@ -78,6 +78,9 @@ impl Lowerer<'_> {
                 if let Some(()) = self.try_swap(c)? {
                     return Ok(None);
                 }
+                if let Some(inlined) = self.inline_closure_call(c)? {
+                    return self.lower_value_or_unit_pub(&inlined);
+                }
                 if self.is_user_call(&c.func) {
                     return self.lower_user_call(c, None, self.tail_wanted);
                 }
@@ -222,6 +225,9 @@ impl Lowerer<'_> {
 
     pub(super) fn lower_method_value(&mut self, m: &syn::ExprMethodCall) -> LResult<Value> {
         let name = m.method.to_string();
+        if let Some(desugared) = self.desugar_consumer(m)? {
+            return self.lower_expr(&desugared);
+        }
         match name.as_str() {
             "sum" if m.args.is_empty() => return self.lower_sum(m),
             "is_empty" if m.args.is_empty() => {
@@ -406,6 +412,9 @@ impl Lowerer<'_> {
     }
 
     pub(super) fn lower_call_value(&mut self, c: &syn::ExprCall) -> LResult<Value> {
+        if let Some(inlined) = self.inline_closure_call(c)? {
+            return self.lower_expr(&inlined);
+        }
         if self.try_swap(c)?.is_some() {
             return Err(self.error(c, &text(c), "`swap` has no value"));
         }

@@ -80,7 +80,10 @@ impl Lowerer<'_> {
             Expr::Break(_) | Expr::Continue(_) | Expr::Return(_) => self.lower_jump(e),
             Expr::Block(b) if b.label.is_none() => self.lower_scoped_block(&b.block).map(drop),
             Expr::Macro(m) => self.lower_macro_stmt(&m.mac),
-            Expr::MethodCall(m) if m.method == "for_each" => self.lower_for_each(m),
+            Expr::MethodCall(m) if m.method == "for_each" => match self.desugar_consumer(m)? {
+                Some(desugared) => self.lower_effect(&desugared),
+                None => self.lower_for_each(m),
+            },
             Expr::MethodCall(_) | Expr::Call(_) => self.lower_call_stmt(e),
             Expr::Paren(p) => self.lower_effect(&p.expr),
             _ => self.lower_expr(e).map(drop),
@@ -110,7 +113,7 @@ impl Lowerer<'_> {
                 Ok(None)
             }
             Expr::MethodCall(m) if m.method == "for_each" => {
-                self.lower_for_each(m)?;
+                self.lower_effect(e)?;
                 Ok(None)
             }
             Expr::MethodCall(_) | Expr::Call(_) => self.lower_call_value_or_unit(e),
@@ -187,6 +190,17 @@ impl Lowerer<'_> {
             }
             syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
                 let name = pi.ident.to_string();
+                // `let v: Vec<f64> = chain.collect();`: the statements that fill `v`.
+                if let Some(stmts) = self.desugar_collect(init, &pi.ident)? {
+                    let block: syn::Block = syn::parse2(quote::quote!({ #stmts }))?;
+                    self.lower_block_stmts(&block.stmts)?;
+                    return Ok(());
+                }
+                // `let f = |x| ..;`: inlined where it is called.
+                if let Expr::Closure(c) = strip_group(init) {
+                    self.define_closure(name, c);
+                    return Ok(());
+                }
                 let binding = self.lower_binding_init(init, declared)?;
                 match binding {
                     Binding::Scalar(v) => {
@@ -272,7 +286,7 @@ impl Lowerer<'_> {
                 let fits = self.b.binary(op, len, need);
                 let message = format!(
                     "\"phidiff: `{}` does not match the length of the buffer\"",
-                    text(sl).replace('"', "")
+                    assert_text(sl)
                 );
                 self.b.stmt(InstKind::Assert { cond: fits, message });
                 let at = |l: &mut Self, k: Value| {
@@ -329,6 +343,9 @@ impl Lowerer<'_> {
         if let Some(alias) = self.buffer_alias(e) {
             return Ok(alias);
         }
+        if let Some(place) = self.place_binding(e)? {
+            return Ok(place);
+        }
         let v = self.lower_expr(e)?;
         if let Some(ty) = declared {
             let want = self.declared_ty(ty);
@@ -346,6 +363,85 @@ impl Lowerer<'_> {
             }
         }
         Ok(Binding::Scalar(v))
+    }
+
+    /// A borrow of part of a 1-D buffer or view: `&x[a..b]` (`a..`, `..b`, `a..=b`, with
+    /// `&mut` too) is a view of it, `&x[i]` (`&mut x[i]`) one element.
+    pub(super) fn place_binding(&mut self, e: &Expr) -> LResult<Option<Binding>> {
+        let Expr::Reference(r) = strip_group(e) else {
+            return Ok(None);
+        };
+        let Expr::Index(ix) = strip_group(&r.expr) else {
+            return Ok(None);
+        };
+        let (buf, base, len) = match self.row_binding(&ix.expr) {
+            Some(Binding::Row { buf, base, len }) => (buf, Some(base), Some(len)),
+            _ => match self.lower_buf_ref(&ix.expr) {
+                Ok(buf) if self.b.func.buf(buf).rank == 1 => (buf, None, None),
+                _ => return Ok(None),
+            },
+        };
+        let at = |l: &mut Self, v: Value| match base {
+            Some(b) => l.b.add(b, v),
+            None => v,
+        };
+        match strip_group(&ix.index) {
+            Expr::Range(range) => {
+                let full = match len {
+                    Some(l) => l,
+                    None => self.b.value(InstKind::Len(buf, vec![]), Ty::Int),
+                };
+                let start = match &range.start {
+                    Some(s) => {
+                        let v = self.lower_expr(s)?;
+                        self.expect_ty(v, Ty::Int, s, "a slice bound")?;
+                        v
+                    }
+                    None => self.b.iconst(0),
+                };
+                let mut end = match &range.end {
+                    Some(e2) => {
+                        let v = self.lower_expr(e2)?;
+                        self.expect_ty(v, Ty::Int, e2, "a slice bound")?;
+                        v
+                    }
+                    None => full,
+                };
+                if matches!(range.limits, syn::RangeLimits::Closed(_)) {
+                    let one = self.b.iconst(1);
+                    end = self.b.add(end, one);
+                }
+                // Rust's bounds check: `start <= end <= len`.
+                let ordered = self.b.binary(BinOp::Le, start, end);
+                let inside = self.b.binary(BinOp::Le, end, full);
+                let ok = self.b.binary(BinOp::And, ordered, inside);
+                let message = format!(
+                    "\"phidiff: the range of `{}` is out of its bounds\"",
+                    assert_text(e)
+                );
+                self.b.stmt(InstKind::Assert { cond: ok, message });
+                let base = at(self, start);
+                let len = self.b.sub(end, start);
+                Ok(Some(Binding::Row { buf, base, len }))
+            }
+            index => {
+                let i = self.lower_expr(index)?;
+                self.expect_ty(i, Ty::Int, index, "an index")?;
+                if let Some(len) = len {
+                    let inside = self.b.binary(BinOp::Lt, i, len);
+                    let message = format!(
+                        "\"phidiff: the index of `{}` is out of its view\"",
+                        assert_text(e)
+                    );
+                    self.b.stmt(InstKind::Assert {
+                        cond: inside,
+                        message,
+                    });
+                }
+                let at = at(self, i);
+                Ok(Some(Binding::Elem(buf, at)))
+            }
+        }
     }
 
     /// The buffer a `let` initializer names, moved or borrowed whole (`x`, `&x`, `&mut x`,
@@ -1060,4 +1156,12 @@ fn is_panic(p: &syn::Path) -> bool {
             "panic" | "unreachable" | "unimplemented" | "todo"
         )
     })
+}
+
+/// `t`'s source text for an `assert!` message literal: no quotes, braces doubled.
+fn assert_text<T: ToTokens>(t: &T) -> String {
+    text(t)
+        .replace('"', "")
+        .replace('{', "{{")
+        .replace('}', "}}")
 }

@@ -334,6 +334,9 @@ impl Lowerer<'_> {
     }
 
     pub(super) fn lower_for(&mut self, f: &syn::ExprForLoop) -> LResult<()> {
+        if let Some(desugared) = self.desugar_for(f)? {
+            return self.lower_effect(&desugared);
+        }
         let mut chain = self.parse_chain(&f.expr)?;
         self.prepare_chain(&mut chain)?;
         if chain.parallel.is_some() {

@@ -11,6 +11,7 @@ mod expr;
 mod iter;
 mod loop_fusion;
 mod macros;
+mod pipeline;
 mod sum_fusion;
 pub use loop_fusion::fuse_adjacent_loops;
 pub use sum_fusion::fuse_sums_into_writers;
@@ -55,6 +56,9 @@ pub struct Lowerer<'a> {
     /// The named constants the body may read, and how deep one is being lowered in another.
     consts: consts::Constants,
     const_depth: u32,
+    /// The local closures (`let f = |x| ..;`), by name, inlined where they are called, with
+    /// the bindings of the names their bodies read when they were defined.
+    closures: std::collections::HashMap<String, (syn::ExprClosure, Vec<(String, Option<Binding>)>)>,
 }
 
 pub fn err<T: ToTokens>(tokens: T, what: &str, why: &str) -> syn::Error {
@@ -132,6 +136,7 @@ pub fn lower_function(
         tail_wanted: sig.returns_float,
         consts: consts::Constants::from_source(item, source),
         const_depth: 0,
+        closures: Default::default(),
     };
     l.b.span = item.sig.ident.span();
     for (n, ty, name) in scalar_params {
