@@ -194,6 +194,19 @@ fn derive_all(
     }
     for b in &opts.batched {
         let name = b.name.as_ref().expect("names are resolved");
+        let scalar_ref = sig.params.iter().find(|p| {
+            p.active
+                && matches!(p.class, signature::ParamClass::Buffer { form, .. } if form.is_scalar())
+        });
+        if let Some(p) = scalar_ref {
+            return Err(syn::Error::new_spanned(
+                &p.ty,
+                crate::derivative::batch::unsupported(
+                    b.forward,
+                    "floats passed by reference (`&f64`, `&mut f64`)",
+                ),
+            ));
+        }
         out.extend(if b.forward {
             batched_forward(item, &header, &sig, &compiled, name, b.width)?
         } else {

@@ -61,7 +61,7 @@ pub fn launchers(
                 let elem = slice_elem(ty);
                 let len = format_ident!("__len_{}", name);
                 locals.push(quote!(let #len = #name.len() as u64;));
-                let mutable = *form == BufForm::MutRef;
+                let mutable = form.is_mut();
                 let dev_ty = if mutable {
                     quote!(&mut #rt::cudarc::driver::CudaSlice<#elem>)
                 } else {

@@ -18,6 +18,11 @@ fn param_tokens(p: &ParamSpec) -> TokenStream {
     }
 }
 
+/// Whether `p` is a float behind a reference (`&T`, `&mut T`).
+fn is_scalar_ref(p: &ParamSpec) -> bool {
+    matches!(p.class, ParamClass::Buffer { form, .. } if form.is_scalar())
+}
+
 /// `dx` for `x`; if another parameter already has that name, `dx_` (and so on).
 pub fn tangent_name_in(p: &ParamSpec, all: &[ParamSpec]) -> Ident {
     let names: Vec<String> = all.iter().map(|q| q.name.to_string()).collect();
@@ -36,6 +41,15 @@ fn element_type(ty: &Type) -> Type {
     match inner {
         Type::Slice(s) => (*s.elem).clone(),
         Type::Array(a) => (*a.elem).clone(),
+        // `&T`, `&mut T`: the float itself.
+        Type::Path(p)
+            if p.path
+                .segments
+                .last()
+                .is_some_and(|s| s.arguments.is_none()) =>
+        {
+            inner.clone()
+        }
         Type::Path(p) => {
             let seg = p.path.segments.last().expect("Vec path");
             match &seg.arguments {
@@ -99,7 +113,31 @@ impl Header<'_> {
         let mut out = quote!();
         for p in self.sig.params.iter().filter(|p| p.is_active_buffer()) {
             let d = shadow_of(p);
-            out.extend(self.length_check(p, &d, &d.to_string()));
+            if !is_scalar_ref(p) {
+                out.extend(self.length_check(p, &d, &d.to_string()));
+            }
+        }
+        out
+    }
+
+    /// The floats behind references (`x: &f64`, `y: &mut f64`) and their derivative
+    /// parameters as the one-element slices the body indexes.
+    fn scalar_refs_as_slices(&self, with_derivative: bool) -> TokenStream {
+        let mut out = quote!();
+        for p in self.sig.params.iter().filter(|p| is_scalar_ref(p)) {
+            let n = &p.name;
+            let form = match p.class {
+                ParamClass::Buffer { form, .. } => form,
+                _ => unreachable!("a scalar reference is a buffer"),
+            };
+            out.extend(match form.is_mut() {
+                true => quote!(let #n = ::core::slice::from_mut(#n);),
+                false => quote!(let #n = ::core::slice::from_ref(#n);),
+            });
+            if with_derivative && p.active {
+                let d = tangent_name_in(p, &self.sig.params);
+                out.extend(quote!(let #d = ::core::slice::from_mut(#d);));
+            }
         }
         out
     }
@@ -144,7 +182,22 @@ impl Header<'_> {
             quote!()
         };
         let checks = self.length_checks(|p| tangent_name_in(p, &self.sig.params));
-        self.wrap(name, params, ret, quote!(#checks #body))
+        let mut slices = self.scalar_refs_as_slices(false);
+        for p in self
+            .sig
+            .params
+            .iter()
+            .filter(|p| is_scalar_ref(p) && p.active)
+        {
+            let d = tangent_name_in(p, &self.sig.params);
+            slices.extend(match p.class {
+                ParamClass::Buffer { form, .. } if form.is_mut() => {
+                    quote!(let #d = ::core::slice::from_mut(#d);)
+                }
+                _ => quote!(let #d = ::core::slice::from_ref(#d);),
+            });
+        }
+        self.wrap(name, params, ret, quote!(#checks #slices #body))
     }
 
     /// The batched `_fwd<N>` of `forward(width = N)`: each tangent parameter is an array
@@ -223,7 +276,10 @@ impl Header<'_> {
             if p.is_active_buffer() {
                 let t = tangent_name_in(p, &self.sig.params);
                 let e = element_type(&p.ty);
-                params.push(quote!(#t: &mut [#e]));
+                params.push(match is_scalar_ref(p) {
+                    true => quote!(#t: &mut #e),
+                    false => quote!(#t: &mut [#e]),
+                });
             }
         }
         let ft = self.ft();
@@ -245,7 +301,8 @@ impl Header<'_> {
             _ => quote!(-> (#(#outs),*)),
         };
         let checks = self.length_checks(|p| tangent_name_in(p, &self.sig.params));
-        self.wrap(name, params, ret, quote!(#checks #body))
+        let slices = self.scalar_refs_as_slices(true);
+        self.wrap(name, params, ret, quote!(#checks #slices #body))
     }
 
     /// The batched `_rev<N>` of `reverse(width = N)`: each shadow is an array of N
@@ -360,7 +417,14 @@ impl Header<'_> {
             params.push(param_tokens(p));
             let n = &p.name;
             args.push(quote!(#n));
-            if p.is_active_buffer() {
+            if p.is_active_buffer() && is_scalar_ref(p) {
+                let d = tangent_name_in(p, &self.sig.params);
+                let e = element_type(&p.ty);
+                setup.extend(quote!(let mut #d: #e = #zero;));
+                args.push(quote!(&mut #d));
+                grads.push(quote!(#d));
+                grad_tys.push(quote!(#e));
+            } else if p.is_active_buffer() {
                 let d = tangent_name_in(p, &self.sig.params);
                 let e = element_type(&p.ty);
                 let zero_loop = match p.class {

@@ -82,6 +82,8 @@ pub fn lower_function(
     env.push_scope();
     // Parameters.
     let mut scalar_params = Vec::new();
+    // Floats behind references (`x: &f64`, `y: &mut f64`): element 0 of a one-element buffer.
+    let mut scalar_refs = Vec::new();
     for (n, p) in sig.params.iter().enumerate() {
         let name = p.name.to_string();
         let kind = match &p.class {
@@ -100,10 +102,14 @@ pub fn lower_function(
                     },
                     kind: BufKind::Param(n),
                 });
-                env.bind(&name, Binding::Buf(buf));
+                if form.is_scalar() {
+                    scalar_refs.push((name.clone(), buf));
+                } else {
+                    env.bind(&name, Binding::Buf(buf));
+                }
                 ParamKind::Buffer {
                     buf,
-                    mutable: *form == crate::parse::signature::BufForm::MutRef || p.pat_mut,
+                    mutable: form.is_mut() || p.pat_mut,
                 }
             }
         };
@@ -143,6 +149,10 @@ pub fn lower_function(
         let i = l.b.push(InstKind::Param(n), &[ty], Some(&name));
         let v = l.b.func.inst(i).results[0];
         l.env.bind(&name, Binding::Scalar(v));
+    }
+    for (name, buf) in scalar_refs {
+        let zero = l.b.iconst(0);
+        l.env.bind(&name, Binding::Elem(buf, zero));
     }
     if let Err(e) = l
         .bind_const_generics(item)

@@ -32,6 +32,21 @@ pub enum BufForm {
     MutRef,
     /// `[T; N]`, `Vec<T>` by value
     Owned,
+    /// `&T`: a float by reference, a one-element buffer inside (its shadow is `&mut T`).
+    ScalarRef,
+    /// `&mut T`: an output or in/out float, a one-element `&mut [T]` inside.
+    ScalarMut,
+}
+
+impl BufForm {
+    /// Whether the buffer is a float behind a reference (`&T`, `&mut T`).
+    pub fn is_scalar(self) -> bool {
+        matches!(self, BufForm::ScalarRef | BufForm::ScalarMut)
+    }
+    /// Whether the parameter is written through (`&mut`).
+    pub fn is_mut(self) -> bool {
+        matches!(self, BufForm::MutRef | BufForm::ScalarMut)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -356,14 +371,16 @@ impl Classifier<'_> {
             return ParamClass::Buffer { elem, rank, form };
         }
         if let Type::Reference(r) = ty {
-            if r.mutability.is_some() && self.float_of(&r.elem).is_some() {
-                diag.error_spanned(
-                    ty,
-                    unsupported(
-                        &crate::diagnostics::type_text(ty),
-                        "a `&mut` float scalar parameter has no adjoint convention; return the value instead",
-                    ),
-                );
+            if let Some(f) = self.float_of(&r.elem) {
+                self.note_float(f, ty, diag);
+                return ParamClass::Buffer {
+                    elem: ElemKind::Float,
+                    rank: 1,
+                    form: match r.mutability {
+                        Some(_) => BufForm::ScalarMut,
+                        None => BufForm::ScalarRef,
+                    },
+                };
             }
         }
         ParamClass::Opaque
