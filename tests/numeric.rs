@@ -295,6 +295,8 @@ numeric_tests! {
         generic_test_functions_against_num_dual,
         array_parameters_against_num_dual,
     ],
+    /// Issue 46's corpus: statistics, ODEs, physics, geometry, f32 kernels.
+    idiomatic_science: [statistics_against_num_dual, losses_and_series, ode_and_physics, f32_kernels],
     /// Issue 45's review: explicit lifetimes, swapped rows, a buffer passed twice, renamed
     /// derivatives, rebound buffers, float predicates, a `num_traits::Float` bound.
     review: [

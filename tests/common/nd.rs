@@ -8,7 +8,7 @@
 //! Comparisons look at the real part (as num-dual's); `floor`, `round` and the like have
 //! derivative zero; `max`/`min` pass the derivative of the chosen argument.
 
-use num_dual::{DualNum, DualStruct};
+use num_dual::DualNum;
 use num_traits::{Float, FloatConst, FromPrimitive, Num, NumCast, One, ToPrimitive, Zero};
 use std::cmp::Ordering;
 use std::iter::Sum;

@@ -194,6 +194,22 @@ impl Lowerer<'_> {
             || matches!((step, rev), (Some(s), Some(r)) if s < r)
     }
 
+    /// Whether a chain starts from a view (`row.iter()`, a window, `&x[a..b]`), which only
+    /// this module walks.
+    fn walks_a_view(&self, e: &Expr) -> bool {
+        match strip(e) {
+            Expr::MethodCall(m) => {
+                self.walks_a_view(&m.receiver) || m.args.iter().any(|a| self.walks_a_view(a))
+            }
+            Expr::Reference(r) => self.walks_a_view(&r.expr),
+            Expr::Index(ix) => matches!(&*ix.index, Expr::Range(_)),
+            Expr::Path(p) => p.path.get_ident().is_some_and(|i| {
+                matches!(self.env.lookup(&i.to_string()), Some(Binding::Row { .. }))
+            }),
+            _ => false,
+        }
+    }
+
     /// Whether a chain is rayon's (left to `iter.rs`).
     fn is_parallel(methods: &[String]) -> bool {
         methods
@@ -729,7 +745,11 @@ impl Lowerer<'_> {
             return Ok(None);
         }
         let bare = methods.is_empty() && !matches!(strip(&f.expr), Expr::Range(_));
-        if !bare && !Self::needs_desugar(&methods) && !methods.iter().any(|m| m == "map") {
+        if !bare
+            && !Self::needs_desugar(&methods)
+            && !methods.iter().any(|m| m == "map")
+            && !self.walks_a_view(&f.expr)
+        {
             return Ok(None);
         }
         let p = match self.pipeline(&f.expr) {
@@ -796,7 +816,8 @@ impl Lowerer<'_> {
         }
         let consumer_is_new = !matches!(method.as_str(), "sum" | "for_each");
         let chain_is_new = Self::needs_desugar(&methods)
-            || (method == "for_each" && methods.iter().any(|x| x == "map"));
+            || (method == "for_each" && methods.iter().any(|x| x == "map"))
+            || self.walks_a_view(&m.receiver);
         if !consumer_is_new && !chain_is_new {
             return Ok(None);
         }
