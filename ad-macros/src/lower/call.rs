@@ -208,6 +208,83 @@ impl Lowerer<'_> {
         s == "f64" || s == "f32" || self.float_generic.as_deref() == Some(s)
     }
 
+    /// `x.first()`, `x.last()` or `x.get(i)` (with `.copied()`/`.cloned()`) of a 1-D buffer or
+    /// view, unwrapped: the element, after a check that it exists (Rust's `unwrap` panics
+    /// there), or `default` where it does not (`unwrap_or`). `None` when `e` is not one.
+    fn optional_element(&mut self, e: &Expr, default: Option<&Expr>) -> LResult<Option<Value>> {
+        let mut at = e;
+        while let Expr::MethodCall(m) = at {
+            if (m.method == "copied" || m.method == "cloned") && m.args.is_empty() {
+                at = &m.receiver;
+            } else {
+                break;
+            }
+        }
+        let Expr::MethodCall(m) = at else {
+            return Ok(None);
+        };
+        let method = m.method.to_string();
+        if !matches!(
+            (method.as_str(), m.args.len()),
+            ("first" | "last", 0) | ("get", 1)
+        ) {
+            return Ok(None);
+        }
+        let (buf, base, len) = match self.row_binding(&m.receiver) {
+            Some(Binding::Row { buf, base, len }) => (buf, Some(base), len),
+            _ => match self.lower_buf_ref(&m.receiver) {
+                Ok(buf) if self.b.func.buf(buf).rank == 1 => {
+                    let len = self.b.value(InstKind::Len(buf, vec![]), Ty::Int);
+                    (buf, None, len)
+                }
+                _ => return Ok(None),
+            },
+        };
+        let index = match method.as_str() {
+            "first" => self.b.iconst(0),
+            "last" => {
+                // `len − 1`, or 0 for an empty buffer (then not present).
+                let one = self.b.iconst(1);
+                let zero = self.b.iconst(0);
+                let nonempty = self.b.binary(BinOp::Gt, len, zero);
+                self.b.branch(
+                    nonempty,
+                    &[Ty::Int],
+                    |b| vec![b.sub(len, one)],
+                    |b| vec![b.iconst(0)],
+                )[0]
+            }
+            _ => {
+                let i = self.lower_expr(&m.args[0])?;
+                self.expect_ty(i, Ty::Int, &m.args[0], "an index")?;
+                i
+            }
+        };
+        let present = self.b.binary(BinOp::Lt, index, len);
+        let at = match base {
+            Some(b) => self.b.add(b, index),
+            None => index,
+        };
+        match default {
+            None => {
+                let message = "\"called `Option::unwrap()` on a `None` value\"".to_string();
+                self.b.stmt(InstKind::Assert {
+                    cond: present,
+                    message,
+                });
+                Ok(Some(self.b.load(buf, vec![at])))
+            }
+            Some(d) => {
+                let d = self.lower_expr(d)?;
+                let ty = self.ty(d);
+                let r = self
+                    .b
+                    .branch(present, &[ty], |b| vec![b.load(buf, vec![at])], |_| vec![d]);
+                Ok(Some(r[0]))
+            }
+        }
+    }
+
     /// A method call on a receiver the compiler does not model (`comm.allreduce_sum(..)`).
     fn is_user_method(&self, m: &syn::ExprMethodCall) -> bool {
         match &*m.receiver {
@@ -252,7 +329,24 @@ impl Lowerer<'_> {
                 let buf = self.lower_buf_ref(&m.receiver)?;
                 return Ok(self.b.value(InstKind::Len(buf, vec![]), Ty::Int));
             }
-            "unwrap" | "expect" => {
+            "unwrap" | "expect" | "unwrap_or" => {
+                let default = match name.as_str() {
+                    "unwrap_or" if m.args.len() == 1 => Some(&m.args[0]),
+                    _ => None,
+                };
+                if let Some(v) = self.optional_element(&m.receiver, default)? {
+                    return Ok(v);
+                }
+                // `x.to_f64().unwrap()`: the value itself for a concrete float type.
+                if let Expr::MethodCall(r) = &*m.receiver {
+                    if (r.method == "to_f64" || r.method == "to_f32") && r.args.is_empty() {
+                        let v = self.lower_expr(&r.receiver)?;
+                        if self.ty(v) == Ty::Float && self.float_generic.is_none() {
+                            return Ok(v);
+                        }
+                        return self.lower_method_value(r);
+                    }
+                }
                 if let Expr::Call(c) = &*m.receiver {
                     if let Some(v) = self.try_float_from(c)? {
                         return Ok(v);
@@ -276,6 +370,36 @@ impl Lowerer<'_> {
             return Err(self.error(m, &what, &why));
         }
         let recv = self.lower_expr(&m.receiver)?;
+        // `x.into()` between float types (`f32` into `f64`), or of an integer into the float.
+        if name == "into" && m.args.is_empty() {
+            return Ok(match self.ty(recv) {
+                Ty::Float => recv,
+                Ty::Int => self.b.value(
+                    InstKind::Cast {
+                        value: recv,
+                        to: Ty::Float,
+                        rust_ty: None,
+                    },
+                    Ty::Float,
+                ),
+                Ty::Bool => return Err(self.error(m, &text(m), "a bool has no float value")),
+            });
+        }
+        if (name == "to_f64" || name == "to_f32") && m.args.is_empty() && self.ty(recv) == Ty::Float
+        {
+            if self.float_generic.is_some() {
+                return Err(self.error(
+                    m,
+                    &text(m),
+                    "converting the generic float into a concrete one drops its derivative when `T` is a dual number (`_rev::<Dual<f64>>`); keep the computation in `T` (`T::from(c).unwrap()` for constants)",
+                ));
+            }
+            return Err(self.error(
+                m,
+                &text(m),
+                &format!("`.{name}()` gives an `Option`: write `x as f64`"),
+            ));
+        }
         if self.ty(recv) == Ty::Int && (name == "min" || name == "max") && m.args.len() == 1 {
             let other = self.lower_expr(&m.args[0])?;
             self.expect_ty(
