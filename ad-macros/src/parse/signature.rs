@@ -387,6 +387,72 @@ impl Classifier<'_> {
     }
 }
 
+/// Why a parameter type stays out of what phidiff differentiates (a function, a trait
+/// object, a raw pointer), with the rewrite; `None` for every other type.
+fn out_of_scope(ty: &Type, generics: &syn::Generics) -> Option<&'static str> {
+    use syn::visit::Visit;
+    #[derive(Default)]
+    struct Find {
+        function: bool,
+        dyn_trait: bool,
+        pointer: bool,
+        paths: Vec<Ident>,
+    }
+    impl<'a> Visit<'a> for Find {
+        fn visit_type(&mut self, t: &'a Type) {
+            match t {
+                Type::BareFn(_) => self.function = true,
+                Type::Ptr(_) => self.pointer = true,
+                Type::TraitObject(o) => {
+                    if o.bounds.iter().any(is_fn_bound) {
+                        self.function = true;
+                    } else {
+                        self.dyn_trait = true;
+                    }
+                }
+                Type::ImplTrait(i) if i.bounds.iter().any(is_fn_bound) => self.function = true,
+                Type::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 => {
+                    self.paths.push(p.path.segments[0].ident.clone());
+                }
+                _ => {}
+            }
+            syn::visit::visit_type(self, t);
+        }
+    }
+    fn is_fn_bound(b: &syn::TypeParamBound) -> bool {
+        matches!(b, syn::TypeParamBound::Trait(t)
+            if t.path.segments.last().is_some_and(|s| matches!(s.ident.to_string().as_str(), "Fn" | "FnMut" | "FnOnce")))
+    }
+    let mut find = Find::default();
+    find.visit_type(ty);
+    // A type parameter bounded by `Fn(..)` (`F: Fn(&[T]) -> T`).
+    let fn_params: Vec<&Ident> = generics
+        .type_params()
+        .filter(|p| p.bounds.iter().any(is_fn_bound))
+        .map(|p| &p.ident)
+        .chain(generics.where_clause.iter().flat_map(|w| {
+            w.predicates.iter().filter_map(|pred| match pred {
+                syn::WherePredicate::Type(pt) if pt.bounds.iter().any(is_fn_bound) => single_ident(&pt.bounded_ty),
+                _ => None,
+            })
+        }))
+        .collect();
+    if find.function || find.paths.iter().any(|p| fn_params.contains(&p)) {
+        return Some(
+            "a function passed as a parameter is not differentiated (there is no contract for its derivative yet); call a named function instead (one with `#[differentiate]`, or a custom `_fwd`/`_rev` rule), or pass the values it computes",
+        );
+    }
+    if find.dyn_trait {
+        return Some(
+            "a call through a trait object (`dyn Trait`) cannot be differentiated; take the concrete type (or a generic `M: Trait` whose methods have `_fwd`/`_rev` rules), or pass the values its methods compute",
+        );
+    }
+    if find.pointer {
+        return Some("raw pointers are not differentiated; pass a slice (`&[f64]`, `&mut [f64]`) or a reference");
+    }
+    None
+}
+
 /// Reads the parameters, their activities, the float type and the return kind.
 pub fn read(sig: &syn::Signature, wrt: Option<&[Ident]>, diag: &Diagnostics) -> Option<Signature> {
     let floats = generic_floats(&sig.generics);
@@ -428,6 +494,10 @@ pub fn read(sig: &syn::Signature, wrt: Option<&[Ident]>, diag: &Diagnostics) -> 
                         continue;
                     }
                 };
+                if let Some(why) = out_of_scope(&pt.ty, &sig.generics) {
+                    diag.error_spanned(&pt.ty, unsupported(&crate::diagnostics::type_text(&pt.ty), why));
+                    continue;
+                }
                 let class = c.classify(&pt.ty, diag);
                 let differentiable = matches!(
                     class,

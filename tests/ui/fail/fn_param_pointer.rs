@@ -1,0 +1,10 @@
+use phidiff::differentiate;
+
+pub trait Model {
+    fn eval(&self, v: f64) -> f64;
+}
+
+#[differentiate(forward, reverse)]
+fn f(x: &[f64], g: fn(f64) -> f64) -> f64 { g(x[0]) }
+
+fn main() {}
