@@ -98,6 +98,36 @@ fn main() {
     verify_lorenz(&x0, lsteps);
     verify_heat(&u0, r, hsteps);
 
+    // Issue 46: iterator chains against the index loops they stand for.
+    {
+        let (v1, g1) = rosenbrock_grad(&x);
+        let (v2, g2) = rosenbrock_zip_grad(&x);
+        assert!((v1 - v2).abs() <= 1e-9 * v1.abs(), "rosenbrock_zip's value");
+        assert!(
+            g1.iter()
+                .zip(&g2)
+                .all(|(a, b)| (a - b).abs() <= 1e-9 * (1.0 + a.abs())),
+            "rosenbrock_zip's gradient"
+        );
+        let (w1, h1) = sin_weighted_loop_grad(&x);
+        let (w2, h2) = sin_weighted_fold_grad(&x);
+        assert!(
+            (w1 - w2).abs() <= 1e-9 * w1.abs(),
+            "sin_weighted_fold's value"
+        );
+        assert!(
+            h1.iter()
+                .zip(&h2)
+                .all(|(a, b)| (a - b).abs() <= 1e-12 * (1.0 + a.abs())),
+            "sin_weighted_fold's gradient"
+        );
+    }
+    let (mut zs, mut zs2, mut fs, mut fs2) = (
+        vec![0.0; x.len()],
+        vec![0.0; x.len()],
+        vec![0.0; x.len()],
+        vec![0.0; x.len()],
+    );
     let mut rs = vec![0.0; x.len()];
     let mut rs2 = vec![0.0; x.len()];
     let mut rs3 = vec![0.0; x.len()];
@@ -143,6 +173,37 @@ fn main() {
                 }),
                 Variant::new("zero", || {
                     black_box(&mut rz).fill(0.0);
+                }),
+            ],
+        },
+        Bench {
+            function: "iterator forms n=1e6",
+            variants: vec![
+                Variant::new("rosen loop rev", || {
+                    black_box(rosenbrock_rev(black_box(&x), black_box(&mut zs), 1.0));
+                }),
+                Variant::new("rosen zip rev", || {
+                    black_box(rosenbrock_zip_rev(black_box(&x), black_box(&mut zs2), 1.0));
+                }),
+                Variant::new("rosen loop primal", || {
+                    black_box(rosenbrock(black_box(&x)));
+                }),
+                Variant::new("rosen zip primal", || {
+                    black_box(rosenbrock_zip(black_box(&x)));
+                }),
+                Variant::new("for rev", || {
+                    black_box(sin_weighted_loop_rev(
+                        black_box(&x),
+                        black_box(&mut fs),
+                        1.0,
+                    ));
+                }),
+                Variant::new("fold rev", || {
+                    black_box(sin_weighted_fold_rev(
+                        black_box(&x),
+                        black_box(&mut fs2),
+                        1.0,
+                    ));
                 }),
             ],
         },
@@ -250,7 +311,10 @@ fn main() {
         "| function | primal | fwd | rev | hand adjoint | FD (1 dir) | rev/primal | rev/hand | hand/primal | fwd/primal |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|");
-    for b in &benches {
+    for b in benches
+        .iter()
+        .filter(|b| b.variants.iter().any(|v| v.name == "primal"))
+    {
         let m = |name: &str| {
             b.variants
                 .iter()
@@ -274,7 +338,32 @@ fn main() {
         );
     }
     println!();
-    for b in &benches {
+    for b in benches
+        .iter()
+        .filter(|b| b.function.starts_with("iterator"))
+    {
+        let m = |name: &str| {
+            b.variants
+                .iter()
+                .find(|v| v.name == name)
+                .map(|v| v.median())
+                .unwrap()
+        };
+        println!(
+            "iterator forms (n=1e6): rosenbrock zip(skip(1)) rev {} vs index loop {} ({:.3}×; primals {:.3}×); fold rev {} vs for loop {} ({:.3}×)",
+            fmt_time(m("rosen zip rev")),
+            fmt_time(m("rosen loop rev")),
+            m("rosen zip rev") / m("rosen loop rev"),
+            m("rosen zip primal") / m("rosen loop primal"),
+            fmt_time(m("fold rev")),
+            fmt_time(m("for rev")),
+            m("fold rev") / m("for rev"),
+        );
+    }
+    for b in benches
+        .iter()
+        .filter(|b| b.variants.iter().any(|v| v.name == "primal"))
+    {
         let m = |name: &str| {
             b.variants
                 .iter()

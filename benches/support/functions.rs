@@ -23,6 +23,30 @@ pub fn rosenbrock(x: &[f64]) -> f64 {
     f
 }
 
+/// [`rosenbrock`] as an iterator chain (issue 46: it must cost what the index loop costs).
+#[differentiate(forward, reverse)]
+pub fn rosenbrock_zip(x: &[f64]) -> f64 {
+    x.iter()
+        .zip(x.iter().skip(1))
+        .map(|(&a, &b)| 100.0 * (b - a * a) * (b - a * a) + (1.0 - a) * (1.0 - a))
+        .sum()
+}
+
+/// `Σ sin(xᵢ)·xᵢ` with a `fold`, and as the `for` loop it stands for.
+#[differentiate(forward, reverse)]
+pub fn sin_weighted_fold(x: &[f64]) -> f64 {
+    x.iter().fold(0.0, |acc, &v| acc + v.sin() * v)
+}
+
+#[differentiate(forward, reverse)]
+pub fn sin_weighted_loop(x: &[f64]) -> f64 {
+    let mut acc = 0.0;
+    for i in 0..x.len() {
+        acc += x[i].sin() * x[i];
+    }
+    acc
+}
+
 /// Hand-written adjoint of [`rosenbrock`]: one fused loop computing the value and adding
 /// `seed · ∇f` into `g` (same convention as `rosenbrock_rev`). Term i touches g[i] and
 /// g[i+1]; the g[i+1] part is carried in a register to the next iteration, so every g[i]

@@ -80,7 +80,9 @@ enum Stage {
     },
     Zip(Vec<Stage>),
     Enumerate(Box<Stage>, Option<Ident>),
-    Skip(Box<Stage>, Ident),
+    /// `skip(k)`: `k` a literal where it is one, so that the index stays a constant shift
+    /// of the loop's (whose adjoint adds can then be carried in a register).
+    Skip(Box<Stage>, TokenStream),
     Take(Box<Stage>),
     StepBy(Box<Stage>, Ident),
     Rev(Box<Stage>, Ident),
@@ -323,9 +325,19 @@ impl Lowerer<'_> {
                         match method.as_str() {
                             "skip" if m.args.len() == 1 => {
                                 let arg = &m.args[0];
-                                let k = self.fresh("k");
-                                p.pre.push(quote_spanned!(span=> let #k: usize = if (#arg) < #len { #arg } else { #len };));
-                                p.pre.push(quote_spanned!(span=> let #new_len = #len - #k;));
+                                let k = match int_literal(arg) {
+                                    Some(lit) => {
+                                        p.pre.push(quote_spanned!(span=> let #new_len = if #len > #lit { #len - #lit } else { 0 };));
+                                        quote!(#lit)
+                                    }
+                                    None => {
+                                        let k = self.fresh("k");
+                                        p.pre.push(quote_spanned!(span=> let #k: usize = if (#arg) < #len { #arg } else { #len };));
+                                        p.pre
+                                            .push(quote_spanned!(span=> let #new_len = #len - #k;));
+                                        quote!(#k)
+                                    }
+                                };
                                 p.stage = Stage::Skip(Box::new(p.stage), k);
                             }
                             "take" if m.args.len() == 1 => {
@@ -1089,6 +1101,20 @@ impl Lowerer<'_> {
         Ok(Some(
             quote_spanned!(span=> #(#pre)* let mut #name = vec![0.0; #len]; let mut #k: usize = 0; #loops),
         ))
+    }
+}
+
+/// The integer literal `e` is (`1`, `2usize`), as an unsuffixed token.
+fn int_literal(e: &Expr) -> Option<proc_macro2::Literal> {
+    match strip(e) {
+        Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Int(i),
+            ..
+        }) => i
+            .base10_parse::<usize>()
+            .ok()
+            .map(proc_macro2::Literal::usize_unsuffixed),
+        _ => None,
     }
 }
 

@@ -432,7 +432,9 @@ fn out_of_scope(ty: &Type, generics: &syn::Generics) -> Option<&'static str> {
         .map(|p| &p.ident)
         .chain(generics.where_clause.iter().flat_map(|w| {
             w.predicates.iter().filter_map(|pred| match pred {
-                syn::WherePredicate::Type(pt) if pt.bounds.iter().any(is_fn_bound) => single_ident(&pt.bounded_ty),
+                syn::WherePredicate::Type(pt) if pt.bounds.iter().any(is_fn_bound) => {
+                    single_ident(&pt.bounded_ty)
+                }
                 _ => None,
             })
         }))
@@ -495,7 +497,10 @@ pub fn read(sig: &syn::Signature, wrt: Option<&[Ident]>, diag: &Diagnostics) -> 
                     }
                 };
                 if let Some(why) = out_of_scope(&pt.ty, &sig.generics) {
-                    diag.error_spanned(&pt.ty, unsupported(&crate::diagnostics::type_text(&pt.ty), why));
+                    diag.error_spanned(
+                        &pt.ty,
+                        unsupported(&crate::diagnostics::type_text(&pt.ty), why),
+                    );
                     continue;
                 }
                 let class = c.classify(&pt.ty, diag);
