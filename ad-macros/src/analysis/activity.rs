@@ -162,12 +162,13 @@ fn channels(f: &Function) -> BTreeSet<String> {
             CallArg::Buf {
                 buf,
                 mutable: false,
+                ..
             } => f.buf(*buf).elem == Ty::Float,
             _ => false,
         });
         let gives_out = f.inst(i).results.iter().any(|r| f.ty(*r) == Ty::Float)
             || args.iter().any(|a| {
-                matches!(a, CallArg::Buf { buf, mutable: true } if f.buf(*buf).elem == Ty::Float)
+                matches!(a, CallArg::Buf { buf, mutable: true, .. } if f.buf(*buf).elem == Ty::Float)
             });
         let values = opaque_values(callee, args);
         let receiver = callee
@@ -342,7 +343,7 @@ fn transfer(f: &Function, i: Inst, active_params: &[bool], dir: Direction, facts
             let mut any_out = res.first().is_some_and(|r| facts.v(*r))
                 || ins
                     .iter()
-                    .any(|a| matches!(a, CallArg::Buf { buf, mutable: true } if facts.b(*buf)));
+                    .any(|a| matches!(a, CallArg::Buf { buf, mutable: true, .. } if facts.b(*buf)));
             if varied && any_in || !varied && any_out {
                 channels.iter().for_each(|c| facts.mark_channel(c));
             }
@@ -354,7 +355,10 @@ fn transfer(f: &Function, i: Inst, active_params: &[bool], dir: Direction, facts
             if varied && any_in {
                 res.iter().for_each(|r| facts.mark(*r));
                 for a in &ins {
-                    if let CallArg::Buf { buf, mutable: true } = a {
+                    if let CallArg::Buf {
+                        buf, mutable: true, ..
+                    } = a
+                    {
                         facts.mark_buf(*buf);
                     }
                 }

@@ -722,7 +722,23 @@ impl Ctx<'_> {
         let arg = |a: &CallArg| -> TokenStream {
             match a {
                 CallArg::Scalar(v) => self.val(*v),
-                CallArg::Buf { buf, mutable } => self.borrow(*buf, *mutable),
+                CallArg::Buf {
+                    buf,
+                    mutable,
+                    range: None,
+                } => self.borrow(*buf, *mutable),
+                CallArg::Buf {
+                    buf,
+                    mutable,
+                    range: Some((s, e)),
+                } => {
+                    let n = self.buf(*buf);
+                    let (s, e) = (self.val(*s), self.val(*e));
+                    match mutable {
+                        true => quote!(&mut #n[#s..#e]),
+                        false => quote!(&#n[#s..#e]),
+                    }
+                }
                 CallArg::Opaque(t) => t.parse().unwrap_or_default(),
             }
         };

@@ -426,9 +426,14 @@ impl Lanes<'_> {
             } => {
                 let arg = |a: &CallArg| match a {
                     CallArg::Scalar(x) => CallArg::Scalar(v(x)),
-                    CallArg::Buf { buf, mutable } => CallArg::Buf {
+                    CallArg::Buf {
+                        buf,
+                        mutable,
+                        range,
+                    } => CallArg::Buf {
                         buf: b(buf),
                         mutable: *mutable,
+                        range: range.map(|(s, e)| (v(&s), v(&e))),
                     },
                     CallArg::Opaque(t) => CallArg::Opaque(t.clone()),
                 };

@@ -474,7 +474,11 @@ impl Fwd<'_> {
                 CallArg::Scalar(v) if f.ty(*v) == Ty::Float => {
                     Some(CallArg::Scalar(self.tangent_or_zero(b, *v)))
                 }
-                CallArg::Buf { buf, mutable } if f.buf(*buf).elem == Ty::Float => {
+                CallArg::Buf {
+                    buf,
+                    mutable,
+                    range,
+                } if f.buf(*buf).elem == Ty::Float => {
                     let tb = match self.tbuf[buf.index()] {
                         Some(tb) => tb,
                         None => zero_like(b, self.m.b(*buf)),
@@ -482,6 +486,7 @@ impl Fwd<'_> {
                     Some(CallArg::Buf {
                         buf: tb,
                         mutable: *mutable,
+                        range: range.map(|(s, e)| (self.m.v(s), self.m.v(e))),
                     })
                 }
                 _ => None,

@@ -132,9 +132,14 @@ impl Remap {
     pub fn arg(&self, a: &CallArg) -> CallArg {
         match a {
             CallArg::Scalar(v) => CallArg::Scalar(self.v(*v)),
-            CallArg::Buf { buf, mutable } => CallArg::Buf {
+            CallArg::Buf {
+                buf,
+                mutable,
+                range,
+            } => CallArg::Buf {
                 buf: self.b(*buf),
                 mutable: *mutable,
+                range: range.map(|(s, e)| (self.v(s), self.v(e))),
             },
             CallArg::Opaque(t) => CallArg::Opaque(t.clone()),
         }

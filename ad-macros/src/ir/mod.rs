@@ -249,6 +249,8 @@ pub enum CallArg {
     Buf {
         buf: Buf,
         mutable: bool,
+        /// Elements `start..end` only (a sub-slice or a view passed to the call).
+        range: Option<(Value, Value)>,
     },
     /// Constant tokens passed through unchanged (e.g. `&comm`, a struct).
     Opaque(String),
@@ -446,9 +448,18 @@ impl PartialEq for CallArg {
     fn eq(&self, other: &Self) -> bool {
         match (self, other) {
             (CallArg::Scalar(a), CallArg::Scalar(b)) => a == b,
-            (CallArg::Buf { buf: a, mutable: x }, CallArg::Buf { buf: b, mutable: y }) => {
-                a == b && x == y
-            }
+            (
+                CallArg::Buf {
+                    buf: a,
+                    mutable: x,
+                    range: r,
+                },
+                CallArg::Buf {
+                    buf: b,
+                    mutable: y,
+                    range: s,
+                },
+            ) => a == b && x == y && r == s,
             (CallArg::Opaque(a), CallArg::Opaque(b)) => a == b,
             _ => false,
         }
@@ -696,10 +707,13 @@ impl Function {
             CkReverse { .. } => vec![],
             Call { args, suffix, .. } => {
                 let mut o: Vec<Value> = Vec::new();
-                let mut push_arg = |a: &CallArg| {
-                    if let CallArg::Scalar(v) = a {
-                        o.push(*v)
-                    }
+                let mut push_arg = |a: &CallArg| match a {
+                    CallArg::Scalar(v) => o.push(*v),
+                    CallArg::Buf {
+                        range: Some((s, e)),
+                        ..
+                    } => o.extend([*s, *e]),
+                    _ => {}
                 };
                 args.iter().for_each(&mut push_arg);
                 match suffix {
@@ -741,7 +755,9 @@ impl Function {
                 let mut w: Vec<Buf> = args
                     .iter()
                     .filter_map(|a| match a {
-                        CallArg::Buf { buf, mutable: true } => Some(*buf),
+                        CallArg::Buf {
+                            buf, mutable: true, ..
+                        } => Some(*buf),
                         _ => None,
                     })
                     .collect();
@@ -750,7 +766,9 @@ impl Function {
                     CallSuffix::Fwd { tangents: extra }
                     | CallSuffix::Rev { shadows: extra, .. } => {
                         w.extend(extra.iter().flatten().filter_map(|a| match a {
-                            CallArg::Buf { buf, mutable: true } => Some(*buf),
+                            CallArg::Buf {
+                                buf, mutable: true, ..
+                            } => Some(*buf),
                             _ => None,
                         }))
                     }

@@ -25,7 +25,14 @@ fn idx(vs: &[Value]) -> String {
 fn arg(a: &CallArg) -> String {
     match a {
         CallArg::Scalar(v) => v.to_string(),
-        CallArg::Buf { buf, mutable } => format!("{}{buf}", if *mutable { "&mut " } else { "&" }),
+        CallArg::Buf {
+            buf,
+            mutable,
+            range,
+        } => {
+            let r = range.map_or(String::new(), |(s, e)| format!("[{s}..{e}]"));
+            format!("{}{buf}{r}", if *mutable { "&mut " } else { "&" })
+        }
         CallArg::Opaque(t) => format!("`{t}`"),
     }
 }

@@ -649,6 +649,16 @@ impl Lowerer<'_> {
                 out.push(CallArg::Buf {
                     buf,
                     mutable: mutable || reborrow,
+                    range: None,
+                });
+                continue;
+            }
+            // A sub-slice (`&x[a..b]`, `&mut y[a..]`) or a view (`row`, `w` of `windows`).
+            if let Some((buf, start, end)) = self.slice_arg(a)? {
+                out.push(CallArg::Buf {
+                    buf,
+                    mutable,
+                    range: Some((start, end)),
                 });
                 continue;
             }
@@ -683,6 +693,25 @@ impl Lowerer<'_> {
             out.push(CallArg::Scalar(self.lower_expr(a)?));
         }
         Ok(out)
+    }
+
+    /// A call argument that is part of a 1-D buffer: `&x[a..b]` (any range form, `&mut`
+    /// too) or a view by name; the buffer and the range of its elements.
+    fn slice_arg(&mut self, a: &Expr) -> LResult<Option<(Buf, Value, Value)>> {
+        let view = match a {
+            Expr::Reference(r) if matches!(&*r.expr, Expr::Index(ix) if matches!(&*ix.index, Expr::Range(_))) => {
+                self.place_binding(a)?
+            }
+            Expr::Reference(r) => self.row_binding(&r.expr),
+            _ => self.row_binding(a),
+        };
+        Ok(match view {
+            Some(Binding::Row { buf, base, len }) => {
+                let end = self.b.add(base, len);
+                Some((buf, base, end))
+            }
+            _ => None,
+        })
     }
 
     /// Whether `buf` is the storage of a `&mut` buffer parameter.

@@ -221,6 +221,25 @@ impl Lowerer<'_> {
                 Ok(())
             }
             syn::Pat::Tuple(t) => match strip_group(init) {
+                // `let (a, b) = x.split_at(k);` (or `split_at_mut`): two views.
+                Expr::MethodCall(m)
+                    if (m.method == "split_at" || m.method == "split_at_mut")
+                        && m.args.len() == 1
+                        && t.elems.len() == 2 =>
+                {
+                    let whole = &m.receiver;
+                    let k = &m.args[0];
+                    let left: Expr = syn::parse_quote_spanned!(m.span()=> &(#whole)[..#k]);
+                    let right: Expr = syn::parse_quote_spanned!(m.span()=> &(#whole)[#k..]);
+                    let (l, r) = (self.place_binding(&left)?, self.place_binding(&right)?);
+                    match (l, r) {
+                        (Some(l), Some(r)) => {
+                            self.bind_value_pattern(&t.elems[0], l)?;
+                            self.bind_value_pattern(&t.elems[1], r)
+                        }
+                        _ => Err(self.error(m, &text(m), "`split_at` of a 1-D buffer or view by name")),
+                    }
+                }
                 Expr::Tuple(e) if e.elems.len() == t.elems.len() => {
                     // Every value first, then the names (`let (a, b) = (b, a);`).
                     let mut values = Vec::new();

@@ -477,8 +477,17 @@ impl Rev<'_> {
                     }
                     shadows.push(None);
                 }
-                CallArg::Buf { buf, mutable } => {
+                CallArg::Buf {
+                    buf,
+                    mutable,
+                    range,
+                } => {
                     let k = new_args.len();
+                    // A sub-slice's bounds where the reverse sweep runs the call.
+                    let range = match range {
+                        Some((s, e)) => Some((self.fetch(b, *s)?, self.fetch(b, *e)?)),
+                        None => None,
+                    };
                     match self.snap.get(&(i, k)).copied() {
                         Some(t) => {
                             if f.buf(*buf).rank != 1 {
@@ -505,11 +514,13 @@ impl Rev<'_> {
                             new_args.push(CallArg::Buf {
                                 buf: tmp,
                                 mutable: *mutable,
+                                range,
                             });
                         }
                         None => new_args.push(CallArg::Buf {
                             buf: self.m.b(*buf),
                             mutable: false,
+                            range,
                         }),
                     }
                     if f.buf(*buf).elem == Ty::Float {
@@ -532,6 +543,7 @@ impl Rev<'_> {
                         shadows.push(Some(CallArg::Buf {
                             buf: sb,
                             mutable: true,
+                            range,
                         }));
                     } else {
                         shadows.push(None);

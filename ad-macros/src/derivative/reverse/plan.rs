@@ -262,7 +262,15 @@ fn plan_inst(cx: &Plan, i: Inst, p: &mut Planner, work: &mut HashMap<Inst, bool>
                 for (k, a) in args.iter().enumerate() {
                     match a {
                         CallArg::Scalar(v) => p.need(*v),
-                        CallArg::Buf { buf, .. } if !p.is_stable_at(*buf, i) => p.snapshot(i, k),
+                        CallArg::Buf { buf, range, .. } => {
+                            if let Some((s, e)) = range {
+                                p.need(*s);
+                                p.need(*e);
+                            }
+                            if !p.is_stable_at(*buf, i) {
+                                p.snapshot(i, k);
+                            }
+                        }
                         _ => {}
                     }
                 }
