@@ -297,6 +297,8 @@ numeric_tests! {
     ],
     /// Issue 46's corpus: statistics, ODEs, physics, geometry, f32 kernels.
     idiomatic_science: [statistics_against_num_dual, losses_and_series, ode_and_physics, f32_kernels],
+    /// Issue 46's corpus: the rest of the iterator vocabulary, sub-slices and closures.
+    idiomatic_forms: [generic_forms_against_num_dual, reductions_and_predicates, collected_and_sliced],
     /// Issue 45's review: explicit lifetimes, swapped rows, a buffer passed twice, renamed
     /// derivatives, rebound buffers, float predicates, a `num_traits::Float` bound.
     review: [

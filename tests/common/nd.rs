@@ -168,6 +168,12 @@ impl<'a, D: Inner> Sum<&'a Nd<D>> for Nd<D> {
     }
 }
 
+impl<D: Inner> std::iter::Product for Nd<D> {
+    fn product<I: Iterator<Item = Self>>(it: I) -> Self {
+        it.fold(Self::one(), |a, b| a * b)
+    }
+}
+
 macro_rules! consts {
     ($($name:ident),*) => {
         impl<D: Inner> FloatConst for Nd<D> {

@@ -640,12 +640,28 @@ impl Lowerer<'_> {
         args: &syn::punctuated::Punctuated<Expr, syn::Token![,]>,
     ) -> LResult<Vec<CallArg>> {
         let mut out = Vec::new();
+        // Buffers passed by name more than once (`dot(y, y)`): shared borrows, whatever
+        // their parameter's type (two `&mut` of one buffer would not compile).
+        let names: Vec<String> = args
+            .iter()
+            .filter_map(|a| match a {
+                Expr::Path(p) => p.path.get_ident().map(|i| i.to_string()),
+                _ => None,
+            })
+            .collect();
+        let repeated = |a: &Expr| match a {
+            Expr::Path(p) => p
+                .path
+                .get_ident()
+                .is_some_and(|i| names.iter().filter(|n| **n == i.to_string()).count() > 1),
+            _ => false,
+        };
         for a in args {
             let mutable = matches!(a, Expr::Reference(r) if r.mutability.is_some());
             if let Ok(buf) = self.lower_buf_ref(a) {
                 // A `&mut [T]` parameter passed by name (`g(y)`) is reborrowed mutably:
                 // the callee may write it, so it is passed (and differentiated) as `&mut`.
-                let reborrow = matches!(a, Expr::Path(_)) && self.is_mut_param(buf);
+                let reborrow = matches!(a, Expr::Path(_)) && self.is_mut_param(buf) && !repeated(a);
                 out.push(CallArg::Buf {
                     buf,
                     mutable: mutable || reborrow,

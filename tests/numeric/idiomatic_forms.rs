@@ -1,0 +1,282 @@
+//! Issue 46's corpus, the rest of the iterator vocabulary and the sub-slices, as small
+//! library functions use them: `chain`, `take`, `step_by`, `rev().enumerate()`, `product`,
+//! `reduce`, `min_by` with `total_cmp`, `count`, `any`/`all`, `collect`, `first`/`last`/
+//! `get`, `split_at`, sub-slices passed to calls, a local closure used by name in `map`.
+//! Generic ones are checked by `check_generic` (num-dual, finite differences, the
+//! dot-product test, hyper-dual H·v), the others by finite differences, the dot-product
+//! test and hand-derived values.
+
+use super::differentiate;
+use crate::common::*;
+use num_traits::{Float, FromPrimitive};
+use std::iter::Sum;
+
+/// A discounted return: rewards walked backwards with their position (`rev().enumerate()`,
+/// which the old lowering numbered by the underlying position).
+#[differentiate(forward, reverse)]
+pub fn discounted<T: Float + FromPrimitive + Sum>(rewards: &[T]) -> T {
+    let gamma = T::from_f64(0.9).unwrap();
+    rewards
+        .iter()
+        .rev()
+        .enumerate()
+        .map(|(k, &r)| gamma.powi(k as i32) * r)
+        .sum()
+}
+
+/// The geometric mean by `product`, of the first `take(4)` values.
+#[differentiate(forward, reverse)]
+pub fn geometric_mean4<T: Float + FromPrimitive + std::iter::Product>(x: &[T]) -> T {
+    let p: T = x.iter().take(4).map(|&v| v.abs() + T::one()).product();
+    p.powf(T::from_f64(0.25).unwrap())
+}
+
+/// Even and odd positions (`step_by(2)`, `skip(1).step_by(2)`) weighted apart.
+#[differentiate(forward, reverse)]
+pub fn even_odd<T: Float + FromPrimitive + Sum>(x: &[T]) -> T {
+    let even: T = x.iter().step_by(2).map(|&v| v * v).sum();
+    let odd: T = x.iter().skip(1).step_by(2).map(|&v| v.sin()).sum();
+    even * T::from_f64(1.5).unwrap() + odd
+}
+
+/// Two buffers one after the other (`chain`).
+#[differentiate(forward, reverse)]
+pub fn chained_norm<T: Float + Sum>(a: &[T], b: &[T]) -> T {
+    a.iter().chain(b.iter()).map(|&v| v * v).sum::<T>().sqrt()
+}
+
+/// The smallest value by `min_by` with `total_cmp`, and the largest by `reduce`.
+#[differentiate(forward, reverse)]
+pub fn spread(x: &[f64]) -> f64 {
+    let lo = x.iter().copied().min_by(|a, b| a.total_cmp(b)).unwrap();
+    let hi = x.iter().copied().reduce(f64::max).unwrap();
+    (hi - lo) * x[0]
+}
+
+/// How many values are positive (`count`, passive), whether any is large (`any`), whether
+/// all are finite (`all`), each steering a smooth term.
+#[differentiate(forward, reverse)]
+pub fn counted(x: &[f64]) -> f64 {
+    let positive = x.iter().filter(|&&v| v > 0.0).count() as f64;
+    let large = x.iter().any(|&v| v.abs() > 1.0);
+    let finite = x.iter().all(|v| v.is_finite());
+    let mut s = positive * x.iter().map(|v| v.sin()).sum::<f64>();
+    if large && finite {
+        s += x.iter().map(|v| v * v).sum::<f64>();
+    }
+    s
+}
+
+/// A smoothed copy (`collect`), then the ends (`first`/`last`) and a safe read (`get`).
+#[differentiate(forward, reverse)]
+pub fn smoothed_ends(x: &[f64], k: usize) -> f64 {
+    let smooth: Vec<f64> = x.windows(3).map(|w| (w[0] + 2.0 * w[1] + w[2]) / 4.0).collect();
+    let first = *smooth.first().unwrap();
+    let last = smooth.last().copied().unwrap();
+    let picked = smooth.get(k).copied().unwrap_or(1.0);
+    first * last + picked * picked
+}
+
+#[differentiate(forward, reverse)]
+pub fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+#[differentiate(forward, reverse)]
+pub fn axpy(a: f64, x: &[f64], y: &mut [f64]) {
+    for (yi, xi) in y.iter_mut().zip(x) {
+        *yi += a * xi;
+    }
+}
+
+/// Halves by `split_at`, sub-slices and views passed to differentiated calls.
+#[differentiate(forward, reverse)]
+pub fn halves(x: &[f64], y: &mut [f64]) -> f64 {
+    let n = x.len() / 2;
+    let (lo, hi) = x.split_at(n);
+    axpy(2.0, lo, &mut y[n..]);
+    axpy(-0.5, &x[n..], &mut y[..n]);
+    dot(lo, hi) + dot(&x[1..], &x[..x.len() - 1]) + dot(y, y)
+}
+
+/// A local closure used by name in `map` and called directly.
+#[differentiate(forward, reverse)]
+pub fn softplus_mean(x: &[f64], beta: f64) -> f64 {
+    let softplus = |v: f64| (1.0 + (beta * v).exp()).ln() / beta;
+    let total: f64 = x.iter().copied().map(softplus).sum();
+    total / x.len() as f64 + softplus(x[0])
+}
+
+/// `f64` checks of a function of one flat point.
+fn check_f64(
+    name: &str,
+    x: &[f64],
+    f: &dyn Fn(&[f64]) -> f64,
+    grad: &dyn Fn(&[f64]) -> (f64, Vec<f64>),
+    fwd: &dyn Fn(&[f64], &[f64]) -> (f64, f64),
+    rev: &dyn Fn(&[f64], f64) -> (f64, Vec<f64>),
+) {
+    check_grad(name, x, f, grad, TOLS);
+    check_fwd_rev(&Case {
+        name,
+        x,
+        primal: &|x| vec![f(x)],
+        jvp: &|x, d| {
+            let (v, t) = fwd(x, d);
+            (vec![v], vec![t])
+        },
+        vjp: &|x, w| {
+            let (v, g) = rev(x, w[0]);
+            (vec![v], g)
+        },
+        tols: TOLS,
+    });
+}
+
+pub fn generic_forms_against_num_dual() {
+    let x = [0.31, -0.72, 1.13, 0.44, -0.25, 0.6];
+    crate::check_slice_fn!(discounted, discounted_fwd, discounted_rev, discounted_grad, x);
+    // The weights by hand: γ^(n−1−i) for reward i.
+    let g = discounted_grad(&x).1;
+    let want: Vec<f64> = (0..6).map(|i| 0.9f64.powi(5 - i)).collect();
+    assert_rel("discounted: gradient", &g, &want, 1e-14);
+    crate::check_slice_fn!(
+        geometric_mean4,
+        geometric_mean4_fwd,
+        geometric_mean4_rev,
+        geometric_mean4_grad,
+        x
+    );
+    crate::check_slice_fn!(even_odd, even_odd_fwd, even_odd_rev, even_odd_grad, x);
+    let (k, m) = (2, 4);
+    let p = [0.4, -1.1, 0.7, 0.2, 0.9, -0.3];
+    check_generic(&Generic {
+        name: "chained_norm",
+        x: &p,
+        f: &|p| chained_norm(&p[..k], &p[k..]),
+        f_dual: &|p| chained_norm(&p[..k], &p[k..]),
+        f_hyper: &|p| chained_norm(&p[..k], &p[k..]),
+        grad: &|p| {
+            let (v, (mut a, b)) = chained_norm_grad(&p[..k], &p[k..]);
+            a.extend(b);
+            (v, a)
+        },
+        fwd: &|p, d| chained_norm_fwd(&p[..k], &d[..k], &p[k..], &d[k..]),
+        rev: &|p, s| {
+            let (mut a, mut b) = (zeros(k), zeros(m));
+            let v = chained_norm_rev(&p[..k], &mut a, &p[k..], &mut b, s);
+            a.extend(b);
+            (v, a)
+        },
+        hvp: &|p, v| {
+            let d = |re: f64, eps: f64| phidiff::Dual { re, eps };
+            let xs: Vec<_> = (0..k + m).map(|i| d(p[i], v[i])).collect();
+            let (mut a, mut b) = (vec![d(0.0, 0.0); k], vec![d(0.0, 0.0); m]);
+            chained_norm_rev(&xs[..k], &mut a, &xs[k..], &mut b, phidiff::Dual::constant(1.0));
+            a.iter().chain(&b).map(|z| z.eps).collect()
+        },
+    });
+}
+
+pub fn reductions_and_predicates() {
+    let x = [0.31, -0.72, 1.63, 0.44, -0.95];
+    // hi − lo with hi = x[2], lo = x[4]: ∂/∂x = x[0]·(e₂ − e₄) + (hi − lo)·e₀.
+    let (v, g) = spread_grad(&x);
+    assert_rel("spread: value", &[v, spread(&x)], &[(1.63 + 0.95) * 0.31; 2], 1e-15);
+    assert_rel("spread: gradient", &g, &[1.63 + 0.95, 0.0, 0.31, 0.0, -0.31], 1e-14);
+    check_f64(
+        "spread",
+        &x,
+        &|x| spread(x),
+        &|x| spread_grad(x),
+        &|x, d| spread_fwd(x, d),
+        &|x, s| {
+            let mut g = zeros(x.len());
+            let v = spread_rev(x, &mut g, s);
+            (v, g)
+        },
+    );
+    // One value above 1 in magnitude, three positive: 3·Σ sin + Σ x².
+    let (v, g) = counted_grad(&x);
+    assert_rel("counted: value", &[v, counted(&x)], &[3.0 * x.iter().map(|v| v.sin()).sum::<f64>() + x.iter().map(|v| v * v).sum::<f64>(); 2], 1e-14);
+    let want: Vec<f64> = x.iter().map(|v| 3.0 * v.cos() + 2.0 * v).collect();
+    assert_rel("counted: gradient", &g, &want, 1e-14);
+    let small: Vec<f64> = x.iter().map(|v| 0.5 * v).collect();
+    let (_, g) = counted_grad(&small);
+    let want: Vec<f64> = small.iter().map(|v| 3.0 * v.cos()).collect();
+    assert_rel("counted: gradient without the large term", &g, &want, 1e-14);
+}
+
+pub fn collected_and_sliced() {
+    let x = [0.3, -0.7, 1.1, 0.4, 0.9, -0.2];
+    for k in [1, 9] {
+        let (v, g) = smoothed_ends_grad(&x, k);
+        assert_rel("smoothed_ends: value", &[v], &[smoothed_ends(&x, k)], 1e-15);
+        let _ = g;
+        check_f64(
+            "smoothed_ends",
+            &x,
+            &|x| smoothed_ends(x, k),
+            &|x| smoothed_ends_grad(x, k),
+            &|x, d| smoothed_ends_fwd(x, d, k),
+            &|x, s| {
+                let mut g = zeros(x.len());
+                let v = smoothed_ends_rev(x, &mut g, k, s);
+                (v, g)
+            },
+        );
+    }
+    let n = 4;
+    let x = [0.3, -0.7, 1.1, 0.4];
+    let y0 = [0.2, 0.1, -0.4, 0.6];
+    let mut p = x.to_vec();
+    p.extend(y0);
+    // `y` is read after the calls add into it: its initial value is an input too.
+    check_f64(
+        "halves",
+        &p,
+        &|p| halves(&p[..n], &mut p[n..].to_vec()),
+        &|p| {
+            let (v, (mut g, gy)) = halves_grad(&p[..n], &mut p[n..].to_vec());
+            g.extend(gy);
+            (v, g)
+        },
+        &|p, d| {
+            let (mut y, mut dy) = (p[n..].to_vec(), d[n..].to_vec());
+            halves_fwd(&p[..n], &d[..n], &mut y, &mut dy)
+        },
+        &|p, s| {
+            let (mut g, mut y, mut gy) = (zeros(n), p[n..].to_vec(), zeros(n));
+            let v = halves_rev(&p[..n], &mut g, &mut y, &mut gy, s);
+            g.extend(gy);
+            (v, g)
+        },
+    );
+    let mut q = vec![0.4, -1.2, 2.0];
+    q.push(1.3);
+    check_f64(
+        "softplus_mean",
+        &q,
+        &|q| softplus_mean(&q[..3], q[3]),
+        &|q| {
+            let (v, (mut g, gb)) = softplus_mean_grad(&q[..3], q[3]);
+            g.push(gb);
+            (v, g)
+        },
+        &|q, d| softplus_mean_fwd(&q[..3], &d[..3], q[3], d[3]),
+        &|q, s| {
+            let mut g = zeros(3);
+            let (v, gb) = softplus_mean_rev(&q[..3], &mut g, q[3], s);
+            g.push(gb);
+            (v, g)
+        },
+    );
+    // `dot` and `axpy` by themselves.
+    let (v, (ga, gb)) = dot_grad(&x, &y0);
+    assert_rel("dot", &[v], &[dot(&x, &y0)], 1e-15);
+    assert_rel("dot: ∂/∂a", &ga, &y0, 0.0);
+    assert_rel("dot: ∂/∂b", &gb, &x, 0.0);
+    let mut y = y0;
+    axpy(2.0, &x, &mut y);
+    assert_rel("axpy", &y, &[0.8, -1.3, 1.8, 1.4], 1e-15);
+}
