@@ -366,10 +366,9 @@ pub use ad_core::*;
 ///
 /// #[differentiate(reverse)]
 /// fn f(x: &[f64], a: f64) -> f64 {
-///     // error: phidiff cannot differentiate `closure` here: closures are supported
-///     // only inside `.iter().map(..).sum()`; …
-///     let g = |v: f64| v * a;
-///     g(x[0])
+///     // error: phidiff cannot differentiate `a % 2.0` here: `%` on floats has no
+///     // supported derivative; …
+///     (a % 2.0) * x[0]
 /// }
 /// ```
 pub use ad_macros::differentiate;

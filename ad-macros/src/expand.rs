@@ -17,10 +17,22 @@ pub fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     expand_in(args, item, None)
 }
 
-/// [`expand`], given the text of the source file the function is in (when the compiler
-/// says which file that is): a call of a function that the file shows has no derivative
-/// function is then a phidiff error at the call (see [`crate::missing_rule`]).
-pub fn expand_in(args: TokenStream, item: TokenStream, source: Option<&str>) -> TokenStream {
+/// The file a differentiated function is in: its text, and its path (to find the files of
+/// the modules it imports constants from).
+#[derive(Clone, Copy)]
+pub struct SourceFile<'a> {
+    pub text: &'a str,
+    pub path: Option<&'a std::path::Path>,
+}
+
+/// [`expand`], given the source file the function is in (when the compiler says which file
+/// that is): a call of a function that the file shows has no derivative function is then a
+/// phidiff error at the call (see [`crate::missing_rule`]), and constants are read from it.
+pub fn expand_in(
+    args: TokenStream,
+    item: TokenStream,
+    source: Option<SourceFile<'_>>,
+) -> TokenStream {
     let item_fn: syn::ItemFn = match syn::parse2(item.clone()) {
         Ok(f) => f,
         Err(_) => {
@@ -42,10 +54,10 @@ pub fn expand_in(args: TokenStream, item: TokenStream, source: Option<&str>) -> 
     });
     let generated = generated.and_then(|tokens| {
         let tokens = match source {
-            Some(s) => crate::missing_rule::chosen_names(&item_fn, tokens, s),
+            Some(s) => crate::missing_rule::chosen_names(&item_fn, tokens, s.text),
             None => tokens,
         };
-        match source.and_then(|s| crate::missing_rule::check(&item_fn, &tokens, s)) {
+        match source.and_then(|s| crate::missing_rule::check(&item_fn, &tokens, s.text)) {
             Some(e) => Err(e),
             None => Ok(tokens),
         }
@@ -90,7 +102,7 @@ fn internal(what: &str, e: String, f: &ir::Function) -> syn::Error {
 fn compile(
     opts: &Options,
     item: &syn::ItemFn,
-    source: Option<&str>,
+    source: Option<SourceFile<'_>>,
 ) -> syn::Result<(signature::Signature, Compiled)> {
     let diag = Diagnostics::default();
     let sig = signature::read(&item.sig, opts.wrt.as_deref(), &diag);
@@ -155,7 +167,7 @@ fn compile(
 fn derive_all(
     opts: &Options,
     item: &syn::ItemFn,
-    source: Option<&str>,
+    source: Option<SourceFile<'_>>,
 ) -> syn::Result<TokenStream> {
     let (sig, compiled) = compile(opts, item, source)?;
     let header = Header {

@@ -127,10 +127,13 @@ use proc_macro::TokenStream;
 #[proc_macro_attribute]
 pub fn differentiate(args: TokenStream, item: TokenStream) -> TokenStream {
     // The file the function is in, to tell a missing `g_rev` apart (see `missing_rule`).
-    let source = proc_macro::Span::call_site()
-        .local_file()
-        .and_then(|p| std::fs::read_to_string(p).ok());
-    expand::expand_in(args.into(), item.into(), source.as_deref()).into()
+    let path = proc_macro::Span::call_site().local_file();
+    let text = path.as_ref().and_then(|p| std::fs::read_to_string(p).ok());
+    let source = text.as_deref().map(|text| expand::SourceFile {
+        text,
+        path: path.as_deref(),
+    });
+    expand::expand_in(args.into(), item.into(), source).into()
 }
 
 /// `#[differentiate(..)]` with `coarsen = off` forced: lets the test suite compile the same
@@ -143,8 +146,11 @@ pub fn differentiate_coarsen_off(args: TokenStream, item: TokenStream) -> TokenS
         args.extend(quote::quote!(,));
     }
     args.extend(quote::quote!(coarsen = off));
-    let source = proc_macro::Span::call_site()
-        .local_file()
-        .and_then(|p| std::fs::read_to_string(p).ok());
-    expand::expand_in(args, item.into(), source.as_deref()).into()
+    let path = proc_macro::Span::call_site().local_file();
+    let text = path.as_ref().and_then(|p| std::fs::read_to_string(p).ok());
+    let source = text.as_deref().map(|text| expand::SourceFile {
+        text,
+        path: path.as_deref(),
+    });
+    expand::expand_in(args, item.into(), source).into()
 }

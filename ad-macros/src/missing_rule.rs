@@ -228,15 +228,35 @@ fn plain_call_at(trees: &[TokenTree], k: usize) -> bool {
 /// The items of the one module of the file (the file itself or an inline `mod`) that
 /// defines a function `name` carrying `#[differentiate]`; `None` if there is not exactly one.
 pub(crate) fn module_of<'a>(items: &'a [syn::Item], name: &str) -> Option<&'a [syn::Item]> {
-    fn collect<'a>(items: &'a [syn::Item], name: &str, found: &mut Vec<&'a [syn::Item]>) {
+    let mut items = items;
+    for module in module_path(items, name)? {
+        items = items.iter().find_map(|it| match it {
+            syn::Item::Mod(m) if m.ident == module => m.content.as_ref().map(|(_, c)| &c[..]),
+            _ => None,
+        })?;
+    }
+    Some(items)
+}
+
+/// The inline modules from the file's top to the one that defines a function `name`
+/// carrying `#[differentiate]`; `None` if there is not exactly one.
+pub(crate) fn module_path(items: &[syn::Item], name: &str) -> Option<Vec<String>> {
+    fn collect(
+        items: &[syn::Item],
+        name: &str,
+        at: &mut Vec<String>,
+        found: &mut Vec<Vec<String>>,
+    ) {
         for it in items {
             match it {
                 syn::Item::Fn(f) if f.sig.ident == name && mentions_differentiate(&f.attrs) => {
-                    found.push(items)
+                    found.push(at.clone())
                 }
                 syn::Item::Mod(m) => {
                     if let Some((_, inner)) = &m.content {
-                        collect(inner, name, found);
+                        at.push(m.ident.to_string());
+                        collect(inner, name, at, found);
+                        at.pop();
                     }
                 }
                 _ => {}
@@ -244,9 +264,9 @@ pub(crate) fn module_of<'a>(items: &'a [syn::Item], name: &str) -> Option<&'a [s
         }
     }
     let mut found = Vec::new();
-    collect(items, name, &mut found);
+    collect(items, name, &mut Vec::new(), &mut found);
     match found.as_slice() {
-        [one] => Some(one),
+        [one] => Some(one.clone()),
         _ => None,
     }
 }
@@ -308,8 +328,16 @@ mod tests {
         let f = find_f(&file.items).expect("the test source has a differentiated `f`");
         let mut item = f.clone();
         item.attrs.retain(|a| !a.path().is_ident("differentiate"));
-        let out = crate::expand::expand_in(quote!(forward, reverse), quote!(#item), Some(source));
+        let out = crate::expand::expand_in(
+            quote!(forward, reverse),
+            quote!(#item),
+            Some(file_at(source)),
+        );
         out.to_string().contains("has no derivative")
+    }
+
+    fn file_at(text: &str) -> crate::expand::SourceFile<'_> {
+        crate::expand::SourceFile { text, path: None }
     }
 
     fn find_f(items: &[syn::Item]) -> Option<&syn::ItemFn> {
@@ -359,7 +387,12 @@ mod tests {
         let file = syn::parse_file(source).unwrap();
         let mut item = find_f(&file.items).unwrap().clone();
         item.attrs.clear();
-        crate::expand::expand_in(quote!(forward, reverse), quote!(#item), Some(source)).to_string()
+        crate::expand::expand_in(
+            quote!(forward, reverse),
+            quote!(#item),
+            Some(file_at(source)),
+        )
+        .to_string()
     }
 
     #[test]

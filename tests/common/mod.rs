@@ -16,6 +16,7 @@
 #![allow(dead_code)]
 
 pub mod nd;
+pub mod physics;
 
 use nd::{Dual64, HyperDual64, Nd};
 use phidiff::check;

@@ -1,7 +1,8 @@
 //! Issue 46's corpus, the rest of the iterator vocabulary and the sub-slices, as small
 //! library functions use them: `chain`, `take`, `step_by`, `rev().enumerate()`, `product`,
 //! `reduce`, `min_by` with `total_cmp`, `count`, `any`/`all`, `collect`, `first`/`last`/
-//! `get`, `split_at`, sub-slices passed to calls, a local closure used by name in `map`.
+//! `get`, `split_at`, sub-slices passed to calls and walked by iterators (`x[k..].iter()`,
+//! `d[1..].iter_mut()`), a local closure used by name in `map`.
 //! Generic ones are checked by `check_generic` (num-dual, finite differences, the
 //! dot-product test, hyper-dual H·v), the others by finite differences, the dot-product
 //! test and hand-derived values.
@@ -107,6 +108,59 @@ pub fn softplus_mean(x: &[f64], beta: f64) -> f64 {
     total / x.len() as f64 + softplus(x[0])
 }
 
+/// The autocovariance at lag 2, by iterators over sub-slices
+/// (`x[..n - k].iter().zip(x[k..].iter())`).
+#[differentiate(forward, reverse)]
+pub fn autocov2<T: Float + FromPrimitive + Sum>(x: &[T]) -> T {
+    let n = x.len();
+    let k = 2;
+    let mean = x.iter().copied().sum::<T>() / T::from_usize(n).unwrap();
+    let c: T = x[..n - k]
+        .iter()
+        .zip(x[k..].iter())
+        .map(|(&a, &b)| (a - mean) * (b - mean))
+        .sum();
+    c / T::from_usize(n - k).unwrap()
+}
+
+/// Differences written through a mutable sub-slice (`d[1..].iter_mut()`, `for v in &mut
+/// d[2..]`), then their energy.
+#[differentiate(forward, reverse)]
+pub fn tail_energy(x: &[f64], d: &mut [f64]) -> f64 {
+    d[0] = x[0];
+    for (i, v) in d[1..].iter_mut().enumerate() {
+        *v = x[i + 1] - x[i];
+    }
+    for v in &mut d[2..] {
+        *v *= 0.5;
+    }
+    d.iter().map(|v| v * v).sum()
+}
+
+/// Constants of other modules: `use`d from another file (`crate::common::physics`, one
+/// renamed), by a path through an imported module (`physics::DRAG[k]`), and from an inline
+/// module by `self::` and a nested path.
+mod ballistics {
+    pub const MASS: f64 = 0.145;
+    pub mod wind {
+        pub const SPEED: f64 = 3.5;
+    }
+}
+
+use crate::common::physics;
+use crate::common::physics::{AIR_DENSITY, STANDARD_GRAVITY as G0};
+
+#[differentiate(forward, reverse)]
+pub fn drag_fall(v: &[f64], area: f64, shape: usize) -> f64 {
+    let k = 0.5 * AIR_DENSITY * physics::DRAG[shape] * area / self::ballistics::MASS;
+    let mut e = 0.0;
+    for &vi in v {
+        let rel = vi - ballistics::wind::SPEED;
+        e += (G0 - k * rel * rel.abs()).powi(2);
+    }
+    e
+}
+
 /// `f64` checks of a function of one flat point.
 fn check_f64(
     name: &str,
@@ -148,6 +202,7 @@ pub fn generic_forms_against_num_dual() {
         x
     );
     crate::check_slice_fn!(even_odd, even_odd_fwd, even_odd_rev, even_odd_grad, x);
+    crate::check_slice_fn!(autocov2, autocov2_fwd, autocov2_rev, autocov2_grad, x);
     let (k, m) = (2, 4);
     let p = [0.4, -1.1, 0.7, 0.2, 0.9, -0.3];
     check_generic(&Generic {
@@ -269,6 +324,62 @@ pub fn collected_and_sliced() {
             let (v, gb) = softplus_mean_rev(&q[..3], &mut g, q[3], s);
             g.push(gb);
             (v, g)
+        },
+    );
+    // The energy of x₀, ½(xᵢ₊₁ − xᵢ) (and x₁ − x₀ unhalved) by hand.
+    let x5 = [0.3, -0.7, 1.1, 0.4, 0.9];
+    let e = |x: &[f64]| {
+        let mut s = x[0] * x[0] + (x[1] - x[0]).powi(2);
+        for i in 2..x.len() {
+            s += 0.25 * (x[i] - x[i - 1]).powi(2);
+        }
+        s
+    };
+    let (v, (g, gd)) = tail_energy_grad(&x5, &mut zeros(5));
+    assert_rel("tail_energy: value", &[v], &[e(&x5)], 1e-15);
+    assert_rel("tail_energy: d is overwritten", &gd, &zeros(5), 0.0);
+    let mut d = zeros(5);
+    tail_energy(&x5, &mut d);
+    assert_rel("tail_energy: d", &d, &[0.3, -1.0, 0.9, -0.35, 0.25], 1e-15);
+    let _ = g;
+    check_f64(
+        "tail_energy",
+        &x5,
+        &|x| tail_energy(x, &mut zeros(x.len())),
+        &|x| {
+            let (v, (g, _)) = tail_energy_grad(x, &mut zeros(x.len()));
+            (v, g)
+        },
+        &|x, dx| tail_energy_fwd(x, dx, &mut zeros(x.len()), &mut zeros(x.len())),
+        &|x, s| {
+            let mut g = zeros(x.len());
+            let v = tail_energy_rev(x, &mut g, &mut zeros(x.len()), &mut zeros(x.len()), s);
+            (v, g)
+        },
+    );
+    // drag_fall by hand: k = ½ρ c_d A / m; e = Σ (g − k r|r|)², r = v − w.
+    let v = [1.0, 4.2, 7.5];
+    let (area, shape) = (0.0042, 0);
+    let kk = 0.5 * 1.225 * 0.47 * area / 0.145;
+    let want: f64 = v.iter().map(|vi| (9.806_65 - kk * (vi - 3.5) * (vi - 3.5f64).abs()).powi(2)).sum();
+    assert_rel("drag_fall: value", &[drag_fall(&v, area, shape)], &[want], 1e-14);
+    let mut p = v.to_vec();
+    p.push(area);
+    check_f64(
+        "drag_fall",
+        &p,
+        &|p| drag_fall(&p[..3], p[3], shape),
+        &|p| {
+            let (val, (mut g, ga)) = drag_fall_grad(&p[..3], p[3], shape);
+            g.push(ga);
+            (val, g)
+        },
+        &|p, d| drag_fall_fwd(&p[..3], &d[..3], p[3], d[3], shape),
+        &|p, s| {
+            let mut g = zeros(3);
+            let (val, ga) = drag_fall_rev(&p[..3], &mut g, p[3], shape, s);
+            g.push(ga);
+            (val, g)
         },
     );
     // `dot` and `axpy` by themselves.

@@ -6,7 +6,9 @@
 //! 1-D or 2-D) is a local buffer filled at the function's entry.
 
 use super::*;
+use crate::expand::SourceFile;
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use syn::Expr;
 
 /// A `const NAME: TY = EXPR;` (or `static`).
@@ -23,35 +25,59 @@ pub struct Constants {
 }
 
 impl Constants {
-    /// The `const` and `static` items of the module of `item` in `source` (the file), then
-    /// of the file's top level.
-    pub fn from_source(item: &syn::ItemFn, source: Option<&str>) -> Constants {
+    /// The `const` and `static` items of the module of `item` in its source file, then of
+    /// the file's top level, and those the two import by `use` (from inline modules of the
+    /// file, or from the files of the crate's modules); a qualified `phys::G` in the body
+    /// is found the same way and kept under its path.
+    pub fn from_source(item: &syn::ItemFn, source: Option<SourceFile<'_>>) -> Constants {
         let mut c = Constants::default();
-        let Some(file) = source.and_then(|s| syn::parse_file(s).ok()) else {
+        let Some(src) = source else {
             return c;
         };
-        let mut add = |items: &[syn::Item]| {
-            for it in items {
-                let (name, ty, expr) = match it {
-                    syn::Item::Const(k) => (&k.ident, &*k.ty, &*k.expr),
-                    syn::Item::Static(s) if matches!(s.mutability, syn::StaticMutability::None) => {
-                        (&s.ident, &*s.ty, &*s.expr)
-                    }
-                    _ => continue,
-                };
-                c.items.entry(name.to_string()).or_insert(ConstItem {
-                    ty: ty.clone(),
-                    expr: expr.clone(),
-                });
-            }
+        let Ok(file) = syn::parse_file(src.text) else {
+            return c;
         };
-        if let Some(module) =
-            crate::missing_rule::module_of(&file.items, &item.sig.ident.to_string())
-        {
-            add(module);
+        let here = Module {
+            items: file.items.clone(),
+            file: src.path.map(Path::to_path_buf),
+            inline: Vec::new(),
+        };
+        let name = item.sig.ident.to_string();
+        let module = crate::missing_rule::module_path(&file.items, &name)
+            .and_then(|path| here.descend(&path))
+            .unwrap_or_else(|| here.clone());
+        for m in [&module, &here] {
+            c.add_items(&m.items);
         }
-        add(&file.items);
+        // The constants the body names that are not items of the module: imported by
+        // `use` (a glob too), by a path (`phys::G`, `crate::consts::TABLE`, `Model::C`),
+        // and those their expressions name in turn.
+        let body = item.block.to_token_stream();
+        let mut wanted: Vec<Vec<String>> =
+            idents(body.clone()).into_iter().map(|n| vec![n]).collect();
+        wanted.extend(qualified_paths(body));
+        while let Some(path) = wanted.pop() {
+            let key = path.join("::");
+            if c.items.contains_key(&key) || !path.last().is_some_and(|n| constant_like(n)) {
+                continue;
+            }
+            let found = resolve(&module, &path, 0).or_else(|| resolve(&here, &path, 0));
+            if let Some(k) = found {
+                let expr = k.expr.to_token_stream();
+                wanted.extend(idents(expr.clone()).into_iter().map(|n| vec![n]));
+                wanted.extend(qualified_paths(expr));
+                c.items.insert(key, k);
+            }
+        }
         c
+    }
+
+    fn add_items(&mut self, items: &[syn::Item]) {
+        for it in items {
+            if let Some((name, k)) = const_of(it) {
+                self.items.entry(name).or_insert(k);
+            }
+        }
     }
 
     pub fn get(&self, name: &str) -> Option<&ConstItem> {
@@ -202,7 +228,7 @@ impl Lowerer<'_> {
             None => Ty::Float,
         };
         let buf = self.b.func.new_buf(BufData {
-            name: name.to_lowercase(),
+            name: name.replace("::", "_").to_lowercase(),
             rank: if two_d { 2 } else { 1 },
             elem,
             kind: BufKind::Local,
@@ -234,4 +260,284 @@ impl Lowerer<'_> {
         }
         Ok(buf)
     }
+}
+
+/// A `const NAME: TY = EXPR;` or an immutable `static`, with its name.
+fn const_of(item: &syn::Item) -> Option<(String, ConstItem)> {
+    let (name, ty, expr) = match item {
+        syn::Item::Const(k) => (&k.ident, &*k.ty, &*k.expr),
+        syn::Item::Static(s) if matches!(s.mutability, syn::StaticMutability::None) => {
+            (&s.ident, &*s.ty, &*s.expr)
+        }
+        _ => return None,
+    };
+    Some((
+        name.to_string(),
+        ConstItem {
+            ty: ty.clone(),
+            expr: expr.clone(),
+        },
+    ))
+}
+
+/// A module seen from a source file: its items, the file (if known), and the inline
+/// modules (`mod a { .. }`) between the file's top and it.
+#[derive(Clone)]
+struct Module {
+    items: Vec<syn::Item>,
+    file: Option<PathBuf>,
+    inline: Vec<String>,
+}
+
+impl Module {
+    /// The module at `path` (names of modules) below this one.
+    fn descend(&self, path: &[String]) -> Option<Module> {
+        let mut m = self.clone();
+        for name in path {
+            m = m.child(name)?;
+        }
+        Some(m)
+    }
+
+    /// The child module `name`: inline, or `mod name;` in its own file.
+    fn child(&self, name: &str) -> Option<Module> {
+        let declared = self.items.iter().find_map(|it| match it {
+            syn::Item::Mod(m) if m.ident == name => Some(m),
+            _ => None,
+        })?;
+        if let Some((_, items)) = &declared.content {
+            let mut inline = self.inline.clone();
+            inline.push(name.to_string());
+            return Some(Module {
+                items: items.clone(),
+                file: self.file.clone(),
+                inline,
+            });
+        }
+        let dir = self.children_dir()?;
+        [
+            dir.join(format!("{name}.rs")),
+            dir.join(name).join("mod.rs"),
+        ]
+        .into_iter()
+        .find_map(|f| Module::of_file(&f))
+    }
+
+    /// The directory where the files of this module's `mod x;` children are.
+    fn children_dir(&self) -> Option<PathBuf> {
+        let file = self.file.as_ref()?;
+        let mut dir = file.parent()?.to_path_buf();
+        let stem = file.file_stem()?.to_str()?;
+        if !(matches!(stem, "mod" | "lib" | "main") || is_crate_root(file)) {
+            dir.push(stem);
+        }
+        dir.extend(&self.inline);
+        Some(dir)
+    }
+
+    fn of_file(path: &Path) -> Option<Module> {
+        let text = std::fs::read_to_string(path).ok()?;
+        let file = syn::parse_file(&text).ok()?;
+        Some(Module {
+            items: file.items,
+            file: Some(path.to_path_buf()),
+            inline: Vec::new(),
+        })
+    }
+
+    /// The crate's root module: this file if it is one, else the root file of the crate
+    /// being built (by cargo's `CARGO_CRATE_NAME`: `tests/NAME.rs`, `benches/NAME.rs`,
+    /// `examples/NAME.rs`, `src/bin/NAME.rs`, then `src/lib.rs`, `src/main.rs`).
+    fn crate_root(&self) -> Option<Module> {
+        let file = self.file.as_ref()?;
+        if is_crate_root(file) {
+            return Module::of_file(file);
+        }
+        let dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR")?);
+        let name = std::env::var("CARGO_CRATE_NAME").unwrap_or_default();
+        let named = ["tests", "benches", "examples", "src/bin"]
+            .iter()
+            .map(|d| dir.join(d).join(format!("{name}.rs")));
+        let plain = ["src/lib.rs", "src/main.rs"].iter().map(|f| dir.join(f));
+        named.chain(plain).find_map(|f| Module::of_file(&f))
+    }
+
+    /// The parent module, if it is an inline one of the same file.
+    fn parent(&self) -> Option<Module> {
+        let (_, up) = self.inline.split_last()?;
+        let root = Module::of_file(self.file.as_ref()?)?;
+        root.descend(up)
+    }
+}
+
+/// Whether `file` is the root of a crate: `lib.rs`/`main.rs` in `src`, or a file directly in
+/// `examples/`, `tests/` or `benches/`.
+fn is_crate_root(file: &Path) -> bool {
+    let parent = file
+        .parent()
+        .and_then(Path::file_name)
+        .and_then(|n| n.to_str());
+    let stem = file.file_stem().and_then(|n| n.to_str());
+    matches!(parent, Some("examples" | "tests" | "benches"))
+        || (parent == Some("src") && matches!(stem, Some("lib" | "main")))
+}
+
+/// The constant `path` names, seen from `from` (`G`, `phys::G`, `self::G`, `super::G`,
+/// `crate::a::G`), following `use` items; `None` if it is not one phidiff can read.
+fn resolve(from: &Module, path: &[String], depth: usize) -> Option<ConstItem> {
+    if depth > 8 {
+        return None;
+    }
+    let (first, rest) = path.split_first()?;
+    if rest.is_empty() {
+        if let Some((_, k)) = from
+            .items
+            .iter()
+            .filter_map(const_of)
+            .find(|(n, _)| n == first)
+        {
+            return Some(k);
+        }
+        // Imported into `from` under this name, or by a glob (`use tables::*;`).
+        let imported = imports(&from.items);
+        if let Some((_, target)) = imported.iter().find(|(n, _)| n == first) {
+            return resolve(from, target, depth + 1);
+        }
+        return imported
+            .iter()
+            .filter(|(n, _)| n == "*")
+            .find_map(|(_, prefix)| {
+                let mut full = prefix.clone();
+                full.push(first.clone());
+                resolve(from, &full, depth + 1)
+            });
+    }
+    // An associated constant of a type of this module (`Model::C`).
+    if let [assoc] = rest {
+        if let Some(k) = associated(&from.items, first, assoc) {
+            return Some(k);
+        }
+    }
+    let next = match first.as_str() {
+        "self" => from.clone(),
+        "super" => from.parent()?,
+        "crate" => from.crate_root()?,
+        name => match from.child(name) {
+            Some(m) => m,
+            None => {
+                // A module brought in by `use` (`use crate::phys;` then `phys::G`).
+                let (_, mut full) = imports(&from.items).into_iter().find(|(n, _)| n == name)?;
+                full.extend(rest.iter().cloned());
+                return resolve(from, &full, depth + 1);
+            }
+        },
+    };
+    resolve(&next, rest, depth + 1)
+}
+
+/// The names a module's `use` items bring in, each with the path it stands for (a glob
+/// as the name `*` with the module's path).
+fn imports(items: &[syn::Item]) -> Vec<(String, Vec<String>)> {
+    fn walk(tree: &syn::UseTree, prefix: &mut Vec<String>, out: &mut Vec<(String, Vec<String>)>) {
+        match tree {
+            syn::UseTree::Path(p) => {
+                prefix.push(p.ident.to_string());
+                walk(&p.tree, prefix, out);
+                prefix.pop();
+            }
+            syn::UseTree::Name(n) => {
+                let mut full = prefix.clone();
+                full.push(n.ident.to_string());
+                out.push((n.ident.to_string(), full));
+            }
+            syn::UseTree::Rename(r) => {
+                let mut full = prefix.clone();
+                full.push(r.ident.to_string());
+                out.push((r.rename.to_string(), full));
+            }
+            syn::UseTree::Group(g) => {
+                for t in &g.items {
+                    walk(t, prefix, out);
+                }
+            }
+            syn::UseTree::Glob(_) => out.push(("*".to_string(), prefix.clone())),
+        }
+    }
+    let mut out = Vec::new();
+    for it in items {
+        if let syn::Item::Use(u) = it {
+            walk(&u.tree, &mut Vec::new(), &mut out);
+        }
+    }
+    out
+}
+
+/// The paths of two or more plain segments in `tokens` (`phys::G`), at any depth.
+pub fn qualified_paths(tokens: proc_macro2::TokenStream) -> Vec<Vec<String>> {
+    use proc_macro2::TokenTree;
+    let mut out = Vec::new();
+    let mut stack = vec![tokens];
+    while let Some(ts) = stack.pop() {
+        let tts: Vec<TokenTree> = ts.into_iter().collect();
+        let mut k = 0;
+        while k < tts.len() {
+            if let TokenTree::Group(g) = &tts[k] {
+                stack.push(g.stream());
+            }
+            let starts = matches!(&tts[k], TokenTree::Ident(_))
+                && !(k >= 1 && matches!(&tts[k - 1], TokenTree::Punct(p) if p.as_char() == ':'));
+            if starts {
+                let mut path = Vec::new();
+                let mut j = k;
+                while let Some(TokenTree::Ident(i)) = tts.get(j) {
+                    path.push(i.to_string());
+                    let colons = matches!(tts.get(j + 1), Some(TokenTree::Punct(p)) if p.as_char() == ':')
+                        && matches!(tts.get(j + 2), Some(TokenTree::Punct(p)) if p.as_char() == ':');
+                    if !colons {
+                        break;
+                    }
+                    j += 3;
+                }
+                if path.len() >= 2 {
+                    out.push(path);
+                }
+                k = j.max(k) + 1;
+                continue;
+            }
+            k += 1;
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The associated `const` `name` of an `impl` of the type `ty` among `items`.
+fn associated(items: &[syn::Item], ty: &str, name: &str) -> Option<ConstItem> {
+    items.iter().find_map(|it| {
+        let syn::Item::Impl(imp) = it else {
+            return None;
+        };
+        let syn::Type::Path(tp) = &*imp.self_ty else {
+            return None;
+        };
+        if !tp.path.is_ident(ty) {
+            return None;
+        }
+        imp.items.iter().find_map(|ii| match ii {
+            syn::ImplItem::Const(k) if k.ident == name => Some(ConstItem {
+                ty: k.ty.clone(),
+                expr: k.expr.clone(),
+            }),
+            _ => None,
+        })
+    })
+}
+
+/// Whether `name` is written as Rust writes constants (`G`, `MAX_ITER`, `W2`).
+fn constant_like(name: &str) -> bool {
+    name.chars().any(|c| c.is_ascii_uppercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
 }

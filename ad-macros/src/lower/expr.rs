@@ -284,20 +284,36 @@ impl Lowerer<'_> {
                     }
                     return Ok(());
                 }
-                // The elements of a buffer (or of a row of a 2-D one), read now.
-                let (buf, row) = match strip_deref(init) {
-                    Expr::Index(ix) if !matches!(&*ix.index, Expr::Range(_)) => {
-                        let buf = self.lower_buf_ref(&ix.expr)?;
-                        let i = self.lower_expr(&ix.index)?;
-                        (buf, Some(i))
+                // The elements of a buffer, of a row of a 2-D one, or of a view (`x[a..]`,
+                // `*w`), read now.
+                let inner = strip_deref(init);
+                let view = match strip_group(inner) {
+                    Expr::Index(ix) if matches!(strip_group(&ix.index), Expr::Range(_)) => {
+                        let borrowed: Expr = syn::parse_quote_spanned!(inner.span()=> &#inner);
+                        self.place_binding(&borrowed)?
                     }
-                    other => (self.lower_buf_ref(other)?, None),
+                    Expr::Path(_) => self.row_binding(inner),
+                    _ => None,
                 };
-                let rank = self.b.func.buf(buf).rank as usize;
-                if rank != 1 + usize::from(row.is_some()) {
-                    return Err(self.error(init, &text(init), "an array pattern takes the elements of a 1-D buffer or of a row"));
-                }
-                let len = self.b.value(InstKind::Len(buf, row.into_iter().collect()), Ty::Int);
+                let (buf, row, base, len) = match view {
+                    Some(Binding::Row { buf, base, len }) => (buf, None, Some(base), len),
+                    _ => {
+                        let (buf, row) = match inner {
+                            Expr::Index(ix) if !matches!(&*ix.index, Expr::Range(_)) => {
+                                let buf = self.lower_buf_ref(&ix.expr)?;
+                                let i = self.lower_expr(&ix.index)?;
+                                (buf, Some(i))
+                            }
+                            other => (self.lower_buf_ref(other)?, None),
+                        };
+                        let rank = self.b.func.buf(buf).rank as usize;
+                        if rank != 1 + usize::from(row.is_some()) {
+                            return Err(self.error(init, &text(init), "an array pattern takes the elements of a 1-D buffer, a row or a view"));
+                        }
+                        let len = self.b.value(InstKind::Len(buf, row.into_iter().collect()), Ty::Int);
+                        (buf, row, None, len)
+                    }
+                };
                 // The length the pattern needs (`let .. else` panics otherwise; a plain `let`
                 // has an array of that length already).
                 let need = self.b.iconst((before.len() + after.len()) as i128);
@@ -310,7 +326,10 @@ impl Lowerer<'_> {
                 self.b.stmt(InstKind::Assert { cond: fits, message });
                 let at = |l: &mut Self, k: Value| {
                     let mut idx: Vec<Value> = row.into_iter().collect();
-                    idx.push(k);
+                    idx.push(match base {
+                        Some(b) => l.b.add(b, k),
+                        None => k,
+                    });
                     l.b.load(buf, idx)
                 };
                 for (k, p) in before.iter().enumerate() {
@@ -595,6 +614,13 @@ impl Lowerer<'_> {
     }
 
     fn lower_path_value(&mut self, p: &syn::ExprPath) -> LResult<Value> {
+        // A constant of another module by its path (`phys::G`).
+        if p.qself.is_none() && p.path.segments.len() > 1 {
+            let joined = text(&p.path).replace(' ', "");
+            if let Some(v) = self.named_constant(&joined, p)? {
+                return Ok(v);
+            }
+        }
         if p.qself.is_none() && p.path.segments.len() == 1 {
             let name = p.path.segments[0].ident.to_string();
             match self.env.lookup(&name) {
@@ -625,7 +651,7 @@ impl Lowerer<'_> {
         Err(self.error(
             p,
             &text(p),
-            "this name is not a local variable, a parameter or a constant phidiff knows (`f64::consts::*` written with its path, e.g. `std::f64::consts::PI`, `f64::EPSILON`, `f64::MAX`, `f64::MIN_POSITIVE`, `f64::INFINITY`, `usize::MAX`); write the value as a literal, or pass it as a parameter (one left out of `wrt(..)` stays constant)",
+            "this name is not a local variable, a parameter or a constant phidiff can read (a `const` or `static` of this module, or one imported by `use` or named by its path from a module of this crate; `PI` and the other `std::f64::consts`; `f64::EPSILON`, `f64::MAX`, `usize::MAX`, ...); pass it as a parameter (one left out of `wrt(..)` stays constant)",
         ))
     }
 
@@ -920,7 +946,18 @@ impl Lowerer<'_> {
                         &text(e),
                         "a row of `par_chunks_mut` is used by indexing (`row[j]`) and `row.len()` only",
                     )),
-                    _ => Err(self.error(e, &text(e), "expected a slice, array or Vec variable")),
+                    Some(_) => Err(self.error(e, &text(e), "expected a slice, array or Vec variable")),
+                    None => Err(self.error(e, &text(e), UNKNOWN_BUFFER)),
+                }
+            }
+            // A constant table by its path (`phys::TABLE`).
+            Expr::Path(p) if p.qself.is_none() => {
+                match self
+                    .env
+                    .lookup(&crate::diagnostics::source_text(&p.path).replace(' ', ""))
+                {
+                    Some(Binding::Buf(b)) => Ok(b),
+                    _ => Err(self.error(e, &text(e), UNKNOWN_BUFFER)),
                 }
             }
             Expr::Index(_) => Err(self.error(
@@ -1128,6 +1165,9 @@ fn strip_group(e: &Expr) -> &Expr {
 }
 
 /// `e` without a leading `*` (`let [a, b] = *x;`).
+/// Why a name used as a buffer is none phidiff knows.
+const UNKNOWN_BUFFER: &str = "this name is not a buffer variable, a parameter or a constant table phidiff can read (a `const` or `static` of this module, or one it imports by `use` from a module of this crate); pass the table as a parameter (`w: &[f64]`)";
+
 fn strip_deref(e: &Expr) -> &Expr {
     match strip_group(e) {
         Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => strip_deref(&u.expr),

@@ -75,7 +75,7 @@ pub fn lower_function(
     item: &syn::ItemFn,
     sig: &Signature,
     diag: &Diagnostics,
-    source: Option<&str>,
+    source: Option<crate::expand::SourceFile<'_>>,
 ) -> Function {
     let mut func = Function::new(item.sig.ident.to_string());
     let mut env = Env::default();
@@ -250,7 +250,12 @@ impl<'a> Lowerer<'a> {
 
     /// The constant tables (`const W: [f64; 5] = [..]`) the body names, filled at entry.
     fn fill_tables(&mut self, item: &syn::ItemFn) -> LResult<()> {
-        let names = consts::idents(item.block.to_token_stream());
+        let mut names = consts::idents(item.block.to_token_stream());
+        names.extend(
+            consts::qualified_paths(item.block.to_token_stream())
+                .iter()
+                .map(|p| p.join("::")),
+        );
         let tables: Vec<(String, consts::ConstItem)> = self
             .consts
             .tables(&names)

@@ -260,15 +260,16 @@ impl Lowerer<'_> {
                     }
                     ("windows", 1)
                     | ("chunks" | "chunks_mut" | "chunks_exact" | "chunks_exact_mut", 1) => {
-                        let base = self
-                            .base_of(recv)
+                        let mutable = method.ends_with("_mut");
+                        let (mut pre, base) = self
+                            .base_of(recv, mutable)
                             .ok_or_else(|| err(recv, "windows and chunks of a buffer by name"))?;
                         let arg = &m.args[0];
                         let (k, n, len) = (self.fresh("k"), self.fresh("full"), self.fresh("n"));
-                        let mut pre = vec![
+                        pre.extend([
                             quote_spanned!(span=> let #k: usize = #arg;),
                             quote_spanned!(span=> let #n = #base.len();),
-                        ];
+                        ]);
                         let stage = match method.as_str() {
                             "windows" => {
                                 pre.push(quote_spanned!(span=> let #len = if #n >= #k { #n - #k + 1 } else { 0 };));
@@ -447,10 +448,11 @@ impl Lowerer<'_> {
     /// The elements of the buffer or view `e` names (`x`, `&x`, `&mut x`, `x[a..b]`).
     fn elements(&mut self, e: &Expr, mutable: bool, span: Span) -> Result<Pipeline, NotAPipeline> {
         let mutable = mutable || matches!(e, Expr::Reference(r) if r.mutability.is_some());
-        let base = self.base_of(e).ok_or(NotAPipeline::Other)?;
+        let (mut pre, base) = self.base_of(e, mutable).ok_or(NotAPipeline::Other)?;
         let len = self.fresh("n");
+        pre.push(quote_spanned!(span=> let #len = #base.len();));
         Ok(Pipeline {
-            pre: vec![quote_spanned!(span=> let #len = #base.len();)],
+            pre,
             stage: Stage::Elems { base, mutable },
             len,
             then: None,
@@ -458,21 +460,37 @@ impl Lowerer<'_> {
     }
 
     /// A buffer or view by name, as an expression to index (`x`, a view `v`), or a
-    /// sub-slice of one bound to a fresh view first (`&x[a..b]`).
-    fn base_of(&mut self, e: &Expr) -> Option<TokenStream> {
+    /// sub-slice of one (`x[a..b]`, `&mut x[a..]`) bound to a fresh view first: the
+    /// statements to run before the loop, and the name to index.
+    fn base_of(&mut self, e: &Expr, mutable: bool) -> Option<(Vec<TokenStream>, TokenStream)> {
         match e {
-            Expr::Paren(p) => self.base_of(&p.expr),
-            Expr::Reference(r) => self.base_of(&r.expr),
-            Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => self.base_of(&u.expr),
+            Expr::Paren(p) => self.base_of(&p.expr, mutable),
+            Expr::Group(g) => self.base_of(&g.expr, mutable),
+            Expr::Reference(r) => self.base_of(&r.expr, mutable || r.mutability.is_some()),
+            Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => self.base_of(&u.expr, mutable),
             Expr::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 => {
                 match self.env.lookup(&p.path.segments[0].ident.to_string()) {
-                    Some(Binding::Buf(b)) if self.b.func.buf(b).rank == 1 => Some(quote!(#p)),
-                    Some(Binding::Row { .. }) => Some(quote!(#p)),
+                    Some(Binding::Buf(b)) if self.b.func.buf(b).rank == 1 => {
+                        Some((vec![], quote!(#p)))
+                    }
+                    Some(Binding::Row { .. }) => Some((vec![], quote!(#p))),
                     _ => None,
                 }
             }
             Expr::MethodCall(m) if m.method == "as_slice" || m.method == "as_mut_slice" => {
-                self.base_of(&m.receiver)
+                self.base_of(&m.receiver, mutable || m.method == "as_mut_slice")
+            }
+            Expr::Index(ix) if matches!(strip(&ix.index), Expr::Range(_)) => {
+                let (mut pre, inner) = self.base_of(&ix.expr, mutable)?;
+                let range = &ix.index;
+                let view = self.fresh("view");
+                let span = e.span();
+                pre.push(if mutable {
+                    quote_spanned!(span=> let #view = &mut #inner[#range];)
+                } else {
+                    quote_spanned!(span=> let #view = &#inner[#range];)
+                });
+                Some((pre, quote!(#view)))
             }
             _ => None,
         }
