@@ -139,20 +139,24 @@ pub fn tail_energy(x: &[f64], d: &mut [f64]) -> f64 {
 
 /// Constants of other modules: `use`d from another file (`crate::common::physics`, one
 /// renamed), by a path through an imported module (`physics::DRAG[k]`), and from an inline
-/// module by `self::` and a nested path.
+/// module by `self::` and a nested path; `wind::SPEED` is defined by `super::SCALE`, which
+/// is not this module's `SCALE`.
 mod ballistics {
     pub const MASS: f64 = 0.145;
+    const SCALE: f64 = 2.0;
     pub mod wind {
-        pub const SPEED: f64 = 3.5;
+        pub const SPEED: f64 = super::SCALE * 1.75;
     }
 }
+
+const SCALE: f64 = 1.0;
 
 use crate::common::physics;
 use crate::common::physics::{AIR_DENSITY, STANDARD_GRAVITY as G0};
 
 #[differentiate(forward, reverse)]
 pub fn drag_fall(v: &[f64], area: f64, shape: usize) -> f64 {
-    let k = 0.5 * AIR_DENSITY * physics::DRAG[shape] * area / self::ballistics::MASS;
+    let k = 0.5 * SCALE * AIR_DENSITY * physics::DRAG[shape] * area / self::ballistics::MASS;
     let mut e = 0.0;
     for &vi in v {
         let rel = vi - ballistics::wind::SPEED;

@@ -9,6 +9,7 @@ use super::*;
 use crate::expand::SourceFile;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use syn::Expr;
 
 /// A `const NAME: TY = EXPR;` (or `static`).
@@ -25,10 +26,10 @@ pub struct Constants {
 }
 
 impl Constants {
-    /// The `const` and `static` items of the module of `item` in its source file, then of
-    /// the file's top level, and those the two import by `use` (from inline modules of the
-    /// file, or from the files of the crate's modules); a qualified `phys::G` in the body
-    /// is found the same way and kept under its path.
+    /// The constants the body of `item` names, looked up from its module in its source
+    /// file: `const` and `static` items of the module, those it imports by `use` (from
+    /// inline modules of the file, or from the files of the crate's modules), and those
+    /// named by a path (`phys::G`), kept under the path.
     pub fn from_source(item: &syn::ItemFn, source: Option<SourceFile<'_>>) -> Constants {
         let mut c = Constants::default();
         let Some(src) = source else {
@@ -38,46 +39,92 @@ impl Constants {
             return c;
         };
         let here = Module {
-            items: file.items.clone(),
+            items: Rc::new(file.items.clone()),
             file: src.path.map(Path::to_path_buf),
             inline: Vec::new(),
         };
         let name = item.sig.ident.to_string();
         let module = crate::missing_rule::module_path(&file.items, &name)
             .and_then(|path| here.descend(&path))
-            .unwrap_or_else(|| here.clone());
-        for m in [&module, &here] {
-            c.add_items(&m.items);
-        }
-        // The constants the body names that are not items of the module: imported by
-        // `use` (a glob too), by a path (`phys::G`, `crate::consts::TABLE`, `Model::C`),
-        // and those their expressions name in turn.
+            .unwrap_or(here);
+        // Each constant the body names, found where Rust finds it: an item of the module,
+        // imported by `use` (a glob too), or by a path (`phys::G`, `crate::consts::TABLE`,
+        // `Model::C`).
         let body = item.block.to_token_stream();
-        let mut wanted: Vec<Vec<String>> =
-            idents(body.clone()).into_iter().map(|n| vec![n]).collect();
+        let generics: Vec<String> = item
+            .sig
+            .generics
+            .params
+            .iter()
+            .filter_map(|g| match g {
+                syn::GenericParam::Type(t) => Some(t.ident.to_string()),
+                syn::GenericParam::Const(k) => Some(k.ident.to_string()),
+                syn::GenericParam::Lifetime(_) => None,
+            })
+            .collect();
+        let mut wanted: Vec<Vec<String>> = idents(body.clone())
+            .into_iter()
+            .filter(|n| !generics.contains(n))
+            .map(|n| vec![n])
+            .collect();
         wanted.extend(qualified_paths(body));
-        while let Some(path) = wanted.pop() {
-            let key = path.join("::");
-            if c.items.contains_key(&key) || !path.last().is_some_and(|n| constant_like(n)) {
-                continue;
-            }
-            let found = resolve(&module, &path, 0).or_else(|| resolve(&here, &path, 0));
-            if let Some(k) = found {
-                let expr = k.expr.to_token_stream();
-                wanted.extend(idents(expr.clone()).into_iter().map(|n| vec![n]));
-                wanted.extend(qualified_paths(expr));
-                c.items.insert(key, k);
+        let mut fresh = 0;
+        for path in wanted {
+            if let Some((k, m)) = resolve(&module, &path, 0) {
+                let k = c.close(k, &m, &mut fresh, 0);
+                c.items.insert(path.join("::"), k);
             }
         }
         c
     }
 
-    fn add_items(&mut self, items: &[syn::Item]) {
-        for it in items {
-            if let Some((name, k)) = const_of(it) {
-                self.items.entry(name).or_insert(k);
+    /// `k`, defined in `m`, with the constants its expression names (in `m`) renamed to
+    /// fresh names that this map holds: the expression is lowered in the function, where
+    /// its names may mean something else (a local, another module's constant).
+    fn close(
+        &mut self,
+        mut k: ConstItem,
+        m: &Module,
+        fresh: &mut usize,
+        depth: usize,
+    ) -> ConstItem {
+        struct Rename<'a> {
+            consts: &'a mut Constants,
+            m: &'a Module,
+            fresh: &'a mut usize,
+            depth: usize,
+        }
+        impl syn::visit_mut::VisitMut for Rename<'_> {
+            fn visit_expr_mut(&mut self, e: &mut Expr) {
+                if let Expr::Path(p) = e {
+                    let path: Vec<String> = p
+                        .path
+                        .segments
+                        .iter()
+                        .map(|s| s.ident.to_string())
+                        .collect();
+                    if p.qself.is_none() && self.depth < 16 {
+                        if let Some((k, m)) = resolve(self.m, &path, 0) {
+                            let k = self.consts.close(k, &m, self.fresh, self.depth + 1);
+                            let name = quote::format_ident!("__pd_const_{}", *self.fresh);
+                            *self.fresh += 1;
+                            self.consts.items.insert(name.to_string(), k);
+                            *e = syn::parse_quote!(#name);
+                            return;
+                        }
+                    }
+                }
+                syn::visit_mut::visit_expr_mut(self, e);
             }
         }
+        let mut rename = Rename {
+            consts: self,
+            m,
+            fresh,
+            depth,
+        };
+        syn::visit_mut::VisitMut::visit_expr_mut(&mut rename, &mut k.expr);
+        k
     }
 
     pub fn get(&self, name: &str) -> Option<&ConstItem> {
@@ -284,7 +331,7 @@ fn const_of(item: &syn::Item) -> Option<(String, ConstItem)> {
 /// modules (`mod a { .. }`) between the file's top and it.
 #[derive(Clone)]
 struct Module {
-    items: Vec<syn::Item>,
+    items: Rc<Vec<syn::Item>>,
     file: Option<PathBuf>,
     inline: Vec<String>,
 }
@@ -309,7 +356,7 @@ impl Module {
             let mut inline = self.inline.clone();
             inline.push(name.to_string());
             return Some(Module {
-                items: items.clone(),
+                items: Rc::new(items.clone()),
                 file: self.file.clone(),
                 inline,
             });
@@ -335,11 +382,30 @@ impl Module {
         Some(dir)
     }
 
+    /// The top module of the file at `path`. The text is read again only when the file
+    /// changed (a long-lived macro server, as an IDE's, sees edits); it is parsed in each
+    /// expansion, since parsed tokens hold spans that live only as long as one macro call.
     fn of_file(path: &Path) -> Option<Module> {
-        let text = std::fs::read_to_string(path).ok()?;
-        let file = syn::parse_file(&text).ok()?;
+        type Read = (std::time::SystemTime, Rc<str>);
+        thread_local! {
+            static FILES: std::cell::RefCell<HashMap<PathBuf, Read>> = Default::default();
+        }
+        let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok()?;
+        let cached = FILES.with(|f| f.borrow().get(path).cloned());
+        let text = match cached {
+            Some((at, text)) if at == modified => text,
+            _ => {
+                let text: Rc<str> = std::fs::read_to_string(path).ok()?.into();
+                FILES.with(|f| {
+                    f.borrow_mut()
+                        .insert(path.to_path_buf(), (modified, text.clone()))
+                });
+                text
+            }
+        };
+        let items = Rc::new(syn::parse_file(&text).ok()?.items);
         Some(Module {
-            items: file.items,
+            items,
             file: Some(path.to_path_buf()),
             inline: Vec::new(),
         })
@@ -378,13 +444,14 @@ fn is_crate_root(file: &Path) -> bool {
         .and_then(Path::file_name)
         .and_then(|n| n.to_str());
     let stem = file.file_stem().and_then(|n| n.to_str());
-    matches!(parent, Some("examples" | "tests" | "benches"))
+    matches!(parent, Some("examples" | "tests" | "benches" | "bin"))
         || (parent == Some("src") && matches!(stem, Some("lib" | "main")))
 }
 
 /// The constant `path` names, seen from `from` (`G`, `phys::G`, `self::G`, `super::G`,
-/// `crate::a::G`), following `use` items; `None` if it is not one phidiff can read.
-fn resolve(from: &Module, path: &[String], depth: usize) -> Option<ConstItem> {
+/// `crate::a::G`, `Model::G`), following `use` items, with the module that defines it;
+/// `None` if it is not one phidiff can read.
+fn resolve(from: &Module, path: &[String], depth: usize) -> Option<(ConstItem, Module)> {
     if depth > 8 {
         return None;
     }
@@ -396,7 +463,10 @@ fn resolve(from: &Module, path: &[String], depth: usize) -> Option<ConstItem> {
             .filter_map(const_of)
             .find(|(n, _)| n == first)
         {
-            return Some(k);
+            return Some((k, from.clone()));
+        }
+        if !constant_like(first) {
+            return None;
         }
         // Imported into `from` under this name, or by a glob (`use tables::*;`).
         let imported = imports(&from.items);
@@ -415,7 +485,7 @@ fn resolve(from: &Module, path: &[String], depth: usize) -> Option<ConstItem> {
     // An associated constant of a type of this module (`Model::C`).
     if let [assoc] = rest {
         if let Some(k) = associated(&from.items, first, assoc) {
-            return Some(k);
+            return Some((k, from.clone()));
         }
     }
     let next = match first.as_str() {
