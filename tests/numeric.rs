@@ -299,6 +299,9 @@ numeric_tests! {
     idiomatic_science: [statistics_against_num_dual, losses_and_series, ode_and_physics, f32_kernels],
     /// Issue 46's corpus: the rest of the iterator vocabulary, sub-slices and closures.
     idiomatic_forms: [generic_forms_against_num_dual, reductions_and_predicates, collected_and_sliced],
+    /// Issue 46, fallible code: `Option`/`Result` results, `?`, `.ok_or(..)?`, `Err` arms,
+    /// `if let`/`while let`/`let .. else` on optional elements; failure paths untouched.
+    idiomatic_fallible: [optional_statistics, results_and_errors, optional_elements],
     /// Issue 45's review: explicit lifetimes, swapped rows, a buffer passed twice, renamed
     /// derivatives, rebound buffers, float predicates, a `num_traits::Float` bound.
     review: [

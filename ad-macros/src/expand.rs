@@ -87,6 +87,9 @@ pub struct Compiled {
     pub primal: ir::Function,
     pub forward: ir::Function,
     pub reverse: ir::Function,
+    /// What a fallible function returns at each failure site (`None`, `Err(..)`), with
+    /// the names of the variables its error value reads.
+    pub failures: Vec<(Vec<syn::Ident>, TokenStream)>,
 }
 
 fn internal(what: &str, e: String, f: &ir::Function) -> syn::Error {
@@ -114,7 +117,11 @@ fn compile(
         ));
     };
     let diag = Diagnostics::default();
-    let primal = crate::lower::lower_function(item, &sig, &diag, source);
+    let (primal, sites) = crate::lower::lower_function(item, &sig, &diag, source);
+    let failures = sites
+        .iter()
+        .map(|s| (s.locals.clone(), s.tokens()))
+        .collect();
     diag.check()?;
     verify(&primal).map_err(|e| internal("lowering", e, &primal))?;
     let mut primal = primal;
@@ -160,6 +167,7 @@ fn compile(
             primal,
             forward: fwd,
             reverse: rev,
+            failures,
         },
     ))
 }
@@ -185,7 +193,13 @@ fn derive_all(
                 b.push(*bind);
             }
         }
-        let body = codegen::body(&compiled.forward, &sig.float, &opts.krate, b);
+        let body = codegen::body(
+            &compiled.forward,
+            &sig.float,
+            &opts.krate,
+            b,
+            &compiled.failures,
+        );
         out.extend(header.forward(name, body));
     }
     if let Some(name) = &opts.reverse {
@@ -197,7 +211,13 @@ fn derive_all(
             }
         }
         b.push(Binding::Reference);
-        let body = codegen::body(&compiled.reverse, &sig.float, &opts.krate, b);
+        let body = codegen::body(
+            &compiled.reverse,
+            &sig.float,
+            &opts.krate,
+            b,
+            &compiled.failures,
+        );
         out.extend(header.reverse(name, body));
         if sig.returns_float {
             let grad = format_ident!("{}_grad", item.sig.ident);
@@ -210,6 +230,15 @@ fn derive_all(
             p.active
                 && matches!(p.class, signature::ParamClass::Buffer { form, .. } if form.is_scalar())
         });
+        if let (Some(_), syn::ReturnType::Type(_, ty)) = (&sig.fallible, &item.sig.output) {
+            return Err(syn::Error::new_spanned(
+                ty,
+                crate::derivative::batch::unsupported(
+                    b.forward,
+                    "functions returning `Option` or `Result`",
+                ),
+            ));
+        }
         if let Some(p) = scalar_ref {
             return Err(syn::Error::new_spanned(
                 &p.ty,
@@ -287,7 +316,7 @@ fn batched_forward(
         b.extend(names.iter().map(|_| bind));
         lanes.insert(fwd.params[*n].name.clone(), names.clone());
     }
-    let body = codegen::body(&batched.func, &sig.float, header.krate, b);
+    let body = codegen::body(&batched.func, &sig.float, header.krate, b, &[]);
     Ok(header.forward_batched(name, body, width, &lanes))
 }
 
@@ -333,7 +362,7 @@ fn batched_reverse(
         b.extend(names.iter().map(|_| Binding::Reference));
         lanes.insert(rev.params[*n].name.clone(), names.clone());
     }
-    let body = codegen::body(&batched.func, &sig.float, header.krate, b);
+    let body = codegen::body(&batched.func, &sig.float, header.krate, b, &[]);
     Ok(header.reverse_batched(name, body, width, &lanes))
 }
 
@@ -352,7 +381,7 @@ fn cuda_module(
             "`cuda` needs `reverse` (the adjoint kernel comes from it)".into(),
         ));
     }
-    if sig.returns_float {
+    if sig.returns_float || sig.fallible.is_some() {
         return Err(syn::Error::new_spanned(
             &item.sig.output,
             "phidiff: a CUDA element function returns `()` and writes its results into slices",

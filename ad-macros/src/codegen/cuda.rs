@@ -571,6 +571,7 @@ impl Cx<'_> {
                 let c = self.val(*cond);
                 self.line(&format!("if (!({c})) {{ __trap(); }}"));
             }
+            Fail { .. } => return Err("a CUDA element function cannot fail (return `()`)".into()),
             If { cond, then_blk, else_blk } => {
                 for r in &data.results {
                     let line = format!("{} {};", self.ty(*r), self.name(*r));

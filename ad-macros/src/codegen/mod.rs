@@ -37,6 +37,9 @@ pub struct Ctx<'a> {
     trip_used: HashSet<Inst>,
     /// The index windows of serial loops (bounds checks taken out of the loop).
     windows: window::Windows,
+    /// What the function returns at each failure site (`Fail`): `None`, `Err(..)`, with
+    /// the names of the variables its error value reads.
+    failures: &'a [(Vec<Ident>, TokenStream)],
 }
 
 /// The values the generated code reads: block yields, what the index windows read, and
@@ -88,6 +91,7 @@ pub fn body(
     float: &FloatTy,
     krate: &syn::Path,
     param_binding: Vec<Binding>,
+    failures: &[(Vec<Ident>, TokenStream)],
 ) -> TokenStream {
     let windows = window::plan(f);
     let used = live_values(f, &windows);
@@ -107,6 +111,7 @@ pub fn body(
         used,
         trip_used,
         windows,
+        failures,
     };
     let tapes: Vec<TokenStream> = f
         .bufs
@@ -520,6 +525,12 @@ impl Ctx<'_> {
                     .parse()
                     .unwrap_or_else(|_| quote!("assertion failed"));
                 quote!(assert!(#c, #msg);)
+            }
+            Fail { cond, site, args } => {
+                let c = self.val(*cond);
+                let (names, fail) = &self.failures[*site as usize];
+                let vals = args.iter().map(|a| self.val(*a));
+                quote!(if #c { #(let #names = #vals;)* return #fail; })
             }
             If {
                 cond,

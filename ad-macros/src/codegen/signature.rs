@@ -108,6 +108,22 @@ impl Header<'_> {
         }
     }
 
+    /// The return type `-> R` (none for `()`) and the body giving it; for a fallible
+    /// function `-> Option<R>` (or `Result<R, E>`), the body's value in `Some` (`Ok`): its
+    /// failure sites return `None`/`Err` themselves.
+    fn result(&self, ty: Option<TokenStream>, body: TokenStream) -> (TokenStream, TokenStream) {
+        match (&self.sig.fallible, ty) {
+            (None, None) => (quote!(), body),
+            (None, Some(t)) => (quote!(-> #t), body),
+            (Some(f), t) => {
+                let t = t.unwrap_or_else(|| quote!(()));
+                let around = f.around(t);
+                let ok = f.success(quote!({ #body }));
+                (quote!(-> #around), ok)
+            }
+        }
+    }
+
     /// Panics naming the parameter when a tangent or shadow buffer has the wrong length.
     fn length_checks(&self, shadow_of: impl Fn(&ParamSpec) -> Ident) -> TokenStream {
         let mut out = quote!();
@@ -176,11 +192,7 @@ impl Header<'_> {
             }
         }
         let ft = self.ft();
-        let ret = if self.sig.returns_float {
-            quote!(-> (#ft, #ft))
-        } else {
-            quote!()
-        };
+        let (ret, body) = self.result(self.sig.returns_float.then(|| quote!((#ft, #ft))), body);
         let checks = self.length_checks(|p| tangent_name_in(p, &self.sig.params));
         let mut slices = self.scalar_refs_as_slices(false);
         for p in self
@@ -293,13 +305,11 @@ impl Header<'_> {
         }
         let outs = self.reverse_outputs();
         let ret = match outs.len() {
-            0 => quote!(),
-            1 => {
-                let o = &outs[0];
-                quote!(-> #o)
-            }
-            _ => quote!(-> (#(#outs),*)),
+            0 => None,
+            1 => Some(outs[0].clone()),
+            _ => Some(quote!((#(#outs),*))),
         };
+        let (ret, body) = self.result(ret, body);
         let checks = self.length_checks(|p| tangent_name_in(p, &self.sig.params));
         let slices = self.scalar_refs_as_slices(true);
         self.wrap(name, params, ret, quote!(#checks #slices #body))
@@ -478,11 +488,13 @@ impl Header<'_> {
             true => quote!(),
             false => quote!(::<#(#explicit),*>),
         };
+        let question = self.sig.fallible.as_ref().map(|_| quote!(?));
         let body = quote! {
             #setup
-            let #pattern = #rev_name #turbofish (#(#args),*);
+            let #pattern = #rev_name #turbofish (#(#args),*) #question;
             (__value, #g)
         };
-        self.wrap(name, params, quote!(-> (#ft, #gt)), body)
+        let (ret, body) = self.result(Some(quote!((#ft, #gt))), body);
+        self.wrap(name, params, ret, body)
     }
 }

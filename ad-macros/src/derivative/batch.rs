@@ -231,6 +231,7 @@ fn check(f: &Function, t: &Taint, at: Span, forward: bool) -> Result<(), syn::Er
                 return;
             }
             If { cond, .. } | Assert { cond, .. } => vec![*cond],
+            Fail { cond, args, .. } => std::iter::once(*cond).chain(args.iter().copied()).collect(),
             For { range, exit, .. } => {
                 let mut c = vec![range.start, range.end];
                 c.extend(range.step);
@@ -402,6 +403,11 @@ impl Lanes<'_> {
             Assert { cond, message } => Assert {
                 cond: v(cond),
                 message: message.clone(),
+            },
+            Fail { cond, site, args } => Fail {
+                cond: v(cond),
+                site: *site,
+                args: args.iter().map(v).collect(),
             },
             CellDecl(x, y) => CellDecl(c(x), v(y)),
             CellGet(x) => CellGet(c(x)),

@@ -203,6 +203,11 @@ impl Remap {
                 cond: self.v(*cond),
                 message: message.clone(),
             },
+            Fail { cond, site, args } => Fail {
+                cond: self.v(*cond),
+                site: *site,
+                args: args.iter().map(|a| self.v(*a)).collect(),
+            },
             other => unreachable!("copy_simple on {other:?}"),
         };
         let tys: Vec<Ty> = data.results.iter().map(|r| f.ty(*r)).collect();

@@ -409,6 +409,12 @@ impl<'f> Machine<'f> {
                 }
                 Out::Zero
             }
+            Fail { cond, site, .. } => {
+                if self.bool(*cond)? {
+                    return Err(format!("failed at site {site}"));
+                }
+                Out::Zero
+            }
             If {
                 cond,
                 then_blk,

@@ -303,6 +303,15 @@ pub enum InstKind {
         cond: Value,
         message: String,
     },
+    /// When `cond` holds, the function fails: it returns the `None` or `Err(..)` of its
+    /// failure site number `site` (fallible functions, see `lower::fallible`), whose
+    /// error value reads the variables `args` (in the site's order). The generated code
+    /// leaves the function there; nothing after it runs.
+    Fail {
+        cond: Value,
+        site: u32,
+        args: Vec<Value>,
+    },
     If {
         cond: Value,
         then_blk: Block,
@@ -676,6 +685,7 @@ impl Function {
             SaveRow { idx, .. } | ReturnRow { idx, .. } => vec![*idx],
             CopyFrom { .. } | Swap(..) | AddBuf { .. } | ZeroBuf(_) | SumBuf(_) => vec![],
             Assert { cond, .. } => vec![*cond],
+            Fail { cond, args, .. } => std::iter::once(*cond).chain(args.iter().copied()).collect(),
             If { cond, .. } => vec![*cond],
             For { range, inits, .. } => {
                 let mut o = vec![range.start, range.end];

@@ -120,6 +120,7 @@ fn print_inst(f: &Function, i: Inst, depth: usize, out: &mut String) {
         ZeroBuf(b) => format!("zerobuf {b}"),
         SumBuf(b) => format!("sumbuf {b}"),
         Assert { cond, .. } => format!("assert {cond}"),
+        Fail { cond, site, args } => format!("fail {cond} site {site} {args:?}"),
         CellDecl(c, v) => format!("cell {c} = {v}"),
         CellGet(c) => format!("get {c}"),
         CellSet(c, v) => format!("set {c} = {v}"),

@@ -107,7 +107,7 @@ impl Verifier<'_> {
                 self.indices(*b, idx, i, true)?
             }
             Len(b, idx) => self.indices(*b, idx, i, false)?,
-            Assert { cond, .. } => self.expect(*cond, Ty::Bool, &what)?,
+            Assert { cond, .. } | Fail { cond, .. } => self.expect(*cond, Ty::Bool, &what)?,
             If {
                 cond,
                 then_blk,

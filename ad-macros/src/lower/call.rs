@@ -210,8 +210,45 @@ impl Lowerer<'_> {
 
     /// `x.first()`, `x.last()` or `x.get(i)` (with `.copied()`/`.cloned()`) of a 1-D buffer or
     /// view, unwrapped: the element, after a check that it exists (Rust's `unwrap` panics
-    /// there), or `default` where it does not (`unwrap_or`). `None` when `e` is not one.
-    fn optional_element(&mut self, e: &Expr, default: Option<&Expr>) -> LResult<Option<Value>> {
+    /// there, `?` fails), or the default where it does not (`unwrap_or`). `None` when `e`
+    /// is not one.
+    pub(super) fn optional_element(
+        &mut self,
+        e: &Expr,
+        missing: Missing,
+    ) -> LResult<Option<Value>> {
+        let Some((present, buf, at)) = self.element_present(e)? else {
+            return Ok(None);
+        };
+        match missing {
+            Missing::Panic => {
+                let message = "\"called `Option::unwrap()` on a `None` value\"".to_string();
+                self.b.stmt(InstKind::Assert {
+                    cond: present,
+                    message,
+                });
+                Ok(Some(self.b.load(buf, vec![at])))
+            }
+            Missing::Fail(site) => {
+                let cond = self.b.not(present);
+                let args = self.fail_args.get(&site).cloned().unwrap_or_default();
+                self.b.stmt(InstKind::Fail { cond, site, args });
+                Ok(Some(self.b.load(buf, vec![at])))
+            }
+            Missing::Default(d) => {
+                let d = self.lower_expr(d)?;
+                let ty = self.ty(d);
+                let r = self
+                    .b
+                    .branch(present, &[ty], |b| vec![b.load(buf, vec![at])], |_| vec![d]);
+                Ok(Some(r[0]))
+            }
+        }
+    }
+
+    /// Whether the element `e` (`x.first()`, `x.last()`, `x.get(i)`) exists, with where it
+    /// would be: `(present, buffer, index)`; `None` when `e` is not one.
+    pub(super) fn element_present(&mut self, e: &Expr) -> LResult<Option<(Value, Buf, Value)>> {
         let mut at = e;
         while let Expr::MethodCall(m) = at {
             if (m.method == "copied" || m.method == "cloned") && m.args.is_empty() {
@@ -265,24 +302,7 @@ impl Lowerer<'_> {
             Some(b) => self.b.add(b, index),
             None => index,
         };
-        match default {
-            None => {
-                let message = "\"called `Option::unwrap()` on a `None` value\"".to_string();
-                self.b.stmt(InstKind::Assert {
-                    cond: present,
-                    message,
-                });
-                Ok(Some(self.b.load(buf, vec![at])))
-            }
-            Some(d) => {
-                let d = self.lower_expr(d)?;
-                let ty = self.ty(d);
-                let r = self
-                    .b
-                    .branch(present, &[ty], |b| vec![b.load(buf, vec![at])], |_| vec![d]);
-                Ok(Some(r[0]))
-            }
-        }
+        Ok(Some((present, buf, at)))
     }
 
     /// A method call on a receiver the compiler does not model (`comm.allreduce_sum(..)`).
@@ -330,11 +350,11 @@ impl Lowerer<'_> {
                 return Ok(self.b.value(InstKind::Len(buf, vec![]), Ty::Int));
             }
             "unwrap" | "expect" | "unwrap_or" => {
-                let default = match name.as_str() {
-                    "unwrap_or" if m.args.len() == 1 => Some(&m.args[0]),
-                    _ => None,
+                let missing = match name.as_str() {
+                    "unwrap_or" if m.args.len() == 1 => Missing::Default(&m.args[0]),
+                    _ => Missing::Panic,
                 };
-                if let Some(v) = self.optional_element(&m.receiver, default)? {
+                if let Some(v) = self.optional_element(&m.receiver, missing)? {
                     return Ok(v);
                 }
                 // `x.to_f64().unwrap()`: the value itself for a concrete float type.

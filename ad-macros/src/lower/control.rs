@@ -155,6 +155,19 @@ impl Lowerer<'_> {
                         "`return` inside a closure is not supported",
                     ));
                 }
+                let failure = match &r.expr {
+                    Some(x) => match &**x {
+                        Expr::Macro(m) if m.mac.path.is_ident(super::fallible::FAIL) => Some(m),
+                        _ => None,
+                    },
+                    None => None,
+                };
+                if let Some(m) = failure {
+                    self.lower_internal_macro(&m.mac, false)?;
+                    let v = self.b.fconst(0.0);
+                    self.set_return(v);
+                    return Ok(());
+                }
                 let v = match (&r.expr, self.returns_float) {
                     (Some(x), true) => {
                         let v = self.lower_expr(x)?;

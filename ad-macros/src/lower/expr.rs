@@ -92,6 +92,11 @@ impl Lowerer<'_> {
 
     /// A block's tail: a value, or a unit-typed expression (loop, assignment, call).
     fn lower_value_or_unit(&mut self, e: &Expr) -> LResult<Option<Value>> {
+        if let Expr::Macro(m) = e {
+            if let Some(v) = self.lower_internal_macro(&m.mac, true)? {
+                return Ok(v);
+            }
+        }
         match e {
             Expr::If(i) => self.lower_if(i),
             Expr::Match(m) => self.lower_match(m),
@@ -139,7 +144,7 @@ impl Lowerer<'_> {
                 return Err(self.error(
                     d,
                     "let ... else",
-                    "`let`-`else` is supported with an array pattern and an `else` that panics",
+                    "`let`-`else` is supported with `Some(v)` of `x.first()`, `x.last()` or `x.get(i)`, and with an array pattern and an `else` that panics",
                 ));
             }
         }
@@ -579,11 +584,15 @@ impl Lowerer<'_> {
             Expr::Field(f) => Err(self.error(f, &text(f), "field access is not supported; pass the fields as parameters")),
             Expr::Struct(s) => Err(self.error(s, &text(s), "struct literals are not supported")),
             Expr::Unsafe(u) => Err(self.error(u, "unsafe", "unsafe blocks are not supported")),
-            Expr::Try(t) => Err(self.error(t, &text(t), "the `?` operator is not supported")),
+            Expr::Try(t) => Err(self.error(t, &text(t), "`?` is supported in functions returning `Option` or `Result`")),
             Expr::Array(a) => Err(self.error(a, &text(a), "array literals are not supported; use `vec![v; n]`")),
-            Expr::Let(l) => Err(self.error(l, &text(l), "`if let`/`while let` are not supported")),
+            Expr::Let(l) => Err(self.error(l, &text(l), "`if let`/`while let` are supported with `Some(v)` of `x.first()`, `x.last()` or `x.get(i)`")),
             Expr::Range(r) => Err(self.error(r, &text(r), "ranges are supported only as `for` loop iterators")),
-            Expr::Macro(m) => Err(self.error(&m.mac, &format!("{}!", text(&m.mac.path)), "this macro is not supported as a value (supported: `vec!` in `let`, `assert!`)")),
+            Expr::Macro(m) => match self.lower_internal_macro(&m.mac, true)? {
+                Some(Some(v)) => Ok(v),
+                Some(None) => Err(self.error(&m.mac, "the failure", "a function returning `Option<()>`/`Result<(), E>` fails as a statement")),
+                None => Err(self.error(&m.mac, &format!("{}!", text(&m.mac.path)), "this macro is not supported as a value (supported: `vec!` in `let`, `assert!`)")),
+            },
             Expr::Assign(_) | Expr::ForLoop(_) | Expr::While(_) => {
                 Err(self.error(e, &text(e), "this expression has no value"))
             }

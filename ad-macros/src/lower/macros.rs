@@ -6,6 +6,9 @@ use syn::Expr;
 
 impl Lowerer<'_> {
     pub(super) fn lower_macro_stmt(&mut self, mac: &syn::Macro) -> LResult<()> {
+        if self.lower_internal_macro(mac, false)?.is_some() {
+            return Ok(());
+        }
         let name = mac
             .path
             .segments

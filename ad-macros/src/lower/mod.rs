@@ -8,11 +8,13 @@ mod consts;
 mod control;
 mod env;
 mod expr;
+mod fallible;
 mod iter;
 mod loop_fusion;
 mod macros;
 mod pipeline;
 mod sum_fusion;
+pub use fallible::Site;
 pub use loop_fusion::fuse_adjacent_loops;
 pub use sum_fusion::fuse_sums_into_writers;
 
@@ -30,6 +32,17 @@ pub type LResult<T> = Result<T, syn::Error>;
 /// Names of the lowering's own flags: not valid Rust identifiers, so they never collide.
 const RET: &str = "#ret";
 const RETVAL: &str = "#retval";
+
+/// What an optional value (`x.get(i)`, `..reduce(..)`) gives where it is `None`.
+#[derive(Clone, Copy)]
+pub(super) enum Missing<'e> {
+    /// `unwrap`/`expect`: a panic.
+    Panic,
+    /// `unwrap_or(v)`: `v`.
+    Default(&'e syn::Expr),
+    /// `?`: the failure of this site.
+    Fail(u32),
+}
 
 struct LoopCtx {
     /// Name of this loop's break flag when its body breaks.
@@ -59,6 +72,14 @@ pub struct Lowerer<'a> {
     /// The local closures (`let f = |x| ..;`), by name, inlined where they are called, with
     /// the bindings of the names their bodies read when they were defined.
     closures: std::collections::HashMap<String, (syn::ExprClosure, Vec<(String, Option<Binding>)>)>,
+    /// The failure sites of a fallible function (see `fallible`).
+    fail_sites: Vec<fallible::Site>,
+    /// The parameters an error value may name (not floats behind references), with their
+    /// bindings at entry (the generated code evaluates the error where the parameters
+    /// still hold them) and whether they are `&mut` buffers.
+    error_params: Vec<(String, Option<Binding>, bool)>,
+    /// The values the error of a `?` site reads (see `fallible`), for its `Fail`.
+    fail_args: std::collections::HashMap<u32, Vec<Value>>,
 }
 
 pub fn err<T: ToTokens>(tokens: T, what: &str, why: &str) -> syn::Error {
@@ -70,13 +91,32 @@ fn text<T: ToTokens>(t: &T) -> String {
 }
 
 /// Lowers the body of `item` into a new IR function; `source` is the text of its file, for
-/// the constants it names.
+/// the constants it names. With it, the failure sites of a fallible function (what its
+/// `Fail` instructions return).
 pub fn lower_function(
     item: &syn::ItemFn,
     sig: &Signature,
     diag: &Diagnostics,
     source: Option<crate::expand::SourceFile<'_>>,
-) -> Function {
+) -> (Function, Vec<Site>) {
+    let fallible = sig.fallible.as_ref();
+    let desugared = fallible::desugar(
+        item,
+        fallible.is_some(),
+        fallible.is_some_and(|f| f.option),
+        !sig.returns_float,
+    );
+    let (block, sites) = match desugared {
+        Ok(d) => d,
+        Err(e) => {
+            diag.push(e);
+            return (Function::new(item.sig.ident.to_string()), Vec::new());
+        }
+    };
+    let item = &syn::ItemFn {
+        block: Box::new(block),
+        ..item.clone()
+    };
     let mut func = Function::new(item.sig.ident.to_string());
     let mut env = Env::default();
     env.push_scope();
@@ -143,6 +183,9 @@ pub fn lower_function(
         consts: consts::Constants::from_source(item, source),
         const_depth: 0,
         closures: Default::default(),
+        fail_sites: Vec::new(),
+        error_params: Vec::new(),
+        fail_args: Default::default(),
     };
     l.b.span = item.sig.ident.span();
     for (n, ty, name) in scalar_params {
@@ -154,12 +197,25 @@ pub fn lower_function(
         let zero = l.b.iconst(0);
         l.env.bind(&name, Binding::Elem(buf, zero));
     }
+    l.fail_sites = sites;
+    l.error_params = sig
+        .params
+        .iter()
+        .filter(|p| !matches!(p.class, ParamClass::Buffer { form, .. } if form.is_scalar()))
+        .map(|p| {
+            let name = p.name.to_string();
+            let b = l.env.lookup(&name);
+            let mutable = matches!(p.class, ParamClass::Buffer { form, .. } if form.is_mut());
+            (name, b, mutable)
+        })
+        .collect();
     if let Err(e) = l
         .bind_const_generics(item)
         .and_then(|()| l.fill_tables(item))
     {
         diag.push(e);
-        return func;
+        let sites = std::mem::take(&mut l.fail_sites);
+        return (func, sites);
     }
     if l.has_return {
         let f = l.b.bconst(false);
@@ -206,7 +262,10 @@ pub fn lower_function(
             }
         }
     }
-    func
+    let sites = std::mem::take(&mut l.fail_sites);
+    drop(l);
+    fallible::check_failures(&func, diag);
+    (func, sites)
 }
 
 impl<'a> Lowerer<'a> {

@@ -815,20 +815,33 @@ impl Lowerer<'_> {
     /// A consumer at the end of a chain (`sum`, `fold`, `max_by(..).unwrap()`, ...) when the
     /// chain or the consumer is one `iter.rs` does not lower; `None` leaves it.
     pub(super) fn desugar_consumer(&mut self, m: &syn::ExprMethodCall) -> LResult<Option<Expr>> {
-        let whole = Expr::MethodCall(m.clone());
         // `.unwrap()`/`.expect(..)`/`.unwrap_or(v)`/`.copied()` around an `Option` consumer.
-        let (m, unwrap, default): (&syn::ExprMethodCall, bool, Option<&Expr>) =
+        let (m, missing): (&syn::ExprMethodCall, Option<Missing>) =
             match m.method.to_string().as_str() {
                 "unwrap" | "expect" => match strip(&m.receiver) {
-                    Expr::MethodCall(inner) => (peel_copied(inner), true, None),
+                    Expr::MethodCall(inner) => (peel_copied(inner), Some(Missing::Panic)),
                     _ => return Ok(None),
                 },
                 "unwrap_or" if m.args.len() == 1 => match strip(&m.receiver) {
-                    Expr::MethodCall(inner) => (peel_copied(inner), true, Some(&m.args[0])),
+                    Expr::MethodCall(inner) => {
+                        (peel_copied(inner), Some(Missing::Default(&m.args[0])))
+                    }
                     _ => return Ok(None),
                 },
-                _ => (m, false, None),
+                _ => (m, None),
             };
+        self.desugar_consumer_with(m, missing)
+    }
+
+    /// [`Self::desugar_consumer`] of the consumer `m`, which gives an `Option` where
+    /// `missing` says what its `None` gives.
+    pub(super) fn desugar_consumer_with(
+        &mut self,
+        m: &syn::ExprMethodCall,
+        missing: Option<Missing>,
+    ) -> LResult<Option<Expr>> {
+        let whole = Expr::MethodCall(m.clone());
+        let unwrap = missing.is_some();
         let method = m.method.to_string();
         let methods = Self::chain_methods(&m.receiver);
         if Self::is_parallel(&methods) || methods.is_empty() {
@@ -945,9 +958,13 @@ impl Lowerer<'_> {
                     };
                     Ok(quote!(if #first2 { #acc2 = #v; #first2 = false; } else { #acc2 = #next; }))
                 })?;
-                let none = match default {
-                    Some(d) => quote!(if #first { #d } else { #acc }),
-                    None => {
+                let none = match missing {
+                    Some(Missing::Default(d)) => quote!(if #first { #d } else { #acc }),
+                    Some(Missing::Fail(k)) => {
+                        let fail = syn::Ident::new(super::fallible::FAIL, span);
+                        quote!({ if #first { #fail!(#k); } #acc })
+                    }
+                    _ => {
                         quote!({ assert!(!#first, "called `Option::unwrap()` on a `None` value"); #acc })
                     }
                 };
@@ -1146,7 +1163,7 @@ fn strip(e: &Expr) -> &Expr {
 }
 
 /// `x.max_by(..).copied()` → `x.max_by(..)`.
-fn peel_copied(m: &syn::ExprMethodCall) -> &syn::ExprMethodCall {
+pub(super) fn peel_copied(m: &syn::ExprMethodCall) -> &syn::ExprMethodCall {
     if m.method == "copied" || m.method == "cloned" {
         if let Expr::MethodCall(inner) = strip(&m.receiver) {
             return inner;

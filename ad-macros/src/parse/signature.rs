@@ -90,8 +90,73 @@ impl ParamSpec {
 pub struct Signature {
     pub params: Vec<ParamSpec>,
     pub float: FloatTy,
-    /// True when the function returns a float; false for `()`.
+    /// True when the function returns a float; false for `()` (for a fallible function:
+    /// the `R` of its `Option<R>` or `Result<R, E>`).
     pub returns_float: bool,
+    /// `Some` for a function returning `Option<R>` or `Result<R, E>`.
+    pub fallible: Option<Fallible>,
+}
+
+/// The result type of a fallible function: `Option<R>`, `Result<R, E>`, or an alias of
+/// `Result` with the error fixed (`io::Result<R>`). The derivatives return the same type
+/// around what they return for `R`.
+pub struct Fallible {
+    /// `Option` (`Some`/`None`) rather than a `Result` (`Ok`/`Err`).
+    pub option: bool,
+    /// The type as written.
+    pub ty: syn::TypePath,
+}
+
+impl Fallible {
+    /// `Option<R>`/`Result<R, E>` of `ty`, with `R` replaced by `inner`.
+    pub fn around(&self, inner: proc_macro2::TokenStream) -> proc_macro2::TokenStream {
+        let mut ty = self.ty.clone();
+        if let Some(syn::PathArguments::AngleBracketed(a)) =
+            ty.path.segments.last_mut().map(|s| &mut s.arguments)
+        {
+            if let Some(syn::GenericArgument::Type(t)) = a.args.first_mut() {
+                *t = syn::Type::Verbatim(inner);
+            }
+        }
+        quote::quote!(#ty)
+    }
+
+    /// `Some(value)` / `Ok(value)`.
+    pub fn success(&self, value: proc_macro2::TokenStream) -> proc_macro2::TokenStream {
+        match self.option {
+            true => quote::quote!(::core::option::Option::Some(#value)),
+            false => quote::quote!(::core::result::Result::Ok(#value)),
+        }
+    }
+}
+
+/// `Option<R>` or `Result<R, ..>` (by the last segment of its path: `Result`, or a name
+/// ending in `Result`), with `R`.
+fn fallible_of(ty: &Type) -> Option<(Fallible, &Type)> {
+    let Type::Path(p) = ty else { return None };
+    let last = p.path.segments.last()?;
+    let name = last.ident.to_string();
+    let option = name == "Option";
+    if !option && !name.ends_with("Result") {
+        return None;
+    }
+    let syn::PathArguments::AngleBracketed(a) = &last.arguments else {
+        return None;
+    };
+    let n = a.args.len();
+    if (option && n != 1) || !(1..=2).contains(&n) {
+        return None;
+    }
+    let syn::GenericArgument::Type(inner) = a.args.first()? else {
+        return None;
+    };
+    Some((
+        Fallible {
+            option,
+            ty: p.clone(),
+        },
+        inner,
+    ))
 }
 
 fn is_int(name: &str) -> bool {
@@ -561,9 +626,15 @@ pub fn read(sig: &syn::Signature, wrt: Option<&[Ident]>, diag: &Diagnostics) -> 
             }
         }
     }
+    let fallible = match &sig.output {
+        ReturnType::Type(_, ty) => fallible_of(ty),
+        ReturnType::Default => None,
+    };
+    let result_ty = fallible.as_ref().map(|(_, r)| *r);
+    let fallible = fallible.map(|(f, _)| f);
     let returns_float = match &sig.output {
         ReturnType::Default => false,
-        ReturnType::Type(_, ty) => match &**ty {
+        ReturnType::Type(_, ty) => match result_ty.unwrap_or(ty) {
             Type::Tuple(t) if t.elems.is_empty() => false,
             other => {
                 if let Some(f) = c.float_of(other) {
@@ -635,5 +706,6 @@ pub fn read(sig: &syn::Signature, wrt: Option<&[Ident]>, diag: &Diagnostics) -> 
         params,
         float,
         returns_float,
+        fallible,
     })
 }

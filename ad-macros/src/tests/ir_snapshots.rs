@@ -11,7 +11,7 @@ fn snapshot(name: &str, src: &str) {
     let item: syn::ItemFn = syn::parse_str(src).expect("test input parses");
     let diag = Diagnostics::default();
     let sig = crate::parse::signature::read(&item.sig, None, &diag).expect("signature");
-    let primal = crate::lower::lower_function(&item, &sig, &diag, None);
+    let (primal, _) = crate::lower::lower_function(&item, &sig, &diag, None);
     diag.check().expect("lowering succeeds");
     verify(&primal).expect("lowered IR verifies");
     let active: Vec<bool> = sig.params.iter().map(|p| p.active).collect();

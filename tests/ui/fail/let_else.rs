@@ -1,9 +1,9 @@
 use phidiff::differentiate;
 
 #[differentiate(forward, reverse)]
-fn f(x: &[f64], a: f64) -> f64 {
-    let Some(v) = x.first() else { return a };
-    *v * a
+fn f(x: &[f64], a: f64, k: i64) -> f64 {
+    let Ok(n) = usize::try_from(k) else { return a };
+    x[n] * a
 }
 
 fn main() {}
