@@ -118,19 +118,17 @@ impl Facts {
     }
 }
 
-/// The opaque values a call gets (its receiver and opaque arguments), by their text; paths
+/// The opaque values a call gets (its receiver and opaque arguments), by their keys; paths
 /// (`Op::Sum`) are constants, not variables that carry data.
 fn opaque_values(callee: &Callee, args: &[CallArg]) -> Vec<String> {
     callee
         .receiver
         .iter()
-        .cloned()
         .chain(args.iter().filter_map(|a| match a {
-            CallArg::Opaque(text) => Some(text.clone()),
+            CallArg::Opaque(o) => Some(o),
             _ => None,
         }))
-        .map(|c| c.trim_start_matches('&').trim().to_string())
-        .filter(|c| !c.contains("::"))
+        .filter_map(|o| o.key.clone())
         .collect()
 }
 
@@ -171,10 +169,7 @@ fn channels(f: &Function) -> BTreeSet<String> {
                 matches!(a, CallArg::Buf { buf, mutable: true, .. } if f.buf(*buf).elem == Ty::Float)
             });
         let values = opaque_values(callee, args);
-        let receiver = callee
-            .receiver
-            .as_ref()
-            .map(|r| r.trim_start_matches('&').trim().to_string());
+        let receiver = callee.receiver.as_ref().and_then(|r| r.key.clone());
         if gives_in && !gives_out {
             sinks.extend(values.iter().cloned());
         }

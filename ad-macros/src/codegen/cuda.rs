@@ -523,13 +523,13 @@ impl Cx<'_> {
                 let e = self.math(name, &args)?;
                 self.let_value(i, e);
             }
-            Cast { value, to, rust_ty } => {
+            Cast { value, to, int } => {
                 let v = self.val(*value);
                 let e = match to {
                     Ty::Float => format!("({}){v}", self.real),
-                    _ => match rust_ty.as_deref() {
-                        Some("u32") => format!("(long long)(unsigned int){v}"),
-                        Some("i32") => format!("(long long)(int){v}"),
+                    _ => match int {
+                        Some(IntTy::U32) => format!("(long long)(unsigned int){v}"),
+                        Some(IntTy::I32) => format!("(long long)(int){v}"),
                         _ => format!("(long long){v}"),
                     },
                 };
@@ -636,7 +636,7 @@ impl Cx<'_> {
             TapeEnsure(..) | TapeEnsureRow(..) => {
                 return Err("a loop whose adjoint needs a tape (CUDA kernels support loops whose adjoint recomputes what it needs)".into())
             }
-            Call { callee, .. } => return Err(format!("a call of `{}` in a CUDA kernel", callee.path)),
+            Call { callee, .. } => return Err(format!("a call of `{}` in a CUDA kernel", callee.name())),
             other => return Err(format!("{} in a CUDA kernel", describe(other))),
         }
         Ok(())

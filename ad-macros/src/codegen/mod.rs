@@ -365,7 +365,7 @@ impl Ctx<'_> {
                 let m = format_ident!("{}", name);
                 self.let_value(i, quote!(#recv.#m(#(#rest),*)))
             }
-            Cast { value, to, rust_ty } => {
+            Cast { value, to, int } => {
                 let from = f.ty(*value);
                 let v = self.val(*value);
                 let e = match (from, to) {
@@ -374,28 +374,18 @@ impl Ctx<'_> {
                         _ => quote!((#v as #ft)),
                     },
                     (Ty::Float, Ty::Int) => {
-                        let t: TokenStream = rust_ty
-                            .clone()
-                            .unwrap_or_else(|| "usize".into())
-                            .parse()
-                            .expect("type");
+                        let name = int.unwrap_or(IntTy::Usize).name();
+                        let t = format_ident!("{name}");
                         match self.float {
                             FloatTy::Generic(_) => {
-                                let m = format_ident!(
-                                    "to_{}",
-                                    rust_ty.clone().unwrap_or_else(|| "usize".into())
-                                );
+                                let m = format_ident!("to_{name}");
                                 quote!(#rt::num_traits::ToPrimitive::#m(&#v).expect("phidiff: float to integer conversion out of range"))
                             }
                             _ => quote!((#v as #t)),
                         }
                     }
                     _ => {
-                        let t: TokenStream = rust_ty
-                            .clone()
-                            .unwrap_or_else(|| "usize".into())
-                            .parse()
-                            .expect("type");
+                        let t = format_ident!("{}", int.unwrap_or(IntTy::Usize).name());
                         quote!((#v as #t))
                     }
                 };
@@ -521,9 +511,7 @@ impl Ctx<'_> {
             }
             Assert { cond, message } => {
                 let c = self.val(*cond);
-                let msg: TokenStream = message
-                    .parse()
-                    .unwrap_or_else(|_| quote!("assertion failed"));
+                let msg = &message.0;
                 quote!(assert!(#c, #msg);)
             }
             Fail { cond, site, args } => {
@@ -750,7 +738,7 @@ impl Ctx<'_> {
                         false => quote!(&#n[#s..#e]),
                     }
                 }
-                CallArg::Opaque(t) => t.parse().unwrap_or_default(),
+                CallArg::Opaque(o) => o.code.0.clone(),
             }
         };
         let (suffix_name, all_args, extra): (&str, Vec<TokenStream>, Option<TokenStream>) =
@@ -780,15 +768,15 @@ impl Ctx<'_> {
                 }
             };
         let all_args: Vec<TokenStream> = all_args.into_iter().chain(extra).collect();
-        let generics: TokenStream = callee.generics.parse().unwrap_or_default();
+        let generics = &callee.generics.0;
         let call = match &callee.receiver {
             Some(r) => {
-                let r: TokenStream = r.parse().unwrap_or_default();
-                let m = Ident::new(&format!("{}{}", callee.path, suffix_name), data.span);
+                let r = &r.code.0;
+                let m = Ident::new(&format!("{}{}", callee.name(), suffix_name), data.span);
                 quote!(#r.#m #generics (#(#all_args),*))
             }
             None => {
-                let mut path: syn::Path = syn::parse_str(&callee.path).expect("callee path");
+                let mut path = callee.path.clone();
                 let last = path.segments.last_mut().expect("path");
                 last.ident = Ident::new(&format!("{}{}", last.ident, suffix_name), data.span);
                 quote!(#path #generics (#(#all_args),*))

@@ -368,10 +368,10 @@ impl Lanes<'_> {
             Unary(op, a) => Unary(*op, v(a)),
             Binary(op, a, x) => Binary(*op, v(a), v(x)),
             Math(n, args) => Math(n, self.vs(args, l)),
-            Cast { value, to, rust_ty } => Cast {
+            Cast { value, to, int } => Cast {
                 value: v(value),
                 to: *to,
-                rust_ty: rust_ty.clone(),
+                int: *int,
             },
             Load(x, idx) => Load(b(x), self.vs(idx, l)),
             Store(x, idx, y) => Store(b(x), self.vs(idx, l), v(y)),

@@ -161,10 +161,10 @@ impl Remap {
             Unary(op, a) => Unary(*op, self.v(*a)),
             Binary(op, a, c) => Binary(*op, self.v(*a), self.v(*c)),
             Math(n, args) => Math(n, self.vs(args)),
-            Cast { value, to, rust_ty } => Cast {
+            Cast { value, to, int } => Cast {
                 value: self.v(*value),
                 to: *to,
-                rust_ty: rust_ty.clone(),
+                int: *int,
             },
             Load(buf, idx) => Load(self.b(*buf), self.vs(idx)),
             Store(buf, idx, v) => Store(self.b(*buf), self.vs(idx), self.v(*v)),

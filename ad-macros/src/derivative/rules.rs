@@ -252,7 +252,7 @@ impl TemplateSink for Builder<'_> {
         let cast = InstKind::Cast {
             value: a,
             to: Ty::Float,
-            rust_ty: None,
+            int: None,
         };
         self.value(cast, Ty::Float)
     }

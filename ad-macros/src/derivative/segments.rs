@@ -276,9 +276,9 @@ impl<'a> Lifter<'a> {
                 let args = args.iter().map(|a| self.operand(*a)).collect();
                 vec![self.expr.math(name, args)]
             }
-            Cast { value, to, rust_ty } => {
+            Cast { value, to, int } => {
                 let v = self.operand(*value);
-                vec![self.expr.cast(v, *to, rust_ty.clone())]
+                vec![self.expr.cast(v, *to, *int)]
             }
             Load(buf, idx)
                 if self.loads_as_nodes && self.stable[i.index()] && !self.act.buf(*buf) =>

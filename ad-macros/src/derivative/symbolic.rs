@@ -31,7 +31,7 @@ pub enum Node {
     Math(&'static str, Vec<Sym>),
     Cast {
         value: Sym,
-        rust_ty: Option<String>,
+        int: Option<crate::ir::IntTy>,
     },
     /// φ(c, a, b): `a` where `c` holds, else `b`.
     Phi(Sym, Sym, Sym),
@@ -539,8 +539,8 @@ impl Expr {
         self.intern(Node::Math(name, args), Ty::Float)
     }
 
-    pub fn cast(&mut self, value: Sym, to: Ty, rust_ty: Option<String>) -> Sym {
-        if to == Ty::Float && rust_ty.is_none() {
+    pub fn cast(&mut self, value: Sym, to: Ty, int: Option<crate::ir::IntTy>) -> Sym {
+        if to == Ty::Float && int.is_none() {
             if let Some(c) = self.int_of(value) {
                 return self.fconst(c as f64);
             }
@@ -548,7 +548,7 @@ impl Expr {
                 return value;
             }
         }
-        self.intern(Node::Cast { value, rust_ty }, to)
+        self.intern(Node::Cast { value, int }, to)
     }
 
     /// φ(c, a, b) with the paper's identities: F1 `φ(c, a, a) = a`, constant conditions,

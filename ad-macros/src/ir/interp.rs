@@ -308,9 +308,7 @@ impl<'f> Machine<'f> {
                 }
                 Out::One(math(name, &xs[..args.len()])?)
             }
-            Cast { value, to, rust_ty } => {
-                Out::One(cast(self.get(*value)?, *to, rust_ty.as_deref())?)
-            }
+            Cast { value, to, int } => Out::One(cast(self.get(*value)?, *to, *int)?),
             Load(b, idx) => {
                 let (ix, len) = self.index(*b, idx, true)?;
                 Out::One(*self.element(*b, &ix[..len], false)?)
@@ -405,7 +403,10 @@ impl<'f> Machine<'f> {
             }
             Assert { cond, message } => {
                 if !self.bool(*cond)? {
-                    return Err(format!("assertion failed: {message}"));
+                    return Err(format!(
+                        "assertion failed: {}",
+                        message.0.to_string().trim_matches('"')
+                    ));
                 }
                 Out::Zero
             }
@@ -504,7 +505,7 @@ impl<'f> Machine<'f> {
             Call { callee, .. } => {
                 return Err(format!(
                     "the interpreter does not run calls (`{}`)",
-                    callee.path
+                    callee.name()
                 ))
             }
         };

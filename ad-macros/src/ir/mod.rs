@@ -235,12 +235,130 @@ pub enum AllocInit {
 /// What a user-level call refers to (`g(..)` or `recv.m(..)`); see `lower::call`.
 #[derive(Clone, Debug)]
 pub struct Callee {
-    /// The path tokens (`g`, `module::g`) or the method name.
-    pub path: String,
-    /// The receiver expression tokens for method calls (constant).
-    pub receiver: Option<String>,
-    /// Turbofish generics, kept verbatim.
-    pub generics: String,
+    /// The function's path (`g`, `module::g`), or a method's name as a one-segment path;
+    /// without generics.
+    pub path: syn::Path,
+    /// The receiver of a method call (constant).
+    pub receiver: Option<Opaque>,
+    /// Turbofish generics, emitted as written.
+    pub generics: Code,
+}
+
+impl Callee {
+    /// The callee as written (`module::g`), for messages.
+    pub fn name(&self) -> String {
+        let segments: Vec<String> = self
+            .path
+            .segments
+            .iter()
+            .map(|s| s.ident.to_string())
+            .collect();
+        segments.join("::")
+    }
+}
+
+/// Rust code the compiler passes through as written (a call's receiver, an argument of a
+/// type it does not model): only code generation emits it; no pass reads it.
+#[derive(Clone, Default)]
+pub struct Code(pub proc_macro2::TokenStream);
+
+impl std::fmt::Debug for Code {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "`{}`", self.0)
+    }
+}
+
+impl Code {
+    /// The tokens of `text`, Rust code the lowering wrote (a string literal with its
+    /// quotes, or `assert!`'s arguments); a literal saying "assertion failed" if it is
+    /// not Rust.
+    pub fn parse(text: &str) -> Code {
+        Code(
+            text.parse()
+                .unwrap_or_else(|_| quote::quote!("assertion failed")),
+        )
+    }
+}
+
+impl PartialEq for Code {
+    fn eq(&self, other: &Code) -> bool {
+        self.0.to_string() == other.0.to_string()
+    }
+}
+
+/// A value of a type the compiler does not model, passed to a call (`comm`, `&cfg`,
+/// `Op::Sum`, `world.process_at_rank(0)`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Opaque {
+    pub code: Code,
+    /// Which value it is, as activity analysis tells channels apart (see
+    /// `analysis::activity`): equal keys are the same value. `None` for a constant path.
+    pub key: Option<String>,
+}
+
+/// A Rust integer type, the target of a cast to an integer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum IntTy {
+    Usize,
+    Isize,
+    U8,
+    U16,
+    U32,
+    U64,
+    U128,
+    I8,
+    I16,
+    I32,
+    I64,
+    I128,
+}
+
+impl IntTy {
+    const ALL: [(IntTy, &'static str); 12] = [
+        (IntTy::Usize, "usize"),
+        (IntTy::Isize, "isize"),
+        (IntTy::U8, "u8"),
+        (IntTy::U16, "u16"),
+        (IntTy::U32, "u32"),
+        (IntTy::U64, "u64"),
+        (IntTy::U128, "u128"),
+        (IntTy::I8, "i8"),
+        (IntTy::I16, "i16"),
+        (IntTy::I32, "i32"),
+        (IntTy::I64, "i64"),
+        (IntTy::I128, "i128"),
+    ];
+
+    /// The type Rust calls `name`.
+    pub fn from_name(name: &str) -> Option<IntTy> {
+        Self::ALL.iter().find(|(_, n)| *n == name).map(|(t, _)| *t)
+    }
+
+    /// Its Rust name (`usize`).
+    pub fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(t, _)| *t == self)
+            .map(|(_, n)| *n)
+            .expect("every IntTy is named")
+    }
+
+    /// Its values, as `i128` bounds (`u128`'s top clipped).
+    pub fn range(self) -> (i128, i128) {
+        use IntTy::*;
+        match self {
+            I8 => (i8::MIN.into(), i8::MAX.into()),
+            I16 => (i16::MIN.into(), i16::MAX.into()),
+            I32 => (i32::MIN.into(), i32::MAX.into()),
+            I64 | Isize => (i64::MIN.into(), i64::MAX.into()),
+            I128 => (i128::MIN, i128::MAX),
+            U8 => (0, u8::MAX.into()),
+            U16 => (0, u16::MAX.into()),
+            U32 => (0, u32::MAX.into()),
+            U64 | Usize => (0, u64::MAX.into()),
+            U128 => (0, i128::MAX),
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -253,7 +371,7 @@ pub enum CallArg {
         range: Option<(Value, Value)>,
     },
     /// Constant tokens passed through unchanged (e.g. `&comm`, a struct).
-    Opaque(String),
+    Opaque(Opaque),
 }
 
 #[derive(Clone, Debug)]
@@ -267,11 +385,11 @@ pub enum InstKind {
     Binary(BinOp, Value, Value),
     /// A float method from the rule table (`derivative::rules`).
     Math(&'static str, Vec<Value>),
-    /// `as` casts and `T::from`: `to` is the target; `rust_ty` the integer type if any.
+    /// `as` casts and `T::from`: `to` is the target; `int` the integer type if any.
     Cast {
         value: Value,
         to: Ty,
-        rust_ty: Option<String>,
+        int: Option<IntTy>,
     },
     Load(Buf, Vec<Value>),
     Store(Buf, Vec<Value>, Value),
@@ -301,7 +419,8 @@ pub enum InstKind {
     SumBuf(Buf),
     Assert {
         cond: Value,
-        message: String,
+        /// The arguments of `assert!` after the condition (a message and its values).
+        message: Code,
     },
     /// When `cond` holds, the function fails: it returns the `None` or `Err(..)` of its
     /// failure site number `site` (fallible functions, see `lower::fallible`), whose

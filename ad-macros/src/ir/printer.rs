@@ -33,7 +33,7 @@ fn arg(a: &CallArg) -> String {
             let r = range.map_or(String::new(), |(s, e)| format!("[{s}..{e}]"));
             format!("{}{buf}{r}", if *mutable { "&mut " } else { "&" })
         }
-        CallArg::Opaque(t) => format!("`{t}`"),
+        CallArg::Opaque(o) => format!("{:?}", o.code),
     }
 }
 
@@ -189,9 +189,9 @@ fn print_inst(f: &Function, i: Inst, depth: usize, out: &mut String) {
             let recv = callee
                 .receiver
                 .as_ref()
-                .map(|r| format!("`{r}`."))
+                .map(|r| format!("{:?}.", r.code))
                 .unwrap_or_default();
-            format!("call {recv}{}({}){suffix}", callee.path, args.join(", "))
+            format!("call {recv}{}({}){suffix}", callee.name(), args.join(", "))
         }
         If {
             cond,

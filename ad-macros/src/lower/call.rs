@@ -140,7 +140,7 @@ impl Lowerer<'_> {
         );
         self.b.stmt(InstKind::Assert {
             cond: same,
-            message,
+            message: Code::parse(&message),
         });
         let zero = self.b.iconst(0);
         self.b
@@ -225,7 +225,7 @@ impl Lowerer<'_> {
                 let message = "\"called `Option::unwrap()` on a `None` value\"".to_string();
                 self.b.stmt(InstKind::Assert {
                     cond: present,
-                    message,
+                    message: Code::parse(&message),
                 });
                 Ok(Some(self.b.load(buf, vec![at])))
             }
@@ -398,7 +398,7 @@ impl Lowerer<'_> {
                     InstKind::Cast {
                         value: recv,
                         to: Ty::Float,
-                        rust_ty: None,
+                        int: None,
                     },
                     Ty::Float,
                 ),
@@ -541,7 +541,7 @@ impl Lowerer<'_> {
                 InstKind::Cast {
                     value: v,
                     to: Ty::Float,
-                    rust_ty: None,
+                    int: None,
                 },
                 Ty::Float,
             ),
@@ -712,7 +712,7 @@ impl Lowerer<'_> {
                 _ => false,
             };
             if opaque {
-                out.push(CallArg::Opaque(text(a)));
+                out.push(CallArg::Opaque(opaque_of(a)));
                 continue;
             }
             // A path that is not a float constant (`Op::Sum`, `Mode::Fast`): a constant
@@ -721,7 +721,7 @@ impl Lowerer<'_> {
                 if p.qself.is_none() && p.path.segments.len() >= 2 {
                     match self.path_constant(&p.path) {
                         Some(c) => out.push(CallArg::Scalar(c)),
-                        None => out.push(CallArg::Opaque(text(a))),
+                        None => out.push(CallArg::Opaque(opaque_of(a))),
                     }
                     continue;
                 }
@@ -777,7 +777,7 @@ impl Lowerer<'_> {
     fn lower_user_call(
         &mut self,
         c: &syn::ExprCall,
-        receiver: Option<String>,
+        receiver: Option<Opaque>,
         want_value: bool,
     ) -> LResult<Option<Value>> {
         let Expr::Path(p) = &*c.func else {
@@ -793,12 +793,12 @@ impl Lowerer<'_> {
         let mut path = p.path.clone();
         let last = path.segments.last_mut().expect("non-empty path");
         let generics = match std::mem::replace(&mut last.arguments, syn::PathArguments::None) {
-            syn::PathArguments::None => String::new(),
-            args => text(&args),
+            syn::PathArguments::None => Code::default(),
+            args => Code(args.to_token_stream()),
         };
         let args = self.lower_call_args(&c.args)?;
         let callee = Callee {
-            path: text(&path),
+            path,
             receiver,
             generics,
         };
@@ -811,10 +811,10 @@ impl Lowerer<'_> {
         want_value: bool,
     ) -> LResult<Option<Value>> {
         let args = self.lower_call_args(&m.args)?;
-        let generics = m.turbofish.as_ref().map(text).unwrap_or_default();
+        let generics = Code(m.turbofish.to_token_stream());
         let callee = Callee {
-            path: m.method.to_string(),
-            receiver: Some(text(&m.receiver)),
+            path: m.method.clone().into(),
+            receiver: Some(opaque_of(&m.receiver)),
             generics,
         };
         self.push_call(callee, args, want_value)
@@ -841,5 +841,20 @@ impl Lowerer<'_> {
             None,
         );
         Ok(self.b.func.inst(i).results.first().copied())
+    }
+}
+
+/// `e`, passed through as written, keyed by its text less a leading `&`/`&mut` (so `comm`
+/// and `&comm` are one value); one that names a path (`Op::Sum`, `Model::new()`) is a
+/// constant.
+fn opaque_of(e: &Expr) -> Opaque {
+    let mut at = e;
+    while let Expr::Reference(r) = at {
+        at = &r.expr;
+    }
+    let key = text(at);
+    Opaque {
+        code: Code(e.to_token_stream()),
+        key: (!key.contains("::")).then_some(key),
     }
 }

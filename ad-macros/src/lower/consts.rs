@@ -218,7 +218,7 @@ impl Lowerer<'_> {
                 InstKind::Cast {
                     value: v,
                     to: Ty::Float,
-                    rust_ty: None,
+                    int: None,
                 },
                 Ty::Float,
             ))),

@@ -328,7 +328,7 @@ impl Lowerer<'_> {
                     "\"phidiff: `{}` does not match the length of the buffer\"",
                     assert_text(sl)
                 );
-                self.b.stmt(InstKind::Assert { cond: fits, message });
+                self.b.stmt(InstKind::Assert { cond: fits, message: Code::parse(&message) });
                 let at = |l: &mut Self, k: Value| {
                     let mut idx: Vec<Value> = row.into_iter().collect();
                     idx.push(match base {
@@ -462,7 +462,10 @@ impl Lowerer<'_> {
                     "\"phidiff: the range of `{}` is out of its bounds\"",
                     assert_text(e)
                 );
-                self.b.stmt(InstKind::Assert { cond: ok, message });
+                self.b.stmt(InstKind::Assert {
+                    cond: ok,
+                    message: Code::parse(&message),
+                });
                 let base = at(self, start);
                 let len = self.b.sub(end, start);
                 Ok(Some(Binding::Row { buf, base, len }))
@@ -478,7 +481,7 @@ impl Lowerer<'_> {
                     );
                     self.b.stmt(InstKind::Assert {
                         cond: inside,
-                        message,
+                        message: Code::parse(&message),
                     });
                 }
                 let at = at(self, i);
@@ -861,15 +864,11 @@ impl Lowerer<'_> {
         if self.ty(v) == Ty::Float && to == Ty::Float {
             return Ok(v);
         }
-        let rust_ty = (to == Ty::Int).then(|| text(&c.ty));
-        Ok(self.b.value(
-            InstKind::Cast {
-                value: v,
-                to,
-                rust_ty,
-            },
-            to,
-        ))
+        let int = match to {
+            Ty::Int => IntTy::from_name(text(&c.ty).trim()),
+            _ => None,
+        };
+        Ok(self.b.value(InstKind::Cast { value: v, to, int }, to))
     }
 
     /// `a[i]` or `a[i][j]` as a place: the buffer and the index values.

@@ -38,7 +38,10 @@ impl Lowerer<'_> {
                         cond_expr.to_token_stream().to_string().replace('"', "\\\"")
                     )
                 };
-                self.b.stmt(InstKind::Assert { cond, message });
+                self.b.stmt(InstKind::Assert {
+                    cond,
+                    message: Code::parse(&message),
+                });
                 Ok(())
             }
             "assert_eq" | "assert_ne" | "debug_assert_eq" | "debug_assert_ne" => {
@@ -57,7 +60,10 @@ impl Lowerer<'_> {
                 };
                 let cond = self.checked_binary(op, a, b, &args[0])?;
                 let message = format!("\"{} failed\"", name);
-                self.b.stmt(InstKind::Assert { cond, message });
+                self.b.stmt(InstKind::Assert {
+                    cond,
+                    message: Code::parse(&message),
+                });
                 Ok(())
             }
             _ => Err(self.error(

@@ -493,7 +493,7 @@ impl Rev<'_> {
                             if f.buf(*buf).rank != 1 {
                                 return Err(format!(
                                     "phidiff: the reverse of `{}` needs the 2-D buffer `{}` as it was at the call; pass 2-D buffers to calls only when the function never writes them",
-                                    callee.path,
+                                    callee.name(),
                                     f.buf(*buf).name
                                 ));
                             }

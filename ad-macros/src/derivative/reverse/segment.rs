@@ -109,13 +109,13 @@ impl Rev<'_> {
                 }
                 b.math(name, vs)
             }
-            Node::Cast { value, rust_ty } => {
+            Node::Cast { value, int } => {
                 let x = self.emit_sym(b, seg, value, emitted, leaves)?;
                 b.value(
                     InstKind::Cast {
                         value: x,
                         to: ty,
-                        rust_ty,
+                        int,
                     },
                     ty,
                 )

@@ -209,7 +209,7 @@ impl Rev<'_> {
                 InstKind::Cast {
                     value: len,
                     to: Ty::Int,
-                    rust_ty: Some("usize".into()),
+                    int: Some(IntTy::Usize),
                 },
                 Ty::Int,
             );

@@ -160,21 +160,6 @@ fn binary_method(name: &str) -> Option<fn(f64, f64) -> f64> {
     }
 }
 
-/// The range of a Rust integer type the interpreter can model (as `i128` bounds).
-fn int_range(rust_ty: &str) -> Option<(i128, i128)> {
-    Some(match rust_ty {
-        "i8" => (i8::MIN as i128, i8::MAX as i128),
-        "i16" => (i16::MIN as i128, i16::MAX as i128),
-        "i32" => (i32::MIN as i128, i32::MAX as i128),
-        "i64" | "isize" => (i64::MIN as i128, i64::MAX as i128),
-        "u8" => (0, u8::MAX as i128),
-        "u16" => (0, u16::MAX as i128),
-        "u32" => (0, u32::MAX as i128),
-        "u64" | "usize" => (0, u64::MAX as i128),
-        _ => return None,
-    })
-}
-
 fn fit_i64(x: i128) -> Result<RtVal, String> {
     i64::try_from(x)
         .map(RtVal::I)
@@ -183,14 +168,16 @@ fn fit_i64(x: i128) -> Result<RtVal, String> {
 
 /// `as` casts: float→int truncates and saturates (NaN → 0), int→int wraps to the target
 /// width, bool→int is 0 or 1. Without a known integer type the target is i64.
-pub(super) fn cast(v: RtVal, to: Ty, rust_ty: Option<&str>) -> Result<RtVal, String> {
-    let range = rust_ty
-        .and_then(int_range)
+pub(super) fn cast(v: RtVal, to: Ty, int: Option<crate::ir::IntTy>) -> Result<RtVal, String> {
+    // The interpreter's integers are i64: a wider type is held to it.
+    let range = int
+        .map(|t| {
+            let (lo, hi) = t.range();
+            (lo.max(i64::MIN.into()), hi.min(u64::MAX.into()))
+        })
         .unwrap_or((i64::MIN as i128, i64::MAX as i128));
     match (v, to) {
-        (RtVal::I(x), Ty::Float) if rust_ty == Some("f32") => Ok(RtVal::F(x as f32 as f64)),
         (RtVal::I(x), Ty::Float) => Ok(RtVal::F(x as f64)),
-        (RtVal::F(x), Ty::Float) if rust_ty == Some("f32") => Ok(RtVal::F(x as f32 as f64)),
         (RtVal::F(x), Ty::Float) => Ok(RtVal::F(x)),
         (RtVal::F(x), Ty::Int) => {
             let t = if x.is_nan() { 0.0 } else { x.trunc() };

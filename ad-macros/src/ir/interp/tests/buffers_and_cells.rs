@@ -248,7 +248,7 @@ fn cells_declare_get_set_and_accumulate() {
                     InstKind::Cast {
                         value: cv,
                         to: Ty::Float,
-                        rust_ty: None,
+                        int: None,
                     },
                     Ty::Float,
                 );
@@ -280,7 +280,7 @@ fn assert_and_calls_fail() {
             let pos = b.binary(BinOp::Gt, a, zero);
             b.stmt(InstKind::Assert {
                 cond: pos,
-                message: "a > 0".into(),
+                message: Code::parse("\"a > 0\""),
             });
             vec![a]
         },
@@ -293,9 +293,9 @@ fn assert_and_calls_fail() {
         |_| {},
         |b| {
             let callee = Callee {
-                path: "g".into(),
+                path: syn::parse_quote!(g),
                 receiver: None,
-                generics: String::new(),
+                generics: Default::default(),
             };
             b.stmt(InstKind::Call {
                 callee,

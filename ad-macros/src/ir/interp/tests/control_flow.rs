@@ -116,17 +116,23 @@ fn integer_ops_fail_where_rust_panics() {
 fn casts_follow_rust_as() {
     assert_eq!(cast(RtVal::F(-2.7), Ty::Int, None), Ok(RtVal::I(-2)));
     assert_eq!(
-        cast(RtVal::F(-2.7), Ty::Int, Some("usize")),
+        cast(RtVal::F(-2.7), Ty::Int, Some(crate::ir::IntTy::Usize)),
         Ok(RtVal::I(0))
     );
     assert_eq!(
-        cast(RtVal::F(300.0), Ty::Int, Some("u8")),
+        cast(RtVal::F(300.0), Ty::Int, Some(crate::ir::IntTy::U8)),
         Ok(RtVal::I(255))
     );
     assert_eq!(cast(RtVal::F(f64::NAN), Ty::Int, None), Ok(RtVal::I(0)));
-    assert_eq!(cast(RtVal::I(300), Ty::Int, Some("u8")), Ok(RtVal::I(44)));
-    assert_eq!(cast(RtVal::I(-1), Ty::Int, Some("i32")), Ok(RtVal::I(-1)));
-    assert!(cast(RtVal::I(-1), Ty::Int, Some("usize")).is_err());
+    assert_eq!(
+        cast(RtVal::I(300), Ty::Int, Some(crate::ir::IntTy::U8)),
+        Ok(RtVal::I(44))
+    );
+    assert_eq!(
+        cast(RtVal::I(-1), Ty::Int, Some(crate::ir::IntTy::I32)),
+        Ok(RtVal::I(-1))
+    );
+    assert!(cast(RtVal::I(-1), Ty::Int, Some(crate::ir::IntTy::Usize)).is_err());
     assert_eq!(cast(RtVal::I(3), Ty::Float, None), Ok(RtVal::F(3.0)));
     assert_eq!(cast(RtVal::B(true), Ty::Int, None), Ok(RtVal::I(1)));
     assert!(cast(RtVal::B(true), Ty::Float, None).is_err());
