@@ -1,7 +1,11 @@
 //! The pipeline as one function: parse → lower → verify → analyze → derive → emit.
 
 use crate::analysis::activity;
-use crate::codegen::{self, signature::Header, Binding};
+use crate::codegen::{
+    self,
+    signature::{Header, Layout},
+    Binding,
+};
 use crate::derivative::{forward, reverse};
 use crate::diagnostics::Diagnostics;
 use crate::ir::{self, verify::verify};
@@ -183,16 +187,10 @@ fn derive_all(
         sig: &sig,
         krate: &opts.krate,
     };
-    let bindings = codegen::param_bindings(&sig);
     let mut out = quote!();
     if let Some(name) = &opts.forward {
-        let mut b = Vec::new();
-        for (p, bind) in sig.params.iter().zip(&bindings) {
-            b.push(*bind);
-            if p.active {
-                b.push(*bind);
-            }
-        }
+        let b = Layout::forward(&sig).bindings(&sig, true);
+        assert_eq!(b.len(), compiled.forward.params.len(), "forward parameters");
         let body = codegen::body(
             &compiled.forward,
             &sig.float,
@@ -203,14 +201,8 @@ fn derive_all(
         out.extend(header.forward(name, body));
     }
     if let Some(name) = &opts.reverse {
-        let mut b = Vec::new();
-        for (p, bind) in sig.params.iter().zip(&bindings) {
-            b.push(*bind);
-            if p.is_active_buffer() {
-                b.push(Binding::Reference);
-            }
-        }
-        b.push(Binding::Reference);
+        let b = Layout::reverse(&sig).bindings(&sig, false);
+        assert_eq!(b.len(), compiled.reverse.params.len(), "reverse parameters");
         let body = codegen::body(
             &compiled.reverse,
             &sig.float,
@@ -284,20 +276,10 @@ fn batched_forward(
     reject_checkpoints(compiled, true)?;
     // The scalar forward program's parameters: each primal one, its tangent after each
     // active one (a buffer's tangent is a shadow, a scalar's a seed).
-    let bindings = codegen::param_bindings(sig);
-    let mut b = Vec::new();
-    let (mut shadows, mut seeds) = (Vec::new(), Vec::new());
-    for (p, bind) in sig.params.iter().zip(&bindings) {
-        b.push(*bind);
-        if p.active {
-            if p.is_active_buffer() {
-                shadows.push(b.len());
-            } else {
-                seeds.push(b.len());
-            }
-            b.push(*bind);
-        }
-    }
+    let layout = Layout::forward(sig);
+    let mut b = layout.bindings(sig, true);
+    let shadows = layout.derivatives_of(sig, true);
+    let seeds = layout.derivatives_of(sig, false);
     let fwd = &compiled.forward;
     assert_eq!(b.len(), fwd.params.len(), "forward parameters");
     let batched = crate::derivative::batch::batch(
@@ -332,18 +314,10 @@ fn batched_reverse(
     reject_checkpoints(compiled, false)?;
     // The scalar reverse program's parameters: each primal one, a shadow after each
     // active buffer, and the seed last.
-    let bindings = codegen::param_bindings(sig);
-    let mut b = Vec::new();
-    let mut shadows = Vec::new();
-    for (p, bind) in sig.params.iter().zip(&bindings) {
-        b.push(*bind);
-        if p.is_active_buffer() {
-            shadows.push(b.len());
-            b.push(Binding::Reference);
-        }
-    }
-    let seed = sig.returns_float.then_some(b.len());
-    b.extend(seed.map(|_| Binding::Reference));
+    let layout = Layout::reverse(sig);
+    let mut b = layout.bindings(sig, false);
+    let shadows = layout.derivatives_of(sig, true);
+    let seed = layout.seed();
     assert_eq!(b.len(), compiled.reverse.params.len(), "reverse parameters");
     let scalar_adjoints = sig.params.iter().filter(|p| p.is_active_scalar()).count();
     let batched = crate::derivative::batch::batch(

@@ -8,6 +8,78 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote, ToTokens};
 use syn::{Ident, Type};
 
+/// One parameter of a derivative function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Slot {
+    /// Parameter `n` of the function, as it is.
+    Primal(usize),
+    /// The tangent (`_fwd`) or shadow (`_rev`) of parameter `n`, right after it.
+    Derivative(usize),
+    /// `_rev`'s seed of a float result, last.
+    Seed,
+}
+
+/// The parameters of a derivative function, in order: the one layout from which the
+/// signatures of `_fwd`, `_rev`, `_grad` (its call of `_rev`) and the batched modes are
+/// written, and by which code generation binds the derivative program's parameters.
+pub struct Layout {
+    pub slots: Vec<Slot>,
+}
+
+impl Layout {
+    /// `_fwd` (and `forward(width = N)`): a tangent after each active parameter.
+    pub fn forward(sig: &Signature) -> Layout {
+        Self::with(sig, |p| p.active, false)
+    }
+
+    /// `_rev` (and `reverse(width = N)`): a shadow after each active buffer (an active
+    /// scalar's adjoint is returned), and a seed last for a float result.
+    pub fn reverse(sig: &Signature) -> Layout {
+        Self::with(sig, ParamSpec::is_active_buffer, sig.returns_float)
+    }
+
+    fn with(sig: &Signature, derivative: impl Fn(&ParamSpec) -> bool, seed: bool) -> Layout {
+        let mut slots = Vec::new();
+        for (n, p) in sig.params.iter().enumerate() {
+            slots.push(Slot::Primal(n));
+            if derivative(p) {
+                slots.push(Slot::Derivative(n));
+            }
+        }
+        if seed {
+            slots.push(Slot::Seed);
+        }
+        Layout { slots }
+    }
+
+    /// How code generation holds each parameter: an owned `Vec` as owned, everything else
+    /// (and every shadow and seed of `_rev`) by reference; a tangent of `_fwd` like its
+    /// parameter.
+    pub fn bindings(&self, sig: &Signature, forward: bool) -> Vec<super::Binding> {
+        let primal = super::param_bindings(sig);
+        self.slots
+            .iter()
+            .map(|s| match *s {
+                Slot::Primal(n) => primal[n],
+                Slot::Derivative(n) if forward => primal[n],
+                _ => super::Binding::Reference,
+            })
+            .collect()
+    }
+
+    /// The positions of the derivatives of buffers (`buffers`) or of scalars.
+    pub fn derivatives_of(&self, sig: &Signature, buffers: bool) -> Vec<usize> {
+        (0..self.slots.len())
+            .filter(|&k| matches!(self.slots[k], Slot::Derivative(n) if sig.params[n].is_active_buffer() == buffers))
+            .collect()
+    }
+
+    /// The position of the seed.
+    pub fn seed(&self) -> Option<usize> {
+        self.slots.iter().position(|s| *s == Slot::Seed)
+    }
+}
+
 fn param_tokens(p: &ParamSpec) -> TokenStream {
     let n = &p.name;
     let ty = &p.ty;
@@ -177,20 +249,52 @@ impl Header<'_> {
         out
     }
 
+    /// The parameter of slot `s`, or its tangent or shadow written by `derivative`, or
+    /// the seed (of type `seed`).
+    fn params(
+        &self,
+        layout: &Layout,
+        derivative: impl Fn(&ParamSpec, &Ident) -> TokenStream,
+        seed: TokenStream,
+    ) -> Vec<TokenStream> {
+        layout
+            .slots
+            .iter()
+            .map(|s| match *s {
+                Slot::Primal(n) => param_tokens(&self.sig.params[n]),
+                Slot::Derivative(n) => {
+                    let p = &self.sig.params[n];
+                    derivative(p, &tangent_name_in(p, &self.sig.params))
+                }
+                Slot::Seed => {
+                    let s = self.seed_name();
+                    quote!(#s: #seed)
+                }
+            })
+            .collect()
+    }
+
+    /// `seed` (`seed_` when a parameter is called `seed`).
+    fn seed_name(&self) -> Ident {
+        let names: Vec<String> = self.sig.params.iter().map(|q| q.name.to_string()).collect();
+        format_ident!(
+            "{}",
+            crate::derivative::seed_name(names.iter().map(String::as_str))
+        )
+    }
+
     pub fn forward(&self, name: &Ident, body: TokenStream) -> TokenStream {
-        let mut params = Vec::new();
-        for p in &self.sig.params {
-            params.push(param_tokens(p));
-            if p.active {
-                let t = tangent_name_in(p, &self.sig.params);
+        let params = self.params(
+            &Layout::forward(self.sig),
+            |p, t| {
                 let ty = &p.ty;
-                params.push(if p.pat_mut {
-                    quote!(mut #t: #ty)
-                } else {
-                    quote!(#t: #ty)
-                });
-            }
-        }
+                match p.pat_mut {
+                    true => quote!(mut #t: #ty),
+                    false => quote!(#t: #ty),
+                }
+            },
+            quote!(),
+        );
         let ft = self.ft();
         let (ret, body) = self.result(self.sig.returns_float.then(|| quote!((#ft, #ft))), body);
         let checks = self.length_checks(|p| tangent_name_in(p, &self.sig.params));
@@ -227,16 +331,20 @@ impl Header<'_> {
         let ft = self.ft();
         let n_lanes = width;
         let width = proc_macro2::Literal::usize_unsuffixed(width);
-        let mut params = Vec::new();
+        let layout = Layout::forward(self.sig);
+        let params = self.params(
+            &layout,
+            |p, t| {
+                let ty = &p.ty;
+                quote!(#t: [#ty; #width])
+            },
+            quote!(),
+        );
         let mut prologue = quote!();
-        for p in &self.sig.params {
-            params.push(param_tokens(p));
-            if !p.active {
-                continue;
-            }
+        for s in &layout.slots {
+            let Slot::Derivative(n) = *s else { continue };
+            let p = &self.sig.params[n];
             let t = tangent_name_in(p, &self.sig.params);
-            let ty = &p.ty;
-            params.push(quote!(#t: [#ty; #width]));
             let mut ls = vec![t.clone()];
             ls.extend(lanes[&t.to_string()].iter().map(|n| format_ident!("{}", n)));
             let pats = ls.iter().map(|l| {
@@ -282,27 +390,17 @@ impl Header<'_> {
     }
 
     pub fn reverse(&self, name: &Ident, body: TokenStream) -> TokenStream {
-        let mut params = Vec::new();
-        for p in &self.sig.params {
-            params.push(param_tokens(p));
-            if p.is_active_buffer() {
-                let t = tangent_name_in(p, &self.sig.params);
+        let params = self.params(
+            &Layout::reverse(self.sig),
+            |p, t| {
                 let e = element_type(&p.ty);
-                params.push(match is_scalar_ref(p) {
+                match is_scalar_ref(p) {
                     true => quote!(#t: &mut #e),
                     false => quote!(#t: &mut [#e]),
-                });
-            }
-        }
-        let ft = self.ft();
-        if self.sig.returns_float {
-            let names: Vec<String> = self.sig.params.iter().map(|q| q.name.to_string()).collect();
-            let seed = format_ident!(
-                "{}",
-                crate::derivative::seed_name(names.iter().map(String::as_str))
-            );
-            params.push(quote!(#seed: #ft));
-        }
+                }
+            },
+            self.ft(),
+        );
         let outs = self.reverse_outputs();
         let ret = match outs.len() {
             0 => None,
@@ -339,30 +437,34 @@ impl Header<'_> {
             );
             v
         };
-        let mut params = Vec::new();
-        let mut prologue = quote!();
-        for p in &self.sig.params {
-            params.push(param_tokens(p));
-            if p.is_active_buffer() {
-                let t = tangent_name_in(p, &self.sig.params);
+        let layout = Layout::reverse(self.sig);
+        let params = self.params(
+            &layout,
+            |p, t| {
                 let e = element_type(&p.ty);
-                params.push(quote!(#t: [&mut [#e]; #width]));
-                let ls = lane_idents(&t);
-                prologue.extend(quote!(let [#(#ls),*] = #t;));
-                for (l, d) in ls.iter().enumerate() {
-                    prologue.extend(self.length_check(p, d, &format!("{t}[{l}]")));
+                quote!(#t: [&mut [#e]; #width])
+            },
+            quote!([#ft; #width]),
+        );
+        let mut prologue = quote!();
+        for s in &layout.slots {
+            match *s {
+                Slot::Primal(_) => {}
+                Slot::Derivative(n) => {
+                    let p = &self.sig.params[n];
+                    let t = tangent_name_in(p, &self.sig.params);
+                    let ls = lane_idents(&t);
+                    prologue.extend(quote!(let [#(#ls),*] = #t;));
+                    for (l, d) in ls.iter().enumerate() {
+                        prologue.extend(self.length_check(p, d, &format!("{t}[{l}]")));
+                    }
+                }
+                Slot::Seed => {
+                    let seed = self.seed_name();
+                    let ls = lane_idents(&seed);
+                    prologue.extend(quote!(let [#(#ls),*] = #seed;));
                 }
             }
-        }
-        if self.sig.returns_float {
-            let names: Vec<String> = self.sig.params.iter().map(|q| q.name.to_string()).collect();
-            let seed = format_ident!(
-                "{}",
-                crate::derivative::seed_name(names.iter().map(String::as_str))
-            );
-            params.push(quote!(#seed: [#ft; #width]));
-            let ls = lane_idents(&seed);
-            prologue.extend(quote!(let [#(#ls),*] = #seed;));
         }
         // The body yields (value?, adjoints of lane 0, .., adjoints of lane N − 1).
         let n_adj = self
@@ -423,43 +525,55 @@ impl Header<'_> {
         let mut grads = Vec::new();
         let mut grad_tys = Vec::new();
         let mut scalar_adj = Vec::new();
-        for p in &self.sig.params {
-            params.push(param_tokens(p));
+        // The call of `_rev` follows its layout: each parameter, a fresh zeroed shadow
+        // after each active buffer, the seed 1 last; active scalars' adjoints come back.
+        for s in &Layout::reverse(self.sig).slots {
+            let p = match *s {
+                Slot::Primal(n) | Slot::Derivative(n) => &self.sig.params[n],
+                Slot::Seed => {
+                    args.push(one.clone());
+                    continue;
+                }
+            };
             let n = &p.name;
-            args.push(quote!(#n));
-            if p.is_active_buffer() && is_scalar_ref(p) {
-                let d = tangent_name_in(p, &self.sig.params);
-                let e = element_type(&p.ty);
-                setup.extend(quote!(let mut #d: #e = #zero;));
-                args.push(quote!(&mut #d));
-                grads.push(quote!(#d));
-                grad_tys.push(quote!(#e));
-            } else if p.is_active_buffer() {
-                let d = tangent_name_in(p, &self.sig.params);
-                let e = element_type(&p.ty);
-                let zero_loop = match p.class {
-                    ParamClass::Buffer { rank: 2, .. } => {
-                        quote!(for __r in #d.iter_mut() { for __v in __r.iter_mut() { *__v = #zero; } })
+            let d = tangent_name_in(p, &self.sig.params);
+            match *s {
+                Slot::Primal(_) => {
+                    params.push(param_tokens(p));
+                    args.push(quote!(#n));
+                    if p.is_active_scalar() {
+                        scalar_adj.push(d.clone());
+                        grads.push(quote!(#d));
+                        grad_tys.push(ft.clone());
                     }
-                    _ => quote!(for __v in #d.iter_mut() { *__v = #zero; }),
-                };
-                setup.extend(match p.class {
-                    ParamClass::Buffer { rank: 1, .. } => {
-                        quote!(let mut #d: Vec<#e> = vec![#zero; #n.len()];)
-                    }
-                    _ => quote!(let mut #d: Vec<#e> = #n.to_vec(); #zero_loop),
-                });
-                args.push(quote!(&mut #d));
-                grads.push(quote!(#d));
-                grad_tys.push(quote!(Vec<#e>));
-            } else if p.is_active_scalar() {
-                let d = tangent_name_in(p, &self.sig.params);
-                scalar_adj.push(d.clone());
-                grads.push(quote!(#d));
-                grad_tys.push(ft.clone());
+                }
+                _ if is_scalar_ref(p) => {
+                    let e = element_type(&p.ty);
+                    setup.extend(quote!(let mut #d: #e = #zero;));
+                    args.push(quote!(&mut #d));
+                    grads.push(quote!(#d));
+                    grad_tys.push(quote!(#e));
+                }
+                _ => {
+                    let e = element_type(&p.ty);
+                    let zero_loop = match p.class {
+                        ParamClass::Buffer { rank: 2, .. } => {
+                            quote!(for __r in #d.iter_mut() { for __v in __r.iter_mut() { *__v = #zero; } })
+                        }
+                        _ => quote!(for __v in #d.iter_mut() { *__v = #zero; }),
+                    };
+                    setup.extend(match p.class {
+                        ParamClass::Buffer { rank: 1, .. } => {
+                            quote!(let mut #d: Vec<#e> = vec![#zero; #n.len()];)
+                        }
+                        _ => quote!(let mut #d: Vec<#e> = #n.to_vec(); #zero_loop),
+                    });
+                    args.push(quote!(&mut #d));
+                    grads.push(quote!(#d));
+                    grad_tys.push(quote!(Vec<#e>));
+                }
             }
         }
-        args.push(one);
         let pattern = if scalar_adj.is_empty() {
             quote!(__value)
         } else {
