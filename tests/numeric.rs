@@ -298,7 +298,12 @@ numeric_tests! {
     /// Issue 46's corpus: statistics, ODEs, physics, geometry, f32 kernels.
     idiomatic_science: [statistics_against_num_dual, losses_and_series, ode_and_physics, f32_kernels],
     /// Issue 46's corpus: the rest of the iterator vocabulary, sub-slices and closures.
-    idiomatic_forms: [generic_forms_against_num_dual, reductions_and_predicates, collected_and_sliced],
+    idiomatic_forms: [
+        generic_forms_against_num_dual,
+        reductions_and_predicates,
+        collected_and_sliced,
+        rows_as_slices,
+    ],
     /// Issue 46, fallible code: `Option`/`Result` results, `?`, `.ok_or(..)?`, `Err` arms,
     /// `if let`/`while let`/`let .. else` on optional elements; failure paths untouched.
     idiomatic_fallible: [optional_statistics, results_and_errors, optional_elements],

@@ -165,6 +165,41 @@ pub fn drag_fall(v: &[f64], area: f64, shape: usize) -> f64 {
     e
 }
 
+/// A quadratic form and a squared trace by rows of a `Vec<Vec<f64>>` matrix
+/// (`m[i].iter().zip(x)`, `for (j, v) in m[i].iter().enumerate()`, `for v in &m[i]`).
+#[differentiate(forward, reverse)]
+pub fn row_quadratic(m: &[Vec<f64>], x: &[f64]) -> f64 {
+    let mut q = 0.0;
+    for i in 0..m.len() {
+        let mx: f64 = m[i].iter().zip(x).map(|(a, b)| a * b).sum();
+        q += x[i] * mx;
+    }
+    let mut diag = 0.0;
+    for i in 0..m.len() {
+        for (j, v) in m[i].iter().enumerate() {
+            if i == j {
+                diag += v * v;
+            }
+        }
+    }
+    let mut last_row = 0.0;
+    for v in &m[m.len() - 1] {
+        last_row += v.sin();
+    }
+    q + diag + last_row
+}
+
+/// Rows scaled to unit length in place (`m[i].iter()`, `m[i].iter_mut()`).
+#[differentiate(forward, reverse)]
+pub fn normalize_rows(m: &mut [Vec<f64>]) {
+    for i in 0..m.len() {
+        let norm = m[i].iter().map(|v| v * v).sum::<f64>().sqrt();
+        for v in m[i].iter_mut() {
+            *v /= norm;
+        }
+    }
+}
+
 /// `f64` checks of a function of one flat point.
 fn check_f64(
     name: &str,
@@ -394,4 +429,60 @@ pub fn collected_and_sliced() {
     let mut y = y0;
     axpy(2.0, &x, &mut y);
     assert_rel("axpy", &y, &[0.8, -1.3, 1.8, 1.4], 1e-15);
+}
+
+pub fn rows_as_slices() {
+    let (n, x) = (3, [0.4, -1.1, 0.7]);
+    let m0 = [0.3, -0.8, 1.2, 0.5, 0.9, -0.4, -0.6, 0.2, 1.1];
+    let p = cat(&[&m0, &x]);
+    let grad = |p: &[f64]| {
+        let (v, (gm, gx)) = row_quadratic_grad(&to_rows(&p[..9], n), &p[9..]);
+        (v, cat(&[&from_rows(&gm), &gx]))
+    };
+    check_f64(
+        "row_quadratic",
+        &p,
+        &|p| row_quadratic(&to_rows(&p[..9], n), &p[9..]),
+        &grad,
+        &|p, d| row_quadratic_fwd(&to_rows(&p[..9], n), &to_rows(&d[..9], n), &p[9..], &d[9..]),
+        &|p, s| {
+            let (mut gm, mut gx) = (to_rows(&zeros(9), n), zeros(3));
+            let v = row_quadratic_rev(&to_rows(&p[..9], n), &mut gm, &p[9..], &mut gx, s);
+            (v, cat(&[&from_rows(&gm), &gx]))
+        },
+    );
+    // By hand: ∂/∂x = (M + Mᵀ)x; ∂/∂M_ij = x_i x_j + 2 M_ii [i = j] + cos M_2j [i = 2].
+    let (_, g) = grad(&p);
+    let mut want = zeros(12);
+    for i in 0..3 {
+        for j in 0..3 {
+            let mij = m0[3 * i + j];
+            want[3 * i + j] = x[i] * x[j]
+                + if i == j { 2.0 * mij } else { 0.0 }
+                + if i == 2 { mij.cos() } else { 0.0 };
+            want[9 + i] += (mij + m0[3 * j + i]) * x[j];
+        }
+    }
+    assert_rel("row_quadratic: gradient by hand", &g, &want, 1e-14);
+
+    check_fwd_rev(&Case {
+        name: "normalize_rows",
+        x: &m0,
+        primal: &|p| {
+            let mut m = to_rows(p, n);
+            normalize_rows(&mut m);
+            from_rows(&m)
+        },
+        jvp: &|p, d| {
+            let (mut m, mut dm) = (to_rows(p, n), to_rows(d, n));
+            normalize_rows_fwd(&mut m, &mut dm);
+            (from_rows(&m), from_rows(&dm))
+        },
+        vjp: &|p, w| {
+            let (mut m, mut dm) = (to_rows(p, n), to_rows(w, n));
+            normalize_rows_rev(&mut m, &mut dm);
+            (from_rows(&m), from_rows(&dm))
+        },
+        tols: TOLS,
+    });
 }

@@ -6,8 +6,8 @@ use crate::ir::{Buf, Value};
 pub enum Binding {
     Scalar(Value),
     Buf(Buf),
-    /// `v` from `x.iter_mut()`: the element `buf[index]`.
-    Elem(Buf, Value),
+    /// `v` from `x.iter_mut()`: the element `buf[index]` (`buf[index][col]` of a 2-D buffer).
+    Elem(Buf, Value, Option<Value>),
     /// `row` from `x.par_chunks_mut(w).enumerate()`: `row[j]` is `buf[base + j]`, and
     /// `row.len()` is `len`.
     Row {

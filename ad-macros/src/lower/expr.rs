@@ -417,6 +417,30 @@ impl Lowerer<'_> {
         let Expr::Index(ix) = strip_group(&r.expr) else {
             return Ok(None);
         };
+        // An element of a 2-D buffer, `&m[i][j]` / `&mut m[i][j]`: read (a shared reference
+        // sees no write while it lives) or a place.
+        if let Expr::Index(row) = strip_group(&ix.expr) {
+            if !matches!(strip_group(&ix.index), Expr::Range(_)) {
+                if let Ok(buf) = self.lower_buf_ref(&row.expr) {
+                    if self.b.func.buf(buf).rank == 2 {
+                        let (buf, idx) = self.lower_place(&r.expr, ix)?;
+                        return Ok(Some(match r.mutability {
+                            None => Binding::Scalar(self.b.load(buf, idx)),
+                            Some(_) => Binding::Elem(buf, idx[0], Some(idx[1])),
+                        }));
+                    }
+                }
+            }
+        }
+        if let Ok(buf) = self.lower_buf_ref(&ix.expr) {
+            if self.b.func.buf(buf).rank == 2 && !matches!(strip_group(&ix.index), Expr::Range(_)) {
+                return Err(self.error(
+                    e,
+                    &text(e),
+                    "a row of a 2-D buffer is read as `m[i][j]` or walked by `m[i].iter()` (`iter_mut`, `for v in &m[i]`), but not yet bound to a name or passed as a slice",
+                ));
+            }
+        }
         let (buf, base, len) = match self.row_binding(&ix.expr) {
             Some(Binding::Row { buf, base, len }) => (buf, Some(base), Some(len)),
             _ => match self.lower_buf_ref(&ix.expr) {
@@ -485,7 +509,7 @@ impl Lowerer<'_> {
                     });
                 }
                 let at = at(self, i);
-                Ok(Some(Binding::Elem(buf, at)))
+                Ok(Some(Binding::Elem(buf, at, None)))
             }
         }
     }
@@ -637,7 +661,9 @@ impl Lowerer<'_> {
             let name = p.path.segments[0].ident.to_string();
             match self.env.lookup(&name) {
                 Some(Binding::Scalar(v)) => return Ok(v),
-                Some(Binding::Elem(buf, i)) => return Ok(self.b.load(buf, vec![i])),
+                Some(Binding::Elem(buf, i, j)) => {
+                    return Ok(self.b.load(buf, std::iter::once(i).chain(j).collect()))
+                }
                 Some(Binding::Buf(_) | Binding::Row { .. }) => {
                     return Err(self.error(p, &name, "a buffer is used where a scalar is expected"))
                 }
@@ -971,7 +997,7 @@ impl Lowerer<'_> {
             Expr::Index(_) => Err(self.error(
                 e,
                 &text(e),
-                "rows of a 2-D array can be indexed (`a[i][j]`) but not used as slices",
+                "a row of a 2-D buffer is read as `m[i][j]` or walked by `m[i].iter()` (`iter_mut`, `for v in &m[i]`), but not yet bound to a name or passed as a slice",
             )),
             _ => Err(self.error(e, &text(e), "expected a slice, array or Vec variable")),
         }
@@ -1005,7 +1031,9 @@ impl Lowerer<'_> {
                         self.env.assign(&name, Binding::Scalar(r));
                         Ok(())
                     }
-                    Some(Binding::Elem(buf, i)) => self.lower_store(buf, vec![i], rhs, op, whole),
+                    Some(Binding::Elem(buf, i, j)) => {
+                        self.lower_store(buf, std::iter::once(i).chain(j).collect(), rhs, op, whole)
+                    }
                     Some(Binding::Buf(_)) => {
                         Err(self.error(whole, &text(whole), "assigning a whole buffer is not supported; use `copy_from_slice` or `std::mem::swap`"))
                     }

@@ -417,7 +417,7 @@ impl Lowerer<'_> {
                             return Err(self.error(p, &text(p), "iterating over rows of a 2-D buffer is not supported; index `a[i][j]`"));
                         }
                         if mutable {
-                            self.bind_name(p, Binding::Elem(buf, index))?;
+                            self.bind_name(p, Binding::Elem(buf, index, None))?;
                         } else {
                             let v = self.b.load(buf, vec![index]);
                             self.bind_name(p, Binding::Scalar(v))?;

@@ -195,7 +195,7 @@ pub fn lower_function(
     }
     for (name, buf) in scalar_refs {
         let zero = l.b.iconst(0);
-        l.env.bind(&name, Binding::Elem(buf, zero));
+        l.env.bind(&name, Binding::Elem(buf, zero, None));
     }
     l.fail_sites = sites;
     l.error_params = sig

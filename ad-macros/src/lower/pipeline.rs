@@ -204,7 +204,7 @@ impl Lowerer<'_> {
                 self.walks_a_view(&m.receiver) || m.args.iter().any(|a| self.walks_a_view(a))
             }
             Expr::Reference(r) => self.walks_a_view(&r.expr),
-            Expr::Index(ix) => matches!(&*ix.index, Expr::Range(_)),
+            Expr::Index(ix) => matches!(&*ix.index, Expr::Range(_)) || self.is_row(ix),
             Expr::Path(p) => p.path.get_ident().is_some_and(|i| {
                 matches!(self.env.lookup(&i.to_string()), Some(Binding::Row { .. }))
             }),
@@ -492,7 +492,30 @@ impl Lowerer<'_> {
                 });
                 Some((pre, quote!(#view)))
             }
+            // A row of a 2-D buffer (`m[i]`): its elements are `m[row][k]`, its length
+            // `m[row].len()`.
+            Expr::Index(ix) if self.is_row(ix) => {
+                let m = &ix.expr;
+                let index = &ix.index;
+                let row = self.fresh("row");
+                let span = e.span();
+                Some((
+                    vec![quote_spanned!(span=> let #row: usize = #index;)],
+                    quote!(#m[#row]),
+                ))
+            }
             _ => None,
+        }
+    }
+
+    /// Whether `ix` is a row `m[i]` of a 2-D buffer `m` named by a variable.
+    fn is_row(&self, ix: &syn::ExprIndex) -> bool {
+        match strip(&ix.expr) {
+            Expr::Path(p) => p.path.get_ident().is_some_and(|i| {
+                matches!(self.env.lookup(&i.to_string()),
+                    Some(Binding::Buf(b)) if self.b.func.buf(b).rank == 2)
+            }),
+            _ => false,
         }
     }
 

@@ -2,8 +2,8 @@ use phidiff::differentiate;
 
 #[differentiate(forward, reverse)]
 fn f(m: &[Vec<f64>], a: f64) -> f64 {
-    let s: f64 = m[0].iter().sum();
-    s * a
+    let row = &m[0];
+    row[0] * a
 }
 
 fn main() {}
