@@ -303,6 +303,7 @@ numeric_tests! {
         reductions_and_predicates,
         collected_and_sliced,
         rows_as_slices,
+        arrays_mapped,
     ],
     /// Issue 46, fallible code: `Option`/`Result` results, `?`, `.ok_or(..)?`, `Err` arms,
     /// `if let`/`while let`/`let .. else` on optional elements; failure paths untouched.

@@ -200,6 +200,14 @@ pub fn normalize_rows(m: &mut [Vec<f64>]) {
     }
 }
 
+/// A point squashed by softsign, then a weighted norm (`[f64; 3]::map`, twice).
+#[differentiate(forward, reverse)]
+pub fn softsign_norm(p: &[f64; 3], k: f64) -> f64 {
+    let s = p.map(|v| v / (1.0 + v.abs()));
+    let w = s.map(|v| k * v * v);
+    (w[0] + w[1] + w[2]).sqrt()
+}
+
 /// `f64` checks of a function of one flat point.
 fn check_f64(
     name: &str,
@@ -485,4 +493,30 @@ pub fn rows_as_slices() {
         },
         tols: TOLS,
     });
+}
+
+pub fn arrays_mapped() {
+    let arr = |p: &[f64]| -> [f64; 3] { p[..3].try_into().expect("three values") };
+    let p = [0.4, -1.3, 0.8, 1.7];
+    check_f64(
+        "softsign_norm",
+        &p,
+        &|p| softsign_norm(&arr(p), p[3]),
+        &|p| {
+            let (v, (g, gk)) = softsign_norm_grad(&arr(p), p[3]);
+            (v, cat(&[&g, &[gk]]))
+        },
+        &|p, d| softsign_norm_fwd(&arr(p), &arr(d), p[3], d[3]),
+        &|p, s| {
+            let mut g = [0.0; 3];
+            let (v, gk) = softsign_norm_rev(&arr(p), &mut g, p[3], s);
+            (v, cat(&[&g, &[gk]]))
+        },
+    );
+    // By hand: f = √(k Σ sᵢ²), sᵢ = pᵢ/(1 + |pᵢ|), ∂f/∂pᵢ = k sᵢ s'ᵢ / f, s' = 1/(1 + |p|)².
+    let (v, (g, gk)) = softsign_norm_grad(&arr(&p), p[3]);
+    let s: Vec<f64> = p[..3].iter().map(|x| x / (1.0 + x.abs())).collect();
+    let want: Vec<f64> = (0..3).map(|i| p[3] * s[i] / (1.0 + p[i].abs()).powi(2) / v).collect();
+    let ss: f64 = s.iter().map(|x| x * x).sum();
+    assert_rel("softsign_norm: gradient by hand", &cat(&[&g, &[gk]]), &cat(&[&want, &[ss / (2.0 * v)]]), 1e-14);
 }

@@ -1129,6 +1129,23 @@ impl Lowerer<'_> {
         let Expr::MethodCall(m) = strip(e) else {
             return Ok(None);
         };
+        // An array's `.map(f)` (`let y = x.map(|v| v * v);`): the same as collecting
+        // `x.iter().copied().map(f)`.
+        if m.method == "map" && m.args.len() == 1 && matches!(m.args[0], Expr::Closure(_)) {
+            let is_buffer = match strip(&m.receiver) {
+                Expr::Path(p) => p.path.get_ident().is_some_and(|i| {
+                    matches!(self.env.lookup(&i.to_string()),
+                        Some(Binding::Buf(b)) if self.b.func.buf(b).rank == 1)
+                }),
+                _ => false,
+            };
+            if is_buffer {
+                let (x, f) = (&m.receiver, &m.args[0]);
+                let collected: Expr =
+                    syn::parse_quote_spanned!(m.span()=> #x.iter().copied().map(#f).collect());
+                return self.desugar_collect(&collected, name);
+            }
+        }
         if m.method != "collect" || !m.args.is_empty() {
             return Ok(None);
         }
