@@ -304,6 +304,7 @@ numeric_tests! {
         collected_and_sliced,
         rows_as_slices,
         arrays_mapped,
+        pushed_vectors,
     ],
     /// Issue 46, fallible code: `Option`/`Result` results, `?`, `.ok_or(..)?`, `Err` arms,
     /// `if let`/`while let`/`let .. else` on optional elements; failure paths untouched.

@@ -208,6 +208,25 @@ pub fn softsign_norm(p: &[f64; 3], k: f64) -> f64 {
     (w[0] + w[1] + w[2]).sqrt()
 }
 
+/// The sample variance of log-returns, the returns collected by `push` into a
+/// `Vec::with_capacity`, and the mean of the positive ones pushed from a filtered loop.
+#[differentiate(forward, reverse)]
+pub fn log_return_stats<T: Float + FromPrimitive + Sum>(prices: &[T]) -> T {
+    let mut returns: Vec<T> = Vec::with_capacity(prices.len() - 1);
+    for w in prices.windows(2) {
+        returns.push((w[1] / w[0]).ln());
+    }
+    let n = T::from_usize(returns.len()).unwrap();
+    let mean = returns.iter().copied().sum::<T>() / n;
+    let var = returns.iter().map(|&r| (r - mean) * (r - mean)).sum::<T>() / (n - T::one());
+    let mut gains = Vec::new();
+    for &r in returns.iter().filter(|r| **r > T::zero()) {
+        gains.push(r);
+    }
+    let g = gains.iter().copied().sum::<T>() / T::from_usize(gains.len().max(1)).unwrap();
+    var + g
+}
+
 /// `f64` checks of a function of one flat point.
 fn check_f64(
     name: &str,
@@ -519,4 +538,22 @@ pub fn arrays_mapped() {
     let want: Vec<f64> = (0..3).map(|i| p[3] * s[i] / (1.0 + p[i].abs()).powi(2) / v).collect();
     let ss: f64 = s.iter().map(|x| x * x).sum();
     assert_rel("softsign_norm: gradient by hand", &cat(&[&g, &[gk]]), &cat(&[&want, &[ss / (2.0 * v)]]), 1e-14);
+}
+
+pub fn pushed_vectors() {
+    let prices = [10.0, 10.4, 10.1, 10.9, 11.3, 10.7];
+    crate::check_slice_fn!(
+        log_return_stats,
+        log_return_stats_fwd,
+        log_return_stats_rev,
+        log_return_stats_grad,
+        prices
+    );
+    // The value against the same statistics computed here, without a pushed `Vec`.
+    let r: Vec<f64> = (1..6).map(|i| (prices[i] / prices[i - 1]).ln()).collect();
+    let mean = r.iter().sum::<f64>() / 5.0;
+    let var = r.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / 4.0;
+    let gains: Vec<f64> = r.iter().copied().filter(|x| *x > 0.0).collect();
+    let want = var + gains.iter().sum::<f64>() / gains.len() as f64;
+    assert_rel("log_return_stats: value", &[log_return_stats_grad(&prices).0], &[want], 1e-14);
 }

@@ -597,7 +597,7 @@ impl Lowerer<'_> {
             return Err(self.error(
                 c,
                 &text(c),
-                "growable Vecs are not supported; use `vec![value; length]`",
+                "a growable Vec is supported when one `for` loop fills it, one `push` per iteration (at the top of the loop body, no `break`/`continue`), and it is not used before that loop; otherwise use `vec![value; length]`",
             ));
         }
         if segs.len() >= 2 {

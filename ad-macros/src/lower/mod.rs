@@ -9,6 +9,7 @@ mod control;
 mod env;
 mod expr;
 mod fallible;
+mod growable;
 mod iter;
 mod loop_fusion;
 mod macros;
@@ -106,13 +107,14 @@ pub fn lower_function(
         fallible.is_some_and(|f| f.option),
         !sig.returns_float,
     );
-    let (block, sites) = match desugared {
+    let (mut block, sites) = match desugared {
         Ok(d) => d,
         Err(e) => {
             diag.push(e);
             return (Function::new(item.sig.ident.to_string()), Vec::new());
         }
     };
+    growable::desugar(&mut block);
     let item = &syn::ItemFn {
         block: Box::new(block),
         ..item.clone()
