@@ -121,7 +121,20 @@ fn main() {
                 .all(|(a, b)| (a - b).abs() <= 1e-12 * (1.0 + a.abs())),
             "sin_weighted_fold's gradient"
         );
+        let (w3, h3) = sin_weighted_pushed_grad(&x);
+        let (w4, h4) = sin_weighted_buffer_grad(&x);
+        assert!(
+            (w3 - w1).abs() <= 1e-9 * w1.abs() && w3 == w4,
+            "sin_weighted_pushed's value"
+        );
+        assert!(
+            h3.iter()
+                .zip(h4.iter().zip(&h1))
+                .all(|(a, (b, c))| a == b && (a - c).abs() <= 1e-12 * (1.0 + c.abs())),
+            "sin_weighted_pushed's gradient"
+        );
     }
+    let (mut ps, mut ps2) = (vec![0.0; x.len()], vec![0.0; x.len()]);
     let (mut zs, mut zs2, mut fs, mut fs2) = (
         vec![0.0; x.len()],
         vec![0.0; x.len()],
@@ -202,6 +215,20 @@ fn main() {
                     black_box(sin_weighted_fold_rev(
                         black_box(&x),
                         black_box(&mut fs2),
+                        1.0,
+                    ));
+                }),
+                Variant::new("pushed rev", || {
+                    black_box(sin_weighted_pushed_rev(
+                        black_box(&x),
+                        black_box(&mut ps),
+                        1.0,
+                    ));
+                }),
+                Variant::new("buffer rev", || {
+                    black_box(sin_weighted_buffer_rev(
+                        black_box(&x),
+                        black_box(&mut ps2),
                         1.0,
                     ));
                 }),
@@ -350,7 +377,7 @@ fn main() {
                 .unwrap()
         };
         println!(
-            "iterator forms (n=1e6): rosenbrock zip(skip(1)) rev {} vs index loop {} ({:.3}×; primals {:.3}×); fold rev {} vs for loop {} ({:.3}×)",
+            "iterator forms (n=1e6): rosenbrock zip(skip(1)) rev {} vs index loop {} ({:.3}×; primals {:.3}×); fold rev {} vs for loop {} ({:.3}×); pushed Vec rev {} vs vec![0.0; n] {} ({:.3}×)",
             fmt_time(m("rosen zip rev")),
             fmt_time(m("rosen loop rev")),
             m("rosen zip rev") / m("rosen loop rev"),
@@ -358,6 +385,9 @@ fn main() {
             fmt_time(m("fold rev")),
             fmt_time(m("for rev")),
             m("fold rev") / m("for rev"),
+            fmt_time(m("pushed rev")),
+            fmt_time(m("buffer rev")),
+            m("pushed rev") / m("buffer rev"),
         );
     }
     for b in benches

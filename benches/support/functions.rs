@@ -47,6 +47,30 @@ pub fn sin_weighted_loop(x: &[f64]) -> f64 {
     acc
 }
 
+/// `Σ sin(xᵢ)·xᵢ` through a `Vec` filled by `push` (issue 46), and through the buffer of
+/// known length it stands for.
+#[differentiate(forward, reverse)]
+pub fn sin_weighted_pushed(x: &[f64]) -> f64 {
+    let mut terms = Vec::with_capacity(x.len());
+    for &v in x {
+        terms.push(v.sin() * v);
+    }
+    terms.iter().sum()
+}
+
+#[differentiate(forward, reverse)]
+pub fn sin_weighted_buffer(x: &[f64]) -> f64 {
+    let mut terms = vec![0.0; x.len()];
+    for i in 0..x.len() {
+        terms[i] = x[i].sin() * x[i];
+    }
+    let mut s = 0.0;
+    for i in 0..x.len() {
+        s += terms[i];
+    }
+    s
+}
+
 /// Hand-written adjoint of [`rosenbrock`]: one fused loop computing the value and adding
 /// `seed · ∇f` into `g` (same convention as `rosenbrock_rev`). Term i touches g[i] and
 /// g[i+1]; the g[i+1] part is carried in a register to the next iteration, so every g[i]
