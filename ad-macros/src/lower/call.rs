@@ -491,7 +491,7 @@ impl Lowerer<'_> {
     }
 
     /// `T::from(e)` / `f64::from(e)` / `<T as NumCast>::from(e)`: a conversion to the float type.
-    fn try_float_from(&mut self, c: &syn::ExprCall) -> LResult<Option<Value>> {
+    pub(super) fn try_float_from(&mut self, c: &syn::ExprCall) -> LResult<Option<Value>> {
         let Expr::Path(p) = &*c.func else {
             return Ok(None);
         };

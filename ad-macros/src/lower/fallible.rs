@@ -423,8 +423,17 @@ impl Lowerer<'_> {
         }
         // `T::from_usize(n)?`, `T::from(c)?`, `v.to_f64()?`: conversions into the float type
         // that cannot fail, read as their `unwrap()`.
+        if let Expr::Call(c) = e {
+            return match self.try_float_from(c)? {
+                Some(v) => Ok(v),
+                None => Err(self.error(
+                    e,
+                    &super::text(e),
+                    "`?` on what a call returns is not supported yet (a call of a fallible function); check the condition here, or `unwrap()` a conversion",
+                )),
+            };
+        }
         let conversion = match e {
-            Expr::Call(_) => true,
             Expr::MethodCall(m) => {
                 m.args.is_empty() && matches!(m.method.to_string().as_str(), "to_f64" | "to_f32")
             }
