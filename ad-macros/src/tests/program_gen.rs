@@ -92,14 +92,18 @@ pub(super) struct Program {
 /// generator that built it, returned with it, goes on to draw its test points.
 pub(super) fn nth_program(number: usize) -> (Program, Rng) {
     let mut rng = Rng::new(0x00C0_FFEE_0000_0000 ^ number as u64);
-    let program = generate(&mut rng, KINDS[number % KINDS.len()]);
+    let program = generate(&mut rng, KINDS[number % KINDS.len()], number % 4 == 3);
     (program, rng)
 }
 
 /// Generates one program built around `kind` (one of `KINDS`).
-pub(super) fn generate(rng: &mut Rng, kind: &'static str) -> Program {
+/// A program of `kind`; `fallible`: returning `Option<f64>`, its result as `Some(..)`, some
+/// of its loads as `*x.get(i)?` (never `None`: the indices are in bounds), which puts the
+/// failure sites of fallible code inside every construct.
+pub(super) fn generate(rng: &mut Rng, kind: &'static str, fallible: bool) -> Program {
     let params = signature(rng);
     let mut g = Gen {
+        fallible,
         rng,
         out: String::new(),
         indent: 1,
@@ -139,7 +143,8 @@ pub(super) fn generate(rng: &mut Rng, kind: &'static str) -> Program {
             Shape::Len => format!("{}: usize", p.name),
         })
         .collect();
-    let src = format!("fn f({}) -> f64 {{\n{}}}\n", args.join(", "), g.out);
+    let result = if g.fallible { "Option<f64>" } else { "f64" };
+    let src = format!("fn f({}) -> {result} {{\n{}}}\n", args.join(", "), g.out);
     let features = g.features;
     Program {
         src,
@@ -243,6 +248,8 @@ const LITERALS: [&str; 7] = ["0.5", "1.5", "2.0", "0.25", "0.3", "1.0", "3.0"];
 const THRESHOLDS: [&str; 6] = ["-0.5", "0.0", "0.3", "0.8", "1.0", "-1.2"];
 
 struct Gen<'r> {
+    /// Returns `Option<f64>` (see [`generate`]).
+    fallible: bool,
     rng: &'r mut Rng,
     out: String,
     indent: usize,
@@ -381,6 +388,16 @@ impl Gen<'_> {
         let b = self.rng.below(self.bufs.len());
         let index = self.rng.pick(&ctx.indices).clone();
         let (name, bound) = (self.bufs[b].name.clone(), self.bufs[b].bound);
+        // Parameters only: a local buffer's `get` is not an optional element phidiff reads.
+        let param = name == "x" || name == "y";
+        if self.fallible && param && self.rng.chance(0.4) {
+            self.features.insert("fallible");
+            return E {
+                s: format!("(*{name}.get({index})?)"),
+                bound,
+                typed: true,
+            };
+        }
         E {
             s: format!("{name}[{index}]"),
             bound,

@@ -177,7 +177,7 @@ impl Gen<'_> {
                 } else {
                     "return_top"
                 };
-                self.exit_stmt(ctx, &format!("return {};", e.s), label)
+                self.exit_stmt(ctx, &self.returned(&e.s), label)
             }
         }
     }
@@ -352,7 +352,7 @@ impl Gen<'_> {
                     Some("continue") => self.exit_stmt(&inner, "continue;", "continue"),
                     Some(_) => {
                         let e = self.expr(&inner, 2, true);
-                        self.exit_stmt(&inner, &format!("return {};", e.s), "return_in_loop")
+                        self.exit_stmt(&inner, &self.returned(&e.s), "return_in_loop")
                     }
                 }
             }
@@ -566,9 +566,17 @@ impl Gen<'_> {
             "return_in_loop" => self.for_loop(ctx, 0, Some("return")),
             "return_top" => {
                 let e = self.expr(ctx, 2, true);
-                self.exit_stmt(ctx, &format!("return {};", e.s), "return_top")
+                self.exit_stmt(ctx, &self.returned(&e.s), "return_top")
             }
             other => panic!("unknown program kind {other}"),
+        }
+    }
+
+    /// `return e;`, with `e` in `Some` for a fallible program.
+    fn returned(&self, e: &str) -> String {
+        match self.fallible {
+            true => format!("return Some({e});"),
+            false => format!("return {e};"),
         }
     }
 
@@ -602,6 +610,9 @@ impl Gen<'_> {
             let c = self.cond(ctx, true);
             let other = self.expr(ctx, 2, true);
             s = format!("if {c} {{ {s} }} else {{ {} }}", other.s);
+        }
+        if self.fallible {
+            s = format!("Some({s})");
         }
         if self.rng.chance(0.15) {
             self.line(&format!("return {s};"));
