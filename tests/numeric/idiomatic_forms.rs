@@ -227,6 +227,19 @@ pub fn log_return_stats<T: Float + FromPrimitive + Sum>(prices: &[T]) -> T {
     var + g
 }
 
+/// A `Vec` declared before the loop's bound is known (`m` changes between the two): the
+/// pushes are counted where the loop runs.
+#[differentiate(forward, reverse)]
+pub fn scaled_prefix(x: &[f64], a: f64) -> f64 {
+    let mut m = 1;
+    let mut v = Vec::new();
+    m += x.len() / 2;
+    for i in 0..m {
+        v.push(x[i] * a);
+    }
+    v.iter().map(|t| t * t).sum()
+}
+
 /// `f64` checks of a function of one flat point.
 fn check_f64(
     name: &str,
@@ -556,4 +569,25 @@ pub fn pushed_vectors() {
     let gains: Vec<f64> = r.iter().copied().filter(|x| *x > 0.0).collect();
     let want = var + gains.iter().sum::<f64>() / gains.len() as f64;
     assert_rel("log_return_stats: value", &[log_return_stats_grad(&prices).0], &[want], 1e-14);
+    // m = 1 + 5/2 = 3 terms: ∂/∂xᵢ = 2a²xᵢ for i < 3, ∂/∂a = 2a Σ xᵢ².
+    let (v, (g, ga)) = scaled_prefix_grad(&prices[..5], 0.5);
+    let sq: f64 = prices[..3].iter().map(|p| p * p).sum();
+    assert_rel("scaled_prefix: value", &[v, scaled_prefix(&prices[..5], 0.5)], &[0.25 * sq; 2], 1e-14);
+    check_f64(
+        "scaled_prefix",
+        &cat(&[&prices[..5], &[0.5]]),
+        &|p| scaled_prefix(&p[..5], p[5]),
+        &|p| {
+            let (v, (g, ga)) = scaled_prefix_grad(&p[..5], p[5]);
+            (v, cat(&[&g, &[ga]]))
+        },
+        &|p, d| scaled_prefix_fwd(&p[..5], &d[..5], p[5], d[5]),
+        &|p, s| {
+            let mut g = zeros(5);
+            let (v, ga) = scaled_prefix_rev(&p[..5], &mut g, p[5], s);
+            (v, cat(&[&g, &[ga]]))
+        },
+    );
+    let want: Vec<f64> = (0..5).map(|i| if i < 3 { 0.5 * prices[i] } else { 0.0 }).collect();
+    assert_rel("scaled_prefix: gradient by hand", &cat(&[&g, &[ga]]), &cat(&[&want, &[sq]]), 1e-14);
 }

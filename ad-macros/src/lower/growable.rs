@@ -178,13 +178,15 @@ impl Growable {
         body.stmts.insert(at + 1, syn::parse_quote!(#i += 1;));
         let attrs = &f.attrs;
         let label = &f.label;
-        let mut out: Vec<Stmt> = vec![
+        // The statements between (which do not use `v`) first: they may change what the
+        // loop header reads, so the count is taken right before the loop.
+        let mut out: Vec<Stmt> = stmts[k + 1..l].to_vec();
+        out.extend([
             syn::parse_quote!(let mut #n: usize = 0;),
             syn::parse_quote!(for #pat in #iter { #n += 1; }),
             syn::parse_quote!(let mut #v = vec![#zero; #n];),
             syn::parse_quote!(let mut #i: usize = 0;),
-        ];
-        out.extend(stmts[k + 1..l].iter().cloned());
+        ]);
         out.push(syn::parse_quote!(#(#attrs)* #label for #pat in #iter #body));
         Some((l + 1, out))
     }
