@@ -366,6 +366,34 @@ fn compare_transcripts(test: &str, coarse: &[Record], fine: &[Record]) {
     }
 }
 
+/// The `f64` checks of a function `f` of one flat point `x`: `_grad` against central finite
+/// differences, `_fwd` against finite differences and against `_rev` by the dot-product
+/// identity (`TOLS`).
+pub fn check_point(
+    name: &str,
+    x: &[f64],
+    f: &dyn Fn(&[f64]) -> f64,
+    grad: &dyn Fn(&[f64]) -> (f64, Vec<f64>),
+    fwd: &dyn Fn(&[f64], &[f64]) -> (f64, f64),
+    rev: &dyn Fn(&[f64], f64) -> (f64, Vec<f64>),
+) {
+    check_grad(name, x, f, grad, TOLS);
+    check_fwd_rev(&Case {
+        name,
+        x,
+        primal: &|x| vec![f(x)],
+        jvp: &|x, d| {
+            let (v, t) = fwd(x, d);
+            (vec![v], vec![t])
+        },
+        vjp: &|x, w| {
+            let (v, g) = rev(x, w[0]);
+            (vec![v], g)
+        },
+        tols: TOLS,
+    });
+}
+
 /// A function of a flat `&[f64]` point, generic over its float type, with its generated
 /// derivatives: checked by [`check_generic`].
 pub struct Generic<'a> {

@@ -179,7 +179,7 @@ pub fn optional_statistics() {
 
     // max_by(..)?: the peak's position gets 1/mean, every position −peak/(n·mean²).
     let rev = rev_of(&|x, g, s| peak_to_mean_rev(x, g, s));
-    check_f64_fn(
+    check_point(
         "peak_to_mean",
         &x,
         &|x| peak_to_mean(x).unwrap(),
@@ -199,7 +199,7 @@ pub fn optional_statistics() {
 
 pub fn results_and_errors() {
     let x = [0.7, 1.9, 1.2, 0.4, 2.6];
-    check_f64_fn(
+    check_point(
         "geometric_mean",
         &x,
         &|x| geometric_mean(x).unwrap(),
@@ -273,7 +273,7 @@ pub fn optional_elements() {
     let nx = xs.len();
     let p = cat(&[&xs, &ys, &[1.7]]);
     let interp = |p: &[f64]| interpolate(&p[..nx], &p[nx..2 * nx], p[2 * nx]).unwrap();
-    check_f64_fn(
+    check_point(
         "interpolate",
         &p,
         &interp,
@@ -308,7 +308,7 @@ pub fn optional_elements() {
     assert_eq!(interpolate_grad(&[], &[], 0.0), None);
 
     let x = [0.6, -1.3, 2.1];
-    check_f64_fn(
+    check_point(
         "end_weighted",
         &cat(&[&x, &[0.7]]),
         &|p| end_weighted(&p[..3], p[3]),
@@ -330,29 +330,3 @@ pub fn optional_elements() {
     assert_eq!(end_weighted_grad(&[], 0.7), (0.0, (vec![], 0.0)));
 }
 
-/// `f64` checks of a function of one flat point: `_grad` and `_fwd`/`_rev` against finite
-/// differences, `_fwd` against `_rev` by the dot-product test (`TOLS`).
-fn check_f64_fn(
-    name: &str,
-    x: &[f64],
-    f: &dyn Fn(&[f64]) -> f64,
-    grad: &dyn Fn(&[f64]) -> (f64, Vec<f64>),
-    fwd: &dyn Fn(&[f64], &[f64]) -> (f64, f64),
-    rev: &dyn Fn(&[f64], f64) -> (f64, Vec<f64>),
-) {
-    check_grad(name, x, f, grad, TOLS);
-    check_fwd_rev(&Case {
-        name,
-        x,
-        primal: &|x| vec![f(x)],
-        jvp: &|x, d| {
-            let (v, t) = fwd(x, d);
-            (vec![v], vec![t])
-        },
-        vjp: &|x, w| {
-            let (v, g) = rev(x, w[0]);
-            (vec![v], g)
-        },
-        tols: TOLS,
-    });
-}

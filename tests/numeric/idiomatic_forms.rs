@@ -240,31 +240,6 @@ pub fn scaled_prefix(x: &[f64], a: f64) -> f64 {
     v.iter().map(|t| t * t).sum()
 }
 
-/// `f64` checks of a function of one flat point.
-fn check_f64(
-    name: &str,
-    x: &[f64],
-    f: &dyn Fn(&[f64]) -> f64,
-    grad: &dyn Fn(&[f64]) -> (f64, Vec<f64>),
-    fwd: &dyn Fn(&[f64], &[f64]) -> (f64, f64),
-    rev: &dyn Fn(&[f64], f64) -> (f64, Vec<f64>),
-) {
-    check_grad(name, x, f, grad, TOLS);
-    check_fwd_rev(&Case {
-        name,
-        x,
-        primal: &|x| vec![f(x)],
-        jvp: &|x, d| {
-            let (v, t) = fwd(x, d);
-            (vec![v], vec![t])
-        },
-        vjp: &|x, w| {
-            let (v, g) = rev(x, w[0]);
-            (vec![v], g)
-        },
-        tols: TOLS,
-    });
-}
 
 pub fn generic_forms_against_num_dual() {
     let x = [0.31, -0.72, 1.13, 0.44, -0.25, 0.6];
@@ -318,7 +293,7 @@ pub fn reductions_and_predicates() {
     let (v, g) = spread_grad(&x);
     assert_rel("spread: value", &[v, spread(&x)], &[(1.63 + 0.95) * 0.31; 2], 1e-15);
     assert_rel("spread: gradient", &g, &[1.63 + 0.95, 0.0, 0.31, 0.0, -0.31], 1e-14);
-    check_f64(
+    check_point(
         "spread",
         &x,
         &|x| spread(x),
@@ -347,7 +322,7 @@ pub fn collected_and_sliced() {
         let (v, g) = smoothed_ends_grad(&x, k);
         assert_rel("smoothed_ends: value", &[v], &[smoothed_ends(&x, k)], 1e-15);
         let _ = g;
-        check_f64(
+        check_point(
             "smoothed_ends",
             &x,
             &|x| smoothed_ends(x, k),
@@ -366,7 +341,7 @@ pub fn collected_and_sliced() {
     let mut p = x.to_vec();
     p.extend(y0);
     // `y` is read after the calls add into it: its initial value is an input too.
-    check_f64(
+    check_point(
         "halves",
         &p,
         &|p| halves(&p[..n], &mut p[n..].to_vec()),
@@ -388,7 +363,7 @@ pub fn collected_and_sliced() {
     );
     let mut q = vec![0.4, -1.2, 2.0];
     q.push(1.3);
-    check_f64(
+    check_point(
         "softplus_mean",
         &q,
         &|q| softplus_mean(&q[..3], q[3]),
@@ -421,7 +396,7 @@ pub fn collected_and_sliced() {
     tail_energy(&x5, &mut d);
     assert_rel("tail_energy: d", &d, &[0.3, -1.0, 0.9, -0.35, 0.25], 1e-15);
     let _ = g;
-    check_f64(
+    check_point(
         "tail_energy",
         &x5,
         &|x| tail_energy(x, &mut zeros(x.len())),
@@ -444,7 +419,7 @@ pub fn collected_and_sliced() {
     assert_rel("drag_fall: value", &[drag_fall(&v, area, shape)], &[want], 1e-14);
     let mut p = v.to_vec();
     p.push(area);
-    check_f64(
+    check_point(
         "drag_fall",
         &p,
         &|p| drag_fall(&p[..3], p[3], shape),
@@ -479,7 +454,7 @@ pub fn rows_as_slices() {
         let (v, (gm, gx)) = row_quadratic_grad(&to_rows(&p[..9], n), &p[9..]);
         (v, cat(&[&from_rows(&gm), &gx]))
     };
-    check_f64(
+    check_point(
         "row_quadratic",
         &p,
         &|p| row_quadratic(&to_rows(&p[..9], n), &p[9..]),
@@ -530,7 +505,7 @@ pub fn rows_as_slices() {
 pub fn arrays_mapped() {
     let arr = |p: &[f64]| -> [f64; 3] { p[..3].try_into().expect("three values") };
     let p = [0.4, -1.3, 0.8, 1.7];
-    check_f64(
+    check_point(
         "softsign_norm",
         &p,
         &|p| softsign_norm(&arr(p), p[3]),
@@ -573,7 +548,7 @@ pub fn pushed_vectors() {
     let (v, (g, ga)) = scaled_prefix_grad(&prices[..5], 0.5);
     let sq: f64 = prices[..3].iter().map(|p| p * p).sum();
     assert_rel("scaled_prefix: value", &[v, scaled_prefix(&prices[..5], 0.5)], &[0.25 * sq; 2], 1e-14);
-    check_f64(
+    check_point(
         "scaled_prefix",
         &cat(&[&prices[..5], &[0.5]]),
         &|p| scaled_prefix(&p[..5], p[5]),

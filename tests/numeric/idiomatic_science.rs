@@ -185,31 +185,6 @@ pub fn mean_in_f64(x: &[f32]) -> f32 {
     (total / x.len() as f64) as f32
 }
 
-/// `f64` checks of a function of one flat point.
-fn check_f64(
-    name: &str,
-    x: &[f64],
-    f: &dyn Fn(&[f64]) -> f64,
-    grad: &dyn Fn(&[f64]) -> (f64, Vec<f64>),
-    fwd: &dyn Fn(&[f64], &[f64]) -> (f64, f64),
-    rev: &dyn Fn(&[f64], f64) -> (f64, Vec<f64>),
-) {
-    check_grad(name, x, f, grad, TOLS);
-    check_fwd_rev(&Case {
-        name,
-        x,
-        primal: &|x| vec![f(x)],
-        jvp: &|x, d| {
-            let (v, t) = fwd(x, d);
-            (vec![v], vec![t])
-        },
-        vjp: &|x, w| {
-            let (v, g) = rev(x, w[0]);
-            (vec![v], g)
-        },
-        tols: TOLS,
-    });
-}
 
 pub fn statistics_against_num_dual() {
     // (data…, μ, log σ)
@@ -286,7 +261,7 @@ pub fn losses_and_series() {
     let z: f64 = logits.iter().map(|v| (v - m).exp()).sum();
     let want: Vec<f64> = (0..4).map(|i| (logits[i] - m).exp() / z - f64::from(i == 2)).collect();
     assert_all_close("softmax_cross_entropy: gradient", &g, &want, 1e-14, 1e-15);
-    check_f64(
+    check_point(
         "softmax_cross_entropy",
         &logits,
         &|x| softmax_cross_entropy(x, 2),
@@ -301,7 +276,7 @@ pub fn losses_and_series() {
     let features = [0.5, -1.0, 2.0, 0.3, 1.5, -0.7, -0.2, 0.8, 1.1];
     let labels = [1.0, -1.0, 1.0];
     let w = [0.2, -0.4, 0.9];
-    check_f64(
+    check_point(
         "logistic_loss",
         &w,
         &|w| logistic_loss(w, &features, &labels, 3),
@@ -320,7 +295,7 @@ pub fn losses_and_series() {
     assert_rel("huber_loss: ∂/∂δ", &[gd], &[(2.0 - 1.0) + (1.4 - 1.0)], 1e-15);
     let mut p = r.to_vec();
     p.push(1.0);
-    check_f64(
+    check_point(
         "huber_loss",
         &p,
         &|p| huber_loss(&p[..5], p[5]),
@@ -349,7 +324,7 @@ pub fn losses_and_series() {
         let (_, g) = erf_approx_grad(x);
         let exact = 2.0 / std::f64::consts::PI.sqrt() * (-x * x).exp();
         assert_close("erf_approx: derivative vs 2/√π e^{−x²}", g, exact, 0.0, 2e-6);
-        check_f64(
+        check_point(
             "erf_approx",
             &[x],
             &|p| erf_approx(p[0]),
@@ -399,7 +374,7 @@ pub fn ode_and_physics() {
     // The n-body energy: positions and velocities of 3 bodies, fixed masses.
     let mass = [1.0, 0.01, 0.002];
     let pv = [0.0, 0.0, 1.0, 0.1, -0.3, 2.0, 0.01, -0.02, 0.1, 6.2, -3.0, -0.5];
-    check_f64(
+    check_point(
         "nbody_energy",
         &pv,
         &|p| nbody_energy(&p[..6], &p[6..], &mass),

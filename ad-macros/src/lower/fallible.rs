@@ -192,6 +192,21 @@ impl Desugar {
     }
 }
 
+/// `if let Some(p) = x.get(i) { body }` (or `while let`): the condition becomes
+/// `has(x.get(i))` and `body` starts with `let p = get(x.get(i));`.
+fn optional_test(cond: &mut Expr, body: &mut syn::Block, span: Span) {
+    let Expr::Let(l) = cond else { return };
+    let Some(p) = some_pattern(&l.pat) else {
+        return;
+    };
+    let p = value_pattern(p);
+    let x = &l.expr;
+    let get = macro_expr(GET, span, quote!(#x));
+    body.stmts
+        .insert(0, syn::parse_quote_spanned!(span=> let #p = #get;));
+    *cond = macro_expr(HAS, span, quote!(#x));
+}
+
 /// `inner.ok_or(err)` / `inner.ok_or_else(|| err)` → `(inner, err)`.
 fn ok_or(m: &syn::ExprMethodCall) -> (Expr, Expr) {
     let arg = m
@@ -263,38 +278,8 @@ impl VisitMut for Desugar {
                     }
                 }
             }
-            Expr::If(i) => {
-                if let Expr::Let(l) = &*i.cond {
-                    if let Some(p) = some_pattern(&l.pat) {
-                        let p = value_pattern(p);
-                        let x = &l.expr;
-                        let (has, get) = (
-                            macro_expr(HAS, span, quote!(#x)),
-                            macro_expr(GET, span, quote!(#x)),
-                        );
-                        i.then_branch
-                            .stmts
-                            .insert(0, syn::parse_quote_spanned!(span=> let #p = #get;));
-                        *i.cond = has;
-                    }
-                }
-            }
-            Expr::While(w) => {
-                if let Expr::Let(l) = &*w.cond {
-                    if let Some(p) = some_pattern(&l.pat) {
-                        let p = value_pattern(p);
-                        let x = &l.expr;
-                        let (has, get) = (
-                            macro_expr(HAS, span, quote!(#x)),
-                            macro_expr(GET, span, quote!(#x)),
-                        );
-                        w.body
-                            .stmts
-                            .insert(0, syn::parse_quote_spanned!(span=> let #p = #get;));
-                        *w.cond = has;
-                    }
-                }
-            }
+            Expr::If(i) => optional_test(&mut i.cond, &mut i.then_branch, span),
+            Expr::While(w) => optional_test(&mut w.cond, &mut w.body, span),
             _ => {}
         }
     }
