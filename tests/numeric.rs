@@ -305,6 +305,7 @@ numeric_tests! {
         rows_as_slices,
         arrays_mapped,
         pushed_vectors,
+        rows_of_matrices,
     ],
     /// Issue 46, fallible code: `Option`/`Result` results, `?`, `.ok_or(..)?`, `Err` arms,
     /// `if let`/`while let`/`let .. else` on optional elements; failure paths untouched.

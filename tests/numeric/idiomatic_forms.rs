@@ -241,6 +241,90 @@ pub fn scaled_prefix(x: &[f64], a: f64) -> f64 {
 }
 
 
+/// Half the squared residual of `A x = b`, `A` stored by rows: each row zipped with its
+/// right-hand side (`a.iter().zip(b).map(|(row, bi)| ..)`, a row walked by `row.iter()`).
+#[differentiate(forward, reverse)]
+pub fn lsq_rows<T: Float + Sum>(a: &[Vec<T>], x: &[T], b: &[T]) -> T {
+    let half = T::from(0.5).unwrap();
+    half * a
+        .iter()
+        .zip(b)
+        .map(|(row, &bi)| {
+            let r = row.iter().zip(x).map(|(&aij, &xj)| aij * xj).sum::<T>() - bi;
+            r * r
+        })
+        .sum::<T>()
+}
+
+/// Softmax of each row in place, shifted by the row's maximum (`for row in m.iter_mut()`,
+/// then `row.iter()`, `row.iter_mut()` and `for v in row`).
+#[differentiate(forward, reverse)]
+pub fn softmax_rows(logits: &mut [Vec<f64>]) {
+    for row in logits.iter_mut() {
+        let top = row.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let mut z = 0.0;
+        for v in row.iter_mut() {
+            *v = (*v - top).exp();
+            z += *v;
+        }
+        for v in row {
+            *v /= z;
+        }
+    }
+}
+
+/// A pair potential over points stored as rows, plus a coupling to the last point
+/// (`pts.iter().enumerate()`, `pts.iter().skip(i + 1)`, `let last = &pts[n - 1];`).
+#[differentiate(forward, reverse)]
+pub fn pair_energy(pts: &[Vec<f64>], k: f64) -> f64 {
+    let mut e = 0.0;
+    let last = &pts[pts.len() - 1];
+    for (i, p) in pts.iter().enumerate() {
+        for q in pts.iter().skip(i + 1) {
+            let d2: f64 = p.iter().zip(q).map(|(a, b)| (a - b) * (a - b)).sum();
+            e += k / (1.0 + d2);
+        }
+        e += p[0] * last[last.len() - 1];
+    }
+    e
+}
+
+/// Scales a vector in place: a helper the next function calls on rows.
+#[differentiate(forward, reverse)]
+pub fn scale_in_place(v: &mut [f64], k: f64) {
+    for x in v.iter_mut() {
+        *x *= k;
+    }
+}
+
+/// A dot product: a helper the next function calls on rows.
+#[differentiate(forward, reverse)]
+pub fn row_dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(p, q)| p * q).sum()
+}
+
+/// Rows passed to differentiated helpers: a row by name (`let row = &mut m[i];`), a part
+/// of one (`&mut row[1..]`), `&m[i]` and a row of the loop (`for row in m.iter()`); the
+/// rows are written before some calls, so the reverse sweep snapshots them there.
+#[differentiate(forward, reverse)]
+pub fn scaled_rows(m: &mut [Vec<f64>], x: &[f64], k: f64) -> f64 {
+    for i in 0..m.len() {
+        let row = &mut m[i];
+        scale_in_place(row, k);
+    }
+    for row in m.iter_mut() {
+        scale_in_place(&mut row[1..], k);
+    }
+    let mut s = 0.0;
+    for i in 0..m.len() {
+        s += x[i] * row_dot(&m[i], x);
+    }
+    for row in m.iter() {
+        s += row_dot(row, row);
+    }
+    s
+}
+
 pub fn generic_forms_against_num_dual() {
     let x = [0.31, -0.72, 1.13, 0.44, -0.25, 0.6];
     crate::check_slice_fn!(discounted, discounted_fwd, discounted_rev, discounted_grad, x);
@@ -565,4 +649,166 @@ pub fn pushed_vectors() {
     );
     let want: Vec<f64> = (0..5).map(|i| if i < 3 { 0.5 * prices[i] } else { 0.0 }).collect();
     assert_rel("scaled_prefix: gradient by hand", &cat(&[&g, &[ga]]), &cat(&[&want, &[sq]]), 1e-14);
+}
+
+pub fn rows_of_matrices() {
+    // A 3×2 system against num-dual, finite differences and the dot-product test.
+    let (rows, cols) = (3, 2);
+    let p = [0.3, -0.8, 1.2, 0.5, 0.9, -0.4, 0.7, -0.2, 0.4, -1.1, 0.6];
+    let (na, nx) = (rows * cols, cols);
+    let split = |p: &[f64]| (to_rows(&p[..na], cols), p[na..na + nx].to_vec(), p[na + nx..].to_vec());
+    check_generic(&Generic {
+        name: "lsq_rows",
+        x: &p,
+        f: &|p| {
+            let (a, x, b) = split(p);
+            lsq_rows(&a, &x, &b)
+        },
+        f_dual: &|p| {
+            let a: Vec<Vec<_>> = p[..na].chunks(cols).map(|r| r.to_vec()).collect();
+            lsq_rows(&a, &p[na..na + nx], &p[na + nx..])
+        },
+        f_hyper: &|p| {
+            let a: Vec<Vec<_>> = p[..na].chunks(cols).map(|r| r.to_vec()).collect();
+            lsq_rows(&a, &p[na..na + nx], &p[na + nx..])
+        },
+        grad: &|p| {
+            let (a, x, b) = split(p);
+            let (v, (ga, gx, gb)) = lsq_rows_grad(&a, &x, &b);
+            (v, cat(&[&from_rows(&ga), &gx, &gb]))
+        },
+        fwd: &|p, d| {
+            let ((a, x, b), (da, dx, db)) = (split(p), split(d));
+            lsq_rows_fwd(&a, &da, &x, &dx, &b, &db)
+        },
+        rev: &|p, s| {
+            let (a, x, b) = split(p);
+            let (mut ga, mut gx, mut gb) = (to_rows(&zeros(na), cols), zeros(nx), zeros(rows));
+            let v = lsq_rows_rev(&a, &mut ga, &x, &mut gx, &b, &mut gb, s);
+            (v, cat(&[&from_rows(&ga), &gx, &gb]))
+        },
+        hvp: &|p, v| {
+            let d = |re: f64, eps: f64| phidiff::Dual { re, eps };
+            let z: Vec<_> = (0..p.len()).map(|i| d(p[i], v[i])).collect();
+            let a: Vec<Vec<_>> = z[..na].chunks(cols).map(|r| r.to_vec()).collect();
+            let mut ga = vec![vec![d(0.0, 0.0); cols]; rows];
+            let (mut gx, mut gb) = (vec![d(0.0, 0.0); nx], vec![d(0.0, 0.0); rows]);
+            let one = phidiff::Dual::constant(1.0);
+            lsq_rows_rev(&a, &mut ga, &z[na..na + nx], &mut gx, &z[na + nx..], &mut gb, one);
+            ga.iter().flatten().chain(&gx).chain(&gb).map(|q| q.eps).collect()
+        },
+    });
+    // By hand: r = A x − b; ∂/∂A = r xᵀ, ∂/∂x = Aᵀ r, ∂/∂b = −r.
+    let (a, x, b) = split(&p);
+    let r: Vec<f64> = (0..rows).map(|i| a[i][0] * x[0] + a[i][1] * x[1] - b[i]).collect();
+    let mut want = zeros(p.len());
+    for i in 0..rows {
+        for j in 0..cols {
+            want[cols * i + j] = r[i] * x[j];
+            want[na + j] += a[i][j] * r[i];
+        }
+        want[na + nx + i] = -r[i];
+    }
+    let (_, (ga, gx, gb)) = lsq_rows_grad(&a, &x, &b);
+    assert_rel("lsq_rows: gradient by hand", &cat(&[&from_rows(&ga), &gx, &gb]), &want, 1e-14);
+
+    // Softmax rows in place: forward against reverse, finite differences.
+    let l0 = [0.4, -1.1, 0.7, 2.0, 0.1, -0.6];
+    check_fwd_rev(&Case {
+        name: "softmax_rows",
+        x: &l0,
+        primal: &|p| {
+            let mut m = to_rows(p, 3);
+            softmax_rows(&mut m);
+            from_rows(&m)
+        },
+        jvp: &|p, d| {
+            let (mut m, mut dm) = (to_rows(p, 3), to_rows(d, 3));
+            softmax_rows_fwd(&mut m, &mut dm);
+            (from_rows(&m), from_rows(&dm))
+        },
+        vjp: &|p, w| {
+            let (mut m, mut dm) = (to_rows(p, 3), to_rows(w, 3));
+            softmax_rows_rev(&mut m, &mut dm);
+            (from_rows(&m), from_rows(&dm))
+        },
+        tols: TOLS,
+    });
+    // By hand: the Jacobian of a softmax row s is diag(s) − s sᵀ, so a weight w on the
+    // outputs pulls back to s ⊙ (w − s·w).
+    let w = [1.0, -0.5, 0.25, 0.0, 2.0, -1.0];
+    let mut m = to_rows(&l0, 3);
+    let mut dm = to_rows(&w, 3);
+    softmax_rows_rev(&mut m, &mut dm);
+    let mut want = zeros(6);
+    for r in 0..2 {
+        let e: Vec<f64> = (0..3).map(|j| l0[3 * r + j].exp()).collect();
+        let z: f64 = e.iter().sum();
+        let s: Vec<f64> = e.iter().map(|v| v / z).collect();
+        let sw: f64 = (0..3).map(|j| s[j] * w[3 * r + j]).sum();
+        for j in 0..3 {
+            want[3 * r + j] = s[j] * (w[3 * r + j] - sw);
+        }
+    }
+    assert_rel("softmax_rows: adjoint by hand", &from_rows(&dm), &want, 1e-14);
+
+    // Pairs of points in rows.
+    let (n, d) = (3, 2);
+    let q = [0.3, -0.8, 1.2, 0.5, 0.9, -0.4, 1.5];
+    check_point(
+        "pair_energy",
+        &q,
+        &|q| pair_energy(&to_rows(&q[..n * d], d), q[n * d]),
+        &|q| {
+            let (v, (g, gk)) = pair_energy_grad(&to_rows(&q[..n * d], d), q[n * d]);
+            (v, cat(&[&from_rows(&g), &[gk]]))
+        },
+        &|q, t| pair_energy_fwd(&to_rows(&q[..n * d], d), &to_rows(&t[..n * d], d), q[n * d], t[n * d]),
+        &|q, s| {
+            let mut g = to_rows(&zeros(n * d), d);
+            let (v, gk) = pair_energy_rev(&to_rows(&q[..n * d], d), &mut g, q[n * d], s);
+            (v, cat(&[&from_rows(&g), &[gk]]))
+        },
+    );
+    // ∂/∂k = Σ_{i<j} 1 / (1 + |p_i − p_j|²), by hand.
+    let pts = to_rows(&q[..n * d], d);
+    let mut want_k = 0.0;
+    for i in 0..n {
+        for j in i + 1..n {
+            let d2: f64 = (0..d).map(|c| (pts[i][c] - pts[j][c]).powi(2)).sum();
+            want_k += 1.0 / (1.0 + d2);
+        }
+    }
+    assert_rel("pair_energy: ∂/∂k by hand", &[pair_energy_grad(&pts, q[n * d]).1 .1], &[want_k], 1e-14);
+
+    // Rows passed to helpers, written in between: finite differences and the dot product,
+    // with `m` an in-place input and output (its final value as a second output).
+    let (n, d) = (2, 3);
+    let z0 = [0.3, -0.8, 1.2, 0.5, 0.9, -0.4, 0.7, -0.2, 1.3];
+    check_fwd_rev(&Case {
+        name: "scaled_rows",
+        x: &z0,
+        primal: &|z| {
+            let mut m = to_rows(&z[..n * d], d);
+            let s = scaled_rows(&mut m, &z[n * d..n * d + n], z[8]);
+            cat(&[&from_rows(&m), &[s]])
+        },
+        jvp: &|z, t| {
+            let (mut m, mut dm) = (to_rows(&z[..n * d], d), to_rows(&t[..n * d], d));
+            let (s, ds) = scaled_rows_fwd(&mut m, &mut dm, &z[n * d..n * d + n], &t[n * d..n * d + n], z[8], t[8]);
+            (cat(&[&from_rows(&m), &[s]]), cat(&[&from_rows(&dm), &[ds]]))
+        },
+        vjp: &|z, w| {
+            let (mut m, mut dm) = (to_rows(&z[..n * d], d), to_rows(&w[..n * d], d));
+            let mut dx = zeros(n);
+            let (s, dk) = scaled_rows_rev(&mut m, &mut dm, &z[n * d..n * d + n], &mut dx, z[8], w[n * d]);
+            (cat(&[&from_rows(&m), &[s]]), cat(&[&from_rows(&dm), &dx, &[dk]]))
+        },
+        tols: TOLS,
+    });
+    // The rows after the calls, by hand: column 0 scaled by k, the others by k².
+    let mut m = to_rows(&z0[..n * d], d);
+    scaled_rows(&mut m, &z0[n * d..n * d + n], 2.0);
+    let want: Vec<f64> = (0..n * d).map(|i| z0[i] * if i % d == 0 { 2.0 } else { 4.0 }).collect();
+    assert_rel("scaled_rows: rows", &from_rows(&m), &want, 1e-15);
 }

@@ -620,13 +620,19 @@ impl Ctx<'_> {
                 let v = self.val(*v);
                 quote!(#n += #v;)
             }
-            SaveRow { tape, idx, src } => {
+            SaveRow {
+                tape,
+                idx,
+                src,
+                row,
+            } => {
                 let (t, s) = (self.buf(*tape), self.buf(*src));
                 let i = self.val(*idx);
+                let row = row.map(|r| self.val(r)).into_iter();
                 quote! {
                     if #t.len() <= #i { #t.resize_with(#i + 1, Vec::new); }
                     #t[#i].clear();
-                    #t[#i].extend_from_slice(&#s[..]);
+                    #t[#i].extend_from_slice(&#s #([#row])* [..]);
                 }
             }
             ReturnRow { tape, idx, src } => {
@@ -729,13 +735,14 @@ impl Ctx<'_> {
                 CallArg::Buf {
                     buf,
                     mutable,
-                    range: Some((s, e)),
+                    range: Some(p),
                 } => {
                     let n = self.buf(*buf);
-                    let (s, e) = (self.val(*s), self.val(*e));
+                    let (s, e) = (self.val(p.start), self.val(p.end));
+                    let row = p.row.map(|r| self.val(r)).into_iter();
                     match mutable {
-                        true => quote!(&mut #n[#s..#e]),
-                        false => quote!(&#n[#s..#e]),
+                        true => quote!(&mut #n #([#row])* [#s..#e]),
+                        false => quote!(&#n #([#row])* [#s..#e]),
                     }
                 }
                 CallArg::Opaque(o) => o.code.0.clone(),

@@ -247,7 +247,8 @@ fn check(f: &Function, t: &Taint, at: Span, forward: bool) -> Result<(), syn::Er
             Alloc { dims, .. } => dims.clone(),
             TapeEnsure(_, n) => vec![*n],
             TapeEnsureRow(_, r, n) => vec![*r, *n],
-            SaveRow { idx, .. } | ReturnRow { idx, .. } => vec![*idx],
+            SaveRow { idx, row, .. } => std::iter::once(*idx).chain(*row).collect(),
+            ReturnRow { idx, .. } => vec![*idx],
             _ => Vec::new(),
         };
         if t.any(&control) {
@@ -415,10 +416,16 @@ impl Lanes<'_> {
             CellAdd(x, y) => CellAdd(c(x), v(y)),
             TapeEnsure(x, n) => TapeEnsure(b(x), v(n)),
             TapeEnsureRow(x, r, n) => TapeEnsureRow(b(x), v(r), v(n)),
-            SaveRow { tape, idx, src } => SaveRow {
+            SaveRow {
+                tape,
+                idx,
+                src,
+                row,
+            } => SaveRow {
                 tape: b(tape),
                 idx: v(idx),
                 src: b(src),
+                row: row.as_ref().map(v),
             },
             ReturnRow { tape, idx, src } => ReturnRow {
                 tape: b(tape),
@@ -439,7 +446,7 @@ impl Lanes<'_> {
                     } => CallArg::Buf {
                         buf: b(buf),
                         mutable: *mutable,
-                        range: range.map(|(s, e)| (v(&s), v(&e))),
+                        range: range.map(|p| p.map(|x| v(&x))),
                     },
                     CallArg::Opaque(t) => CallArg::Opaque(t.clone()),
                 };

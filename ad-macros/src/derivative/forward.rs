@@ -486,7 +486,7 @@ impl Fwd<'_> {
                     Some(CallArg::Buf {
                         buf: tb,
                         mutable: *mutable,
-                        range: range.map(|(s, e)| (self.m.v(s), self.m.v(e))),
+                        range: range.map(|p| p.map(|x| self.m.v(x))),
                     })
                 }
                 _ => None,

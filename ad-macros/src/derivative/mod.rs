@@ -139,7 +139,7 @@ impl Remap {
             } => CallArg::Buf {
                 buf: self.b(*buf),
                 mutable: *mutable,
-                range: range.map(|(s, e)| (self.v(s), self.v(e))),
+                range: range.map(|p| p.map(|x| self.v(x))),
             },
             CallArg::Opaque(t) => CallArg::Opaque(t.clone()),
         }

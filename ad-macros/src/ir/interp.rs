@@ -270,13 +270,16 @@ impl<'f> Machine<'f> {
                     .flatten()
                     .ok_or_else(|| format!("parameter {n} is not a scalar"))?,
             ),
-            SaveRow { tape, idx, src } | ReturnRow { tape, idx, src } => {
+            SaveRow { tape, idx, src, .. } | ReturnRow { tape, idx, src } => {
+                let part = match &f.inst(i).kind {
+                    SaveRow { row: Some(r), .. } => Some(self.int(*r)? as usize),
+                    _ => None,
+                };
                 let row = self.int(*idx)? as usize;
-                let copy: Vec<RtVal> = match self.storage(*src)? {
-                    buffers::Storage::R1(v) => v.clone(),
-                    buffers::Storage::R2(_) => {
-                        return Err(format!("{}: a copy of a 2-D buffer", self.name(*src)))
-                    }
+                let copy: Vec<RtVal> = match (self.storage(*src)?, part) {
+                    (buffers::Storage::R1(v), None) => v.clone(),
+                    (buffers::Storage::R2(rows), Some(r)) if r < rows.len() => rows[r].clone(),
+                    _ => return Err(format!("{}: a copy of a 2-D buffer", self.name(*src))),
                 };
                 let name = self.name(*tape);
                 match self.storage_mut(*tape)? {

@@ -361,14 +361,48 @@ impl IntTy {
     }
 }
 
+/// The part of a buffer a call sees: `buf[start..end]`, or `buf[row][start..end]` of a
+/// 2-D buffer.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub struct Part {
+    pub row: Option<Value>,
+    pub start: Value,
+    pub end: Value,
+}
+
+impl Part {
+    /// The values the part reads.
+    pub fn values(&self) -> impl Iterator<Item = Value> {
+        self.row.into_iter().chain([self.start, self.end])
+    }
+
+    /// The same part with each value replaced by `f` of it.
+    pub fn map(&self, mut f: impl FnMut(Value) -> Value) -> Part {
+        Part {
+            row: self.row.map(&mut f),
+            start: f(self.start),
+            end: f(self.end),
+        }
+    }
+
+    /// `map` with a fallible `f`.
+    pub fn try_map<E>(&self, mut f: impl FnMut(Value) -> Result<Value, E>) -> Result<Part, E> {
+        Ok(Part {
+            row: self.row.map(&mut f).transpose()?,
+            start: f(self.start)?,
+            end: f(self.end)?,
+        })
+    }
+}
+
 #[derive(Clone, Debug)]
 pub enum CallArg {
     Scalar(Value),
     Buf {
         buf: Buf,
         mutable: bool,
-        /// Elements `start..end` only (a sub-slice or a view passed to the call).
-        range: Option<(Value, Value)>,
+        /// Part of the buffer only (a sub-slice, a view or a row passed to the call).
+        range: Option<Part>,
     },
     /// Constant tokens passed through unchanged (e.g. `&comm`, a struct).
     Opaque(Opaque),
@@ -463,11 +497,13 @@ pub enum InstKind {
     /// Grow row `row` of a 2-D tape to at least `len` slots (the tape of a loop nested in
     /// a parallel loop: one row per parallel iteration).
     TapeEnsureRow(Buf, Value, Value),
-    /// Row `idx` of snapshot tape `tape` := contents of `src` (forward sweep, before a call).
+    /// Row `idx` of snapshot tape `tape` := contents of `src` (of its row `row` for a 2-D
+    /// `src`) (forward sweep, before a call).
     SaveRow {
         tape: Buf,
         idx: Value,
         src: Buf,
+        row: Option<Value>,
     },
     /// Row `idx` of snapshot tape `tape` := `src`, moved back after the call that borrowed
     /// it (`AllocInit::Row` moves the row out; the row is never read again, and giving it
@@ -801,7 +837,8 @@ impl Function {
                 }
                 o
             }
-            SaveRow { idx, .. } | ReturnRow { idx, .. } => vec![*idx],
+            SaveRow { idx, row, .. } => std::iter::once(*idx).chain(*row).collect(),
+            ReturnRow { idx, .. } => vec![*idx],
             CopyFrom { .. } | Swap(..) | AddBuf { .. } | ZeroBuf(_) | SumBuf(_) => vec![],
             Assert { cond, .. } => vec![*cond],
             Fail { cond, args, .. } => std::iter::once(*cond).chain(args.iter().copied()).collect(),
@@ -838,10 +875,7 @@ impl Function {
                 let mut o: Vec<Value> = Vec::new();
                 let mut push_arg = |a: &CallArg| match a {
                     CallArg::Scalar(v) => o.push(*v),
-                    CallArg::Buf {
-                        range: Some((s, e)),
-                        ..
-                    } => o.extend([*s, *e]),
+                    CallArg::Buf { range: Some(p), .. } => o.extend(p.values()),
                     _ => {}
                 };
                 args.iter().for_each(&mut push_arg);

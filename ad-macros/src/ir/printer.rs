@@ -30,7 +30,10 @@ fn arg(a: &CallArg) -> String {
             mutable,
             range,
         } => {
-            let r = range.map_or(String::new(), |(s, e)| format!("[{s}..{e}]"));
+            let r = range.map_or(String::new(), |p| {
+                let row = p.row.map_or(String::new(), |r| format!("[{r}]"));
+                format!("{row}[{}..{}]", p.start, p.end)
+            });
             format!("{}{buf}{r}", if *mutable { "&mut " } else { "&" })
         }
         CallArg::Opaque(o) => format!("{:?}", o.code),
@@ -112,7 +115,15 @@ fn print_inst(f: &Function, i: Inst, depth: usize, out: &mut String) {
             AllocInit::Copy(src) => format!("alloc {buf} copy {src}"),
             AllocInit::Row { tape, idx } => format!("alloc {buf} row {tape}[{idx}]"),
         },
-        SaveRow { tape, idx, src } => format!("saverow {tape}[{idx}] = {src}"),
+        SaveRow {
+            tape,
+            idx,
+            src,
+            row,
+        } => {
+            let row = row.map_or(String::new(), |r| format!("[{r}]"));
+            format!("saverow {tape}[{idx}] = {src}{row}")
+        }
         ReturnRow { tape, idx, src } => format!("returnrow {tape}[{idx}] = {src}"),
         CopyFrom { dst, src } => format!("copy {dst} <- {src}"),
         Swap(a, b) => format!("swap {a} {b}"),

@@ -227,28 +227,34 @@ impl Lowerer<'_> {
                     cond: present,
                     message: Code::parse(&message),
                 });
-                Ok(Some(self.b.load(buf, vec![at])))
+                Ok(Some(self.b.load(buf, at)))
             }
             Missing::Fail(site) => {
                 let cond = self.b.not(present);
                 let args = self.fail_args.get(&site).cloned().unwrap_or_default();
                 self.b.stmt(InstKind::Fail { cond, site, args });
-                Ok(Some(self.b.load(buf, vec![at])))
+                Ok(Some(self.b.load(buf, at)))
             }
             Missing::Default(d) => {
                 let d = self.lower_expr(d)?;
                 let ty = self.ty(d);
-                let r = self
-                    .b
-                    .branch(present, &[ty], |b| vec![b.load(buf, vec![at])], |_| vec![d]);
+                let r = self.b.branch(
+                    present,
+                    &[ty],
+                    |b| vec![b.load(buf, at.clone())],
+                    |_| vec![d],
+                );
                 Ok(Some(r[0]))
             }
         }
     }
 
     /// Whether the element `e` (`x.first()`, `x.last()`, `x.get(i)`) exists, with where it
-    /// would be: `(present, buffer, index)`; `None` when `e` is not one.
-    pub(super) fn element_present(&mut self, e: &Expr) -> LResult<Option<(Value, Buf, Value)>> {
+    /// would be: `(present, buffer, indices)`; `None` when `e` is not one.
+    pub(super) fn element_present(
+        &mut self,
+        e: &Expr,
+    ) -> LResult<Option<(Value, Buf, Vec<Value>)>> {
         let mut at = e;
         while let Expr::MethodCall(m) = at {
             if (m.method == "copied" || m.method == "cloned") && m.args.is_empty() {
@@ -267,15 +273,8 @@ impl Lowerer<'_> {
         ) {
             return Ok(None);
         }
-        let (buf, base, len) = match self.row_binding(&m.receiver) {
-            Some(Binding::Row { buf, base, len }) => (buf, Some(base), len),
-            _ => match self.lower_buf_ref(&m.receiver) {
-                Ok(buf) if self.b.func.buf(buf).rank == 1 => {
-                    let len = self.b.value(InstKind::Len(buf, vec![]), Ty::Int);
-                    (buf, None, len)
-                }
-                _ => return Ok(None),
-            },
+        let Some((buf, outer, base, len)) = self.view_of(&m.receiver)? else {
+            return Ok(None);
         };
         let index = match method.as_str() {
             "first" => self.b.iconst(0),
@@ -302,7 +301,11 @@ impl Lowerer<'_> {
             Some(b) => self.b.add(b, index),
             None => index,
         };
-        Ok(Some((present, buf, at)))
+        Ok(Some((
+            present,
+            buf,
+            outer.into_iter().chain([at]).collect(),
+        )))
     }
 
     /// A method call on a receiver the compiler does not model (`comm.allreduce_sum(..)`).
@@ -690,11 +693,13 @@ impl Lowerer<'_> {
                 continue;
             }
             // A sub-slice (`&x[a..b]`, `&mut y[a..]`) or a view (`row`, `w` of `windows`).
-            if let Some((buf, start, end)) = self.slice_arg(a)? {
+            if let Some((buf, view_mutable, part)) = self.slice_arg(a)? {
+                // A `&mut` view passed by name (`g(row)`) is reborrowed mutably.
+                let by_name = !matches!(a, Expr::Reference(_));
                 out.push(CallArg::Buf {
                     buf,
-                    mutable,
-                    range: Some((start, end)),
+                    mutable: mutable || (by_name && view_mutable),
+                    range: Some(part),
                 });
                 continue;
             }
@@ -731,20 +736,42 @@ impl Lowerer<'_> {
         Ok(out)
     }
 
-    /// A call argument that is part of a 1-D buffer: `&x[a..b]` (any range form, `&mut`
-    /// too) or a view by name; the buffer and the range of its elements.
-    fn slice_arg(&mut self, a: &Expr) -> LResult<Option<(Buf, Value, Value)>> {
+    /// A call argument that is part of a buffer: `&x[a..b]` (any range form, `&mut` too), a
+    /// row of a 2-D buffer (`&m[i]`, `&mut m[i][a..]`) or a view by name; the buffer,
+    /// whether the view is `&mut`, and the part of it.
+    fn slice_arg(&mut self, a: &Expr) -> LResult<Option<(Buf, bool, Part)>> {
         let view = match a {
-            Expr::Reference(r) if matches!(&*r.expr, Expr::Index(ix) if matches!(&*ix.index, Expr::Range(_))) => {
-                self.place_binding(a)?
-            }
-            Expr::Reference(r) => self.row_binding(&r.expr),
+            Expr::Reference(r) => match &*r.expr {
+                Expr::Index(ix)
+                    if matches!(&*ix.index, Expr::Range(_))
+                        || self
+                            .lower_buf_ref(&ix.expr)
+                            .is_ok_and(|b| self.b.func.buf(b).rank == 2) =>
+                {
+                    self.place_binding(a)?
+                }
+                inner => self.row_binding(inner),
+            },
             _ => self.row_binding(a),
         };
         Ok(match view {
-            Some(Binding::Row { buf, base, len }) => {
+            Some(Binding::Row {
+                buf,
+                mutable,
+                outer,
+                base,
+                len,
+            }) => {
                 let end = self.b.add(base, len);
-                Some((buf, base, end))
+                Some((
+                    buf,
+                    mutable,
+                    Part {
+                        row: outer,
+                        start: base,
+                        end,
+                    },
+                ))
             }
             _ => None,
         })

@@ -8,10 +8,13 @@ pub enum Binding {
     Buf(Buf),
     /// `v` from `x.iter_mut()`: the element `buf[index]` (`buf[index][col]` of a 2-D buffer).
     Elem(Buf, Value, Option<Value>),
-    /// `row` from `x.par_chunks_mut(w).enumerate()`: `row[j]` is `buf[base + j]`, and
-    /// `row.len()` is `len`.
+    /// A view: `row` from `x.par_chunks_mut(w).enumerate()`, `&x[a..b]`, or `&m[i]` of a
+    /// 2-D buffer (`outer` = `Some(i)`): `row[j]` is `buf[base + j]` (`buf[i][base + j]`),
+    /// and `row.len()` is `len`; `mutable` when it is borrowed `&mut`.
     Row {
         buf: Buf,
+        mutable: bool,
+        outer: Option<Value>,
         base: Value,
         len: Value,
     },

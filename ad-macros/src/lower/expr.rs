@@ -234,8 +234,17 @@ impl Lowerer<'_> {
                 {
                     let whole = &m.receiver;
                     let k = &m.args[0];
-                    let left: Expr = syn::parse_quote_spanned!(m.span()=> &(#whole)[..#k]);
-                    let right: Expr = syn::parse_quote_spanned!(m.span()=> &(#whole)[#k..]);
+                    let (left, right): (Expr, Expr) = if m.method == "split_at_mut" {
+                        (
+                            syn::parse_quote_spanned!(m.span()=> &mut (#whole)[..#k]),
+                            syn::parse_quote_spanned!(m.span()=> &mut (#whole)[#k..]),
+                        )
+                    } else {
+                        (
+                            syn::parse_quote_spanned!(m.span()=> &(#whole)[..#k]),
+                            syn::parse_quote_spanned!(m.span()=> &(#whole)[#k..]),
+                        )
+                    };
                     let (l, r) = (self.place_binding(&left)?, self.place_binding(&right)?);
                     match (l, r) {
                         (Some(l), Some(r)) => {
@@ -301,7 +310,13 @@ impl Lowerer<'_> {
                     _ => None,
                 };
                 let (buf, row, base, len) = match view {
-                    Some(Binding::Row { buf, base, len }) => (buf, None, Some(base), len),
+                    Some(Binding::Row {
+                        buf,
+                        outer,
+                        base,
+                        len,
+                        ..
+                    }) => (buf, outer, Some(base), len),
                     _ => {
                         let (buf, row) = match inner {
                             Expr::Index(ix) if !matches!(&*ix.index, Expr::Range(_)) => {
@@ -432,22 +447,35 @@ impl Lowerer<'_> {
                 }
             }
         }
+        // `&m[i]` of a 2-D buffer: its row `i`, a view.
         if let Ok(buf) = self.lower_buf_ref(&ix.expr) {
-            if self.b.func.buf(buf).rank == 2 && !matches!(strip_group(&ix.index), Expr::Range(_)) {
+            if self.b.func.buf(buf).rank == 2 && matches!(strip_group(&ix.index), Expr::Range(_)) {
                 return Err(self.error(
                     e,
                     &text(e),
-                    "a row of a 2-D buffer is read as `m[i][j]` or walked by `m[i].iter()` (`iter_mut`, `for v in &m[i]`), but not yet bound to a name or passed as a slice",
+                    "a range of the rows of a 2-D buffer is not a view phidiff knows yet; walk those rows by index (`for i in a..b { let row = &m[i]; .. }`) or by `m.iter().skip(a).take(b - a)`",
                 ));
             }
+            if self.b.func.buf(buf).rank == 2 {
+                let i = self.lower_expr(&ix.index)?;
+                self.expect_ty(i, Ty::Int, &ix.index, "an index")?;
+                let len = self.b.value(InstKind::Len(buf, vec![i]), Ty::Int);
+                let base = self.b.iconst(0);
+                return Ok(Some(Binding::Row {
+                    buf,
+                    mutable: r.mutability.is_some(),
+                    outer: Some(i),
+                    base,
+                    len,
+                }));
+            }
         }
-        let (buf, base, len) = match self.row_binding(&ix.expr) {
-            Some(Binding::Row { buf, base, len }) => (buf, Some(base), Some(len)),
-            _ => match self.lower_buf_ref(&ix.expr) {
-                Ok(buf) if self.b.func.buf(buf).rank == 1 => (buf, None, None),
-                _ => return Ok(None),
-            },
+        // A range of a 1-D buffer, of a view, or of a row of a 2-D buffer (`&m[i][a..b]`).
+        let (buf, outer, base, len) = match self.view_of(&ix.expr)? {
+            Some((buf, outer, base, len)) => (buf, outer, base, len),
+            None => return Ok(None),
         };
+        let len = Some(len);
         let at = |l: &mut Self, v: Value| match base {
             Some(b) => l.b.add(b, v),
             None => v,
@@ -492,7 +520,13 @@ impl Lowerer<'_> {
                 });
                 let base = at(self, start);
                 let len = self.b.sub(end, start);
-                Ok(Some(Binding::Row { buf, base, len }))
+                Ok(Some(Binding::Row {
+                    buf,
+                    mutable: r.mutability.is_some(),
+                    outer,
+                    base,
+                    len,
+                }))
             }
             index => {
                 let i = self.lower_expr(index)?;
@@ -509,7 +543,10 @@ impl Lowerer<'_> {
                     });
                 }
                 let at = at(self, i);
-                Ok(Some(Binding::Elem(buf, at, None)))
+                Ok(Some(match outer {
+                    Some(r) => Binding::Elem(buf, r, Some(at)),
+                    None => Binding::Elem(buf, at, None),
+                }))
             }
         }
     }
@@ -911,7 +948,10 @@ impl Lowerer<'_> {
         }
         indices.reverse();
         if let Some(Binding::Row {
-            buf, base: start, ..
+            buf,
+            outer,
+            base: start,
+            ..
         }) = self.row_binding(base)
         {
             let [j] = indices[..] else {
@@ -920,7 +960,7 @@ impl Lowerer<'_> {
             let j = self.lower_expr(j)?;
             self.expect_ty(j, Ty::Int, whole, "an index")?;
             let at = self.b.add(start, j);
-            return Ok((buf, vec![at]));
+            return Ok((buf, outer.into_iter().chain([at]).collect()));
         }
         let buf = self.lower_buf_ref(base)?;
         let rank = self.b.func.buf(buf).rank as usize;
@@ -963,6 +1003,58 @@ impl Lowerer<'_> {
                 }
             }
             _ => None,
+        }
+    }
+
+    /// The 1-D run of elements `e` names, as `(buffer, row, base, len)`: element `k` is
+    /// `buffer[row][base + k]` (no `row` for a 1-D buffer, base 0 for a whole one). `e` is
+    /// a 1-D buffer (`x`, `&x`, `*x`), a view by name, or a row of a 2-D buffer (`m[i]`).
+    /// `None` when it is none of these.
+    pub(super) fn view_of(
+        &mut self,
+        e: &Expr,
+    ) -> LResult<Option<(Buf, Option<Value>, Option<Value>, Value)>> {
+        if let Some(Binding::Row {
+            buf,
+            outer,
+            base,
+            len,
+            ..
+        }) = self.row_binding(e)
+        {
+            return Ok(Some((buf, outer, Some(base), len)));
+        }
+        let mut inner = e;
+        loop {
+            match inner {
+                Expr::Reference(r) => inner = &r.expr,
+                Expr::Paren(p) => inner = &p.expr,
+                Expr::Group(g) => inner = &g.expr,
+                Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => inner = &u.expr,
+                _ => break,
+            }
+        }
+        if let Expr::Index(ix) = inner {
+            if matches!(strip_group(&ix.index), Expr::Range(_)) {
+                return Ok(None);
+            }
+            let Ok(buf) = self.lower_buf_ref(&ix.expr) else {
+                return Ok(None);
+            };
+            if self.b.func.buf(buf).rank != 2 {
+                return Ok(None);
+            }
+            let i = self.lower_expr(&ix.index)?;
+            self.expect_ty(i, Ty::Int, &ix.index, "an index")?;
+            let len = self.b.value(InstKind::Len(buf, vec![i]), Ty::Int);
+            return Ok(Some((buf, Some(i), None, len)));
+        }
+        match self.lower_buf_ref(inner) {
+            Ok(buf) if self.b.func.buf(buf).rank == 1 => {
+                let len = self.b.value(InstKind::Len(buf, vec![]), Ty::Int);
+                Ok(Some((buf, None, None, len)))
+            }
+            _ => Ok(None),
         }
     }
 

@@ -391,6 +391,8 @@ impl Lowerer<'_> {
                         p,
                         Binding::Row {
                             buf: *buf,
+                            mutable: true,
+                            outer: None,
                             base,
                             len,
                         },
@@ -413,10 +415,19 @@ impl Lowerer<'_> {
                         t
                     };
                     for (p, (buf, mutable)) in pats.into_iter().zip(bufs.clone()) {
-                        if self.b.func.buf(buf).rank != 1 {
-                            return Err(self.error(p, &text(p), "iterating over rows of a 2-D buffer is not supported; index `a[i][j]`"));
-                        }
-                        if mutable {
+                        if self.b.func.buf(buf).rank == 2 {
+                            // A row of a 2-D buffer: a view of it.
+                            let len = self.b.value(InstKind::Len(buf, vec![index]), Ty::Int);
+                            let base = self.b.iconst(0);
+                            let row = Binding::Row {
+                                buf,
+                                mutable,
+                                outer: Some(index),
+                                base,
+                                len,
+                            };
+                            self.bind_name(p, row)?;
+                        } else if mutable {
                             self.bind_name(p, Binding::Elem(buf, index, None))?;
                         } else {
                             let v = self.b.load(buf, vec![index]);

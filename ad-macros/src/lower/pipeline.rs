@@ -470,7 +470,7 @@ impl Lowerer<'_> {
             Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => self.base_of(&u.expr, mutable),
             Expr::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 => {
                 match self.env.lookup(&p.path.segments[0].ident.to_string()) {
-                    Some(Binding::Buf(b)) if self.b.func.buf(b).rank == 1 => {
+                    Some(Binding::Buf(b)) if self.b.func.buf(b).rank <= 2 => {
                         Some((vec![], quote!(#p)))
                     }
                     Some(Binding::Row { .. }) => Some((vec![], quote!(#p))),

@@ -485,12 +485,13 @@ impl Rev<'_> {
                     let k = new_args.len();
                     // A sub-slice's bounds where the reverse sweep runs the call.
                     let range = match range {
-                        Some((s, e)) => Some((self.fetch(b, *s)?, self.fetch(b, *e)?)),
+                        Some(p) => Some(p.try_map(|x| self.fetch(b, x))?),
                         None => None,
                     };
                     match self.snap.get(&(i, k)).copied() {
                         Some(t) => {
-                            if f.buf(*buf).rank != 1 {
+                            let row_part = range.is_some_and(|p| p.row.is_some());
+                            if f.buf(*buf).rank != 1 && !row_part {
                                 return Err(format!(
                                     "phidiff: the reverse of `{}` needs the 2-D buffer `{}` as it was at the call; pass 2-D buffers to calls only when the function never writes them",
                                     callee.name(),
@@ -511,10 +512,11 @@ impl Rev<'_> {
                                 init: AllocInit::Row { tape: t, idx },
                             });
                             lent.push((t, idx, tmp));
+                            // The snapshot of a row is that row.
                             new_args.push(CallArg::Buf {
                                 buf: tmp,
                                 mutable: *mutable,
-                                range,
+                                range: range.map(|p| Part { row: None, ..p }),
                             });
                         }
                         None => new_args.push(CallArg::Buf {

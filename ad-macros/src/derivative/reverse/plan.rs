@@ -263,9 +263,8 @@ fn plan_inst(cx: &Plan, i: Inst, p: &mut Planner, work: &mut HashMap<Inst, bool>
                     match a {
                         CallArg::Scalar(v) => p.need(*v),
                         CallArg::Buf { buf, range, .. } => {
-                            if let Some((s, e)) = range {
-                                p.need(*s);
-                                p.need(*e);
+                            if let Some(part) = range {
+                                part.values().for_each(|v| p.need(v));
                             }
                             if !p.is_stable_at(*buf, i) {
                                 p.snapshot(i, k);

@@ -86,10 +86,15 @@ impl Rev<'_> {
                         (self.snap.get(&(i, k)).copied(), &args[k])
                     {
                         let idx = self.snapshot_row(b, i);
+                        let row = match &args[k] {
+                            CallArg::Buf { range: Some(p), .. } => p.row.map(|r| self.m.v(r)),
+                            _ => None,
+                        };
                         b.stmt(SaveRow {
                             tape: t,
                             idx,
                             src: self.m.b(*buf),
+                            row,
                         });
                     }
                 }
@@ -161,6 +166,7 @@ impl Rev<'_> {
                     tape: t,
                     idx,
                     src: self.m.b(buf),
+                    row: None,
                 });
             }
         }
