@@ -307,6 +307,12 @@ numeric_tests! {
         pushed_vectors,
         rows_of_matrices,
     ],
+    /// Issue 46: functions mixing `f32` and `f64`.
+    idiomatic_floats: [
+        f32_data_f64_arithmetic,
+        f32_parameters_of_f64_functions,
+        mixed_pipeline,
+    ],
     /// Issue 46, fallible code: `Option`/`Result` results, `?`, `.ok_or(..)?`, `Err` arms,
     /// `if let`/`while let`/`let .. else` on optional elements; failure paths untouched.
     idiomatic_fallible: [optional_statistics, results_and_errors, optional_elements],

@@ -114,12 +114,13 @@ fn compile(
     let diag = Diagnostics::default();
     let sig = signature::read(&item.sig, opts.wrt.as_deref(), &diag);
     diag.check()?;
-    let Some(sig) = sig else {
+    let Some(mut sig) = sig else {
         return Err(syn::Error::new_spanned(
             &item.sig,
             "phidiff: unsupported signature",
         ));
     };
+    sig.note_body(&item.block);
     let diag = Diagnostics::default();
     let (primal, sites) = crate::lower::lower_function(item, &sig, &diag, source);
     let failures = sites
@@ -188,27 +189,36 @@ fn derive_all(
         krate: &opts.krate,
     };
     let mut out = quote!();
+    if sig.mixed {
+        reject_mixed(item, opts, &compiled)?;
+    }
     if let Some(name) = &opts.forward {
-        let b = Layout::forward(&sig).bindings(&sig, true);
+        let layout = Layout::forward(&sig);
+        let b = layout.bindings(&sig, true);
         assert_eq!(b.len(), compiled.forward.params.len(), "forward parameters");
-        let body = codegen::body(
+        let types = sig.mixed.then(|| mixed_types(item, &sig, &layout, true));
+        let body = codegen::body_typed(
             &compiled.forward,
             &sig.float,
             &opts.krate,
             b,
             &compiled.failures,
+            types.as_ref(),
         );
         out.extend(header.forward(name, body));
     }
     if let Some(name) = &opts.reverse {
-        let b = Layout::reverse(&sig).bindings(&sig, false);
+        let layout = Layout::reverse(&sig);
+        let b = layout.bindings(&sig, false);
         assert_eq!(b.len(), compiled.reverse.params.len(), "reverse parameters");
-        let body = codegen::body(
+        let types = sig.mixed.then(|| mixed_types(item, &sig, &layout, false));
+        let body = codegen::body_typed(
             &compiled.reverse,
             &sig.float,
             &opts.krate,
             b,
             &compiled.failures,
+            types.as_ref(),
         );
         out.extend(header.reverse(name, body));
         if sig.returns_float {
@@ -249,7 +259,99 @@ fn derive_all(
     if opts.cuda {
         out.extend(cuda_module(opts, item, &sig, &compiled)?);
     }
+    if std::env::var_os("PHIDIFF_DUMP_CODE").is_some() {
+        eprintln!("{out}");
+    }
     Ok(out)
+}
+
+/// The float type a type names (`f32` in `&[f32]`), if any.
+pub fn prec_of(ty: &proc_macro2::TokenStream) -> Option<crate::ir::Prec> {
+    ty.clone().into_iter().find_map(|t| match t {
+        proc_macro2::TokenTree::Ident(i) if i == "f32" => Some(crate::ir::Prec::F32),
+        proc_macro2::TokenTree::Ident(i) if i == "f64" => Some(crate::ir::Prec::F64),
+        proc_macro2::TokenTree::Group(g) => prec_of(&g.stream()),
+        _ => None,
+    })
+}
+
+/// The float types of the parameters and results of `_fwd` (`forward`) or `_rev` of a
+/// function that mixes `f32` and `f64`, laid out by `layout`.
+fn mixed_types(
+    item: &syn::ItemFn,
+    sig: &signature::Signature,
+    layout: &Layout,
+    forward: bool,
+) -> codegen::Types {
+    use codegen::signature::Slot;
+    let of = |n: usize| {
+        let ty = &sig.params[n].ty;
+        prec_of(&quote!(#ty))
+    };
+    let ret = match &item.sig.output {
+        syn::ReturnType::Type(_, ty) if sig.returns_float => prec_of(&quote!(#ty)),
+        _ => None,
+    };
+    let params = layout
+        .slots
+        .iter()
+        .map(|s| match *s {
+            Slot::Primal(n) | Slot::Derivative(n) => of(n),
+            Slot::Seed => ret,
+        })
+        .collect();
+    let mut results = Vec::new();
+    if sig.returns_float {
+        results.push(ret);
+    }
+    if forward {
+        if sig.returns_float {
+            results.push(ret);
+        }
+    } else {
+        for (n, p) in sig.params.iter().enumerate() {
+            if p.is_active_scalar() {
+                results.push(of(n));
+            }
+        }
+    }
+    codegen::Types { params, results }
+}
+
+/// What a function that mixes `f32` and `f64` cannot have yet: parallel loops,
+/// checkpointed loops, batched modes and CUDA kernels (their code writes one float type).
+fn reject_mixed(item: &syn::ItemFn, opts: &Options, compiled: &Compiled) -> syn::Result<()> {
+    let f = &compiled.primal;
+    let first_parallel = f.parallel.keys().min().map(|l| f.inst(*l).span);
+    let first_checkpoint = f.checkpoints.iter().min_by_key(|(l, _)| **l);
+    let (why, span) = if let Some(s) = first_parallel {
+        (Some("a parallel loop"), s)
+    } else if let Some((_, spec)) = first_checkpoint {
+        (
+            Some("a checkpointed loop"),
+            syn::spanned::Spanned::span(&spec.attr),
+        )
+    } else if !opts.batched.is_empty() {
+        (
+            Some("`forward(width = N)` or `reverse(width = N)`"),
+            item.sig.ident.span(),
+        )
+    } else if opts.cuda {
+        (Some("`cuda`"), item.sig.ident.span())
+    } else {
+        (None, item.sig.ident.span())
+    };
+    match why {
+        Some(why) => Err(syn::Error::new(
+            span,
+            format!(
+                "phidiff cannot differentiate a function that mixes `f32` and `f64` with {why} \
+                 yet: write it in one float type (convert its `f32` inputs to `f64` at the call), \
+                 or move that loop into a function of one float type that this one calls"
+            ),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// `forward(width = N)` and `reverse(width = N)` report checkpointed loops at their

@@ -123,7 +123,8 @@ use proc_macro::TokenStream;
 /// lists the supported subset in detail and every compile error with its fix.
 ///
 /// Set `PHIDIFF_DUMP_IR=1` while building to print the intermediate representation of
-/// the primal, forward and reverse programs.
+/// the primal, forward and reverse programs, and `PHIDIFF_DUMP_CODE=1` to print the
+/// generated functions (one line each; `rustfmt` makes them readable).
 #[proc_macro_attribute]
 pub fn differentiate(args: TokenStream, item: TokenStream) -> TokenStream {
     // The file the function is in, to tell a missing `g_rev` apart (see `missing_rule`).

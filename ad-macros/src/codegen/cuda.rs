@@ -523,7 +523,7 @@ impl Cx<'_> {
                 let e = self.math(name, &args)?;
                 self.let_value(i, e);
             }
-            Cast { value, to, int } => {
+            Cast { value, to, int, .. } => {
                 let v = self.val(*value);
                 let e = match to {
                     Ty::Float => format!("({}){v}", self.real),

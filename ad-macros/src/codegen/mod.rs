@@ -8,6 +8,7 @@ pub mod cuda;
 mod cuda_helpers;
 pub mod cuda_launch;
 mod parallel;
+pub mod precision;
 mod scope;
 pub mod signature;
 mod window;
@@ -40,6 +41,16 @@ pub struct Ctx<'a> {
     /// What the function returns at each failure site (`Fail`): `None`, `Err(..)`, with
     /// the names of the variables its error value reads.
     failures: &'a [(Vec<Ident>, TokenStream)],
+    /// In a function that mixes `f32` and `f64`: the type of each value, and the types of
+    /// the function's results.
+    mixed: Option<(precision::Precisions, Vec<precision::Class>)>,
+}
+
+/// The float types of a derivative function that mixes `f32` and `f64`: of each parameter
+/// (`None` where it has no float) and of each result.
+pub struct Types {
+    pub params: Vec<Option<Prec>>,
+    pub results: Vec<Option<Prec>>,
 }
 
 /// The values the generated code reads: block yields, what the index windows read, and
@@ -93,6 +104,18 @@ pub fn body(
     param_binding: Vec<Binding>,
     failures: &[(Vec<Ident>, TokenStream)],
 ) -> TokenStream {
+    body_typed(f, float, krate, param_binding, failures, None)
+}
+
+/// `body`, for a function that mixes `f32` and `f64` when `types` are given.
+pub fn body_typed(
+    f: &Function,
+    float: &FloatTy,
+    krate: &syn::Path,
+    param_binding: Vec<Binding>,
+    failures: &[(Vec<Ident>, TokenStream)],
+    types: Option<&Types>,
+) -> TokenStream {
     let windows = window::plan(f);
     let used = live_values(f, &windows);
     let mut trip_used = HashSet::new();
@@ -112,6 +135,10 @@ pub fn body(
         trip_used,
         windows,
         failures,
+        mixed: types.map(|t| {
+            let classes = t.results.iter().map(|p| precision::Class::of(*p)).collect();
+            (precision::Precisions::infer(f, &t.params), classes)
+        }),
     };
     let tapes: Vec<TokenStream> = f
         .bufs
@@ -136,7 +163,10 @@ pub fn body(
         .collect();
     let stmts = cx.bounded_block(tapes, f.body, &quote!());
     let ys = &f.block(f.body).yields;
-    let ret = cx.tuple(ys);
+    let ret = match &cx.mixed {
+        Some((_, results)) => cx.tuple_as(ys, results),
+        None => cx.tuple(ys),
+    };
     quote! {
         #stmts
         #ret
@@ -181,9 +211,110 @@ impl Ctx<'_> {
         quote!(#id)
     }
 
+    /// The float type of `v` in a function that mixes `f32` and `f64` (`Free` elsewhere).
+    fn class(&self, v: Value) -> precision::Class {
+        match &self.mixed {
+            Some((p, _)) => p.value(v),
+            None => precision::Class::Free,
+        }
+    }
+
+    /// The float type of cell `c`, as `class`.
+    fn cell_class(&self, c: Cell) -> precision::Class {
+        match &self.mixed {
+            Some((p, _)) => p.cell(c),
+            None => precision::Class::Free,
+        }
+    }
+
+    /// The float type of buffer `b`, as `class`.
+    fn buf_class(&self, b: Buf) -> precision::Class {
+        match &self.mixed {
+            Some((p, _)) => p.buf(b),
+            None => precision::Class::Free,
+        }
+    }
+
+    /// A use of `v` where a float of type `want` goes: converted when it has another type,
+    /// a constant written with `want`'s suffix (without one for `Free`: Rust infers it).
+    /// Only in a function that mixes `f32` and `f64`; elsewhere `val`.
+    fn val_to(&self, v: Value, want: precision::Class) -> TokenStream {
+        use precision::Class;
+        if self.mixed.is_none() || self.f.ty(v) != Ty::Float {
+            return self.val(v);
+        }
+        if let ValueDef::Result(i, 0) = self.f.value(v).def {
+            if let InstKind::FConst(c) = self.f.inst(i).kind {
+                return self.literal_of(c, want.prec());
+            }
+        }
+        let have = self.class(v);
+        let id = self.val(v);
+        match (have, want.prec()) {
+            (Class::Free, _) | (_, None) => id,
+            (h, Some(w)) if h.prec() == Some(w) => id,
+            (_, Some(w)) => {
+                let t = format_ident!("{}", w.name());
+                quote!((#id as #t))
+            }
+        }
+    }
+
+    /// `vs` as a tuple, each converted to its type in `wants` (`tuple`).
+    fn tuple_as(&self, vs: &[Value], wants: &[precision::Class]) -> TokenStream {
+        let items: Vec<TokenStream> = vs
+            .iter()
+            .enumerate()
+            .map(|(k, v)| {
+                let w = wants.get(k).copied().unwrap_or(precision::Class::Free);
+                self.val_to(*v, w)
+            })
+            .collect();
+        match items.len() {
+            0 => quote!(),
+            1 => items[0].clone(),
+            _ => quote!((#(#items),*)),
+        }
+    }
+
+    /// A float literal of type `prec`, or without a suffix (Rust infers its type).
+    fn literal_of(&self, c: f64, prec: Option<Prec>) -> TokenStream {
+        let Some(p) = prec else {
+            if c.is_finite() {
+                let lit: TokenStream = format!("{c:?}").parse().expect("float literal");
+                return if c.is_sign_negative() {
+                    quote!((#lit))
+                } else {
+                    lit
+                };
+            }
+            return self.float_literal(c);
+        };
+        let t = format_ident!("{}", p.name());
+        if c.is_nan() {
+            return quote!(#t::NAN);
+        }
+        if c.is_infinite() {
+            return if c > 0.0 {
+                quote!(#t::INFINITY)
+            } else {
+                quote!(#t::NEG_INFINITY)
+            };
+        }
+        let lit: TokenStream = format!("{c:?}{}", p.name()).parse().expect("float literal");
+        if c.is_sign_negative() {
+            quote!((#lit))
+        } else {
+            lit
+        }
+    }
+
     /// A float constant inline: a literal, or in generic code `zero::<T>()`, `one::<T>()`,
     /// `cst::<T>(c)`.
     fn float_constant(&self, c: f64) -> TokenStream {
+        if self.mixed.is_some() {
+            return self.literal_of(c, None);
+        }
         let FloatTy::Generic(_) = self.float else {
             return self.float_literal(c);
         };
@@ -310,6 +441,28 @@ impl Ctx<'_> {
         quote!({ #stmts #ys })
     }
 
+    /// `block_expr`, its yields converted to the types `wants` (in a function that mixes
+    /// `f32` and `f64`).
+    fn block_expr_as(&self, b: Block, wants: &[precision::Class]) -> TokenStream {
+        if self.mixed.is_none() {
+            return self.block_expr(b);
+        }
+        let stmts = self.block(b);
+        let ys = self.tuple_as(&self.f.block(b).yields, wants);
+        quote!({ #stmts #ys })
+    }
+
+    /// The Rust float type of `v` in a function that mixes `f32` and `f64` (`f64` for a
+    /// value of no fixed type).
+    fn float_type_of(&self, v: Value) -> Ident {
+        format_ident!("{}", self.class(v).prec().unwrap_or(Prec::F64).name())
+    }
+
+    /// `float_type_of` for a buffer's elements.
+    fn float_type_of_buf(&self, b: Buf) -> Ident {
+        format_ident!("{}", self.buf_class(b).prec().unwrap_or(Prec::F64).name())
+    }
+
     fn let_value(&self, i: Inst, expr: TokenStream) -> TokenStream {
         let r = self.f.inst(i).results[0];
         let id = self.value_ident(r);
@@ -346,8 +499,13 @@ impl Ctx<'_> {
                 self.let_value(i, quote!(!#a))
             }
             Unary(UnOp::Test(t), a) => {
-                let a = self.val(*a);
                 let m = format_ident!("{}", t.method());
+                if self.mixed.is_some() {
+                    let ty = self.float_type_of(*a);
+                    let a = self.val_to(*a, self.class(*a));
+                    return self.let_value(i, quote!(#ty::#m(#a)));
+                }
+                let a = self.val(*a);
                 self.let_value(i, quote!(#a.#m()))
             }
             Binary(BinOp::IntLike, a, b) => {
@@ -355,9 +513,29 @@ impl Ctx<'_> {
                 self.let_value(i, quote!(#rt::int_like(#a, #b)))
             }
             Binary(op, a, b) => {
-                let (a, b) = (self.val(*a), self.val(*b));
+                let (a, b) = match &self.mixed {
+                    Some(_) => {
+                        let want = self.class(*a).max(self.class(*b));
+                        (self.val_to(*a, want), self.val_to(*b, want))
+                    }
+                    None => (self.val(*a), self.val(*b)),
+                };
                 let op: TokenStream = op.symbol().parse().expect("operator");
                 self.let_value(i, quote!(#a #op #b))
+            }
+            Math(name, args) if self.mixed.is_some() => {
+                // `f32::sin(x)`: the type named, as a literal or an inferred value has none.
+                let want = args
+                    .iter()
+                    .filter(|a| f.ty(**a) == Ty::Float)
+                    .map(|a| self.class(*a))
+                    .max()
+                    .unwrap_or(precision::Class::Free);
+                let ty = format_ident!("{}", want.prec().unwrap_or(Prec::F64).name());
+                let want = precision::Class::of(Some(want.prec().unwrap_or(Prec::F64)));
+                let all = args.iter().map(|a| self.val_to(*a, want));
+                let m = format_ident!("{}", name);
+                self.let_value(i, quote!(#ty::#m(#(#all),*)))
             }
             Math(name, args) => {
                 let recv = self.val(args[0]);
@@ -365,7 +543,21 @@ impl Ctx<'_> {
                 let m = format_ident!("{}", name);
                 self.let_value(i, quote!(#recv.#m(#(#rest),*)))
             }
-            Cast { value, to, int } => {
+            Cast {
+                value,
+                to: Ty::Float,
+                float,
+                ..
+            } if self.mixed.is_some() && f.ty(*value) != Ty::Bool => {
+                let v = self.val(*value);
+                // An integer converted by a derivative rule has the type it is used as.
+                let p = float
+                    .unwrap_or_else(|| self.class(data.results[0]).prec().unwrap_or(Prec::F64));
+                let t = format_ident!("{}", p.name());
+                let e = quote!((#v as #t));
+                self.let_value(i, e)
+            }
+            Cast { value, to, int, .. } => {
                 let from = f.ty(*value);
                 let v = self.val(*value);
                 let e = match (from, to) {
@@ -401,7 +593,7 @@ impl Ctx<'_> {
                 let p = self
                     .window_index(i)
                     .unwrap_or_else(|| self.index(*buf, idx));
-                let v = self.val(*v);
+                let v = self.val_to(*v, self.buf_class(*buf));
                 quote!(#p = #v;)
             }
             StoreAdd(buf, idx, v) if f.scatter.contains_key(&i) => {
@@ -416,7 +608,7 @@ impl Ctx<'_> {
                 let p = self
                     .window_index(i)
                     .unwrap_or_else(|| self.index(*buf, idx));
-                let v = self.val(*v);
+                let v = self.val_to(*v, self.buf_class(*buf));
                 quote!(#p += #v;)
             }
             Len(buf, idx) => {
@@ -438,7 +630,7 @@ impl Ctx<'_> {
                 }
                 let e = match init {
                     AllocInit::Fill(v) => {
-                        let v = self.val(*v);
+                        let v = self.val_to(*v, self.buf_class(*buf));
                         let v = match group {
                             Some(g) => {
                                 let width = g.width;
@@ -457,6 +649,20 @@ impl Ctx<'_> {
                             _ => unreachable!("buffers have rank 1 or 2"),
                         }
                     }
+                    AllocInit::Copy(src)
+                        if self.buf_class(*buf) != self.buf_class(*src)
+                            && self.buf_class(*src) != precision::Class::Free =>
+                    {
+                        // A copy into a buffer of the other float type.
+                        let s = self.buf(*src);
+                        let t = self.float_type_of_buf(*buf);
+                        match f.buf(*buf).rank {
+                            1 => quote!(#s.iter().map(|&__v| __v as #t).collect::<Vec<#t>>()),
+                            _ => {
+                                quote!(#s.iter().map(|__r| __r.iter().map(|&__v| __v as #t).collect::<Vec<#t>>()).collect::<Vec<_>>())
+                            }
+                        }
+                    }
                     AllocInit::Copy(src) => {
                         let s = self.buf(*src);
                         quote!(#s.to_vec())
@@ -469,6 +675,15 @@ impl Ctx<'_> {
                     }
                 };
                 quote!(let mut #n = #e;)
+            }
+            CopyFrom { dst, src } if self.buf_class(*dst) != self.buf_class(*src) => {
+                let (d, s) = (self.buf(*dst), self.buf(*src));
+                let t = self.float_type_of_buf(*dst);
+                if f.buf(*dst).rank == 1 {
+                    quote!(for (__d, __s) in #d.iter_mut().zip(#s.iter()) { *__d = *__s as #t; })
+                } else {
+                    quote!(for (__dr, __sr) in #d.iter_mut().zip(#s.iter()) { for (__d, __s) in __dr.iter_mut().zip(__sr.iter()) { *__d = *__s as #t; } })
+                }
             }
             CopyFrom { dst, src } => {
                 let (d, s) = (self.buf(*dst), self.buf(*src));
@@ -484,10 +699,17 @@ impl Ctx<'_> {
             }
             AddBuf { dst, src } => {
                 let (d, s) = (self.buf(*dst), self.buf(*src));
+                let conv = match self.buf_class(*dst) != self.buf_class(*src) {
+                    true => {
+                        let t = self.float_type_of_buf(*dst);
+                        quote!(as #t)
+                    }
+                    false => quote!(),
+                };
                 if f.buf(*dst).rank == 1 {
-                    quote!(for (__d, __s) in #d.iter_mut().zip(#s.iter()) { *__d += *__s; })
+                    quote!(for (__d, __s) in #d.iter_mut().zip(#s.iter()) { *__d += *__s #conv; })
                 } else {
-                    quote!(for (__dr, __sr) in #d.iter_mut().zip(#s.iter()) { for (__d, __s) in __dr.iter_mut().zip(__sr.iter()) { *__d += *__s; } })
+                    quote!(for (__dr, __sr) in #d.iter_mut().zip(#s.iter()) { for (__d, __s) in __dr.iter_mut().zip(__sr.iter()) { *__d += *__s #conv; } })
                 }
             }
             ZeroBuf(b) => {
@@ -526,8 +748,10 @@ impl Ctx<'_> {
                 else_blk,
             } => {
                 let c = self.val(*cond);
-                let t = self.block_expr(*then_blk);
-                let e = self.block_expr(*else_blk);
+                let wants: Vec<precision::Class> =
+                    data.results.iter().map(|r| self.class(*r)).collect();
+                let t = self.block_expr_as(*then_blk, &wants);
+                let e = self.block_expr_as(*else_blk, &wants);
                 if data.results.is_empty() {
                     if f.block(*else_blk).insts.is_empty() {
                         quote!(if #c #t)
@@ -603,7 +827,7 @@ impl Ctx<'_> {
             }
             CellDecl(c, v) => {
                 let n = self.cell(*c);
-                let v = self.val(*v);
+                let v = self.val_to(*v, self.cell_class(*c));
                 quote!(let mut #n = #v;)
             }
             CellGet(c) => {
@@ -612,12 +836,12 @@ impl Ctx<'_> {
             }
             CellSet(c, v) => {
                 let n = self.cell(*c);
-                let v = self.val(*v);
+                let v = self.val_to(*v, self.cell_class(*c));
                 quote!(#n = #v;)
             }
             CellAdd(c, v) => {
                 let n = self.cell(*c);
-                let v = self.val(*v);
+                let v = self.val_to(*v, self.cell_class(*c));
                 quote!(#n += #v;)
             }
             SaveRow {
@@ -682,7 +906,11 @@ impl Ctx<'_> {
         let f = self.f;
         let results = &f.inst(i).results;
         let names: Vec<Ident> = params.iter().map(|p| self.value_ident(*p)).collect();
-        let init_vals: Vec<TokenStream> = inits.iter().map(|v| self.val(*v)).collect();
+        let init_vals: Vec<TokenStream> = inits
+            .iter()
+            .zip(params)
+            .map(|(v, p)| self.val_to(*v, self.class(*p)))
+            .collect();
         let counted = self.trip_used.contains(&i);
         let trip = self.value_ident(*results.last().expect("trip"));
         let mut pre = quote!(#(let mut #names = #init_vals;)*);
@@ -701,7 +929,13 @@ impl Ctx<'_> {
             quote!()
         };
         let stmts = self.block(body);
-        let ys: Vec<TokenStream> = f.block(body).yields.iter().map(|y| self.val(*y)).collect();
+        let ys: Vec<TokenStream> = f
+            .block(body)
+            .yields
+            .iter()
+            .zip(params)
+            .map(|(y, p)| self.val_to(*y, self.class(*p)))
+            .collect();
         let back = match names.len() {
             0 => quote!(),
             1 => {
@@ -755,8 +989,13 @@ impl Ctx<'_> {
                     let mut v = Vec::new();
                     for (a, t) in args.iter().zip(tangents) {
                         v.push(arg(a));
-                        if let Some(t) = t {
-                            v.push(arg(t));
+                        match (a, t) {
+                            // A scalar's tangent has the scalar's type.
+                            (CallArg::Scalar(p), Some(CallArg::Scalar(t))) => {
+                                v.push(self.val_to(*t, self.class(*p)))
+                            }
+                            (_, Some(t)) => v.push(arg(t)),
+                            (_, None) => {}
                         }
                     }
                     ("_fwd", v, None)
@@ -771,7 +1010,18 @@ impl Ctx<'_> {
                             }
                         }
                     }
-                    ("_rev", v, seed.map(|s| self.val(s)))
+                    // The seed has the type of the call's value: that of its float
+                    // arguments (`precision`).
+                    let want = args
+                        .iter()
+                        .map(|a| match a {
+                            CallArg::Scalar(x) if self.f.ty(*x) == Ty::Float => self.class(*x),
+                            CallArg::Buf { buf, .. } => self.buf_class(*buf),
+                            _ => precision::Class::Free,
+                        })
+                        .max()
+                        .unwrap_or(precision::Class::Free);
+                    ("_rev", v, seed.map(|s| self.val_to(s, want)))
                 }
             };
         let all_args: Vec<TokenStream> = all_args.into_iter().chain(extra).collect();

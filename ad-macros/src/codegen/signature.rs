@@ -147,6 +147,32 @@ impl Header<'_> {
         self.sig.float.tokens()
     }
 
+    /// The type of the function's float result: `ft`, or in a function that mixes `f32`
+    /// and `f64` the one it returns.
+    fn result_ty(&self) -> TokenStream {
+        let out = &self.item.sig.output;
+        match (self.sig.mixed, crate::expand::prec_of(&quote!(#out))) {
+            (true, Some(p)) => {
+                let t = quote::format_ident!("{}", p.name());
+                quote!(#t)
+            }
+            _ => self.ft(),
+        }
+    }
+
+    /// The type of an active scalar parameter's adjoint: `ft`, or in a function that
+    /// mixes `f32` and `f64` the parameter's own.
+    fn scalar_ty(&self, p: &crate::parse::signature::ParamSpec) -> TokenStream {
+        let ty = &p.ty;
+        match (self.sig.mixed, crate::expand::prec_of(&quote!(#ty))) {
+            (true, Some(q)) => {
+                let t = quote::format_ident!("{}", q.name());
+                quote!(#t)
+            }
+            _ => self.ft(),
+        }
+    }
+
     fn wrap(
         &self,
         name: &Ident,
@@ -295,8 +321,8 @@ impl Header<'_> {
             },
             quote!(),
         );
-        let ft = self.ft();
-        let (ret, body) = self.result(self.sig.returns_float.then(|| quote!((#ft, #ft))), body);
+        let rt = self.result_ty();
+        let (ret, body) = self.result(self.sig.returns_float.then(|| quote!((#rt, #rt))), body);
         let checks = self.length_checks(|p| tangent_name_in(p, &self.sig.params));
         let mut slices = self.scalar_refs_as_slices(false);
         for p in self
@@ -376,14 +402,13 @@ impl Header<'_> {
     }
 
     fn reverse_outputs(&self) -> Vec<TokenStream> {
-        let ft = self.ft();
         let mut outs = Vec::new();
         if self.sig.returns_float {
-            outs.push(ft.clone());
+            outs.push(self.result_ty());
         }
         for p in &self.sig.params {
             if p.is_active_scalar() {
-                outs.push(ft.clone());
+                outs.push(self.scalar_ty(p));
             }
         }
         outs
@@ -399,7 +424,7 @@ impl Header<'_> {
                     false => quote!(#t: &mut [#e]),
                 }
             },
-            self.ft(),
+            self.result_ty(),
         );
         let outs = self.reverse_outputs();
         let ret = match outs.len() {
@@ -517,6 +542,8 @@ impl Header<'_> {
                 quote!(<#ft as #rt::__private::num_traits::Zero>::zero()),
                 quote!(<#ft as #rt::__private::num_traits::One>::one()),
             ),
+            // Typed by where they go, in a function that mixes `f32` and `f64`.
+            _ if self.sig.mixed => (quote!(0.0), quote!(1.0)),
             _ => (quote!((0.0 as #ft)), quote!((1.0 as #ft))),
         };
         let mut params = Vec::new();
@@ -544,7 +571,7 @@ impl Header<'_> {
                     if p.is_active_scalar() {
                         scalar_adj.push(d.clone());
                         grads.push(quote!(#d));
-                        grad_tys.push(ft.clone());
+                        grad_tys.push(self.scalar_ty(p));
                     }
                 }
                 _ if is_scalar_ref(p) => {
@@ -608,7 +635,8 @@ impl Header<'_> {
             let #pattern = #rev_name #turbofish (#(#args),*) #question;
             (__value, #g)
         };
-        let (ret, body) = self.result(Some(quote!((#ft, #gt))), body);
+        let rt = self.result_ty();
+        let (ret, body) = self.result(Some(quote!((#rt, #gt))), body);
         self.wrap(name, params, ret, body)
     }
 }

@@ -369,10 +369,16 @@ impl Lanes<'_> {
             Unary(op, a) => Unary(*op, v(a)),
             Binary(op, a, x) => Binary(*op, v(a), v(x)),
             Math(n, args) => Math(n, self.vs(args, l)),
-            Cast { value, to, int } => Cast {
+            Cast {
+                value,
+                to,
+                int,
+                float,
+            } => Cast {
                 value: v(value),
                 to: *to,
                 int: *int,
+                float: *float,
             },
             Load(x, idx) => Load(b(x), self.vs(idx, l)),
             Store(x, idx, y) => Store(b(x), self.vs(idx, l), v(y)),

@@ -164,6 +164,13 @@ impl Fwd<'_> {
                 let idx = idx.iter().map(|x| self.m.v(*x)).collect();
                 Some(b.load(tb, idx))
             }
+            // Between `f32` and `f64`: the tangent passes (codegen gives it its type).
+            Cast {
+                value,
+                to: Ty::Float,
+                float: Some(_),
+                ..
+            } if f.ty(*value) == Ty::Float => self.t(*value),
             _ => None,
         }
     }

@@ -161,10 +161,16 @@ impl Remap {
             Unary(op, a) => Unary(*op, self.v(*a)),
             Binary(op, a, c) => Binary(*op, self.v(*a), self.v(*c)),
             Math(n, args) => Math(n, self.vs(args)),
-            Cast { value, to, int } => Cast {
+            Cast {
+                value,
+                to,
+                int,
+                float,
+            } => Cast {
                 value: self.v(*value),
                 to: *to,
                 int: *int,
+                float: *float,
             },
             Load(buf, idx) => Load(self.b(*buf), self.vs(idx)),
             Store(buf, idx, v) => Store(self.b(*buf), self.vs(idx), self.v(*v)),

@@ -253,6 +253,7 @@ impl TemplateSink for Builder<'_> {
             value: a,
             to: Ty::Float,
             int: None,
+            float: None,
         };
         self.value(cast, Ty::Float)
     }

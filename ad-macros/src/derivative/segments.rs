@@ -276,9 +276,14 @@ impl<'a> Lifter<'a> {
                 let args = args.iter().map(|a| self.operand(*a)).collect();
                 vec![self.expr.math(name, args)]
             }
-            Cast { value, to, int } => {
+            Cast {
+                value,
+                to,
+                int,
+                float,
+            } => {
                 let v = self.operand(*value);
-                vec![self.expr.cast(v, *to, *int)]
+                vec![self.expr.cast(v, *to, *int, *float)]
             }
             Load(buf, idx)
                 if self.loads_as_nodes && self.stable[i.index()] && !self.act.buf(*buf) =>

@@ -32,6 +32,7 @@ pub enum Node {
     Cast {
         value: Sym,
         int: Option<crate::ir::IntTy>,
+        float: Option<crate::ir::Prec>,
     },
     /// φ(c, a, b): `a` where `c` holds, else `b`.
     Phi(Sym, Sym, Sym),
@@ -539,16 +540,26 @@ impl Expr {
         self.intern(Node::Math(name, args), Ty::Float)
     }
 
-    pub fn cast(&mut self, value: Sym, to: Ty, int: Option<crate::ir::IntTy>) -> Sym {
+    pub fn cast(
+        &mut self,
+        value: Sym,
+        to: Ty,
+        int: Option<crate::ir::IntTy>,
+        float: Option<crate::ir::Prec>,
+    ) -> Sym {
         if to == Ty::Float && int.is_none() {
-            if let Some(c) = self.int_of(value) {
-                return self.fconst(c as f64);
+            match self.int_of(value) {
+                // Exact in either float type.
+                Some(c) if float != Some(crate::ir::Prec::F32) || c.abs() < 1 << 24 => {
+                    return self.fconst(c as f64)
+                }
+                _ => {}
             }
-            if self.ty(value) == Ty::Float {
+            if self.ty(value) == Ty::Float && float.is_none() {
                 return value;
             }
         }
-        self.intern(Node::Cast { value, int }, to)
+        self.intern(Node::Cast { value, int, float }, to)
     }
 
     /// φ(c, a, b) with the paper's identities: F1 `φ(c, a, a) = a`, constant conditions,
@@ -773,7 +784,7 @@ impl rules::TemplateSink for Expr {
         Expr::math(self, name, args)
     }
     fn int_to_float(&mut self, a: Sym) -> Sym {
-        self.cast(a, Ty::Float, None)
+        self.cast(a, Ty::Float, None, None)
     }
     fn select(
         &mut self,

@@ -311,7 +311,16 @@ impl<'f> Machine<'f> {
                 }
                 Out::One(math(name, &xs[..args.len()])?)
             }
-            Cast { value, to, int } => Out::One(cast(self.get(*value)?, *to, *int)?),
+            Cast {
+                value,
+                to,
+                int,
+                float,
+            } => Out::One(match (cast(self.get(*value)?, *to, *int)?, float) {
+                // A float rounded to `f32` stays a float of the interpreter's one type.
+                (RtVal::F(x), Some(Prec::F32)) => RtVal::F(x as f32 as f64),
+                (v, _) => v,
+            }),
             Load(b, idx) => {
                 let (ix, len) = self.index(*b, idx, true)?;
                 Out::One(*self.element(*b, &ix[..len], false)?)

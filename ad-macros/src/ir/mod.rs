@@ -408,6 +408,22 @@ pub enum CallArg {
     Opaque(Opaque),
 }
 
+/// A concrete float type, in a function that mixes `f32` and `f64`.
+#[derive(Copy, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub enum Prec {
+    F32,
+    F64,
+}
+
+impl Prec {
+    pub fn name(self) -> &'static str {
+        match self {
+            Prec::F32 => "f32",
+            Prec::F64 => "f64",
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub enum InstKind {
     FConst(f64),
@@ -419,11 +435,14 @@ pub enum InstKind {
     Binary(BinOp, Value, Value),
     /// A float method from the rule table (`derivative::rules`).
     Math(&'static str, Vec<Value>),
-    /// `as` casts and `T::from`: `to` is the target; `int` the integer type if any.
+    /// `as` casts and `T::from`: `to` is the target; `int` the integer type if any;
+    /// `float` the float type in a function that mixes `f32` and `f64` (a cast between
+    /// them is then one of these, from float to float; elsewhere it is no instruction).
     Cast {
         value: Value,
         to: Ty,
         int: Option<IntTy>,
+        float: Option<Prec>,
     },
     Load(Buf, Vec<Value>),
     Store(Buf, Vec<Value>, Value),

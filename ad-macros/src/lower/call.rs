@@ -204,6 +204,25 @@ impl Lowerer<'_> {
         true
     }
 
+    /// `v` converted to a float (`as f32`, `f64::from(v)`, `v.into()`): of type `prec` in
+    /// a function that mixes `f32` and `f64` (`f64` where the target is not written);
+    /// elsewhere a float stays itself and an integer becomes the function's float.
+    pub(super) fn to_float(&mut self, v: Value, prec: Option<Prec>) -> Value {
+        let float = self.mixed.then(|| prec.unwrap_or(Prec::F64));
+        if self.ty(v) == Ty::Float && float.is_none() {
+            return v;
+        }
+        self.b.value(
+            InstKind::Cast {
+                value: v,
+                to: Ty::Float,
+                int: None,
+                float,
+            },
+            Ty::Float,
+        )
+    }
+
     fn is_float_type_name(&self, s: &str) -> bool {
         s == "f64" || s == "f32" || self.float_generic.as_deref() == Some(s)
     }
@@ -396,15 +415,9 @@ impl Lowerer<'_> {
         // `x.into()` between float types (`f32` into `f64`), or of an integer into the float.
         if name == "into" && m.args.is_empty() {
             return Ok(match self.ty(recv) {
-                Ty::Float => recv,
-                Ty::Int => self.b.value(
-                    InstKind::Cast {
-                        value: recv,
-                        to: Ty::Float,
-                        int: None,
-                    },
-                    Ty::Float,
-                ),
+                // The one float `Into` another is `f32` into `f64`.
+                Ty::Float => self.to_float(recv, Some(Prec::F64)),
+                Ty::Int => self.to_float(recv, None),
                 Ty::Bool => return Err(self.error(m, &text(m), "a bool has no float value")),
             });
         }
@@ -538,16 +551,13 @@ impl Lowerer<'_> {
             return Ok(None);
         }
         let v = self.lower_expr(&c.args[0])?;
+        let prec = match segs.first().map(String::as_str) {
+            Some("f32") => Some(Prec::F32),
+            Some("f64") => Some(Prec::F64),
+            _ => None,
+        };
         Ok(Some(match self.ty(v) {
-            Ty::Float => v,
-            Ty::Int => self.b.value(
-                InstKind::Cast {
-                    value: v,
-                    to: Ty::Float,
-                    int: None,
-                },
-                Ty::Float,
-            ),
+            Ty::Float | Ty::Int => self.to_float(v, prec),
             Ty::Bool => {
                 return Err(self.error(
                     &c.args[0],

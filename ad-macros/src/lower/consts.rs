@@ -214,14 +214,7 @@ impl Lowerer<'_> {
         self.const_depth -= 1;
         let v = v?;
         match (self.declared_ty(&c.ty), self.ty(v)) {
-            (Some(Ty::Float), Ty::Int) => Ok(Some(self.b.value(
-                InstKind::Cast {
-                    value: v,
-                    to: Ty::Float,
-                    int: None,
-                },
-                Ty::Float,
-            ))),
+            (Some(Ty::Float), Ty::Int) => Ok(Some(self.to_float(v, None))),
             _ => Ok(Some(v)),
         }
     }

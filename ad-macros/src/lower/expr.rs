@@ -924,14 +924,28 @@ impl Lowerer<'_> {
                 "casts are supported to integer and float primitive types",
             )
         })?;
-        if self.ty(v) == Ty::Float && to == Ty::Float {
-            return Ok(v);
+        if to == Ty::Float && self.ty(v) != Ty::Bool {
+            let prec = match text(&c.ty).trim() {
+                "f32" => Some(Prec::F32),
+                "f64" => Some(Prec::F64),
+                _ => None,
+            };
+            return Ok(self.to_float(v, prec));
         }
         let int = match to {
             Ty::Int => IntTy::from_name(text(&c.ty).trim()),
             _ => None,
         };
-        Ok(self.b.value(InstKind::Cast { value: v, to, int }, to))
+        let float = None;
+        Ok(self.b.value(
+            InstKind::Cast {
+                value: v,
+                to,
+                int,
+                float,
+            },
+            to,
+        ))
     }
 
     /// `a[i]` or `a[i][j]` as a place: the buffer and the index values.

@@ -63,6 +63,9 @@ pub struct Lowerer<'a> {
     float_generic: Option<String>,
     /// The function's float type as written (`f64`, `f32` or the generic), for messages.
     float_name: String,
+    /// The function mixes `f32` and `f64` (`Signature::mixed`): conversions between them
+    /// are instructions.
+    mixed: bool,
     next_flag: u32,
     /// Whether the value of the block being lowered is used (decides whether a user call in
     /// tail position returns a value).
@@ -180,6 +183,7 @@ pub fn lower_function(
         returns_float: sig.returns_float,
         float_generic,
         float_name: sig.float.tokens().to_string(),
+        mixed: sig.mixed,
         next_flag: 0,
         tail_wanted: sig.returns_float,
         consts: consts::Constants::from_source(item, source),

@@ -358,10 +358,16 @@ fn copy_term(
             InstKind::Unary(op, a) => InstKind::Unary(*op, m(a)),
             InstKind::Binary(op, a, b) => InstKind::Binary(*op, m(a), m(b)),
             InstKind::Math(n, args) => InstKind::Math(n, args.iter().map(m).collect()),
-            InstKind::Cast { value, to, int } => InstKind::Cast {
+            InstKind::Cast {
+                value,
+                to,
+                int,
+                float,
+            } => InstKind::Cast {
                 value: m(value),
                 to: *to,
                 int: *int,
+                float: *float,
             },
             InstKind::Load(b, idx) => InstKind::Load(*b, idx.iter().map(m).collect()),
             k => k.clone(),

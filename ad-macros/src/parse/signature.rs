@@ -78,6 +78,35 @@ pub struct ParamSpec {
     pub pat_mut: bool,
 }
 
+impl Signature {
+    /// A function of one concrete float type whose body names the other one (`as f64`,
+    /// `0.5f64`, `let s: f64`, `f64::from(x)`) mixes the two.
+    pub fn note_body(&mut self, body: &syn::Block) {
+        let other = match self.float {
+            FloatTy::F32 => "f64",
+            FloatTy::F64 if !self.mixed => "f32",
+            _ => return,
+        };
+        if mentions(quote::quote!(#body), other) {
+            self.mixed = true;
+            self.float = FloatTy::F64;
+        }
+    }
+}
+
+/// Whether `tokens` name the float type `name` (an identifier, or a literal's suffix).
+fn mentions(tokens: proc_macro2::TokenStream, name: &str) -> bool {
+    tokens.into_iter().any(|t| match t {
+        proc_macro2::TokenTree::Ident(i) => i == name,
+        proc_macro2::TokenTree::Literal(l) => {
+            let s = l.to_string();
+            s.ends_with(name) && s.starts_with(|c: char| c.is_ascii_digit())
+        }
+        proc_macro2::TokenTree::Group(g) => mentions(g.stream(), name),
+        proc_macro2::TokenTree::Punct(_) => false,
+    })
+}
+
 impl ParamSpec {
     pub fn is_active_buffer(&self) -> bool {
         self.active && matches!(self.class, ParamClass::Buffer { .. })
@@ -89,7 +118,11 @@ impl ParamSpec {
 
 pub struct Signature {
     pub params: Vec<ParamSpec>,
+    /// The float type; `F64` in a function that mixes `f32` and `f64` (`mixed`).
     pub float: FloatTy,
+    /// The function uses both `f32` and `f64` (in its signature, or its body through casts,
+    /// suffixes and annotations): each value keeps its own type (`codegen::precision`).
+    pub mixed: bool,
     /// True when the function returns a float; false for `()` (for a fallible function:
     /// the `R` of its `Option<R>` or `Result<R, E>`).
     pub returns_float: bool,
@@ -338,6 +371,7 @@ fn generic_number_without_float_bound<'a>(
 struct Classifier<'a> {
     generic_floats: &'a [Ident],
     float: Option<FloatTy>,
+    mixed: bool,
 }
 
 impl Classifier<'_> {
@@ -388,16 +422,25 @@ impl Classifier<'_> {
     }
 
     fn note_float(&mut self, f: FloatTy, ty: &Type, diag: &Diagnostics) {
+        let concrete = |t: &FloatTy| matches!(t, FloatTy::F32 | FloatTy::F64);
         match &self.float {
             None => self.float = Some(f),
+            // `f32` and `f64` together: each value keeps its type (`Signature::mixed`).
+            Some(prev) if concrete(prev) && concrete(&f) => {
+                if *prev != f {
+                    self.mixed = true;
+                    self.float = Some(FloatTy::F64);
+                }
+            }
             Some(prev) if *prev != f => diag.error_spanned(
                 ty,
                 unsupported(
                     &crate::diagnostics::type_text(ty),
                     &format!(
-                        "a differentiated function uses one float type throughout, and this one \
-                         already uses `{}`; use `{}` here too, or make the function generic over \
-                         `T: phidiff::Float`",
+                        "a function generic over its float type uses that type throughout, and \
+                         this one already uses `{}`; use `{}` here too (a concrete `f32` or `f64` \
+                         cannot stand beside a generic float: the derivatives also run on dual \
+                         numbers)",
                         prev.tokens(),
                         prev.tokens()
                     ),
@@ -538,6 +581,7 @@ pub fn read(sig: &syn::Signature, wrt: Option<&[Ident]>, diag: &Diagnostics) -> 
     let mut c = Classifier {
         generic_floats: &floats,
         float: None,
+        mixed: false,
     };
     let mut params = Vec::new();
     for arg in &sig.inputs {
@@ -705,6 +749,7 @@ pub fn read(sig: &syn::Signature, wrt: Option<&[Ident]>, diag: &Diagnostics) -> 
     Some(Signature {
         params,
         float,
+        mixed: c.mixed,
         returns_float,
         fallible,
     })

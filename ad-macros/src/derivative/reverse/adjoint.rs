@@ -297,6 +297,17 @@ impl Rev<'_> {
                     self.accumulate(b, *a, n);
                 }
             }
+            // Between `f32` and `f64`: the adjoint passes (codegen gives it its type).
+            Cast {
+                value,
+                to: Ty::Float,
+                float: Some(_),
+                ..
+            } if f.ty(*value) == Ty::Float => {
+                if let Some(g) = self.adjoint_of(b, i) {
+                    self.accumulate(b, *value, g);
+                }
+            }
             Binary(op, x, y) => {
                 let Some(g) = self.adjoint_of(b, i) else {
                     return Ok(());

@@ -46,7 +46,12 @@ fn pure_parts(kind: &InstKind) -> Option<(String, Vec<Value>)> {
         InstKind::Binary(op, a, b) => (format!("{op:?}"), vec![*a, *b]),
         InstKind::Unary(op, a) => (format!("{op:?}"), vec![*a]),
         InstKind::Math(name, args) => (name.to_string(), args.clone()),
-        InstKind::Cast { value, to, int } => (format!("as {to:?} {int:?}"), vec![*value]),
+        InstKind::Cast {
+            value,
+            to,
+            int,
+            float,
+        } => (format!("as {to:?} {int:?} {float:?}"), vec![*value]),
         InstKind::Load(buf, idx) => (format!("{buf}"), idx.clone()),
         _ => return None,
     })
@@ -58,10 +63,11 @@ fn with_operands(kind: &InstKind, ops: &[Value]) -> InstKind {
         InstKind::Binary(op, ..) => InstKind::Binary(*op, ops[0], ops[1]),
         InstKind::Unary(op, _) => InstKind::Unary(*op, ops[0]),
         InstKind::Math(name, _) => InstKind::Math(name, ops.to_vec()),
-        InstKind::Cast { to, int, .. } => InstKind::Cast {
+        InstKind::Cast { to, int, float, .. } => InstKind::Cast {
             value: ops[0],
             to: *to,
             int: *int,
+            float: *float,
         },
         InstKind::Load(buf, _) => InstKind::Load(*buf, ops.to_vec()),
         _ => unreachable!("not a movable instruction"),

@@ -109,13 +109,14 @@ impl Rev<'_> {
                 }
                 b.math(name, vs)
             }
-            Node::Cast { value, int } => {
+            Node::Cast { value, int, float } => {
                 let x = self.emit_sym(b, seg, value, emitted, leaves)?;
                 b.value(
                     InstKind::Cast {
                         value: x,
                         to: ty,
                         int,
+                        float,
                     },
                     ty,
                 )

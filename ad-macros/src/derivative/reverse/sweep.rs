@@ -216,6 +216,7 @@ impl Rev<'_> {
                     value: len,
                     to: Ty::Int,
                     int: Some(IntTy::Usize),
+                    float: None,
                 },
                 Ty::Int,
             );

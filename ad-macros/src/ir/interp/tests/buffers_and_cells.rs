@@ -249,6 +249,7 @@ fn cells_declare_get_set_and_accumulate() {
                         value: cv,
                         to: Ty::Float,
                         int: None,
+                        float: None,
                     },
                     Ty::Float,
                 );
