@@ -109,6 +109,40 @@ pub fn end_weighted(x: &[f64], w: f64) -> f64 {
     s
 }
 
+/// Why a growth model cannot be scored: a statistic failed (converted by `From`, as `?`
+/// does), or the sample is too short.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ModelError {
+    Stats(StatsError),
+    TooShort(usize),
+}
+
+impl From<StatsError> for ModelError {
+    fn from(e: StatsError) -> Self {
+        ModelError::Stats(e)
+    }
+}
+
+/// A growth score built on the fallible statistic above: `geometric_mean(x)?` on the
+/// sample and on its tail, the error converted into the caller's.
+#[differentiate(forward, reverse)]
+pub fn growth_score(x: &[f64], k: f64) -> Result<f64, ModelError> {
+    if x.len() < 2 {
+        return Err(ModelError::TooShort(x.len()));
+    }
+    let g = geometric_mean(x)?;
+    let tail = geometric_mean(&x[1..])?;
+    Ok(k * g.ln() + tail)
+}
+
+/// The peak-to-mean ratio of a table times a value read off it: two `Option` functions
+/// called with `?`.
+#[differentiate(forward, reverse)]
+pub fn peak_scaled_lookup(xs: &[f64], ys: &[f64], t: f64) -> Option<f64> {
+    let p = peak_to_mean(ys)?;
+    Some(p * interpolate(xs, ys, t)?)
+}
+
 fn rev_of(
     f: &dyn Fn(&[f64], &mut [f64], f64) -> Option<f64>,
 ) -> impl Fn(&[f64], f64) -> (f64, Vec<f64>) + '_ {
@@ -330,3 +364,67 @@ pub fn optional_elements() {
     assert_eq!(end_weighted_grad(&[], 0.7), (0.0, (vec![], 0.0)));
 }
 
+pub fn fallible_calls() {
+    let x = [0.7, 1.9, 1.2, 0.4, 2.6];
+    let k = 1.3;
+    let p = cat(&[&x, &[k]]);
+    check_point(
+        "growth_score",
+        &p,
+        &|p| growth_score(&p[..5], p[5]).unwrap(),
+        &|p| {
+            let (v, (g, gk)) = growth_score_grad(&p[..5], p[5]).unwrap();
+            (v, cat(&[&g, &[gk]]))
+        },
+        &|p, d| growth_score_fwd(&p[..5], &d[..5], p[5], d[5]).unwrap(),
+        &|p, s| {
+            let mut g = zeros(5);
+            let (v, gk) = growth_score_rev(&p[..5], &mut g, p[5], s).unwrap();
+            (v, cat(&[&g, &[gk]]))
+        },
+    );
+    // By hand: k ln G = k mean(ln x), so ∂/∂xᵢ = k/(5 xᵢ) + [i ≥ 1] T/(4 xᵢ) with T the
+    // tail's geometric mean; ∂/∂k = ln G.
+    let lng = x.iter().map(|v| v.ln()).sum::<f64>() / 5.0;
+    let t = (x[1..].iter().map(|v| v.ln()).sum::<f64>() / 4.0).exp();
+    let mut want: Vec<f64> = (0..5)
+        .map(|i| k / (5.0 * x[i]) + if i >= 1 { t / (4.0 * x[i]) } else { 0.0 })
+        .collect();
+    want.push(lng);
+    let (_, (g, gk)) = growth_score_grad(&x, k).unwrap();
+    assert_rel("growth_score: gradient by hand", &cat(&[&g, &[gk]]), &want, 1e-14);
+    // The callee's failure, converted, and the caller's own; the shadow untouched.
+    let bad = [0.7, 1.9, -1.2];
+    let want = ModelError::Stats(StatsError::NonPositive { at: 2 });
+    assert_eq!(growth_score(&bad, k), Err(want.clone()));
+    let mut g = vec![5.0; 3];
+    assert_eq!(growth_score_rev(&bad, &mut g, k, 1.0), Err(want.clone()));
+    assert_eq!(g, [5.0; 3], "the shadow is left as it was");
+    assert_eq!(growth_score_fwd(&bad, &[1.0; 3], k, 1.0), Err(want));
+    assert_eq!(growth_score_grad(&[2.0], k), Err(ModelError::TooShort(1)));
+
+    // Option callees: a ratio times an interpolated value.
+    let (xs, ys) = ([0.0, 1.0, 2.5, 4.0], [1.0, 3.0, 2.0, 0.5]);
+    let t = 1.8;
+    let q = cat(&[&ys, &[t]]);
+    check_point(
+        "peak_scaled_lookup",
+        &q,
+        &|q| peak_scaled_lookup(&xs, &q[..4], q[4]).unwrap(),
+        &|q| {
+            let (v, (_, gy, gt)) = peak_scaled_lookup_grad(&xs, &q[..4], q[4]).unwrap();
+            (v, cat(&[&gy, &[gt]]))
+        },
+        &|q, d| peak_scaled_lookup_fwd(&xs, &[0.0; 4], &q[..4], &d[..4], q[4], d[4]).unwrap(),
+        &|q, s| {
+            let (mut gx, mut gy) = (zeros(4), zeros(4));
+            let (v, gt) = peak_scaled_lookup_rev(&xs, &mut gx, &q[..4], &mut gy, q[4], s).unwrap();
+            (v, cat(&[&gy, &[gt]]))
+        },
+    );
+    // Outside the table: None from the callee, the shadows untouched.
+    let (mut gx, mut gy) = (vec![7.0; 4], vec![7.0; 4]);
+    assert_eq!(peak_scaled_lookup_rev(&xs, &mut gx, &ys, &mut gy, 9.0, 1.0), None);
+    assert_eq!((gx, gy), (vec![7.0; 4], vec![7.0; 4]));
+    assert_eq!(peak_scaled_lookup_fwd(&xs, &[0.0; 4], &ys, &[1.0; 4], 9.0, 1.0), None);
+}

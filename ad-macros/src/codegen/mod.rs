@@ -1039,6 +1039,8 @@ impl Ctx<'_> {
                 quote!(#path #generics (#(#all_args),*))
             }
         };
+        let then = &callee.then.0;
+        let call = quote!(#call #then);
         let results = &data.results;
         match suffix {
             CallSuffix::Rev { seed, .. } => {

@@ -242,6 +242,9 @@ pub struct Callee {
     pub receiver: Option<Opaque>,
     /// Turbofish generics, emitted as written.
     pub generics: Code,
+    /// What follows the call: `?` on a fallible function's result (its derivatives are
+    /// fallible too, and each call of them is followed by the same), or nothing.
+    pub then: Code,
 }
 
 impl Callee {

@@ -328,7 +328,7 @@ impl Lowerer<'_> {
     }
 
     /// A method call on a receiver the compiler does not model (`comm.allreduce_sum(..)`).
-    fn is_user_method(&self, m: &syn::ExprMethodCall) -> bool {
+    pub(super) fn is_user_method(&self, m: &syn::ExprMethodCall) -> bool {
         match &*m.receiver {
             Expr::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 => {
                 matches!(
@@ -838,6 +838,7 @@ impl Lowerer<'_> {
             path,
             receiver,
             generics,
+            then: Code::default(),
         };
         self.push_call(callee, args, want_value)
     }
@@ -853,16 +854,20 @@ impl Lowerer<'_> {
             path: m.method.clone().into(),
             receiver: Some(opaque_of(&m.receiver)),
             generics,
+            then: Code::default(),
         };
         self.push_call(callee, args, want_value)
     }
 
     fn push_call(
         &mut self,
-        callee: Callee,
+        mut callee: Callee,
         args: Vec<CallArg>,
         want_value: bool,
     ) -> LResult<Option<Value>> {
+        if let Some(then) = self.call_then.take() {
+            callee.then = then;
+        }
         let tys = if want_value {
             vec![self.call_result_ty(&args)]
         } else {

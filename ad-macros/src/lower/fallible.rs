@@ -300,10 +300,12 @@ pub fn check_failures(f: &crate::ir::Function, diag: &crate::diagnostics::Diagno
             return;
         };
         for b in f.child_blocks(l) {
-            f.walk(b, &mut |i| {
-                if let InstKind::Fail { .. } = f.inst(i).kind {
-                    spans.push((f.inst(i).span, what));
+            f.walk(b, &mut |i| match &f.inst(i).kind {
+                InstKind::Fail { .. } => spans.push((f.inst(i).span, what)),
+                InstKind::Call { callee, .. } if !callee.then.0.is_empty() => {
+                    spans.push((f.inst(i).span, what))
                 }
+                _ => {}
             });
         }
     });
@@ -401,6 +403,22 @@ impl Lowerer<'_> {
         )
     }
 
+    /// `g(x)?` of a fallible function `g`: the call, followed by `?` in the generated code
+    /// (where `g_fwd`/`g_rev` are fallible too: the failure returns before the reverse
+    /// sweep starts, as the caller's own failures do).
+    fn lower_tried_call(&mut self, e: &Expr) -> LResult<Value> {
+        self.call_then = Some(crate::ir::Code(quote::quote!(?)));
+        let v = self.lower_expr(e);
+        if self.call_then.take().is_some() {
+            return Err(self.error(
+                e,
+                &super::text(e),
+                "`?` applies to the call of a function (`g(x)?`, `obj.g(x)?`) that returns an `Option` or a `Result`",
+            ));
+        }
+        v
+    }
+
     /// `e?` at failure site `k`: the value, after a `Fail` where there is none.
     fn lower_try(&mut self, k: u32, e: &Expr) -> LResult<Value> {
         if let Some(v) = self.optional_element(e, Missing::Fail(k))? {
@@ -409,14 +427,15 @@ impl Lowerer<'_> {
         // `T::from_usize(n)?`, `T::from(c)?`, `v.to_f64()?`: conversions into the float type
         // that cannot fail, read as their `unwrap()`.
         if let Expr::Call(c) = e {
-            return match self.try_float_from(c)? {
-                Some(v) => Ok(v),
-                None => Err(self.error(
-                    e,
-                    &super::text(e),
-                    "`?` on what a call returns is not supported yet (a call of a fallible function); check the condition here, or `unwrap()` a conversion",
-                )),
-            };
+            if let Some(v) = self.try_float_from(c)? {
+                return Ok(v);
+            }
+            return self.lower_tried_call(e);
+        }
+        if let Expr::MethodCall(m) = e {
+            if self.is_user_method(m) {
+                return self.lower_tried_call(e);
+            }
         }
         let conversion = match e {
             Expr::MethodCall(m) => {

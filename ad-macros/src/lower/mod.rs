@@ -66,6 +66,8 @@ pub struct Lowerer<'a> {
     /// The function mixes `f32` and `f64` (`Signature::mixed`): conversions between them
     /// are instructions.
     mixed: bool,
+    /// What follows the user call being lowered (`?`), taken by the call (`Callee::then`).
+    call_then: Option<Code>,
     next_flag: u32,
     /// Whether the value of the block being lowered is used (decides whether a user call in
     /// tail position returns a value).
@@ -184,6 +186,7 @@ pub fn lower_function(
         float_generic,
         float_name: sig.float.tokens().to_string(),
         mixed: sig.mixed,
+        call_then: None,
         next_flag: 0,
         tail_wanted: sig.returns_float,
         consts: consts::Constants::from_source(item, source),

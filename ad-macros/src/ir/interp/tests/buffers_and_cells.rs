@@ -297,6 +297,7 @@ fn assert_and_calls_fail() {
                 path: syn::parse_quote!(g),
                 receiver: None,
                 generics: Default::default(),
+                then: Default::default(),
             };
             b.stmt(InstKind::Call {
                 callee,
