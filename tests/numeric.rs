@@ -306,6 +306,7 @@ numeric_tests! {
         arrays_mapped,
         pushed_vectors,
         rows_of_matrices,
+        vectors_grown_by_runs,
     ],
     /// Issue 46: functions mixing `f32` and `f64`.
     idiomatic_floats: [

@@ -325,6 +325,58 @@ pub fn scaled_rows(m: &mut [Vec<f64>], x: &[f64], k: f64) -> f64 {
     s
 }
 
+/// The mean of the values far from a centre, gathered by a conditional push.
+#[differentiate(forward, reverse)]
+pub fn tail_mean(x: &[f64], centre: f64, k: f64) -> f64 {
+    let mut far = Vec::new();
+    for &v in x {
+        if (v - centre).abs() > k {
+            far.push(v - centre);
+        }
+    }
+    if far.is_empty() {
+        return 0.0;
+    }
+    far.iter().sum::<f64>() / far.len() as f64
+}
+
+/// A feature vector assembled by pushes, `extend_from_slice`, `extend` of a chain and a
+/// loop pushing under conditions with `continue` and `break`; then its RMS.
+#[differentiate(forward, reverse)]
+pub fn feature_rms(x: &[f64], bias: f64) -> f64 {
+    let mut f = Vec::with_capacity(2 * x.len() + 2);
+    f.push(bias);
+    f.extend_from_slice(x);
+    f.extend(x.iter().map(|v| v * v * bias));
+    for w in x.windows(2) {
+        if w[1] < w[0] {
+            continue;
+        }
+        f.push(w[1] - w[0]);
+        if w[1] > 10.0 {
+            break;
+        }
+    }
+    f.push(bias * bias);
+    (f.iter().map(|t| t * t).sum::<f64>() / f.len() as f64).sqrt()
+}
+
+/// The positive entries of a ragged matrix flattened by pushes in nested loops, a
+/// separator after each row; then their mean square.
+#[differentiate(forward, reverse)]
+pub fn flattened_positive(m: &[Vec<f64>], sep: f64) -> f64 {
+    let mut flat = Vec::new();
+    for row in m {
+        for &v in row {
+            if v > 0.0 {
+                flat.push(v);
+            }
+        }
+        flat.push(sep);
+    }
+    flat.iter().map(|t| t * t).sum::<f64>() / flat.len() as f64
+}
+
 pub fn generic_forms_against_num_dual() {
     let x = [0.31, -0.72, 1.13, 0.44, -0.25, 0.6];
     crate::check_slice_fn!(discounted, discounted_fwd, discounted_rev, discounted_grad, x);
@@ -811,4 +863,86 @@ pub fn rows_of_matrices() {
     scaled_rows(&mut m, &z0[n * d..n * d + n], 2.0);
     let want: Vec<f64> = (0..n * d).map(|i| z0[i] * if i % d == 0 { 2.0 } else { 4.0 }).collect();
     assert_rel("scaled_rows: rows", &from_rows(&m), &want, 1e-15);
+}
+
+pub fn vectors_grown_by_runs() {
+    // tail_mean: the values beyond k of the centre (3 of 6 here).
+    let x = [0.2, 2.5, -1.9, 0.4, 3.1, 0.7];
+    let (c, k) = (0.5, 1.0);
+    let p = cat(&[&x, &[c, k]]);
+    check_point(
+        "tail_mean",
+        &p,
+        &|p| tail_mean(&p[..6], p[6], p[7]),
+        &|p| {
+            let (v, (g, gc, gk)) = tail_mean_grad(&p[..6], p[6], p[7]);
+            (v, cat(&[&g, &[gc, gk]]))
+        },
+        &|p, d| tail_mean_fwd(&p[..6], &d[..6], p[6], d[6], p[7], d[7]),
+        &|p, s| {
+            let mut g = zeros(6);
+            let (v, gc, gk) = tail_mean_rev(&p[..6], &mut g, p[6], p[7], s);
+            (v, cat(&[&g, &[gc, gk]]))
+        },
+    );
+    // By hand: the far values are 2.5, −1.9, 3.1: mean of (v − c), ∂/∂xᵢ = 1/3 for those,
+    // ∂/∂c = −1.
+    let (v, (g, gc, gk)) = tail_mean_grad(&x, c, k);
+    assert_rel("tail_mean: value", &[v], &[(2.0 - 2.4 + 2.6) / 3.0], 1e-15);
+    let third = 1.0 / 3.0;
+    assert_rel("tail_mean: gradient by hand", &cat(&[&g, &[gc, gk]]), &[0.0, third, third, 0.0, third, 0.0, -1.0, 0.0], 1e-15);
+    assert_eq!(tail_mean_grad(&x, c, 9.0).0, 0.0, "nothing far: the early return");
+
+    // feature_rms: the same features assembled here without a growing Vec.
+    let x = [0.3, 1.2, 0.9, 1.6, 2.2];
+    let b = 0.8;
+    let want = |x: &[f64], b: f64| {
+        let mut f = vec![b];
+        f.extend(x.iter().copied());
+        f.extend(x.iter().map(|v| v * v * b));
+        f.extend(x.windows(2).filter(|w| w[1] >= w[0]).map(|w| w[1] - w[0]));
+        f.push(b * b);
+        (f.iter().map(|t| t * t).sum::<f64>() / f.len() as f64).sqrt()
+    };
+    assert_rel("feature_rms: value", &[feature_rms(&x, b), feature_rms_grad(&x, b).0], &[want(&x, b); 2], 1e-15);
+    let p = cat(&[&x, &[b]]);
+    check_point(
+        "feature_rms",
+        &p,
+        &|p| feature_rms(&p[..5], p[5]),
+        &|p| {
+            let (v, (g, gb)) = feature_rms_grad(&p[..5], p[5]);
+            (v, cat(&[&g, &[gb]]))
+        },
+        &|p, d| feature_rms_fwd(&p[..5], &d[..5], p[5], d[5]),
+        &|p, s| {
+            let mut g = zeros(5);
+            let (v, gb) = feature_rms_rev(&p[..5], &mut g, p[5], s);
+            (v, cat(&[&g, &[gb]]))
+        },
+    );
+
+    // flattened_positive over a ragged matrix (rows of 2 and 3).
+    let m0 = [1.0, -2.0, 3.0, 0.5, -1.0];
+    let rows = |p: &[f64]| vec![p[..2].to_vec(), p[2..5].to_vec()];
+    let sep = 0.3;
+    // 1, sep, 3, 0.5, sep: five values.
+    let want = (1.0 + 9.0 + 0.25 + 2.0 * sep * sep) / 5.0;
+    assert_rel("flattened_positive: value", &[flattened_positive(&rows(&m0), sep)], &[want], 1e-15);
+    let p = cat(&[&m0, &[sep]]);
+    check_point(
+        "flattened_positive",
+        &p,
+        &|p| flattened_positive(&rows(p), p[5]),
+        &|p| {
+            let (v, (g, gs)) = flattened_positive_grad(&rows(p), p[5]);
+            (v, cat(&[&from_rows(&g), &[gs]]))
+        },
+        &|p, d| flattened_positive_fwd(&rows(p), &rows(d), p[5], d[5]),
+        &|p, s| {
+            let mut g = rows(&zeros(5));
+            let (v, gs) = flattened_positive_rev(&rows(p), &mut g, p[5], s);
+            (v, cat(&[&from_rows(&g), &[gs]]))
+        },
+    );
 }

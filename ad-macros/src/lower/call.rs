@@ -610,7 +610,7 @@ impl Lowerer<'_> {
             return Err(self.error(
                 c,
                 &text(c),
-                "a growable Vec is supported when one `for` loop fills it, one `push` per iteration (at the top of the loop body, no `break`/`continue`), and it is not used before that loop; otherwise use `vec![value; length]`",
+                "a growable Vec is supported when statements in a row fill it (`push`, `extend`, `extend_from_slice`, and `for` loops that push, also under conditions) and it is read only after the last of them; not a push inside a `while` loop or a closure, or in a nested `for` whose header reads what the enclosing loop body assigns; otherwise use `vec![value; length]`",
             ));
         }
         if segs.len() >= 2 {

@@ -12,8 +12,27 @@
 //! ```
 //!
 //! The counting loop is integer work over the same iterator (LLVM folds it to a length for
-//! ranges and slices); a `filter` in the header is counted as the loop runs. Anything else
-//! keeps the `vec_new_push` error.
+//! ranges and slices); a `filter` in the header is counted as the loop runs.
+//!
+//! Otherwise the `Vec` may be filled by several statements in a row: `v.push(e);` at the
+//! top level, `v.extend(iter);` / `v.extend_from_slice(s);` (each a loop of pushes), and
+//! `for` loops whose bodies push under conditions, several times, with `break` and
+//! `continue` (no push inside a nested loop or closure). Each loop's pushes per iteration
+//! are counted in its body's text, so a counting loop over its header gives an upper
+//! bound of what it pushes; the buffer is allocated at that bound before the first fill,
+//! the pushes store at a running index, and after the last fill `v` is the view of the
+//! part written:
+//!
+//! ```text
+//! let mut n = 0usize; n += 1; for PAT in ITER { n += P; } ..
+//! let mut all = vec![0.0; n]; let mut k = 0usize;
+//! all[k] = a; k += 1; for PAT in ITER { if c { all[k] = e; k += 1; } } ..
+//! let v = &mut all[..k];
+//! ```
+//!
+//! The counts are taken before the first fill, so a loop's header may not read a variable
+//! the statements before it (in the run) assign. Anything else keeps the `vec_new_push`
+//! error.
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, ToTokens};
@@ -46,7 +65,7 @@ fn grows(tokens: TokenStream, name: &str) -> bool {
         proc_macro2::TokenTree::Ident(i) if i == name => {
             matches!(trees.get(k + 1), Some(proc_macro2::TokenTree::Punct(p)) if p.as_char() == '.')
                 && matches!(trees.get(k + 2), Some(proc_macro2::TokenTree::Ident(m))
-                    if ["push", "extend", "insert", "append", "resize", "truncate", "pop", "clear"]
+                    if ["push", "extend", "extend_from_slice", "insert", "append", "resize", "truncate", "pop", "clear"]
                         .iter()
                         .any(|g| m == g))
         }
@@ -128,12 +147,304 @@ fn the_push(body: &syn::Block, v: &syn::Ident) -> Option<(usize, Expr)> {
     found
 }
 
+/// An upper bound of the pushes a piece of code makes: `fixed`, plus what the loops in
+/// `loops` count when run (each a `for` over the pushing loop's header, counting into
+/// the counter its `TokenStream` names as `__PD_N`).
+#[derive(Default)]
+struct Count {
+    fixed: usize,
+    loops: Vec<TokenStream>,
+}
+
+impl Count {
+    fn add(mut self, other: Count) -> Count {
+        self.fixed += other.fixed;
+        self.loops.extend(other.loops);
+        self
+    }
+
+    /// Either of two: the larger where both are fixed, else both (still a bound).
+    fn either(self, other: Count) -> Count {
+        if self.loops.is_empty() && other.loops.is_empty() {
+            Count {
+                fixed: self.fixed.max(other.fixed),
+                loops: Vec::new(),
+            }
+        } else {
+            self.add(other)
+        }
+    }
+
+    /// Statements adding the count to `n`.
+    fn stmts(&self, n: &syn::Ident) -> TokenStream {
+        let fixed = self.fixed;
+        let loops = self.loops.iter().map(|l| {
+            let mut out = TokenStream::new();
+            for t in l.clone() {
+                out.extend(rename(t, n));
+            }
+            out
+        });
+        let add = (fixed > 0).then(|| quote!(#n += #fixed;));
+        quote!(#add #(#loops)*)
+    }
+}
+
+/// `t` with the placeholder counter `__PD_N` renamed `n`.
+fn rename(t: proc_macro2::TokenTree, n: &syn::Ident) -> TokenStream {
+    match t {
+        proc_macro2::TokenTree::Ident(i) if i == "__PD_N" => quote!(#n),
+        proc_macro2::TokenTree::Group(g) => {
+            let mut inner = TokenStream::new();
+            for t in g.stream() {
+                inner.extend(rename(t, n));
+            }
+            let mut out = proc_macro2::Group::new(g.delimiter(), inner);
+            out.set_span(g.span());
+            quote!(#out)
+        }
+        other => quote!(#other),
+    }
+}
+
+/// A bound of the `v.push(..)` statements `stmts` run, looking into `if`/`match`/blocks
+/// and nested `for` loops whose headers read none of the names in `bound` (those the
+/// enclosing loop bodies assign or bind: the counting loops do not run them); `None` when
+/// a push is inside another loop or a closure, or `v` is used otherwise.
+fn pushes_in(stmts: &[Stmt], v: &syn::Ident, bound: &[String]) -> Option<Count> {
+    let name = v.to_string();
+    let mut n = Count::default();
+    for st in stmts {
+        if !mentions(st.to_token_stream(), &name) {
+            continue;
+        }
+        match st {
+            Stmt::Expr(e, _) => n = n.add(pushes_in_expr(e, v, bound)?),
+            _ => return None,
+        }
+    }
+    Some(n)
+}
+
+fn pushes_in_expr(e: &Expr, v: &syn::Ident, bound: &[String]) -> Option<Count> {
+    let name = v.to_string();
+    if !mentions(e.to_token_stream(), &name) {
+        return Some(Count::default());
+    }
+    match e {
+        Expr::MethodCall(m)
+            if m.method == "push"
+                && m.args.len() == 1
+                && matches!(&*m.receiver, Expr::Path(p) if p.path.is_ident(v))
+                && !mentions(m.args[0].to_token_stream(), &name) =>
+        {
+            Some(Count {
+                fixed: 1,
+                loops: Vec::new(),
+            })
+        }
+        Expr::If(i) => {
+            if mentions(i.cond.to_token_stream(), &name) {
+                return None;
+            }
+            let a = pushes_in(&i.then_branch.stmts, v, bound)?;
+            let b = match &i.else_branch {
+                Some((_, e)) => pushes_in_expr(e, v, bound)?,
+                None => Count::default(),
+            };
+            Some(a.either(b))
+        }
+        Expr::Block(b) => pushes_in(&b.block.stmts, v, bound),
+        Expr::Match(m) => {
+            if mentions(m.expr.to_token_stream(), &name) {
+                return None;
+            }
+            let mut most = Count::default();
+            for arm in &m.arms {
+                if arm
+                    .guard
+                    .as_ref()
+                    .is_some_and(|(_, g)| mentions(g.to_token_stream(), &name))
+                {
+                    return None;
+                }
+                most = most.either(pushes_in_expr(&arm.body, v, bound)?);
+            }
+            Some(most)
+        }
+        Expr::ForLoop(f) => {
+            let header = f.expr.to_token_stream();
+            if mentions(header.clone(), &name) || bound.iter().any(|b| mentions(header.clone(), b))
+            {
+                return None;
+            }
+            let mut inner: Vec<String> = bound.to_vec();
+            inner.extend(written_names(&f.body.stmts));
+            let body = pushes_in(&f.body.stmts, v, &inner)?;
+            let counter = format_ident!("__PD_N");
+            let counting = body.stmts(&counter);
+            let (pat, iter) = (&f.pat, &f.expr);
+            Some(Count {
+                fixed: 0,
+                loops: vec![quote!(for #pat in #iter { #counting })],
+            })
+        }
+        _ => None,
+    }
+}
+
+/// `stmts` with each `v.push(e)` replaced by a store at the running index `k` of `all`.
+struct PushToStore<'a> {
+    v: &'a syn::Ident,
+    all: &'a syn::Ident,
+    k: &'a syn::Ident,
+}
+
+impl VisitMut for PushToStore<'_> {
+    fn visit_expr_mut(&mut self, e: &mut Expr) {
+        if let Expr::MethodCall(m) = e {
+            if m.method == "push"
+                && m.args.len() == 1
+                && matches!(&*m.receiver, Expr::Path(p) if p.path.is_ident(self.v))
+            {
+                let (all, k, value) = (self.all, self.k, &m.args[0]);
+                *e = syn::parse_quote_spanned!(m.method.span()=> { #all[#k] = #value; #k += 1; });
+                return;
+            }
+        }
+        syn::visit_mut::visit_expr_mut(self, e);
+    }
+}
+
+/// The names `stmts` assign or bind (`x = ..`, `x += ..`, `let x`, `&mut x`).
+fn written_names(stmts: &[Stmt]) -> Vec<String> {
+    struct W(Vec<String>);
+    impl<'ast> syn::visit::Visit<'ast> for W {
+        fn visit_expr_assign(&mut self, a: &'ast syn::ExprAssign) {
+            self.0.extend(idents(&a.left));
+            syn::visit::visit_expr_assign(self, a);
+        }
+        fn visit_expr_binary(&mut self, b: &'ast syn::ExprBinary) {
+            use syn::BinOp::*;
+            if matches!(
+                b.op,
+                AddAssign(_)
+                    | SubAssign(_)
+                    | MulAssign(_)
+                    | DivAssign(_)
+                    | RemAssign(_)
+                    | BitXorAssign(_)
+                    | BitAndAssign(_)
+                    | BitOrAssign(_)
+                    | ShlAssign(_)
+                    | ShrAssign(_)
+            ) {
+                self.0.extend(idents(&b.left));
+            }
+            syn::visit::visit_expr_binary(self, b);
+        }
+        fn visit_expr_reference(&mut self, r: &'ast syn::ExprReference) {
+            if r.mutability.is_some() {
+                self.0.extend(idents(&r.expr));
+            }
+            syn::visit::visit_expr_reference(self, r);
+        }
+        fn visit_pat_ident(&mut self, p: &'ast syn::PatIdent) {
+            self.0.push(p.ident.to_string());
+            syn::visit::visit_pat_ident(self, p);
+        }
+        fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
+            // A method that changes its receiver (`x.swap(..)`, `x.iter_mut()`).
+            let method = m.method.to_string();
+            let mutates = method.ends_with("_mut")
+                || [
+                    "push",
+                    "extend",
+                    "extend_from_slice",
+                    "insert",
+                    "append",
+                    "resize",
+                    "truncate",
+                    "pop",
+                    "clear",
+                    "swap",
+                    "sort",
+                    "sort_by",
+                    "reverse",
+                    "fill",
+                    "copy_from_slice",
+                    "clone_from_slice",
+                    "rotate_left",
+                    "rotate_right",
+                ]
+                .contains(&method.as_str());
+            if mutates {
+                let mut root = &*m.receiver;
+                loop {
+                    match root {
+                        Expr::MethodCall(r) => root = &r.receiver,
+                        Expr::Field(f) => root = &f.base,
+                        Expr::Index(i) => root = &i.expr,
+                        Expr::Paren(p) => root = &p.expr,
+                        Expr::Reference(r) => root = &r.expr,
+                        Expr::Unary(u) => root = &u.expr,
+                        _ => break,
+                    }
+                }
+                self.0.extend(idents(root));
+            }
+            syn::visit::visit_expr_method_call(self, m);
+        }
+    }
+    fn idents(e: &Expr) -> Vec<String> {
+        let mut out = Vec::new();
+        collect(e.to_token_stream(), &mut out);
+        out
+    }
+    fn collect(t: TokenStream, out: &mut Vec<String>) {
+        for tt in t {
+            match tt {
+                proc_macro2::TokenTree::Ident(i) => out.push(i.to_string()),
+                proc_macro2::TokenTree::Group(g) => collect(g.stream(), out),
+                _ => {}
+            }
+        }
+    }
+    let mut w = W(Vec::new());
+    for st in stmts {
+        syn::visit::Visit::visit_stmt(&mut w, st);
+    }
+    w.0
+}
+
+/// `v.extend(iter);` / `v.extend_from_slice(s);` as the loop of pushes it is.
+fn extend_as_loop(st: &Stmt, v: &syn::Ident) -> Option<Stmt> {
+    let Stmt::Expr(Expr::MethodCall(m), Some(_)) = st else {
+        return None;
+    };
+    if !matches!(&*m.receiver, Expr::Path(p) if p.path.is_ident(v)) || m.args.len() != 1 {
+        return None;
+    }
+    let arg = &m.args[0];
+    let item = format_ident!("__pd_item");
+    match m.method.to_string().as_str() {
+        "extend" => Some(syn::parse_quote!(for #item in #arg { #v.push(#item); })),
+        "extend_from_slice" => {
+            Some(syn::parse_quote!(for &#item in (#arg).iter() { #v.push(#item); }))
+        }
+        _ => None,
+    }
+}
+
 impl VisitMut for Growable {
     fn visit_block_mut(&mut self, b: &mut syn::Block) {
         syn::visit_mut::visit_block_mut(self, b);
         let mut k = 0;
         while k < b.stmts.len() {
-            if let Some(stmts) = self.rewrite(&b.stmts, k) {
+            if let Some(stmts) = self
+                .rewrite(&b.stmts, k)
+                .or_else(|| self.rewrite_run(&b.stmts, k))
+            {
                 let (at, rest) = stmts;
                 b.stmts.splice(k..at, rest);
             }
@@ -143,6 +454,77 @@ impl VisitMut for Growable {
 }
 
 impl Growable {
+    /// If `stmts[k]` makes a growable `Vec` that the statements after it fill in a run
+    /// (pushes, `extend`s, pushing loops; see the module's documentation): the end of the
+    /// run and the statements replacing `stmts[k..end]`.
+    fn rewrite_run(&mut self, stmts: &[Stmt], k: usize) -> Option<(usize, Vec<Stmt>)> {
+        let (v, int) = new_vec(&stmts[k])?;
+        let name = v.to_string();
+        // The run ends at the last statement that grows `v`; nothing after it grows `v`.
+        let last = (k + 1..stmts.len())
+            .rev()
+            .find(|&l| grows(stmts[l].to_token_stream(), &name))?;
+        self.next += 1;
+        let n = format_ident!("__pd_len{}", self.next);
+        let all = format_ident!("__pd_all{}", self.next);
+        let at = format_ident!("__pd_at{}", self.next);
+        let mut counts: Vec<Stmt> = Vec::new();
+        let mut fills: Vec<Stmt> = Vec::new();
+        for l in k + 1..=last {
+            let st = extend_as_loop(&stmts[l], &v).unwrap_or_else(|| stmts[l].clone());
+            if !mentions(st.to_token_stream(), &name) {
+                fills.push(st);
+                continue;
+            }
+            let pushes = match &st {
+                Stmt::Expr(Expr::ForLoop(f), _) => {
+                    if mentions(f.expr.to_token_stream(), &name) {
+                        return None;
+                    }
+                    // The count is taken before the run: the header may read nothing the
+                    // run assigns before the loop.
+                    let written = written_names(&stmts[k + 1..l]);
+                    if written
+                        .iter()
+                        .any(|w| mentions(f.expr.to_token_stream(), w))
+                    {
+                        return None;
+                    }
+                    let p = pushes_in_expr(&Expr::ForLoop(f.clone()), &v, &[])?;
+                    let c = p.stmts(&n);
+                    counts.push(syn::parse_quote!({ #c }));
+                    p.fixed + p.loops.len()
+                }
+                Stmt::Expr(e, _) => {
+                    let p = pushes_in_expr(e, &v, &[])?;
+                    let c = p.stmts(&n);
+                    counts.push(syn::parse_quote!({ #c }));
+                    p.fixed + p.loops.len()
+                }
+                _ => return None,
+            };
+            if pushes == 0 {
+                return None;
+            }
+            let mut st = st;
+            PushToStore {
+                v: &v,
+                all: &all,
+                k: &at,
+            }
+            .visit_stmt_mut(&mut st);
+            fills.push(st);
+        }
+        let zero = if int { quote!(0) } else { quote!(0.0) };
+        let mut out: Vec<Stmt> = vec![syn::parse_quote!(let mut #n: usize = 0;)];
+        out.extend(counts);
+        out.push(syn::parse_quote!(let mut #all = vec![#zero; #n];));
+        out.push(syn::parse_quote!(let mut #at: usize = 0;));
+        out.extend(fills);
+        out.push(syn::parse_quote!(let #v = &mut #all[..#at];));
+        Some((last + 1, out))
+    }
+
     /// If `stmts[k]` makes a growable `Vec` that a later loop fills: the end of what is
     /// replaced (after the loop) and the statements replacing `stmts[k..end]`.
     fn rewrite(&mut self, stmts: &[Stmt], k: usize) -> Option<(usize, Vec<Stmt>)> {

@@ -4,7 +4,9 @@ use phidiff::differentiate;
 fn f(x: &[f64], a: f64) -> f64 {
     let mut v = Vec::new();
     v.push(x[0] * a);
-    v[0]
+    let first = v[0];
+    v.push(first * first);
+    v.iter().sum()
 }
 
 fn main() {}
