@@ -307,6 +307,7 @@ numeric_tests! {
         pushed_vectors,
         rows_of_matrices,
         vectors_grown_by_runs,
+        three_dimensional,
     ],
     /// Issue 46: functions mixing `f32` and `f64`.
     idiomatic_floats: [

@@ -377,6 +377,47 @@ pub fn flattened_positive(m: &[Vec<f64>], sep: f64) -> f64 {
     flat.iter().map(|t| t * t).sum::<f64>() / flat.len() as f64
 }
 
+/// The gradient energy of a 3-D field stored as `Vec<Vec<Vec<f64>>>` (an image stack, a
+/// grid of a PDE): a local 3-D buffer of differences, `t[i][j].len()`, rows of the 3-D
+/// parameter walked by `t[i][j].iter()` and bound by `let row = &t[i][j];`.
+#[differentiate(forward, reverse)]
+pub fn field_gradient_energy(t: &[Vec<Vec<f64>>], k: f64) -> f64 {
+    let n = t.len();
+    let mut d = vec![vec![vec![0.0; t[0][0].len()]; t[0].len()]; n - 1];
+    for i in 1..n {
+        for j in 0..t[i].len() {
+            for l in 0..t[i][j].len() {
+                d[i - 1][j][l] = t[i][j][l] - t[i - 1][j][l];
+            }
+        }
+    }
+    let mut e = 0.0;
+    for i in 0..n - 1 {
+        for j in 0..d[i].len() {
+            e += d[i][j].iter().map(|v| v * v).sum::<f64>();
+        }
+    }
+    for i in 0..n {
+        for j in 0..t[i].len() {
+            let row = &t[i][j];
+            e += k * (row[0] * row[row.len() - 1]).tanh();
+        }
+    }
+    e
+}
+
+/// A 3-D field scaled in place by a profile along its last axis (`iter_mut` of a row).
+#[differentiate(forward, reverse)]
+pub fn profile_scale(t: &mut [Vec<Vec<f64>>], w: &[f64]) {
+    for i in 0..t.len() {
+        for j in 0..t[i].len() {
+            for (v, wl) in t[i][j].iter_mut().zip(w) {
+                *v *= wl.exp();
+            }
+        }
+    }
+}
+
 pub fn generic_forms_against_num_dual() {
     let x = [0.31, -0.72, 1.13, 0.44, -0.25, 0.6];
     crate::check_slice_fn!(discounted, discounted_fwd, discounted_rev, discounted_grad, x);
@@ -945,4 +986,69 @@ pub fn vectors_grown_by_runs() {
             (v, cat(&[&from_rows(&g), &[gs]]))
         },
     );
+}
+
+pub fn three_dimensional() {
+    // A 2×2×3 field, flattened in (i, j, l) order.
+    let (a, b, c) = (2, 2, 3);
+    let to3 = |p: &[f64]| -> Vec<Vec<Vec<f64>>> {
+        (0..a).map(|i| (0..b).map(|j| p[(i * b + j) * c..(i * b + j + 1) * c].to_vec()).collect()).collect()
+    };
+    let from3 = |t: &[Vec<Vec<f64>>]| -> Vec<f64> { t.iter().flatten().flatten().copied().collect() };
+    let t0: Vec<f64> = (0..12).map(|q| (q as f64 * 0.37).sin()).collect();
+    let k = 0.9;
+    let p = cat(&[&t0, &[k]]);
+    check_point(
+        "field_gradient_energy",
+        &p,
+        &|p| field_gradient_energy(&to3(&p[..12]), p[12]),
+        &|p| {
+            let (v, (g, gk)) = field_gradient_energy_grad(&to3(&p[..12]), p[12]);
+            (v, cat(&[&from3(&g), &[gk]]))
+        },
+        &|p, d| field_gradient_energy_fwd(&to3(&p[..12]), &to3(&d[..12]), p[12], d[12]),
+        &|p, s| {
+            let mut g = to3(&zeros(12));
+            let (v, gk) = field_gradient_energy_rev(&to3(&p[..12]), &mut g, p[12], s);
+            (v, cat(&[&from3(&g), &[gk]]))
+        },
+    );
+    // By hand: ∂/∂k = Σ tanh(t[i][j][0] t[i][j][2]).
+    let t = to3(&t0);
+    let want: f64 = t.iter().flatten().map(|r| (r[0] * r[2]).tanh()).sum();
+    assert_rel("field_gradient_energy: ∂/∂k by hand", &[field_gradient_energy_grad(&t, k).1 .1], &[want], 1e-14);
+
+    // In place, with a profile w along the last axis.
+    let w = [0.2, -0.5, 0.1];
+    let x = cat(&[&t0, &w]);
+    check_fwd_rev(&Case {
+        name: "profile_scale",
+        x: &x,
+        primal: &|x| {
+            let mut t = to3(&x[..12]);
+            profile_scale(&mut t, &x[12..]);
+            from3(&t)
+        },
+        jvp: &|x, d| {
+            let (mut t, mut dt) = (to3(&x[..12]), to3(&d[..12]));
+            profile_scale_fwd(&mut t, &mut dt, &x[12..], &d[12..]);
+            (from3(&t), from3(&dt))
+        },
+        vjp: &|x, y| {
+            let (mut t, mut dt) = (to3(&x[..12]), to3(y));
+            let mut dw = zeros(3);
+            profile_scale_rev(&mut t, &mut dt, &x[12..], &mut dw);
+            (from3(&t), cat(&[&from3(&dt), &dw]))
+        },
+        tols: TOLS,
+    });
+    // A tangent with a row of the wrong length panics naming the parameter.
+    let bad = std::panic::catch_unwind(|| {
+        let (mut t, mut dt) = (to3(&t0), to3(&t0));
+        dt[1][0].pop();
+        profile_scale_fwd(&mut t, &mut dt, &w, &[0.0; 3]);
+    });
+    let msg = bad.expect_err("a short tangent row panics");
+    let msg = msg.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(msg.contains("t[i][j]") && msg.contains("dt[i][j]"), "{msg}");
 }

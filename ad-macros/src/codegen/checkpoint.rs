@@ -167,7 +167,10 @@ impl Ctx<'_> {
                         Ty::Float => quote!(#snap.push_floats(&#src[..]);),
                         _ => quote!(for #x in #src.iter() { #snap.push_int(*#x as i128); }),
                     };
-                    out.extend(if data.rank == 2 {
+                    out.extend(if data.rank == 3 {
+                        let p = push(quote!(__col));
+                        quote!(for #row in #s.iter() { for __col in #row.iter() { #p } })
+                    } else if data.rank == 2 {
                         let p = push(quote!(#row));
                         quote!(for #row in #s.iter() { #p })
                     } else {
@@ -221,7 +224,10 @@ impl Ctx<'_> {
                             quote!(for #x in #dst.iter_mut() { *#x = #snap.int() != 0; })
                         }
                     };
-                    out.extend(if data.rank == 2 {
+                    out.extend(if data.rank == 3 {
+                        let l = load(quote!(__col));
+                        quote!(for #row in #s.iter_mut() { for __col in #row.iter_mut() { #l } })
+                    } else if data.rank == 2 {
                         let l = load(quote!(#row));
                         quote!(for #row in #s.iter_mut() { #l })
                     } else {

@@ -646,7 +646,8 @@ impl Ctx<'_> {
                             }
                             [a] => quote!(vec![#v; #a]),
                             [a, b] => quote!(vec![vec![#v; #b]; #a]),
-                            _ => unreachable!("buffers have rank 1 or 2"),
+                            [a, b, c] => quote!(vec![vec![vec![#v; #c]; #b]; #a]),
+                            _ => unreachable!("buffers have rank 1 to 3"),
                         }
                     }
                     AllocInit::Copy(src)
@@ -675,6 +676,43 @@ impl Ctx<'_> {
                     }
                 };
                 quote!(let mut #n = #e;)
+            }
+            CopyFrom { dst, src } if f.buf(*dst).rank >= 3 => {
+                let (d, s) = (self.buf(*dst), self.buf(*src));
+                let t = (self.buf_class(*dst) != self.buf_class(*src)).then(|| {
+                    let t = self.float_type_of_buf(*dst);
+                    quote!(as #t)
+                });
+                elementwise(
+                    f.buf(*dst).rank,
+                    quote!(#d),
+                    Some(quote!(#s)),
+                    &|d, s| quote!(*#d = *#s #t;),
+                )
+            }
+            AddBuf { dst, src } if f.buf(*dst).rank >= 3 => {
+                let (d, s) = (self.buf(*dst), self.buf(*src));
+                let t = (self.buf_class(*dst) != self.buf_class(*src)).then(|| {
+                    let t = self.float_type_of_buf(*dst);
+                    quote!(as #t)
+                });
+                elementwise(
+                    f.buf(*dst).rank,
+                    quote!(#d),
+                    Some(quote!(#s)),
+                    &|d, s| quote!(*#d += *#s #t;),
+                )
+            }
+            ZeroBuf(b) if f.buf(*b).rank >= 3 => {
+                let d = self.buf(*b);
+                let z = self.zero();
+                elementwise(f.buf(*b).rank, quote!(#d), None, &|d, _| quote!(*#d = #z;))
+            }
+            SumBuf(b) if f.buf(*b).rank >= 3 => {
+                let s = self.buf(*b);
+                let z = self.zero();
+                let e = quote!(#s.iter().flat_map(|__r| __r.iter().flat_map(|__q| __q.iter())).fold(#z, |__a, __b| __a + *__b));
+                self.let_value(i, e)
             }
             CopyFrom { dst, src } if self.buf_class(*dst) != self.buf_class(*src) => {
                 let (d, s) = (self.buf(*dst), self.buf(*src));
@@ -1071,6 +1109,27 @@ impl Ctx<'_> {
                 }
             }
         }
+    }
+}
+
+/// Loops over every element of `dst` (of rank `rank`), zipped with `src`'s if given:
+/// `stmt(d, s)` with `d` (and `s`) a reference to the element.
+fn elementwise(
+    rank: u8,
+    dst: TokenStream,
+    src: Option<TokenStream>,
+    stmt: &dyn Fn(&Ident, Option<&Ident>) -> TokenStream,
+) -> TokenStream {
+    let d = format_ident!("__d{}", rank);
+    let s = format_ident!("__s{}", rank);
+    let inner = if rank == 1 {
+        stmt(&d, src.as_ref().map(|_| &s))
+    } else {
+        elementwise(rank - 1, quote!(#d), src.as_ref().map(|_| quote!(#s)), stmt)
+    };
+    match &src {
+        Some(src) => quote!(for (#d, #s) in #dst.iter_mut().zip(#src.iter()) { #inner }),
+        None => quote!(for #d in #dst.iter_mut() { #inner }),
     }
 }
 

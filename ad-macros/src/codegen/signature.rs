@@ -272,6 +272,18 @@ impl Header<'_> {
                 }
             });
         }
+        if let ParamClass::Buffer { rank: 3, .. } = p.class {
+            let (row, drow) = (format!("{ns}[i]"), format!("{label}[i]"));
+            let (col, dcol) = (format!("{ns}[i][j]"), format!("{label}[i][j]"));
+            out.extend(quote! {
+                for (__r, __dr) in #n.iter().zip(#d.iter()) {
+                    #rt::__private::check_len(#row, #drow, __r.len(), __dr.len());
+                    for (__c, __dc) in __r.iter().zip(__dr.iter()) {
+                        #rt::__private::check_len(#col, #dcol, __c.len(), __dc.len());
+                    }
+                }
+            });
+        }
         out
     }
 
@@ -586,6 +598,9 @@ impl Header<'_> {
                     let zero_loop = match p.class {
                         ParamClass::Buffer { rank: 2, .. } => {
                             quote!(for __r in #d.iter_mut() { for __v in __r.iter_mut() { *__v = #zero; } })
+                        }
+                        ParamClass::Buffer { rank: 3, .. } => {
+                            quote!(for __r in #d.iter_mut() { for __c in __r.iter_mut() { for __v in __c.iter_mut() { *__v = #zero; } } })
                         }
                         _ => quote!(for __v in #d.iter_mut() { *__v = #zero; }),
                     };

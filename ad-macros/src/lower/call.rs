@@ -320,11 +320,7 @@ impl Lowerer<'_> {
             Some(b) => self.b.add(b, index),
             None => index,
         };
-        Ok(Some((
-            present,
-            buf,
-            outer.into_iter().chain([at]).collect(),
-        )))
+        Ok(Some((present, buf, outer.then(at))))
     }
 
     /// A method call on a receiver the compiler does not model (`comm.allreduce_sum(..)`).
@@ -359,11 +355,26 @@ impl Lowerer<'_> {
                 return Ok(self.b.binary(BinOp::Eq, len, zero));
             }
             "len" if m.args.is_empty() => {
-                if let Expr::Index(ix) = &*m.receiver {
-                    // `a[i].len()`: a row's length.
-                    let buf = self.lower_buf_ref(&ix.expr)?;
-                    let i = self.lower_expr(&ix.index)?;
-                    return Ok(self.b.value(InstKind::Len(buf, vec![i]), Ty::Int));
+                if let Expr::Index(_) = &*m.receiver {
+                    // `a[i].len()`, `t[i][j].len()`: a row's length.
+                    let mut at = &*m.receiver;
+                    let mut idx = Vec::new();
+                    while let Expr::Index(ix) = at {
+                        idx.push(&*ix.index);
+                        at = &ix.expr;
+                    }
+                    idx.reverse();
+                    let buf = self.lower_buf_ref(at)?;
+                    if idx.len() >= self.b.func.buf(buf).rank as usize {
+                        return Err(self.error(m, &text(m), "`len()` of an element"));
+                    }
+                    let mut ix = Vec::new();
+                    for e in idx {
+                        let v = self.lower_expr(e)?;
+                        self.expect_ty(v, Ty::Int, e, "an index")?;
+                        ix.push(v);
+                    }
+                    return Ok(self.b.value(InstKind::Len(buf, ix), Ty::Int));
                 }
                 if let Some(Binding::Row { len, .. }) = self.row_binding(&m.receiver) {
                     return Ok(len);
@@ -777,7 +788,12 @@ impl Lowerer<'_> {
                     buf,
                     mutable,
                     Part {
-                        row: outer,
+                        row: match outer.as_slice() {
+                            [] => None,
+                            [r] => Some(*r),
+                            // A row of a 3-D buffer is not passed to calls yet.
+                            _ => return Ok(None),
+                        },
                         start: base,
                         end,
                     },

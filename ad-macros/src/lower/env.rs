@@ -2,19 +2,55 @@
 
 use crate::ir::{Buf, Value};
 
+/// Up to three indices into a buffer (one per dimension), kept `Copy`.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub struct Indices {
+    len: u8,
+    at: [Value; 3],
+}
+
+impl Indices {
+    pub const NONE: Indices = Indices {
+        len: 0,
+        at: [Value(0); 3],
+    };
+
+    pub fn of(vs: &[Value]) -> Indices {
+        assert!(vs.len() <= 3, "buffers have at most three dimensions");
+        let mut at = [Value(0); 3];
+        at[..vs.len()].copy_from_slice(vs);
+        Indices {
+            len: vs.len() as u8,
+            at,
+        }
+    }
+
+    pub fn as_slice(&self) -> &[Value] {
+        &self.at[..self.len as usize]
+    }
+
+    /// These indices followed by `v`.
+    pub fn then(&self, v: Value) -> Vec<Value> {
+        let mut out = self.as_slice().to_vec();
+        out.push(v);
+        out
+    }
+}
+
 #[derive(Clone, Copy, PartialEq, Debug)]
 pub enum Binding {
     Scalar(Value),
     Buf(Buf),
-    /// `v` from `x.iter_mut()`: the element `buf[index]` (`buf[index][col]` of a 2-D buffer).
-    Elem(Buf, Value, Option<Value>),
+    /// `v` from `x.iter_mut()`, `&mut m[i][j]`: the element of `buf` at these indices.
+    Elem(Buf, Indices),
     /// A view: `row` from `x.par_chunks_mut(w).enumerate()`, `&x[a..b]`, or `&m[i]` of a
-    /// 2-D buffer (`outer` = `Some(i)`): `row[j]` is `buf[base + j]` (`buf[i][base + j]`),
-    /// and `row.len()` is `len`; `mutable` when it is borrowed `&mut`.
+    /// 2-D buffer (`outer` = `[i]`; `&t[i][j]` of a 3-D one, `[i, j]`): `row[j]` is
+    /// `buf[outer..][base + j]`, and `row.len()` is `len`; `mutable` when it is borrowed
+    /// `&mut`.
     Row {
         buf: Buf,
         mutable: bool,
-        outer: Option<Value>,
+        outer: Indices,
         base: Value,
         len: Value,
     },

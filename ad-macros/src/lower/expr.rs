@@ -317,22 +317,12 @@ impl Lowerer<'_> {
                         len,
                         ..
                     }) => (buf, outer, Some(base), len),
-                    _ => {
-                        let (buf, row) = match inner {
-                            Expr::Index(ix) if !matches!(&*ix.index, Expr::Range(_)) => {
-                                let buf = self.lower_buf_ref(&ix.expr)?;
-                                let i = self.lower_expr(&ix.index)?;
-                                (buf, Some(i))
-                            }
-                            other => (self.lower_buf_ref(other)?, None),
-                        };
-                        let rank = self.b.func.buf(buf).rank as usize;
-                        if rank != 1 + usize::from(row.is_some()) {
-                            return Err(self.error(init, &text(init), "an array pattern takes the elements of a 1-D buffer, a row or a view"));
+                    _ => match self.view_of(inner)? {
+                        Some((buf, row, base, len)) => (buf, row, base, len),
+                        None => {
+                            return Err(self.error(init, &text(init), "an array pattern takes the elements of a 1-D buffer, a row or a view"))
                         }
-                        let len = self.b.value(InstKind::Len(buf, row.into_iter().collect()), Ty::Int);
-                        (buf, row, None, len)
-                    }
+                    },
                 };
                 // The length the pattern needs (`let .. else` panics otherwise; a plain `let`
                 // has an array of that length already).
@@ -345,7 +335,7 @@ impl Lowerer<'_> {
                 );
                 self.b.stmt(InstKind::Assert { cond: fits, message: Code::parse(&message) });
                 let at = |l: &mut Self, k: Value| {
-                    let mut idx: Vec<Value> = row.into_iter().collect();
+                    let mut idx: Vec<Value> = row.as_slice().to_vec();
                     idx.push(match base {
                         Some(b) => l.b.add(b, k),
                         None => k,
@@ -432,39 +422,45 @@ impl Lowerer<'_> {
         let Expr::Index(ix) = strip_group(&r.expr) else {
             return Ok(None);
         };
-        // An element of a 2-D buffer, `&m[i][j]` / `&mut m[i][j]`: read (a shared reference
-        // sees no write while it lives) or a place.
-        if let Expr::Index(row) = strip_group(&ix.expr) {
-            if !matches!(strip_group(&ix.index), Expr::Range(_)) {
-                if let Ok(buf) = self.lower_buf_ref(&row.expr) {
-                    if self.b.func.buf(buf).rank == 2 {
-                        let (buf, idx) = self.lower_place(&r.expr, ix)?;
-                        return Ok(Some(match r.mutability {
-                            None => Binding::Scalar(self.b.load(buf, idx)),
-                            Some(_) => Binding::Elem(buf, idx[0], Some(idx[1])),
-                        }));
-                    }
-                }
+        // The base buffer and the index chain (`&t[i][j][k]`, `&m[i]`, `&t[i][j][a..]`).
+        let mut base = strip_group(&r.expr);
+        let mut chain: Vec<&Expr> = Vec::new();
+        while let Expr::Index(inner) = base {
+            chain.push(&inner.index);
+            base = strip_group(&inner.expr);
+        }
+        chain.reverse();
+        let ranged = matches!(strip_group(&ix.index), Expr::Range(_));
+        if let Ok(buf) = self.lower_buf_ref(base) {
+            let rank = self.b.func.buf(buf).rank as usize;
+            let indexed = chain.len() - usize::from(ranged);
+            if rank >= 2 && !ranged && indexed == rank {
+                // An element, `&m[i][j]` / `&mut t[i][j][k]`: read (a shared reference sees
+                // no write while it lives) or a place.
+                let (buf, idx) = self.lower_place(&r.expr, ix)?;
+                return Ok(Some(match r.mutability {
+                    None => Binding::Scalar(self.b.load(buf, idx)),
+                    Some(_) => Binding::Elem(buf, Indices::of(&idx)),
+                }));
+            }
+            if rank >= 2 && indexed + 1 < rank {
+                let why = if ranged {
+                    "a range of the rows of a buffer is not a view phidiff knows yet; walk those rows by index (`for i in a..b { let row = &m[i]; .. }`) or by `m.iter().skip(a).take(b - a)`"
+                } else {
+                    "a 2-D part of a 3-D buffer is not a view phidiff knows yet; index it fully (`t[i][j][k]`) or take its rows (`let row = &t[i][j];`, `t[i][j].iter()`)"
+                };
+                return Err(self.error(e, &text(e), why));
             }
         }
-        // `&m[i]` of a 2-D buffer: its row `i`, a view.
-        if let Ok(buf) = self.lower_buf_ref(&ix.expr) {
-            if self.b.func.buf(buf).rank == 2 && matches!(strip_group(&ix.index), Expr::Range(_)) {
-                return Err(self.error(
-                    e,
-                    &text(e),
-                    "a range of the rows of a 2-D buffer is not a view phidiff knows yet; walk those rows by index (`for i in a..b { let row = &m[i]; .. }`) or by `m.iter().skip(a).take(b - a)`",
-                ));
-            }
-            if self.b.func.buf(buf).rank == 2 {
-                let i = self.lower_expr(&ix.index)?;
-                self.expect_ty(i, Ty::Int, &ix.index, "an index")?;
-                let len = self.b.value(InstKind::Len(buf, vec![i]), Ty::Int);
+        // `&m[i]` of a 2-D buffer, `&t[i][j]` of a 3-D one: a row, a view.
+        if !ranged {
+            if let Some((buf, idx)) = self.row_chain(&r.expr)? {
+                let len = self.b.value(InstKind::Len(buf, idx.clone()), Ty::Int);
                 let base = self.b.iconst(0);
                 return Ok(Some(Binding::Row {
                     buf,
                     mutable: r.mutability.is_some(),
-                    outer: Some(i),
+                    outer: Indices::of(&idx),
                     base,
                     len,
                 }));
@@ -543,10 +539,7 @@ impl Lowerer<'_> {
                     });
                 }
                 let at = at(self, i);
-                Ok(Some(match outer {
-                    Some(r) => Binding::Elem(buf, r, Some(at)),
-                    None => Binding::Elem(buf, at, None),
-                }))
+                Ok(Some(Binding::Elem(buf, Indices::of(&outer.then(at)))))
             }
         }
     }
@@ -698,8 +691,8 @@ impl Lowerer<'_> {
             let name = p.path.segments[0].ident.to_string();
             match self.env.lookup(&name) {
                 Some(Binding::Scalar(v)) => return Ok(v),
-                Some(Binding::Elem(buf, i, j)) => {
-                    return Ok(self.b.load(buf, std::iter::once(i).chain(j).collect()))
+                Some(Binding::Elem(buf, idx)) => {
+                    return Ok(self.b.load(buf, idx.as_slice().to_vec()))
                 }
                 Some(Binding::Buf(_) | Binding::Row { .. }) => {
                     return Err(self.error(p, &name, "a buffer is used where a scalar is expected"))
@@ -974,7 +967,7 @@ impl Lowerer<'_> {
             let j = self.lower_expr(j)?;
             self.expect_ty(j, Ty::Int, whole, "an index")?;
             let at = self.b.add(start, j);
-            return Ok((buf, outer.into_iter().chain([at]).collect()));
+            return Ok((buf, outer.then(at)));
         }
         let buf = self.lower_buf_ref(base)?;
         let rank = self.b.func.buf(buf).rank as usize;
@@ -1027,7 +1020,7 @@ impl Lowerer<'_> {
     pub(super) fn view_of(
         &mut self,
         e: &Expr,
-    ) -> LResult<Option<(Buf, Option<Value>, Option<Value>, Value)>> {
+    ) -> LResult<Option<(Buf, Indices, Option<Value>, Value)>> {
         if let Some(Binding::Row {
             buf,
             outer,
@@ -1048,28 +1041,49 @@ impl Lowerer<'_> {
                 _ => break,
             }
         }
-        if let Expr::Index(ix) = inner {
-            if matches!(strip_group(&ix.index), Expr::Range(_)) {
-                return Ok(None);
-            }
-            let Ok(buf) = self.lower_buf_ref(&ix.expr) else {
-                return Ok(None);
-            };
-            if self.b.func.buf(buf).rank != 2 {
-                return Ok(None);
-            }
-            let i = self.lower_expr(&ix.index)?;
-            self.expect_ty(i, Ty::Int, &ix.index, "an index")?;
-            let len = self.b.value(InstKind::Len(buf, vec![i]), Ty::Int);
-            return Ok(Some((buf, Some(i), None, len)));
+        // A row of a 2-D or 3-D buffer: all its indices but the last (`m[i]`, `t[i][j]`).
+        if let Some((buf, idx)) = self.row_chain(inner)? {
+            let len = self.b.value(InstKind::Len(buf, idx.clone()), Ty::Int);
+            return Ok(Some((buf, Indices::of(&idx), None, len)));
         }
         match self.lower_buf_ref(inner) {
             Ok(buf) if self.b.func.buf(buf).rank == 1 => {
                 let len = self.b.value(InstKind::Len(buf, vec![]), Ty::Int);
-                Ok(Some((buf, None, None, len)))
+                Ok(Some((buf, Indices::NONE, None, len)))
             }
             _ => Ok(None),
         }
+    }
+
+    /// `e` as `buf[i][j]..` with one index fewer than `buf` has dimensions (a row), the
+    /// indices lowered; `None` when it is not one.
+    pub(super) fn row_chain(&mut self, e: &Expr) -> LResult<Option<(Buf, Vec<Value>)>> {
+        let mut at = strip_group(e);
+        let mut exprs = Vec::new();
+        while let Expr::Index(ix) = at {
+            if matches!(strip_group(&ix.index), Expr::Range(_)) {
+                return Ok(None);
+            }
+            exprs.push(&*ix.index);
+            at = strip_group(&ix.expr);
+        }
+        if exprs.is_empty() {
+            return Ok(None);
+        }
+        let Ok(buf) = self.lower_buf_ref(at) else {
+            return Ok(None);
+        };
+        if self.b.func.buf(buf).rank as usize != exprs.len() + 1 {
+            return Ok(None);
+        }
+        exprs.reverse();
+        let mut idx = Vec::new();
+        for x in exprs {
+            let v = self.lower_expr(x)?;
+            self.expect_ty(v, Ty::Int, x, "an index")?;
+            idx.push(v);
+        }
+        Ok(Some((buf, idx)))
     }
 
     /// A buffer named by an expression: `x`, `&x`, `&mut x`, `(x)`.
@@ -1103,7 +1117,7 @@ impl Lowerer<'_> {
             Expr::Index(_) => Err(self.error(
                 e,
                 &text(e),
-                "a row of a 2-D buffer is read as `m[i][j]` or walked by `m[i].iter()` (`iter_mut`, `for v in &m[i]`), but not yet bound to a name or passed as a slice",
+                "a row of a 2-D or 3-D buffer is a view (`let row = &m[i];`, `m[i].iter()`, `g(&t[i][j])`), and an element is read by all its indices (`m[i][j]`); this is neither",
             )),
             _ => Err(self.error(e, &text(e), "expected a slice, array or Vec variable")),
         }
@@ -1137,8 +1151,8 @@ impl Lowerer<'_> {
                         self.env.assign(&name, Binding::Scalar(r));
                         Ok(())
                     }
-                    Some(Binding::Elem(buf, i, j)) => {
-                        self.lower_store(buf, std::iter::once(i).chain(j).collect(), rhs, op, whole)
+                    Some(Binding::Elem(buf, idx)) => {
+                        self.lower_store(buf, idx.as_slice().to_vec(), rhs, op, whole)
                     }
                     Some(Binding::Buf(_)) => {
                         Err(self.error(whole, &text(whole), "assigning a whole buffer is not supported; use `copy_from_slice` or `std::mem::swap`"))

@@ -392,7 +392,7 @@ impl Lowerer<'_> {
                         Binding::Row {
                             buf: *buf,
                             mutable: true,
-                            outer: None,
+                            outer: Indices::NONE,
                             base,
                             len,
                         },
@@ -422,13 +422,15 @@ impl Lowerer<'_> {
                             let row = Binding::Row {
                                 buf,
                                 mutable,
-                                outer: Some(index),
+                                outer: Indices::of(&[index]),
                                 base,
                                 len,
                             };
                             self.bind_name(p, row)?;
+                        } else if self.b.func.buf(buf).rank > 2 {
+                            return Err(self.error(p, &text(p), "a 2-D part of a 3-D buffer is not a view phidiff knows yet; index it (`t[i][j][k]`) or walk its rows (`t[i][j].iter()`)"));
                         } else if mutable {
-                            self.bind_name(p, Binding::Elem(buf, index, None))?;
+                            self.bind_name(p, Binding::Elem(buf, Indices::of(&[index])))?;
                         } else {
                             let v = self.b.load(buf, vec![index]);
                             self.bind_name(p, Binding::Scalar(v))?;

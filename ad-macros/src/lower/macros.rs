@@ -139,8 +139,12 @@ impl Lowerer<'_> {
             Expr::Macro(inner) if inner.mac.path.is_ident("vec") => {
                 let (fill, mut dims) = self.parse_vec_macro(&inner.mac)?;
                 dims.insert(0, parsed.len);
-                if dims.len() > 2 {
-                    return Err(self.error(mac, "vec![..]", "buffers have at most two dimensions"));
+                if dims.len() > 3 {
+                    return Err(self.error(
+                        mac,
+                        "vec![..]",
+                        "buffers have at most three dimensions",
+                    ));
                 }
                 Ok((fill, dims))
             }

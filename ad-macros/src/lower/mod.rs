@@ -23,7 +23,7 @@ use crate::diagnostics::{unsupported, Diagnostics};
 use crate::ir::builder::Builder;
 use crate::ir::*;
 use crate::parse::signature::{ElemKind, ParamClass, Signature};
-use env::{Binding, Env};
+use env::{Binding, Env, Indices};
 use proc_macro2::Span;
 use quote::ToTokens;
 use syn::spanned::Spanned;
@@ -204,7 +204,7 @@ pub fn lower_function(
     }
     for (name, buf) in scalar_refs {
         let zero = l.b.iconst(0);
-        l.env.bind(&name, Binding::Elem(buf, zero, None));
+        l.env.bind(&name, Binding::Elem(buf, Indices::of(&[zero])));
     }
     l.fail_sites = sites;
     l.error_params = sig

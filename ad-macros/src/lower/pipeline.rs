@@ -204,7 +204,9 @@ impl Lowerer<'_> {
                 self.walks_a_view(&m.receiver) || m.args.iter().any(|a| self.walks_a_view(a))
             }
             Expr::Reference(r) => self.walks_a_view(&r.expr),
-            Expr::Index(ix) => matches!(&*ix.index, Expr::Range(_)) || self.is_row(ix),
+            Expr::Index(ix) => {
+                matches!(&*ix.index, Expr::Range(_)) || self.is_row(ix) || self.is_deep_row(ix)
+            }
             Expr::Path(p) => p.path.get_ident().is_some_and(|i| {
                 matches!(self.env.lookup(&i.to_string()), Some(Binding::Row { .. }))
             }),
@@ -494,6 +496,19 @@ impl Lowerer<'_> {
             }
             // A row of a 2-D buffer (`m[i]`): its elements are `m[row][k]`, its length
             // `m[row].len()`.
+            // A row of a 3-D buffer (`t[i][j]`): bound to a view first.
+            Expr::Index(ix) if self.is_deep_row(ix) => {
+                let view = self.fresh("row");
+                let span = e.span();
+                Some((
+                    vec![if mutable {
+                        quote_spanned!(span=> let #view = &mut #e;)
+                    } else {
+                        quote_spanned!(span=> let #view = &#e;)
+                    }],
+                    quote!(#view),
+                ))
+            }
             Expr::Index(ix) if self.is_row(ix) => {
                 let m = &ix.expr;
                 let index = &ix.index;
@@ -506,6 +521,28 @@ impl Lowerer<'_> {
             }
             _ => None,
         }
+    }
+
+    /// Whether `ix` is a row `t[i][j]` of a 3-D buffer `t` named by a variable.
+    fn is_deep_row(&self, ix: &syn::ExprIndex) -> bool {
+        let mut at = strip(&ix.expr);
+        let mut n = 1;
+        while let Expr::Index(inner) = at {
+            if matches!(strip(&inner.index), Expr::Range(_)) {
+                return false;
+            }
+            n += 1;
+            at = strip(&inner.expr);
+        }
+        n >= 2
+            && !matches!(strip(&ix.index), Expr::Range(_))
+            && match at {
+                Expr::Path(p) => p.path.get_ident().is_some_and(|i| {
+                    matches!(self.env.lookup(&i.to_string()),
+                        Some(Binding::Buf(b)) if self.b.func.buf(b).rank as usize == n + 1)
+                }),
+                _ => false,
+            }
     }
 
     /// Whether `ix` is a row `m[i]` of a 2-D buffer `m` named by a variable.
