@@ -99,6 +99,17 @@ fn main() {
     verify_heat(&u0, r, hsteps);
 
     // Issue 46: iterator chains against the index loops they stand for.
+    let qn = 1000;
+    let qm: Vec<Vec<f64>> = (0..qn)
+        .map(|i| {
+            (0..qn)
+                .map(|j| ((i * qn + j) as f64 * 1e-3).sin())
+                .collect()
+        })
+        .collect();
+    let qx: Vec<f64> = (0..qn).map(|i| (i as f64 * 0.01).cos()).collect();
+    let (mut qgm, mut qgm2) = (vec![vec![0.0; qn]; qn], vec![vec![0.0; qn]; qn]);
+    let (mut qgx, mut qgx2) = (vec![0.0; qn], vec![0.0; qn]);
     {
         let (v1, g1) = rosenbrock_grad(&x);
         let (v2, g2) = rosenbrock_zip_grad(&x);
@@ -120,6 +131,17 @@ fn main() {
                 .zip(&h2)
                 .all(|(a, b)| (a - b).abs() <= 1e-12 * (1.0 + a.abs())),
             "sin_weighted_fold's gradient"
+        );
+        let (q1, (gm1, gx1)) = quad_rows_iter_grad(&qm, &qx);
+        let (q2, (gm2, gx2)) = quad_rows_index_grad(&qm, &qx);
+        assert!((q1 - q2).abs() <= 1e-9 * q1.abs(), "quad_rows_iter's value");
+        assert!(
+            gm1.iter()
+                .flatten()
+                .chain(&gx1)
+                .zip(gm2.iter().flatten().chain(&gx2))
+                .all(|(a, b)| (a - b).abs() <= 1e-9 * (1.0 + a.abs())),
+            "quad_rows_iter's gradient"
         );
         let (w3, h3) = sin_weighted_pushed_grad(&x);
         let (w4, h4) = sin_weighted_buffer_grad(&x);
@@ -229,6 +251,24 @@ fn main() {
                     black_box(sin_weighted_buffer_rev(
                         black_box(&x),
                         black_box(&mut ps2),
+                        1.0,
+                    ));
+                }),
+                Variant::new("rows iter rev", || {
+                    black_box(quad_rows_iter_rev(
+                        black_box(&qm),
+                        black_box(&mut qgm),
+                        black_box(&qx),
+                        black_box(&mut qgx),
+                        1.0,
+                    ));
+                }),
+                Variant::new("rows index rev", || {
+                    black_box(quad_rows_index_rev(
+                        black_box(&qm),
+                        black_box(&mut qgm2),
+                        black_box(&qx),
+                        black_box(&mut qgx2),
                         1.0,
                     ));
                 }),
@@ -377,7 +417,7 @@ fn main() {
                 .unwrap()
         };
         println!(
-            "iterator forms (n=1e6): rosenbrock zip(skip(1)) rev {} vs index loop {} ({:.3}×; primals {:.3}×); fold rev {} vs for loop {} ({:.3}×); pushed Vec rev {} vs vec![0.0; n] {} ({:.3}×)",
+            "iterator forms (n=1e6): rosenbrock zip(skip(1)) rev {} vs index loop {} ({:.3}×; primals {:.3}×); fold rev {} vs for loop {} ({:.3}×); pushed Vec rev {} vs vec![0.0; n] {} ({:.3}×); rows as views (xᵀMx, 1000×1000) rev {} vs index loops {} ({:.3}×)",
             fmt_time(m("rosen zip rev")),
             fmt_time(m("rosen loop rev")),
             m("rosen zip rev") / m("rosen loop rev"),
@@ -388,6 +428,9 @@ fn main() {
             fmt_time(m("pushed rev")),
             fmt_time(m("buffer rev")),
             m("pushed rev") / m("buffer rev"),
+            fmt_time(m("rows iter rev")),
+            fmt_time(m("rows index rev")),
+            m("rows iter rev") / m("rows index rev"),
         );
     }
     for b in benches

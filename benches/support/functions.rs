@@ -71,6 +71,29 @@ pub fn sin_weighted_buffer(x: &[f64]) -> f64 {
     s
 }
 
+/// `xᵀ M x` of a `Vec<Vec<f64>>` matrix by its rows as views (`m.iter().zip(x)`,
+/// `row.iter().zip(x)`; issue 46), and by the index loops they stand for.
+#[differentiate(forward, reverse)]
+pub fn quad_rows_iter(m: &[Vec<f64>], x: &[f64]) -> f64 {
+    m.iter()
+        .zip(x)
+        .map(|(row, xi)| xi * row.iter().zip(x).map(|(a, b)| a * b).sum::<f64>())
+        .sum()
+}
+
+#[differentiate(forward, reverse)]
+pub fn quad_rows_index(m: &[Vec<f64>], x: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for i in 0..m.len() {
+        let mut r = 0.0;
+        for j in 0..m[i].len() {
+            r += m[i][j] * x[j];
+        }
+        s += x[i] * r;
+    }
+    s
+}
+
 /// Hand-written adjoint of [`rosenbrock`]: one fused loop computing the value and adding
 /// `seed · ∇f` into `g` (same convention as `rosenbrock_rev`). Term i touches g[i] and
 /// g[i+1]; the g[i+1] part is carried in a register to the next iteration, so every g[i]

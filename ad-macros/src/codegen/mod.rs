@@ -452,6 +452,15 @@ impl Ctx<'_> {
         quote!({ #stmts #ys })
     }
 
+    /// `as T` converting an element of `src` to the float type of `dst`'s, where they
+    /// differ (in a function that mixes `f32` and `f64`).
+    fn conversion(&self, dst: Buf, src: Buf) -> Option<TokenStream> {
+        (self.buf_class(dst) != self.buf_class(src)).then(|| {
+            let t = self.float_type_of_buf(dst);
+            quote!(as #t)
+        })
+    }
+
     /// The Rust float type of `v` in a function that mixes `f32` and `f64` (`f64` for a
     /// value of no fixed type).
     fn float_type_of(&self, v: Value) -> Ident {
@@ -677,30 +686,18 @@ impl Ctx<'_> {
                 };
                 quote!(let mut #n = #e;)
             }
-            CopyFrom { dst, src } if f.buf(*dst).rank >= 3 => {
+            CopyFrom { dst, src } | AddBuf { dst, src } if f.buf(*dst).rank >= 3 => {
                 let (d, s) = (self.buf(*dst), self.buf(*src));
-                let t = (self.buf_class(*dst) != self.buf_class(*src)).then(|| {
-                    let t = self.float_type_of_buf(*dst);
-                    quote!(as #t)
-                });
+                let t = self.conversion(*dst, *src);
+                let op = match &data.kind {
+                    AddBuf { .. } => quote!(+=),
+                    _ => quote!(=),
+                };
                 elementwise(
                     f.buf(*dst).rank,
                     quote!(#d),
                     Some(quote!(#s)),
-                    &|d, s| quote!(*#d = *#s #t;),
-                )
-            }
-            AddBuf { dst, src } if f.buf(*dst).rank >= 3 => {
-                let (d, s) = (self.buf(*dst), self.buf(*src));
-                let t = (self.buf_class(*dst) != self.buf_class(*src)).then(|| {
-                    let t = self.float_type_of_buf(*dst);
-                    quote!(as #t)
-                });
-                elementwise(
-                    f.buf(*dst).rank,
-                    quote!(#d),
-                    Some(quote!(#s)),
-                    &|d, s| quote!(*#d += *#s #t;),
+                    &|d, s| quote!(*#d #op *#s #t;),
                 )
             }
             ZeroBuf(b) if f.buf(*b).rank >= 3 => {
@@ -716,12 +713,13 @@ impl Ctx<'_> {
             }
             CopyFrom { dst, src } if self.buf_class(*dst) != self.buf_class(*src) => {
                 let (d, s) = (self.buf(*dst), self.buf(*src));
-                let t = self.float_type_of_buf(*dst);
-                if f.buf(*dst).rank == 1 {
-                    quote!(for (__d, __s) in #d.iter_mut().zip(#s.iter()) { *__d = *__s as #t; })
-                } else {
-                    quote!(for (__dr, __sr) in #d.iter_mut().zip(#s.iter()) { for (__d, __s) in __dr.iter_mut().zip(__sr.iter()) { *__d = *__s as #t; } })
-                }
+                let t = self.conversion(*dst, *src);
+                elementwise(
+                    f.buf(*dst).rank,
+                    quote!(#d),
+                    Some(quote!(#s)),
+                    &|d, s| quote!(*#d = *#s #t;),
+                )
             }
             CopyFrom { dst, src } => {
                 let (d, s) = (self.buf(*dst), self.buf(*src));
@@ -737,13 +735,7 @@ impl Ctx<'_> {
             }
             AddBuf { dst, src } => {
                 let (d, s) = (self.buf(*dst), self.buf(*src));
-                let conv = match self.buf_class(*dst) != self.buf_class(*src) {
-                    true => {
-                        let t = self.float_type_of_buf(*dst);
-                        quote!(as #t)
-                    }
-                    false => quote!(),
-                };
+                let conv = self.conversion(*dst, *src);
                 if f.buf(*dst).rank == 1 {
                     quote!(for (__d, __s) in #d.iter_mut().zip(#s.iter()) { *__d += *__s #conv; })
                 } else {
