@@ -143,6 +143,15 @@ pub fn peak_scaled_lookup(xs: &[f64], ys: &[f64], t: f64) -> Option<f64> {
     Some(p * interpolate(xs, ys, t)?)
 }
 
+/// A plain function unwrapping fallible ones it knows succeed here (`.expect(..)`,
+/// `.unwrap()` on the calls): their derivatives are unwrapped the same way.
+#[differentiate(forward, reverse)]
+pub fn log_growth(x: &[f64], k: f64) -> f64 {
+    let g = geometric_mean(x).expect("a positive sample");
+    let p = peak_to_mean(x).unwrap();
+    k * g.ln() + p
+}
+
 fn rev_of(
     f: &dyn Fn(&[f64], &mut [f64], f64) -> Option<f64>,
 ) -> impl Fn(&[f64], f64) -> (f64, Vec<f64>) + '_ {
@@ -427,4 +436,33 @@ pub fn fallible_calls() {
     assert_eq!(peak_scaled_lookup_rev(&xs, &mut gx, &ys, &mut gy, 9.0, 1.0), None);
     assert_eq!((gx, gy), (vec![7.0; 4], vec![7.0; 4]));
     assert_eq!(peak_scaled_lookup_fwd(&xs, &[0.0; 4], &ys, &[1.0; 4], 9.0, 1.0), None);
+
+    // Unwrapped in a plain caller: finite differences and the dot product, and by hand
+    // (∂/∂k = ln G; ∂/∂xᵢ = k/(5 xᵢ) + ∂(peak/mean)/∂xᵢ from the two callees' gradients).
+    let x = [0.7, 1.9, 1.2, 0.4, 2.6];
+    let k = 0.6;
+    let p = cat(&[&x, &[k]]);
+    check_point(
+        "log_growth",
+        &p,
+        &|p| log_growth(&p[..5], p[5]),
+        &|p| {
+            let (v, (g, gk)) = log_growth_grad(&p[..5], p[5]);
+            (v, cat(&[&g, &[gk]]))
+        },
+        &|p, d| log_growth_fwd(&p[..5], &d[..5], p[5], d[5]),
+        &|p, s| {
+            let mut g = zeros(5);
+            let (v, gk) = log_growth_rev(&p[..5], &mut g, p[5], s);
+            (v, cat(&[&g, &[gk]]))
+        },
+    );
+    let (_, (g, gk)) = log_growth_grad(&x, k);
+    let (gm, ggm) = geometric_mean_grad(&x).unwrap();
+    let (_, gp) = peak_to_mean_grad(&x).unwrap();
+    let want: Vec<f64> = (0..5).map(|i| k * ggm[i] / gm + gp[i]).collect();
+    assert_rel("log_growth: gradient by hand", &cat(&[&g, &[gk]]), &cat(&[&want, &[gm.ln()]]), 1e-14);
+    let bad = std::panic::catch_unwind(|| log_growth_grad(&[1.0, -1.0], k));
+    let msg = bad.expect_err("a sample with a negative value panics");
+    assert_eq!(msg.downcast_ref::<String>().map(String::as_str), Some("a positive sample: NonPositive { at: 1 }"));
 }

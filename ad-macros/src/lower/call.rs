@@ -405,10 +405,21 @@ impl Lowerer<'_> {
                         return Ok(v);
                     }
                 }
+                // `g(x).unwrap()`, `obj.g(x).expect("..")` of a fallible function: the call,
+                // its derivatives unwrapped the same way.
+                let user_call = match &*m.receiver {
+                    Expr::Call(c) => matches!(&*c.func, Expr::Path(_)),
+                    Expr::MethodCall(r) => self.is_user_method(r),
+                    _ => false,
+                };
+                if user_call && name != "unwrap_or" {
+                    let (method, args) = (&m.method, &m.args);
+                    return self.lower_call_then(&m.receiver, quote::quote!(.#method(#args)));
+                }
                 return Err(self.error(
                     m,
                     &text(m),
-                    "`unwrap` is supported on `T::from(..)` and `T::from_f64(..)` (and the other `FromPrimitive` conversions)",
+                    "`unwrap` is supported on `T::from(..)` and `T::from_f64(..)` (and the other `FromPrimitive` conversions), on `x.first()`/`x.last()`/`x.get(i)`, and on calls of fallible functions with derivatives",
                 ));
             }
             _ => {}

@@ -407,13 +407,23 @@ impl Lowerer<'_> {
     /// (where `g_fwd`/`g_rev` are fallible too: the failure returns before the reverse
     /// sweep starts, as the caller's own failures do).
     fn lower_tried_call(&mut self, e: &Expr) -> LResult<Value> {
-        self.call_then = Some(crate::ir::Code(quote::quote!(?)));
+        self.lower_call_then(e, quote::quote!(?))
+    }
+
+    /// The call `e` of a fallible function followed by `then` (`?`, `.unwrap()`,
+    /// `.expect(..)`), in the generated code too (`Callee::then`).
+    pub(super) fn lower_call_then(
+        &mut self,
+        e: &Expr,
+        then: proc_macro2::TokenStream,
+    ) -> LResult<Value> {
+        self.call_then = Some(crate::ir::Code(then));
         let v = self.lower_expr(e);
         if self.call_then.take().is_some() {
             return Err(self.error(
                 e,
                 &super::text(e),
-                "`?` applies to the call of a function (`g(x)?`, `obj.g(x)?`) that returns an `Option` or a `Result`",
+                "`?`, `unwrap()` and `expect(..)` apply here to the call of a function (`g(x)?`, `obj.g(x).unwrap()`) that returns an `Option` or a `Result`",
             ));
         }
         v
