@@ -476,6 +476,16 @@ impl Classifier<'_> {
             other => (other, BufForm::Owned),
         };
         if let Some((elem, rank)) = self.elem(inner, diag) {
+            if rank > 3 {
+                diag.error_spanned(
+                    ty,
+                    unsupported(
+                        &crate::diagnostics::type_text(ty),
+                        "buffers have at most three dimensions; flatten the innermost ones \
+                         (`Vec<Vec<Vec<f64>>>` indexed `t[i][j][k * n + l]`)",
+                    ),
+                );
+            }
             return ParamClass::Buffer { elem, rank, form };
         }
         if let Type::Reference(r) = ty {
