@@ -418,6 +418,37 @@ pub fn profile_scale(t: &mut [Vec<Vec<f64>>], w: &[f64]) {
     }
 }
 
+/// A 3-D state stepped in a checkpointed loop (the snapshots hold the 3-D buffer).
+#[differentiate(forward, reverse)]
+pub fn stepped_field(x: &[f64], steps: usize) -> f64 {
+    let n = 2;
+    let mut t = vec![vec![vec![0.0; n]; n]; n];
+    for i in 0..n {
+        for j in 0..n {
+            for l in 0..n {
+                t[i][j][l] = x[(i * n + j) * n + l];
+            }
+        }
+    }
+    #[checkpoint(revolve(snapshots = 2))]
+    for _ in 0..steps {
+        for i in 0..n {
+            for j in 0..n {
+                for l in 0..n {
+                    t[i][j][l] = (1.1 * t[i][j][l]).sin() + 0.1 * t[n - 1 - i][j][l];
+                }
+            }
+        }
+    }
+    let mut e = 0.0;
+    for i in 0..n {
+        for j in 0..n {
+            e += t[i][j].iter().map(|v| v * v).sum::<f64>();
+        }
+    }
+    e
+}
+
 pub fn generic_forms_against_num_dual() {
     let x = [0.31, -0.72, 1.13, 0.44, -0.25, 0.6];
     crate::check_slice_fn!(discounted, discounted_fwd, discounted_rev, discounted_grad, x);
@@ -1051,4 +1082,19 @@ pub fn three_dimensional() {
     let msg = bad.expect_err("a short tangent row panics");
     let msg = msg.downcast_ref::<String>().cloned().unwrap_or_default();
     assert!(msg.contains("t[i][j]") && msg.contains("dt[i][j]"), "{msg}");
+
+    // A 3-D state in a checkpointed loop.
+    let x: Vec<f64> = (0..8).map(|q| 0.1 * q as f64 + 0.2).collect();
+    check_point(
+        "stepped_field",
+        &x,
+        &|x| stepped_field(x, 5),
+        &|x| stepped_field_grad(x, 5),
+        &|x, d| stepped_field_fwd(x, d, 5),
+        &|x, s| {
+            let mut g = zeros(8);
+            let v = stepped_field_rev(x, &mut g, 5, s);
+            (v, g)
+        },
+    );
 }
