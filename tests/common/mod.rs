@@ -322,7 +322,7 @@ fn run_recorded(body: fn()) -> Result<Vec<Record>, String> {
     outcome.map(|()| records).map_err(panic_message)
 }
 
-fn panic_message(payload: Box<dyn Any + Send>) -> String {
+pub fn panic_message(payload: Box<dyn Any + Send>) -> String {
     match payload.downcast::<String>() {
         Ok(message) => *message,
         Err(payload) => match payload.downcast::<&str>() {

@@ -882,7 +882,7 @@ impl Ctx<'_> {
             } => {
                 let (t, s) = (self.buf(*tape), self.buf(*src));
                 let i = self.val(*idx);
-                let row = row.map(|r| self.val(r)).into_iter();
+                let row = row.values().map(|r| self.val(r));
                 quote! {
                     if #t.len() <= #i { #t.resize_with(#i + 1, Vec::new); }
                     #t[#i].clear();
@@ -1003,7 +1003,7 @@ impl Ctx<'_> {
                 } => {
                     let n = self.buf(*buf);
                     let (s, e) = (self.val(p.start), self.val(p.end));
-                    let row = p.row.map(|r| self.val(r)).into_iter();
+                    let row = p.row.values().map(|r| self.val(r));
                     match mutable {
                         true => quote!(&mut #n #([#row])* [#s..#e]),
                         false => quote!(&#n #([#row])* [#s..#e]),

@@ -247,7 +247,7 @@ fn check(f: &Function, t: &Taint, at: Span, forward: bool) -> Result<(), syn::Er
             Alloc { dims, .. } => dims.clone(),
             TapeEnsure(_, n) => vec![*n],
             TapeEnsureRow(_, r, n) => vec![*r, *n],
-            SaveRow { idx, row, .. } => std::iter::once(*idx).chain(*row).collect(),
+            SaveRow { idx, row, .. } => std::iter::once(*idx).chain(row.values()).collect(),
             ReturnRow { idx, .. } => vec![*idx],
             _ => Vec::new(),
         };
@@ -431,7 +431,7 @@ impl Lanes<'_> {
                 tape: b(tape),
                 idx: v(idx),
                 src: b(src),
-                row: row.as_ref().map(v),
+                row: row.map(|r| v(&r)),
             },
             ReturnRow { tape, idx, src } => ReturnRow {
                 tape: b(tape),

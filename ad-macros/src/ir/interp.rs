@@ -271,8 +271,13 @@ impl<'f> Machine<'f> {
                     .ok_or_else(|| format!("parameter {n} is not a scalar"))?,
             ),
             SaveRow { tape, idx, src, .. } | ReturnRow { tape, idx, src } => {
+                // The interpreter holds buffers of one or two dimensions.
                 let part = match &f.inst(i).kind {
-                    SaveRow { row: Some(r), .. } => Some(self.int(*r)? as usize),
+                    SaveRow { row, .. } => match row.as_slice() {
+                        [] => None,
+                        [r] => Some(self.int(*r)? as usize),
+                        _ => return Err(format!("{}: a row of a 3-D buffer", self.name(*src))),
+                    },
                     _ => None,
                 };
                 let row = self.int(*idx)? as usize;

@@ -364,11 +364,74 @@ impl IntTy {
     }
 }
 
-/// The part of a buffer a call sees: `buf[start..end]`, or `buf[row][start..end]` of a
-/// 2-D buffer.
+/// Up to three indices into a buffer (one per dimension), kept `Copy`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Indices {
+    len: u8,
+    at: [Value; 3],
+}
+
+impl Indices {
+    pub const NONE: Indices = Indices {
+        len: 0,
+        at: [Value(0); 3],
+    };
+
+    pub fn of(vs: &[Value]) -> Indices {
+        assert!(vs.len() <= 3, "buffers have at most three dimensions");
+        let mut at = [Value(0); 3];
+        at[..vs.len()].copy_from_slice(vs);
+        Indices {
+            len: vs.len() as u8,
+            at,
+        }
+    }
+
+    pub fn as_slice(&self) -> &[Value] {
+        &self.at[..self.len as usize]
+    }
+
+    /// The indices, by value.
+    pub fn values(self) -> impl Iterator<Item = Value> {
+        let n = self.len as usize;
+        self.at.into_iter().take(n)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The same indices with each replaced by `f` of it.
+    pub fn map(&self, mut f: impl FnMut(Value) -> Value) -> Indices {
+        let mut out = *self;
+        for v in &mut out.at[..self.len as usize] {
+            *v = f(*v);
+        }
+        out
+    }
+
+    /// `map` with a fallible `f`.
+    pub fn try_map<E>(&self, mut f: impl FnMut(Value) -> Result<Value, E>) -> Result<Indices, E> {
+        let mut out = *self;
+        for v in &mut out.at[..self.len as usize] {
+            *v = f(*v)?;
+        }
+        Ok(out)
+    }
+
+    /// These indices followed by `v`.
+    pub fn then(&self, v: Value) -> Vec<Value> {
+        let mut out = self.as_slice().to_vec();
+        out.push(v);
+        out
+    }
+}
+
+/// The part of a buffer a call sees: `buf[start..end]`, or `buf[row..][start..end]` of a
+/// row of a 2-D or 3-D buffer (`row` holds its indices).
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub struct Part {
-    pub row: Option<Value>,
+    pub row: Indices,
     pub start: Value,
     pub end: Value,
 }
@@ -376,7 +439,7 @@ pub struct Part {
 impl Part {
     /// The values the part reads.
     pub fn values(&self) -> impl Iterator<Item = Value> {
-        self.row.into_iter().chain([self.start, self.end])
+        self.row.values().chain([self.start, self.end])
     }
 
     /// The same part with each value replaced by `f` of it.
@@ -391,7 +454,7 @@ impl Part {
     /// `map` with a fallible `f`.
     pub fn try_map<E>(&self, mut f: impl FnMut(Value) -> Result<Value, E>) -> Result<Part, E> {
         Ok(Part {
-            row: self.row.map(&mut f).transpose()?,
+            row: self.row.try_map(&mut f)?,
             start: f(self.start)?,
             end: f(self.end)?,
         })
@@ -519,13 +582,13 @@ pub enum InstKind {
     /// Grow row `row` of a 2-D tape to at least `len` slots (the tape of a loop nested in
     /// a parallel loop: one row per parallel iteration).
     TapeEnsureRow(Buf, Value, Value),
-    /// Row `idx` of snapshot tape `tape` := contents of `src` (of its row `row` for a 2-D
-    /// `src`) (forward sweep, before a call).
+    /// Row `idx` of snapshot tape `tape` := contents of `src` (of its row at the indices
+    /// `row` for a 2-D or 3-D `src`) (forward sweep, before a call).
     SaveRow {
         tape: Buf,
         idx: Value,
         src: Buf,
-        row: Option<Value>,
+        row: Indices,
     },
     /// Row `idx` of snapshot tape `tape` := `src`, moved back after the call that borrowed
     /// it (`AllocInit::Row` moves the row out; the row is never read again, and giving it
@@ -859,7 +922,7 @@ impl Function {
                 }
                 o
             }
-            SaveRow { idx, row, .. } => std::iter::once(*idx).chain(*row).collect(),
+            SaveRow { idx, row, .. } => std::iter::once(*idx).chain(row.values()).collect(),
             ReturnRow { idx, .. } => vec![*idx],
             CopyFrom { .. } | Swap(..) | AddBuf { .. } | ZeroBuf(_) | SumBuf(_) => vec![],
             Assert { cond, .. } => vec![*cond],

@@ -31,7 +31,7 @@ fn arg(a: &CallArg) -> String {
             range,
         } => {
             let r = range.map_or(String::new(), |p| {
-                let row = p.row.map_or(String::new(), |r| format!("[{r}]"));
+                let row: String = p.row.values().map(|r| format!("[{r}]")).collect();
                 format!("{row}[{}..{}]", p.start, p.end)
             });
             format!("{}{buf}{r}", if *mutable { "&mut " } else { "&" })
@@ -121,7 +121,7 @@ fn print_inst(f: &Function, i: Inst, depth: usize, out: &mut String) {
             src,
             row,
         } => {
-            let row = row.map_or(String::new(), |r| format!("[{r}]"));
+            let row: String = row.values().map(|r| format!("[{r}]")).collect();
             format!("saverow {tape}[{idx}] = {src}{row}")
         }
         ReturnRow { tape, idx, src } => format!("returnrow {tape}[{idx}] = {src}"),

@@ -356,27 +356,25 @@ impl Lowerer<'_> {
             }
             "len" if m.args.is_empty() => {
                 if let Expr::Index(_) = &*m.receiver {
-                    // `a[i].len()`, `t[i][j].len()`: a row's length.
+                    // `a[i].len()`, `t[i][j].len()`, `plane[j].len()`: a row's length.
+                    if let Some((buf, ix)) = self.index_prefix(&m.receiver, |r| r >= 1)? {
+                        return Ok(self.b.value(InstKind::Len(buf, ix), Ty::Int));
+                    }
                     let mut at = &*m.receiver;
-                    let mut idx = Vec::new();
+                    let mut ranged = false;
                     while let Expr::Index(ix) = at {
-                        idx.push(&*ix.index);
+                        ranged |= matches!(&*ix.index, Expr::Range(_));
                         at = &ix.expr;
                     }
-                    idx.reverse();
-                    let buf = self.lower_buf_ref(at)?;
-                    if idx.len() >= self.b.func.buf(buf).rank as usize {
-                        return Err(self.error(m, &text(m), "`len()` of an element"));
+                    if self.view_binding(at).is_none() {
+                        self.lower_buf_ref(at)?;
                     }
-                    let mut ix = Vec::new();
-                    for e in idx {
-                        let v = self.lower_expr(e)?;
-                        self.expect_ty(v, Ty::Int, e, "an index")?;
-                        ix.push(v);
+                    if ranged {
+                        return Err(self.error(m, &text(m), "`len()` of a sub-slice here; bind it first (`let v = &x[a..b];`, then `v.len()`) or write the range's length"));
                     }
-                    return Ok(self.b.value(InstKind::Len(buf, ix), Ty::Int));
+                    return Err(self.error(m, &text(m), "`len()` of an element"));
                 }
-                if let Some(Binding::Row { len, .. }) = self.row_binding(&m.receiver) {
+                if let Some(Binding::Row { len, .. }) = self.view_binding(&m.receiver) {
                     return Ok(len);
                 }
                 let buf = self.lower_buf_ref(&m.receiver)?;
@@ -775,18 +773,32 @@ impl Lowerer<'_> {
         let view = match a {
             Expr::Reference(r) => match &*r.expr {
                 Expr::Index(ix)
-                    if matches!(&*ix.index, Expr::Range(_))
-                        || self
-                            .lower_buf_ref(&ix.expr)
-                            .is_ok_and(|b| self.b.func.buf(b).rank == 2) =>
+                    if matches!(&*ix.index, Expr::Range(_)) || {
+                        // The buffer or view under the indices (`t` of `&t[i][j]`).
+                        let mut base = &*ix.expr;
+                        while let Expr::Index(inner) = base {
+                            base = &inner.expr;
+                        }
+                        self.view_binding(base).is_some()
+                            || self
+                                .lower_buf_ref(base)
+                                .is_ok_and(|b| self.b.func.buf(b).rank >= 2)
+                    } =>
                 {
                     self.place_binding(a)?
                 }
-                inner => self.row_binding(inner),
+                inner => self.view_binding(inner),
             },
-            _ => self.row_binding(a),
+            _ => self.view_binding(a),
         };
         Ok(match view {
+            Some(Binding::Row { buf, outer, .. }) if self.view_rank(buf, outer) >= 2 => {
+                return Err(self.error(
+                    a,
+                    &text(a),
+                    "a part of a buffer with two or more dimensions (`&m[a..b]`, `&t[i]`) is not passed to calls yet; pass the whole buffer, or its rows one by one",
+                ))
+            }
             Some(Binding::Row {
                 buf,
                 mutable,
@@ -799,12 +811,7 @@ impl Lowerer<'_> {
                     buf,
                     mutable,
                     Part {
-                        row: match outer.as_slice() {
-                            [] => None,
-                            [r] => Some(*r),
-                            // A row of a 3-D buffer is not passed to calls yet.
-                            _ => return Ok(None),
-                        },
+                        row: outer,
                         start: base,
                         end,
                     },

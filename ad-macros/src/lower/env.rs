@@ -1,41 +1,7 @@
 //! The lowering environment: variable names → SSA values or buffers, in nested scopes.
 
+pub use crate::ir::Indices;
 use crate::ir::{Buf, Value};
-
-/// Up to three indices into a buffer (one per dimension), kept `Copy`.
-#[derive(Clone, Copy, PartialEq, Debug)]
-pub struct Indices {
-    len: u8,
-    at: [Value; 3],
-}
-
-impl Indices {
-    pub const NONE: Indices = Indices {
-        len: 0,
-        at: [Value(0); 3],
-    };
-
-    pub fn of(vs: &[Value]) -> Indices {
-        assert!(vs.len() <= 3, "buffers have at most three dimensions");
-        let mut at = [Value(0); 3];
-        at[..vs.len()].copy_from_slice(vs);
-        Indices {
-            len: vs.len() as u8,
-            at,
-        }
-    }
-
-    pub fn as_slice(&self) -> &[Value] {
-        &self.at[..self.len as usize]
-    }
-
-    /// These indices followed by `v`.
-    pub fn then(&self, v: Value) -> Vec<Value> {
-        let mut out = self.as_slice().to_vec();
-        out.push(v);
-        out
-    }
-}
 
 #[derive(Clone, Copy, PartialEq, Debug)]
 pub enum Binding {

@@ -431,6 +431,9 @@ impl Lowerer<'_> {
         }
         chain.reverse();
         let ranged = matches!(strip_group(&ix.index), Expr::Range(_));
+        if let Some(part) = self.part_binding(e, r, &chain, base)? {
+            return Ok(Some(part));
+        }
         if let Ok(buf) = self.lower_buf_ref(base) {
             let rank = self.b.func.buf(buf).rank as usize;
             let indexed = chain.len() - usize::from(ranged);
@@ -442,14 +445,6 @@ impl Lowerer<'_> {
                     None => Binding::Scalar(self.b.load(buf, idx)),
                     Some(_) => Binding::Elem(buf, Indices::of(&idx)),
                 }));
-            }
-            if rank >= 2 && indexed + 1 < rank {
-                let why = if ranged {
-                    "a range of the rows of a buffer is not a view phidiff knows yet; walk those rows by index (`for i in a..b { let row = &m[i]; .. }`) or by `m.iter().skip(a).take(b - a)`"
-                } else {
-                    "a 2-D part of a 3-D buffer is not a view phidiff knows yet; index it fully (`t[i][j][k]`) or take its rows (`let row = &t[i][j];`, `t[i][j].iter()`)"
-                };
-                return Err(self.error(e, &text(e), why));
             }
         }
         // `&m[i]` of a 2-D buffer, `&t[i][j]` of a 3-D one: a row, a view.
@@ -482,38 +477,7 @@ impl Lowerer<'_> {
                     Some(l) => l,
                     None => self.b.value(InstKind::Len(buf, vec![]), Ty::Int),
                 };
-                let start = match &range.start {
-                    Some(s) => {
-                        let v = self.lower_expr(s)?;
-                        self.expect_ty(v, Ty::Int, s, "a slice bound")?;
-                        v
-                    }
-                    None => self.b.iconst(0),
-                };
-                let mut end = match &range.end {
-                    Some(e2) => {
-                        let v = self.lower_expr(e2)?;
-                        self.expect_ty(v, Ty::Int, e2, "a slice bound")?;
-                        v
-                    }
-                    None => full,
-                };
-                if matches!(range.limits, syn::RangeLimits::Closed(_)) {
-                    let one = self.b.iconst(1);
-                    end = self.b.add(end, one);
-                }
-                // Rust's bounds check: `start <= end <= len`.
-                let ordered = self.b.binary(BinOp::Le, start, end);
-                let inside = self.b.binary(BinOp::Le, end, full);
-                let ok = self.b.binary(BinOp::And, ordered, inside);
-                let message = format!(
-                    "\"phidiff: the range of `{}` is out of its bounds\"",
-                    assert_text(e)
-                );
-                self.b.stmt(InstKind::Assert {
-                    cond: ok,
-                    message: Code::parse(&message),
-                });
+                let (start, end) = self.lower_range(range, full, e)?;
                 let base = at(self, start);
                 let len = self.b.sub(end, start);
                 Ok(Some(Binding::Row {
@@ -542,6 +506,150 @@ impl Lowerer<'_> {
                 Ok(Some(Binding::Elem(buf, Indices::of(&outer.then(at)))))
             }
         }
+    }
+
+    /// `&base[..]..` where the part has two dimensions or more (`&m[a..b]` of a 2-D buffer,
+    /// `&t[i]` and `&t[i][a..]` of a 3-D one), or where `base` is a view of two dimensions
+    /// or more (`&plane[j]`, `&rows[a..]`, `&plane[j][k]`): a view, or an element. `None`
+    /// for the other parts (rows and elements of buffers, parts of rows).
+    fn part_binding(
+        &mut self,
+        e: &Expr,
+        r: &syn::ExprReference,
+        chain: &[&Expr],
+        base: &Expr,
+    ) -> LResult<Option<Binding>> {
+        let (buf, mut idx, mut offset, mut len) = match self.view_binding(base) {
+            Some(Binding::Row {
+                buf,
+                outer,
+                base: o,
+                len,
+                ..
+            }) if self.view_rank(buf, outer) >= 2 => {
+                (buf, outer.as_slice().to_vec(), Some(o), Some(len))
+            }
+            Some(_) => return Ok(None),
+            None => match self.lower_buf_ref(base) {
+                Ok(buf) if self.b.func.buf(buf).rank >= 2 => (buf, Vec::new(), None, None),
+                _ => return Ok(None),
+            },
+        };
+        let rank = self.b.func.buf(buf).rank as usize;
+        let (last, ranged) = match chain.last().map(|x| strip_group(x)) {
+            Some(Expr::Range(range)) => (Some(range), true),
+            _ => (None, false),
+        };
+        let indexed = chain.len() - usize::from(ranged);
+        if idx.len() + indexed > rank || (ranged && idx.len() + indexed == rank) {
+            return Err(self.error(
+                e,
+                &text(e),
+                &format!(
+                    "`{}` has {rank} dimension(s) and is indexed with more",
+                    text(base)
+                ),
+            ));
+        }
+        let part_rank = rank - idx.len() - indexed;
+        if offset.is_none() && part_rank < 2 {
+            return Ok(None);
+        }
+        for x in &chain[..indexed] {
+            let mut v = self.lower_expr(x)?;
+            self.expect_ty(v, Ty::Int, x, "an index")?;
+            if let (Some(o), Some(l)) = (offset.take(), len.take()) {
+                let inside = self.b.binary(BinOp::Lt, v, l);
+                let message = format!(
+                    "\"phidiff: the index of `{}` is out of its view\"",
+                    assert_text(e)
+                );
+                self.b.stmt(InstKind::Assert {
+                    cond: inside,
+                    message: Code::parse(&message),
+                });
+                v = self.b.add(o, v);
+            }
+            idx.push(v);
+        }
+        let mutable = r.mutability.is_some();
+        if let Some(range) = last {
+            let full = match len {
+                Some(l) => l,
+                None => self.b.value(InstKind::Len(buf, idx.clone()), Ty::Int),
+            };
+            let (start, end) = self.lower_range(range, full, e)?;
+            let base = match offset {
+                Some(o) => self.b.add(o, start),
+                None => start,
+            };
+            let len = self.b.sub(end, start);
+            return Ok(Some(Binding::Row {
+                buf,
+                mutable,
+                outer: Indices::of(&idx),
+                base,
+                len,
+            }));
+        }
+        if part_rank == 0 {
+            return Ok(Some(match mutable {
+                false => Binding::Scalar(self.b.load(buf, idx)),
+                true => Binding::Elem(buf, Indices::of(&idx)),
+            }));
+        }
+        let len = self.b.value(InstKind::Len(buf, idx.clone()), Ty::Int);
+        let base = self.b.iconst(0);
+        Ok(Some(Binding::Row {
+            buf,
+            mutable,
+            outer: Indices::of(&idx),
+            base,
+            len,
+        }))
+    }
+
+    /// The bounds `start..end` of a range into a run of `full` elements, lowered, with
+    /// Rust's bounds check (`start <= end <= full`) as an assertion naming `e`.
+    fn lower_range(
+        &mut self,
+        range: &syn::ExprRange,
+        full: Value,
+        e: &Expr,
+    ) -> LResult<(Value, Value)> {
+        let start = match &range.start {
+            Some(s) => {
+                let v = self.lower_expr(s)?;
+                self.expect_ty(v, Ty::Int, s, "a slice bound")?;
+                v
+            }
+            None => self.b.iconst(0),
+        };
+        let mut end = match &range.end {
+            Some(e2) => {
+                let v = self.lower_expr(e2)?;
+                self.expect_ty(v, Ty::Int, e2, "a slice bound")?;
+                v
+            }
+            None => full,
+        };
+        if matches!(range.limits, syn::RangeLimits::Closed(_)) {
+            let one = self.b.iconst(1);
+            end = self.b.add(end, one);
+        }
+        // Rust's bounds check: `start <= end <= len`.
+        let ordered = self.b.binary(BinOp::Le, start, end);
+        let inside = self.b.binary(BinOp::Le, end, full);
+        let ok = self.b.binary(BinOp::And, ordered, inside);
+        let message = format!(
+            "\"phidiff: the range of `{}` is out of its bounds\"",
+            assert_text(e)
+        );
+        self.b.stmt(InstKind::Assert {
+            cond: ok,
+            message: Code::parse(&message),
+        });
+        Ok((start, end))
     }
 
     /// The buffer a `let` initializer names, moved or borrowed whole (`x`, `&x`, `&mut x`,
@@ -959,15 +1067,31 @@ impl Lowerer<'_> {
             outer,
             base: start,
             ..
-        }) = self.row_binding(base)
+        }) = self.view_binding(base)
         {
-            let [j] = indices[..] else {
-                return Err(self.error(whole, &text(whole), "a row is indexed once (`row[j]`)"));
-            };
-            let j = self.lower_expr(j)?;
-            self.expect_ty(j, Ty::Int, whole, "an index")?;
-            let at = self.b.add(start, j);
-            return Ok((buf, outer.then(at)));
+            // `row[j]`, `plane[j][k]`: the view's offset on its first index.
+            let rank = self.view_rank(buf, outer);
+            if indices.len() != rank {
+                let what = if rank == 1 {
+                    "a row is indexed once (`row[j]`)".to_string()
+                } else {
+                    format!(
+                        "this view has {rank} dimensions and is indexed with {}",
+                        indices.len()
+                    )
+                };
+                return Err(self.error(whole, &text(whole), &what));
+            }
+            let mut idx = outer.as_slice().to_vec();
+            for (k, i) in indices.into_iter().enumerate() {
+                let mut v = self.lower_expr(i)?;
+                self.expect_ty(v, Ty::Int, whole, "an index")?;
+                if k == 0 {
+                    v = self.b.add(start, v);
+                }
+                idx.push(v);
+            }
+            return Ok((buf, idx));
         }
         let buf = self.lower_buf_ref(base)?;
         let rank = self.b.func.buf(buf).rank as usize;
@@ -998,11 +1122,20 @@ impl Lowerer<'_> {
         Ok((buf, idx))
     }
 
-    /// The row binding `e` names (`row`, `*row`, `(row)`), if it is one.
+    /// The one-dimensional view `e` names (`row`, `*row`, `(row)`), if it is one.
     pub(super) fn row_binding(&self, e: &Expr) -> Option<Binding> {
+        self.view_binding(e).filter(
+            |b| matches!(b, Binding::Row { buf, outer, .. } if self.view_rank(*buf, *outer) == 1),
+        )
+    }
+
+    /// The view `e` names, of any number of dimensions (`rows` from `&m[a..b]`, `plane`
+    /// from `&t[i]`), if it is one.
+    pub(super) fn view_binding(&self, e: &Expr) -> Option<Binding> {
         match e {
-            Expr::Paren(p) => self.row_binding(&p.expr),
-            Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => self.row_binding(&u.expr),
+            Expr::Paren(p) => self.view_binding(&p.expr),
+            Expr::Group(g) => self.view_binding(&g.expr),
+            Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => self.view_binding(&u.expr),
             Expr::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 => {
                 match self.env.lookup(&p.path.segments[0].ident.to_string()) {
                     Some(b @ Binding::Row { .. }) => Some(b),
@@ -1011,6 +1144,59 @@ impl Lowerer<'_> {
             }
             _ => None,
         }
+    }
+
+    /// The dimensions a view of `buf` below the indices `outer` has.
+    pub(super) fn view_rank(&self, buf: Buf, outer: Indices) -> usize {
+        self.b.func.buf(buf).rank as usize - outer.as_slice().len()
+    }
+
+    /// `e` as `base[i][j]..` without ranges, where `base` is a buffer or a view by name,
+    /// leaving `remaining` dimensions (1: a row): the buffer and the indices of that part
+    /// (a view's offset added to its first index), lowered. `None` when `e` is not such a
+    /// chain; nothing is lowered then.
+    pub(super) fn index_prefix(
+        &mut self,
+        e: &Expr,
+        remaining: impl Fn(usize) -> bool,
+    ) -> LResult<Option<(Buf, Vec<Value>)>> {
+        let mut at = strip_group(e);
+        let mut exprs = Vec::new();
+        while let Expr::Index(ix) = at {
+            if matches!(strip_group(&ix.index), Expr::Range(_)) {
+                return Ok(None);
+            }
+            exprs.push(&*ix.index);
+            at = strip_group(&ix.expr);
+        }
+        if exprs.is_empty() {
+            return Ok(None);
+        }
+        exprs.reverse();
+        let (buf, mut idx, offset) = match self.view_binding(at) {
+            Some(Binding::Row {
+                buf, outer, base, ..
+            }) => (buf, outer.as_slice().to_vec(), Some(base)),
+            _ => match self.lower_buf_ref(at) {
+                Ok(buf) => (buf, Vec::new(), None),
+                Err(_) => return Ok(None),
+            },
+        };
+        let rank = self.b.func.buf(buf).rank as usize;
+        if idx.len() + exprs.len() > rank || !remaining(rank - idx.len() - exprs.len()) {
+            return Ok(None);
+        }
+        for (k, x) in exprs.into_iter().enumerate() {
+            let mut v = self.lower_expr(x)?;
+            self.expect_ty(v, Ty::Int, x, "an index")?;
+            if k == 0 {
+                if let Some(o) = offset {
+                    v = self.b.add(o, v);
+                }
+            }
+            idx.push(v);
+        }
+        Ok(Some((buf, idx)))
     }
 
     /// The 1-D run of elements `e` names, as `(buffer, row, base, len)`: element `k` is
@@ -1055,35 +1241,10 @@ impl Lowerer<'_> {
         }
     }
 
-    /// `e` as `buf[i][j]..` with one index fewer than `buf` has dimensions (a row), the
-    /// indices lowered; `None` when it is not one.
+    /// `e` as `buf[i][j]..` with one index fewer than `buf` has dimensions (a row; `buf` a
+    /// buffer or a view by name), the indices lowered; `None` when it is not one.
     pub(super) fn row_chain(&mut self, e: &Expr) -> LResult<Option<(Buf, Vec<Value>)>> {
-        let mut at = strip_group(e);
-        let mut exprs = Vec::new();
-        while let Expr::Index(ix) = at {
-            if matches!(strip_group(&ix.index), Expr::Range(_)) {
-                return Ok(None);
-            }
-            exprs.push(&*ix.index);
-            at = strip_group(&ix.expr);
-        }
-        if exprs.is_empty() {
-            return Ok(None);
-        }
-        let Ok(buf) = self.lower_buf_ref(at) else {
-            return Ok(None);
-        };
-        if self.b.func.buf(buf).rank as usize != exprs.len() + 1 {
-            return Ok(None);
-        }
-        exprs.reverse();
-        let mut idx = Vec::new();
-        for x in exprs {
-            let v = self.lower_expr(x)?;
-            self.expect_ty(v, Ty::Int, x, "an index")?;
-            idx.push(v);
-        }
-        Ok(Some((buf, idx)))
+        self.index_prefix(e, |r| r == 1)
     }
 
     /// A buffer named by an expression: `x`, `&x`, `&mut x`, `(x)`.

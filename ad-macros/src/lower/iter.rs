@@ -415,8 +415,8 @@ impl Lowerer<'_> {
                         t
                     };
                     for (p, (buf, mutable)) in pats.into_iter().zip(bufs.clone()) {
-                        if self.b.func.buf(buf).rank == 2 {
-                            // A row of a 2-D buffer: a view of it.
+                        if self.b.func.buf(buf).rank >= 2 {
+                            // A row of a 2-D buffer, a plane of a 3-D one: a view of it.
                             let len = self.b.value(InstKind::Len(buf, vec![index]), Ty::Int);
                             let base = self.b.iconst(0);
                             let row = Binding::Row {
@@ -427,8 +427,6 @@ impl Lowerer<'_> {
                                 len,
                             };
                             self.bind_name(p, row)?;
-                        } else if self.b.func.buf(buf).rank > 2 {
-                            return Err(self.error(p, &text(p), "a 2-D part of a 3-D buffer is not a view phidiff knows yet; index it (`t[i][j][k]`) or walk its rows (`t[i][j].iter()`)"));
                         } else if mutable {
                             self.bind_name(p, Binding::Elem(buf, Indices::of(&[index])))?;
                         } else {

@@ -472,9 +472,7 @@ impl Lowerer<'_> {
             Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => self.base_of(&u.expr, mutable),
             Expr::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 => {
                 match self.env.lookup(&p.path.segments[0].ident.to_string()) {
-                    Some(Binding::Buf(b)) if self.b.func.buf(b).rank <= 2 => {
-                        Some((vec![], quote!(#p)))
-                    }
+                    Some(Binding::Buf(_)) => Some((vec![], quote!(#p))),
                     Some(Binding::Row { .. }) => Some((vec![], quote!(#p))),
                     _ => None,
                 }
@@ -523,7 +521,8 @@ impl Lowerer<'_> {
         }
     }
 
-    /// Whether `ix` is a row `t[i][j]` of a 3-D buffer `t` named by a variable.
+    /// Whether `ix` is a row `t[i][j]` of a 3-D buffer `t` named by a variable, or a row
+    /// `plane[j]` of a view of it.
     fn is_deep_row(&self, ix: &syn::ExprIndex) -> bool {
         let mut at = strip(&ix.expr);
         let mut n = 1;
@@ -534,12 +533,19 @@ impl Lowerer<'_> {
             n += 1;
             at = strip(&inner.expr);
         }
-        n >= 2
-            && !matches!(strip(&ix.index), Expr::Range(_))
+        !matches!(strip(&ix.index), Expr::Range(_))
             && match at {
                 Expr::Path(p) => p.path.get_ident().is_some_and(|i| {
-                    matches!(self.env.lookup(&i.to_string()),
-                        Some(Binding::Buf(b)) if self.b.func.buf(b).rank as usize == n + 1)
+                    match self.env.lookup(&i.to_string()) {
+                        Some(Binding::Buf(b)) => {
+                            n >= 2 && self.b.func.buf(b).rank as usize == n + 1
+                        }
+                        // A row of a view of two or more dimensions (`plane[j]`, `rows[k]`).
+                        Some(Binding::Row { buf, outer, .. }) => {
+                            self.view_rank(buf, outer) == n + 1
+                        }
+                        _ => false,
+                    }
                 }),
                 _ => false,
             }

@@ -490,7 +490,7 @@ impl Rev<'_> {
                     };
                     match self.snap.get(&(i, k)).copied() {
                         Some(t) => {
-                            let row_part = range.is_some_and(|p| p.row.is_some());
+                            let row_part = range.is_some_and(|p| !p.row.is_empty());
                             if f.buf(*buf).rank != 1 && !row_part {
                                 return Err(format!(
                                     "phidiff: the reverse of `{}` needs the 2-D buffer `{}` as it was at the call; pass 2-D buffers to calls only when the function never writes them",
@@ -516,7 +516,10 @@ impl Rev<'_> {
                             new_args.push(CallArg::Buf {
                                 buf: tmp,
                                 mutable: *mutable,
-                                range: range.map(|p| Part { row: None, ..p }),
+                                range: range.map(|p| Part {
+                                    row: Indices::NONE,
+                                    ..p
+                                }),
                             });
                         }
                         None => new_args.push(CallArg::Buf {

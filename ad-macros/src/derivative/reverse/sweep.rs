@@ -88,7 +88,7 @@ impl Rev<'_> {
                         let idx = self.snapshot_row(b, i);
                         let row = match &args[k] {
                             CallArg::Buf { range: Some(p), .. } => p.row.map(|r| self.m.v(r)),
-                            _ => None,
+                            _ => Indices::NONE,
                         };
                         b.stmt(SaveRow {
                             tape: t,
@@ -166,7 +166,7 @@ impl Rev<'_> {
                     tape: t,
                     idx,
                     src: self.m.b(buf),
-                    row: None,
+                    row: Indices::NONE,
                 });
             }
         }
