@@ -309,9 +309,9 @@ numeric_tests! {
         vectors_grown_by_runs,
         three_dimensional,
     ],
-    /// Issue 46: views of two dimensions (planes of 3-D buffers, ranges of rows) and rows
-    /// of 3-D buffers passed to calls.
-    idiomatic_views: [planes_and_row_ranges, rows_of_planes_in_calls],
+    /// Issue 46: views of two dimensions (planes of 3-D buffers, ranges of rows), rows of
+    /// 3-D buffers passed to calls, `.flatten()` of rows.
+    idiomatic_views: [planes_and_row_ranges, rows_of_planes_in_calls, flattened_rows],
     /// Issue 46: functions mixing `f32` and `f64`.
     idiomatic_floats: [
         f32_data_f64_arithmetic,

@@ -1,10 +1,13 @@
 //! Issue 46's corpus, views of more than one dimension: a plane of a 3-D buffer (`&t[i]`,
 //! `for image in stack.iter()`), a range of the rows of a 2-D one (`&states[warmup..]`),
-//! and rows of a 3-D buffer passed to calls (`smooth_row(&mut t[l][i], w)`). Each is
-//! checked by finite differences, the dot-product test and values derived by hand.
+//! rows of a 3-D buffer passed to calls (`smooth_row(&mut t[l][i], w)`), and rows walked
+//! as one sequence by `.flatten()`. Each is checked by finite differences, the dot-product
+//! test and values derived by hand; the generic one against num-dual too.
 
 use super::differentiate;
 use crate::common::*;
+use num_traits::Float;
+use std::iter::Sum;
 
 /// The contrast of an image stack (one image per plane): planes as views (`let reference
 /// = &stack[0];`, `for image in stack.iter()`), their rows walked by `for row in image`
@@ -102,6 +105,46 @@ pub fn inner_energy(t: &[Vec<Vec<f64>>], k: f64) -> f64 {
 #[differentiate(forward, reverse)]
 pub fn row_energy(row: &[f64], k: f64) -> f64 {
     row.iter().map(|v| k * v * v).sum()
+}
+
+/// The Frobenius norm of a matrix stored by rows, generic over the float type:
+/// `m.iter().flatten()`.
+#[differentiate(forward, reverse)]
+pub fn frobenius<T: Float + Sum>(m: &[Vec<T>]) -> T {
+    m.iter().flatten().map(|&v| v * v).sum::<T>().sqrt()
+}
+
+/// A position-weighted moment of a voxel grid plus a rectified part: the voxels as one
+/// sequence (`t.iter().flatten().flatten()`), enumerated in a `for` loop and filtered in a
+/// sum.
+#[differentiate(forward, reverse)]
+pub fn voxel_moment(t: &[Vec<Vec<f64>>], k: f64) -> f64 {
+    let mut s = 0.0;
+    for (i, &v) in t.iter().flatten().flatten().enumerate() {
+        s += (i as f64 + k) * v;
+    }
+    s + t.iter().flatten().flatten().filter(|v| **v > 0.0).map(|v| v.sin()).sum::<f64>()
+}
+
+/// Every entry of a ragged matrix scaled in place (`m.iter_mut().flatten()`).
+#[differentiate(forward, reverse)]
+pub fn scale_entries(m: &mut [Vec<f64>], a: f64) {
+    for v in m.iter_mut().flatten() {
+        *v *= a;
+    }
+}
+
+/// The positive entries of a ragged matrix pushed into a `Vec` from a flattened loop, and a
+/// `fold` over all of them.
+#[differentiate(forward, reverse)]
+pub fn positive_energy(m: &[Vec<f64>]) -> f64 {
+    let mut out = Vec::new();
+    for &v in m.iter().flatten() {
+        if v > 0.0 {
+            out.push(v);
+        }
+    }
+    out.iter().map(|v| v * v).sum::<f64>() + m.iter().flatten().fold(0.0, |a, &v| a + v.cos())
 }
 
 fn to3(p: &[f64], b: usize, c: usize) -> Vec<Vec<Vec<f64>>> {
@@ -244,4 +287,107 @@ pub fn rows_of_planes_in_calls() {
     assert_rel("inner_energy: gradient by hand", &from3(&g), &want, 1e-14);
     let sq: f64 = f0[6..12].iter().map(|v| v * v).sum();
     assert_rel("inner_energy: ∂/∂k by hand", &[gk], &[sq], 1e-14);
+}
+
+pub fn flattened_rows() {
+    // A ragged 2 + 3 matrix, flattened by rows.
+    let p = [0.7, -1.2, 0.4, 2.1, -0.3];
+    let rows = |p: &[f64]| vec![p[..2].to_vec(), p[2..].to_vec()];
+    check_generic(&Generic {
+        name: "frobenius",
+        x: &p,
+        f: &|p| frobenius(&rows(p)),
+        f_dual: &|p| frobenius(&[p[..2].to_vec(), p[2..].to_vec()]),
+        f_hyper: &|p| frobenius(&[p[..2].to_vec(), p[2..].to_vec()]),
+        grad: &|p| {
+            let (v, g) = frobenius_grad(&rows(p));
+            (v, from_rows(&g))
+        },
+        fwd: &|p, d| frobenius_fwd(&rows(p), &rows(d)),
+        rev: &|p, s| {
+            let mut g = rows(&zeros(5));
+            let v = frobenius_rev(&rows(p), &mut g, s);
+            (v, from_rows(&g))
+        },
+        hvp: &|p, v| {
+            let d = |re: f64, eps: f64| phidiff::Dual { re, eps };
+            let xs: Vec<_> = (0..5).map(|i| d(p[i], v[i])).collect();
+            let x = vec![xs[..2].to_vec(), xs[2..].to_vec()];
+            let mut g = vec![vec![d(0.0, 0.0); 2], vec![d(0.0, 0.0); 3]];
+            frobenius_rev(&x, &mut g, phidiff::Dual::constant(1.0));
+            g.iter().flatten().map(|z| z.eps).collect()
+        },
+    });
+    // By hand: m / ‖m‖.
+    let norm = p.iter().map(|v| v * v).sum::<f64>().sqrt();
+    let want: Vec<f64> = p.iter().map(|v| v / norm).collect();
+    assert_rel("frobenius: gradient by hand", &from_rows(&frobenius_grad(&rows(&p)).1), &want, 1e-14);
+
+    // Voxels: planes of 2×2 and 1×2 (ragged), flattened in (plane, row, column) order.
+    let v0 = [1.0, -2.0, 0.5, 0.3, -0.4, 0.7];
+    let grid = |p: &[f64]| vec![vec![p[..2].to_vec(), p[2..4].to_vec()], vec![p[4..6].to_vec()]];
+    let x = cat(&[&v0, &[0.5]]);
+    check_point(
+        "voxel_moment",
+        &x,
+        &|x| voxel_moment(&grid(x), x[6]),
+        &|x| {
+            let (v, (g, gk)) = voxel_moment_grad(&grid(x), x[6]);
+            (v, cat(&[&g.iter().flatten().flatten().copied().collect::<Vec<_>>(), &[gk]]))
+        },
+        &|x, d| voxel_moment_fwd(&grid(x), &grid(d), x[6], d[6]),
+        &|x, s| {
+            let mut g = grid(&zeros(6));
+            let (v, gk) = voxel_moment_rev(&grid(x), &mut g, x[6], s);
+            (v, cat(&[&g.iter().flatten().flatten().copied().collect::<Vec<_>>(), &[gk]]))
+        },
+    );
+    // By hand: (i + k) + cos(v) where v > 0; ∂/∂k = Σ v.
+    let (_, (g, gk)) = voxel_moment_grad(&grid(&v0), 0.5);
+    let want: Vec<f64> =
+        v0.iter().enumerate().map(|(i, &v)| i as f64 + 0.5 + if v > 0.0 { v.cos() } else { 0.0 }).collect();
+    let got: Vec<f64> = g.iter().flatten().flatten().copied().collect();
+    assert_rel("voxel_moment: gradient by hand", &got, &want, 1e-14);
+    assert_rel("voxel_moment: ∂/∂k by hand", &[gk], &[v0.iter().sum::<f64>()], 1e-14);
+
+    // In place, and pushed from a flattened loop.
+    let x = cat(&[&p, &[1.7]]);
+    check_fwd_rev(&Case {
+        name: "scale_entries",
+        x: &x,
+        primal: &|x| {
+            let mut m = rows(&x[..5]);
+            scale_entries(&mut m, x[5]);
+            from_rows(&m)
+        },
+        jvp: &|x, d| {
+            let (mut m, mut dm) = (rows(&x[..5]), rows(&d[..5]));
+            scale_entries_fwd(&mut m, &mut dm, x[5], d[5]);
+            (from_rows(&m), from_rows(&dm))
+        },
+        vjp: &|x, y| {
+            let (mut m, mut dm) = (rows(&x[..5]), rows(y));
+            let da = scale_entries_rev(&mut m, &mut dm, x[5]);
+            (from_rows(&m), cat(&[&from_rows(&dm), &[da]]))
+        },
+        tols: TOLS,
+    });
+    check_point(
+        "positive_energy",
+        &p,
+        &|p| positive_energy(&rows(p)),
+        &|p| {
+            let (v, g) = positive_energy_grad(&rows(p));
+            (v, from_rows(&g))
+        },
+        &|p, d| positive_energy_fwd(&rows(p), &rows(d)),
+        &|p, s| {
+            let mut g = rows(&zeros(5));
+            let v = positive_energy_rev(&rows(p), &mut g, s);
+            (v, from_rows(&g))
+        },
+    );
+    // By hand: 2v on the positive entries, −sin v on all.
+    let want: Vec<f64> = p.iter().map(|&v| if v > 0.0 { 2.0 * v } else { 0.0 } - v.sin()).collect();
+    assert_rel("positive_energy: gradient by hand", &from_rows(&positive_energy_grad(&rows(&p)).1), &want, 1e-14);
 }

@@ -89,6 +89,9 @@ enum Stage {
     Map(Box<Stage>, syn::ExprClosure),
     Filter(Box<Stage>, syn::ExprClosure),
     Copied(Box<Stage>),
+    /// `.flatten()` of rows or views: the elements of each, in an inner loop (the `Ident`
+    /// is the method's, for errors).
+    Flatten(Box<Stage>, Ident),
 }
 
 impl Stage {
@@ -98,7 +101,8 @@ impl Stage {
             | Stage::Elems { .. }
             | Stage::Windows { .. }
             | Stage::Chunks { .. } => false,
-            Stage::Filter(..) => true,
+            // A flattened count is known only by walking it.
+            Stage::Filter(..) | Stage::Flatten(..) => true,
             Stage::Zip(parts) => parts.iter().any(Stage::has_filter),
             Stage::Enumerate(s, _)
             | Stage::Skip(s, _)
@@ -151,6 +155,7 @@ const NEW_FORMS: &[&str] = &[
     "all",
     "collect",
     "into_iter",
+    "flatten",
 ];
 
 impl Lowerer<'_> {
@@ -318,10 +323,25 @@ impl Lowerer<'_> {
                         p.stage = Stage::Copied(Box::new(p.stage));
                         Ok(p)
                     }
+                    ("flatten", 0) => {
+                        let mut p = self.pipeline(recv)?;
+                        let mut at = Some(&mut p);
+                        while let Some(q) = at {
+                            let s = std::mem::replace(
+                                &mut q.stage,
+                                Stage::Range {
+                                    start: format_ident!("_"),
+                                },
+                            );
+                            q.stage = Stage::Flatten(Box::new(s), m.method.clone());
+                            at = q.then.as_deref_mut();
+                        }
+                        Ok(p)
+                    }
                     ("skip" | "take" | "step_by" | "rev", _) => {
                         let mut p = self.pipeline(recv)?;
                         if p.stage.has_filter() || p.then.is_some() {
-                            return Err(err(m, &format!("`.{method}(..)` after a `.filter(..)` or a `.chain(..)` is not supported; put it before")));
+                            return Err(err(m, &format!("`.{method}(..)` after a `.filter(..)`, a `.flatten()` or a `.chain(..)` is not supported; put it before")));
                         }
                         let len = p.len.clone();
                         let new_len = self.fresh("n");
@@ -381,7 +401,7 @@ impl Lowerer<'_> {
                         {
                             return Err(err(
                                 m,
-                                "`.zip(..)` of a filtered or chained iterator is not supported",
+                                "`.zip(..)` of a filtered, flattened or chained iterator is not supported",
                             ));
                         }
                         let len = self.fresh("n");
@@ -675,6 +695,29 @@ impl Lowerer<'_> {
             Stage::Take(s) => self.emit(s, idx, consume),
             Stage::StepBy(s, step) => self.emit(s, quote!((#idx * #step)), consume),
             Stage::Rev(s, len) => self.emit(s, quote!((#len - 1 - #idx)), consume),
+            Stage::Flatten(s, method) => self.emit(s, idx, &mut |l, item| {
+                // Each item is a row or view: its elements, by an inner index loop.
+                let Item::Ref { place, mutable } = item else {
+                    return Err(l.error(
+                        method,
+                        "flatten",
+                        "`.flatten()` walks rows of buffers or views (`m.iter().flatten()`, `t.iter().flatten().flatten()`), not values",
+                    ));
+                };
+                let (row, k) = (l.fresh("row"), l.fresh("k"));
+                let bind = match mutable {
+                    true => quote!(let #row = &mut #place;),
+                    false => quote!(let #row = &#place;),
+                };
+                let inner = consume(
+                    l,
+                    Item::Ref {
+                        place: quote!(#row[#k]),
+                        mutable,
+                    },
+                )?;
+                Ok(quote!(#bind for #k in 0..#row.len() { #inner }))
+            }),
             Stage::Copied(s) => self.emit(s, idx, &mut |l, item| {
                 let v = match item {
                     Item::Ref { place, .. } => Item::Value(quote!(#place)),
@@ -1202,7 +1245,7 @@ impl Lowerer<'_> {
             Err(NotAPipeline::Error(e)) => return Err(e),
         };
         if p.stage.has_filter() || p.then.is_some() {
-            return Err(self.error(m, &text(m), "collecting a filtered or chained iterator (a `Vec` of unknown length) is not supported yet"));
+            return Err(self.error(m, &text(m), "collecting a filtered, flattened or chained iterator (a `Vec` of unknown length) is not supported yet; push its items in a `for` loop (`for &v in it { out.push(v); }`)"));
         }
         let span = m.span();
         let k = self.fresh("k");
