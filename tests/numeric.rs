@@ -317,6 +317,7 @@ numeric_tests! {
         f32_data_f64_arithmetic,
         f32_parameters_of_f64_functions,
         mixed_pipeline,
+        mixed_checkpointed,
     ],
     /// Issue 46, fallible code: `Option`/`Result` results, `?`, `.ok_or(..)?`, `Err` arms,
     /// `if let`/`while let`/`let .. else` on optional elements; failure paths untouched.

@@ -318,19 +318,14 @@ fn mixed_types(
     codegen::Types { params, results }
 }
 
-/// What a function that mixes `f32` and `f64` cannot have yet: parallel loops,
-/// checkpointed loops, batched modes and CUDA kernels (their code writes one float type).
+/// What a function that mixes `f32` and `f64` cannot have yet: parallel loops, batched
+/// modes and CUDA kernels (their code writes one float type). Checkpointed loops keep
+/// their snapshots in `f64`.
 fn reject_mixed(item: &syn::ItemFn, opts: &Options, compiled: &Compiled) -> syn::Result<()> {
     let f = &compiled.primal;
     let first_parallel = f.parallel.keys().min().map(|l| f.inst(*l).span);
-    let first_checkpoint = f.checkpoints.iter().min_by_key(|(l, _)| **l);
     let (why, span) = if let Some(s) = first_parallel {
         (Some("a parallel loop"), s)
-    } else if let Some((_, spec)) = first_checkpoint {
-        (
-            Some("a checkpointed loop"),
-            syn::spanned::Spanned::span(&spec.attr),
-        )
     } else if !opts.batched.is_empty() {
         (
             Some("`forward(width = N)` or `reverse(width = N)`"),

@@ -1,7 +1,8 @@
 //! Issue 46's corpus, mixing `f32` and `f64` through casts (`as f64`, `f64::from`,
 //! `.into()`, `as f32`), as kernels on `f32` data write it: accumulation in `f64`, `f64`
 //! weights beside `f32` data, an `f32` parameter of an `f64` function, an `f32` output
-//! written from `f64` arithmetic.
+//! written from `f64` arithmetic, `f32` state in a checkpointed time loop (against the
+//! same model in `f64`).
 //!
 //! Each value keeps its type, so the values are the primal's to the bit (checked). The
 //! derivatives are checked against hand-derived formulas (evaluated in `f64` at the `f32`
@@ -89,6 +90,50 @@ pub fn feature_score(x: &[f32], w: &[f64], k: f64, peak: &mut f32) -> Option<f64
     *peak = e * top + f32::EPSILON;
     let first = *x.first()?;
     Some(acc.max(k) + f64::from(e) + (first as f64).exp() + (gain.abs().sqrt() as f64))
+}
+
+/// An `f32` sensor series driving an `f64` model over a Revolve-checkpointed time loop,
+/// with an `f32` smoothed state beside it (the snapshots hold both).
+#[differentiate(forward, reverse)]
+pub fn smoothed_response(x: &[f32], k: f64, steps: usize) -> f64 {
+    let n = x.len();
+    let mut u = vec![0.0f64; n];
+    for i in 0..n {
+        u[i] = x[i] as f64;
+    }
+    let mut w = vec![0.0f32; n];
+    let mut gain = 1.0f32;
+    #[checkpoint(revolve(snapshots = 2))]
+    for _ in 0..steps {
+        for i in 0..n {
+            u[i] = (k * u[i]).sin() + 0.1 * u[(i + 1) % n];
+            w[i] = (w[i] + u[i] as f32) * 0.5 * gain;
+        }
+        gain = gain * 0.9 + 0.05 * w[0];
+    }
+    u.iter().map(|v| v * v).sum::<f64>() + w.iter().map(|&v| (v * v) as f64).sum::<f64>()
+}
+
+/// The same model entirely in `f64`: the reference for the one above, within `f32`
+/// rounding.
+#[differentiate(forward, reverse)]
+pub fn smoothed_response64(x: &[f64], k: f64, steps: usize) -> f64 {
+    let n = x.len();
+    let mut u = vec![0.0; n];
+    for i in 0..n {
+        u[i] = x[i];
+    }
+    let mut w = vec![0.0; n];
+    let mut gain = 1.0;
+    #[checkpoint(revolve(snapshots = 2))]
+    for _ in 0..steps {
+        for i in 0..n {
+            u[i] = (k * u[i]).sin() + 0.1 * u[(i + 1) % n];
+            w[i] = (w[i] + u[i]) * 0.5 * gain;
+        }
+        gain = gain * 0.9 + 0.05 * w[0];
+    }
+    u.iter().map(|v| v * v).sum::<f64>() + w.iter().map(|&v| v * v).sum::<f64>()
 }
 
 /// `_fwd` against `_rev` of a function of `n` inputs with one output, by the
@@ -268,4 +313,51 @@ pub fn mixed_pipeline() {
     // None where there is no first feature, the shadows untouched.
     let (mut p4, mut dp4, mut dw4) = (0.0f32, 1.0f32, [0.0; 0]);
     assert!(feature_score_rev(&[], &mut [], &[], &mut dw4, k, &mut p4, &mut dp4, 1.0).is_none());
+}
+
+pub fn mixed_checkpointed() {
+    let x = [0.3f32, -0.2, 0.8, 0.45];
+    let x64: Vec<f64> = x.iter().map(|&v| f64::from(v)).collect();
+    let (k, steps) = (0.9, 7);
+    // The value is the primal's to the bit.
+    let (v, (gx, gk)) = smoothed_response_grad(&x, k, steps);
+    assert_eq!(v.to_bits(), smoothed_response(&x, k, steps).to_bits(), "smoothed_response: value");
+    // The f64 model, checked by finite differences and the dot product, is the reference:
+    // the two differ by the f32 rounding of the smoothed state (rel 1e-5).
+    let p = cat(&[&x64, &[k]]);
+    check_point(
+        "smoothed_response64",
+        &p,
+        &|p| smoothed_response64(&p[..4], p[4], steps),
+        &|p| {
+            let (v, (g, gk)) = smoothed_response64_grad(&p[..4], p[4], steps);
+            (v, cat(&[&g, &[gk]]))
+        },
+        &|p, d| smoothed_response64_fwd(&p[..4], &d[..4], p[4], d[4], steps),
+        &|p, s| {
+            let mut g = zeros(4);
+            let (v, gk) = smoothed_response64_rev(&p[..4], &mut g, p[4], steps, s);
+            (v, cat(&[&g, &[gk]]))
+        },
+    );
+    let (v64, (g64, gk64)) = smoothed_response64_grad(&x64, k, steps);
+    assert_close("smoothed_response: value against f64", v, v64, 1e-5, 0.0);
+    let got: Vec<f64> = gx.iter().map(|&g| f64::from(g)).collect();
+    assert_rel("smoothed_response: ∂/∂x against f64", &got, &g64, 1e-4);
+    assert_close("smoothed_response: ∂/∂k against f64", gk, gk64, 1e-4, 0.0);
+    // _fwd against _rev by the dot product.
+    dot_product(
+        "smoothed_response",
+        5,
+        &|d| {
+            let dx: Vec<f32> = d[..4].iter().map(|&v| v as f32).collect();
+            smoothed_response_fwd(&x, &dx, k, d[4], steps).1
+        },
+        &|w| {
+            let mut g = [0.0f32; 4];
+            let (_, gk) = smoothed_response_rev(&x, &mut g, k, steps, w);
+            cat(&[&g.iter().map(|&v| f64::from(v)).collect::<Vec<_>>(), &[gk]])
+        },
+        1e-5,
+    );
 }

@@ -10,7 +10,12 @@ impl Ctx<'_> {
         use InstKind::*;
         let data = self.f.inst(i);
         let rt = self.rt();
-        let ft = self.float.tokens();
+        // A function mixing `f32` and `f64` keeps its snapshots in `f64`: an `f32` goes
+        // there and back exactly.
+        let ft = match self.mixed {
+            Some(_) => quote!(f64),
+            None => self.float.tokens(),
+        };
         match &data.kind {
             CkNew { ck, spec, trip } => {
                 let name = ck_name(*ck);
@@ -150,11 +155,15 @@ impl Ctx<'_> {
     fn ck_save(&self, snap: &Ident, state: &[CkItem]) -> (TokenStream, TokenStream) {
         let (mut bind, mut out) = (quote!(), quote!());
         for (k, item) in state.iter().enumerate() {
-            let (v, ty) = match item {
-                CkItem::Value(v) => (self.val(*v), self.f.ty(*v)),
+            let (v, ty, narrow) = match item {
+                CkItem::Value(v) => (self.val(*v), self.f.ty(*v), self.class(*v).is_f32()),
                 CkItem::Cell(c) => {
                     let n = self.cell(*c);
-                    (quote!(#n), self.f.cells[c.index()].ty)
+                    (
+                        quote!(#n),
+                        self.f.cells[c.index()].ty,
+                        self.cell_class(*c).is_f32(),
+                    )
                 }
                 CkItem::Buf(b) => {
                     let data = self.f.buf(*b);
@@ -163,7 +172,11 @@ impl Ctx<'_> {
                     bind.extend(quote!(let #s = &#n[..];));
                     let x = Ident::new("x", Span::mixed_site());
                     let row = Ident::new("row", Span::mixed_site());
+                    let narrow = self.buf_class(*b).is_f32();
                     let push = |src: TokenStream| match data.elem {
+                        Ty::Float if narrow => {
+                            quote!(for #x in #src.iter() { #snap.push_float(*#x as f64); })
+                        }
                         Ty::Float => quote!(#snap.push_floats(&#src[..]);),
                         _ => quote!(for #x in #src.iter() { #snap.push_int(*#x as i128); }),
                     };
@@ -182,6 +195,7 @@ impl Ctx<'_> {
             let s = Ident::new(&format!("state_{k}"), Span::mixed_site());
             bind.extend(quote!(let #s = #v;));
             out.extend(match ty {
+                Ty::Float if narrow => quote!(#snap.push_float(#s as f64);),
                 Ty::Float => quote!(#snap.push_float(#s);),
                 _ => quote!(#snap.push_int(#s as i128);),
             });
@@ -203,6 +217,9 @@ impl Ctx<'_> {
                     let n = self.cell(*c);
                     bind.extend(quote!(let mut #s = #n;));
                     out.extend(match self.f.cells[c.index()].ty {
+                        Ty::Float if self.cell_class(*c).is_f32() => {
+                            quote!(#s = #snap.float() as f32;)
+                        }
                         Ty::Float => quote!(#s = #snap.float();),
                         Ty::Int => quote!(#s = #snap.int() as _;),
                         Ty::Bool => quote!(#s = #snap.int() != 0;),
@@ -215,7 +232,11 @@ impl Ctx<'_> {
                     bind.extend(quote!(let #s = &mut #n[..];));
                     let x = Ident::new("x", Span::mixed_site());
                     let row = Ident::new("row", Span::mixed_site());
+                    let narrow = self.buf_class(*b).is_f32();
                     let load = |dst: TokenStream| match data.elem {
+                        Ty::Float if narrow => {
+                            quote!(for #x in #dst.iter_mut() { *#x = #snap.float() as f32; })
+                        }
                         Ty::Float => quote!(#snap.floats_into(&mut #dst[..]);),
                         Ty::Int => {
                             quote!(for #x in #dst.iter_mut() { *#x = #snap.int() as _; })

@@ -25,6 +25,10 @@ pub enum Class {
 }
 
 impl Class {
+    pub fn is_f32(self) -> bool {
+        self == Class::F32
+    }
+
     pub fn of(p: Option<Prec>) -> Class {
         match p {
             None => Class::Free,
