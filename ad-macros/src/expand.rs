@@ -1,4 +1,4 @@
-//! The pipeline as one function: parse → lower → verify → analyze → derive → emit.
+//! The pipeline as one function: parse → desugar → lower → verify → analyze → derive → emit.
 
 use crate::analysis::activity;
 use crate::codegen::{
@@ -122,7 +122,8 @@ fn compile(
     };
     sig.note_body(&item.block);
     let diag = Diagnostics::default();
-    let (primal, sites) = crate::lower::lower_function(item, &sig, &diag, source);
+    let (desugared, sites) = crate::desugar::body(item, &sig)?;
+    let (primal, sites) = crate::lower::lower_desugared(&desugared, &sig, sites, &diag, source);
     let failures = sites
         .iter()
         .map(|s| (s.locals.clone(), s.tokens()))

@@ -8,6 +8,7 @@
 mod analysis;
 mod codegen;
 mod derivative;
+mod desugar;
 mod diagnostics;
 mod expand;
 mod ir;

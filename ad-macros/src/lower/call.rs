@@ -78,7 +78,7 @@ impl Lowerer<'_> {
                 if let Some(()) = self.try_swap(c)? {
                     return Ok(None);
                 }
-                if let Some(inlined) = self.inline_closure_call(c)? {
+                if let Some(inlined) = self.desugarer().inline_closure_call(c)? {
                     return self.lower_value_or_unit_pub(&inlined);
                 }
                 if self.is_user_call(&c.func) {
@@ -340,7 +340,7 @@ impl Lowerer<'_> {
 
     pub(super) fn lower_method_value(&mut self, m: &syn::ExprMethodCall) -> LResult<Value> {
         let name = m.method.to_string();
-        if let Some(desugared) = self.desugar_consumer(m)? {
+        if let Some(desugared) = self.desugarer().desugar_consumer(m)? {
             return self.lower_expr(&desugared);
         }
         match name.as_str() {
@@ -589,7 +589,7 @@ impl Lowerer<'_> {
     }
 
     pub(super) fn lower_call_value(&mut self, c: &syn::ExprCall) -> LResult<Value> {
-        if let Some(inlined) = self.inline_closure_call(c)? {
+        if let Some(inlined) = self.desugarer().inline_closure_call(c)? {
             return self.lower_expr(&inlined);
         }
         if self.try_swap(c)?.is_some() {

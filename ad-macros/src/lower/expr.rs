@@ -80,10 +80,12 @@ impl Lowerer<'_> {
             Expr::Break(_) | Expr::Continue(_) | Expr::Return(_) => self.lower_jump(e),
             Expr::Block(b) if b.label.is_none() => self.lower_scoped_block(&b.block).map(drop),
             Expr::Macro(m) => self.lower_macro_stmt(&m.mac),
-            Expr::MethodCall(m) if m.method == "for_each" => match self.desugar_consumer(m)? {
-                Some(desugared) => self.lower_effect(&desugared),
-                None => self.lower_for_each(m),
-            },
+            Expr::MethodCall(m) if m.method == "for_each" => {
+                match self.desugarer().desugar_consumer(m)? {
+                    Some(desugared) => self.lower_effect(&desugared),
+                    None => self.lower_for_each(m),
+                }
+            }
             Expr::MethodCall(_) | Expr::Call(_) => self.lower_call_stmt(e),
             Expr::Paren(p) => self.lower_effect(&p.expr),
             _ => self.lower_expr(e).map(drop),
@@ -196,7 +198,7 @@ impl Lowerer<'_> {
             syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
                 let name = pi.ident.to_string();
                 // `let v: Vec<f64> = chain.collect();`: the statements that fill `v`.
-                if let Some(stmts) = self.desugar_collect(init, &pi.ident)? {
+                if let Some(stmts) = self.desugarer().desugar_collect(init, &pi.ident)? {
                     let block: syn::Block = syn::parse2(quote::quote!({ #stmts }))?;
                     self.lower_block_stmts(&block.stmts)?;
                     return Ok(());

@@ -334,7 +334,7 @@ impl Lowerer<'_> {
     }
 
     pub(super) fn lower_for(&mut self, f: &syn::ExprForLoop) -> LResult<()> {
-        if let Some(desugared) = self.desugar_for(f)? {
+        if let Some(desugared) = self.desugarer().desugar_for(f)? {
             return self.lower_effect(&desugared);
         }
         let mut chain = self.parse_chain(&f.expr)?;

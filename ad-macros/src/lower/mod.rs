@@ -9,13 +9,12 @@ mod control;
 mod env;
 mod expr;
 mod fallible;
-mod growable;
 mod iter;
 mod loop_fusion;
 mod macros;
-mod pipeline;
+mod scope;
 mod sum_fusion;
-pub use fallible::Site;
+pub use crate::desugar::fallible::Site;
 pub use loop_fusion::fuse_adjacent_loops;
 pub use sum_fusion::fuse_sums_into_writers;
 
@@ -34,16 +33,7 @@ pub type LResult<T> = Result<T, syn::Error>;
 const RET: &str = "#ret";
 const RETVAL: &str = "#retval";
 
-/// What an optional value (`x.get(i)`, `..reduce(..)`) gives where it is `None`.
-#[derive(Clone, Copy)]
-pub(super) enum Missing<'e> {
-    /// `unwrap`/`expect`: a panic.
-    Panic,
-    /// `unwrap_or(v)`: `v`.
-    Default(&'e syn::Expr),
-    /// `?`: the failure of this site.
-    Fail(u32),
-}
+use crate::desugar::Missing;
 
 struct LoopCtx {
     /// Name of this loop's break flag when its body breaks.
@@ -77,9 +67,9 @@ pub struct Lowerer<'a> {
     const_depth: u32,
     /// The local closures (`let f = |x| ..;`), by name, inlined where they are called, with
     /// the bindings of the names their bodies read when they were defined.
-    closures: std::collections::HashMap<String, (syn::ExprClosure, Vec<(String, Option<Binding>)>)>,
+    closures: scope::Closures,
     /// The failure sites of a fallible function (see `fallible`).
-    fail_sites: Vec<fallible::Site>,
+    fail_sites: Vec<Site>,
     /// The parameters an error value may name (not floats behind references), with their
     /// bindings at entry (the generated code evaluates the error where the parameters
     /// still hold them) and whether they are `&mut` buffers.
@@ -96,34 +86,35 @@ fn text<T: ToTokens>(t: &T) -> String {
     crate::diagnostics::source_text(t)
 }
 
-/// Lowers the body of `item` into a new IR function; `source` is the text of its file, for
-/// the constants it names. With it, the failure sites of a fallible function (what its
-/// `Fail` instructions return).
+/// Desugars and lowers the body of `item` (see [`lower_desugared`]); a desugaring error is
+/// reported in `diag`.
+#[cfg(test)]
 pub fn lower_function(
     item: &syn::ItemFn,
     sig: &Signature,
     diag: &Diagnostics,
     source: Option<crate::expand::SourceFile<'_>>,
 ) -> (Function, Vec<Site>) {
-    let fallible = sig.fallible.as_ref();
-    let desugared = fallible::desugar(
-        item,
-        fallible.is_some(),
-        fallible.is_some_and(|f| f.option),
-        !sig.returns_float,
-    );
-    let (mut block, sites) = match desugared {
-        Ok(d) => d,
+    match crate::desugar::body(item, sig) {
+        Ok((item, sites)) => lower_desugared(&item, sig, sites, diag, source),
         Err(e) => {
             diag.push(e);
-            return (Function::new(item.sig.ident.to_string()), Vec::new());
+            (Function::new(item.sig.ident.to_string()), Vec::new())
         }
-    };
-    growable::desugar(&mut block);
-    let item = &syn::ItemFn {
-        block: Box::new(block),
-        ..item.clone()
-    };
+    }
+}
+
+/// Lowers the body of `item`, desugared by `crate::desugar::body` (with its failure
+/// `sites`), into a new IR function; `source` is the text of its file, for the constants
+/// it names. With it, the failure sites (what its `Fail` instructions return, with the
+/// variables each reads).
+pub fn lower_desugared(
+    item: &syn::ItemFn,
+    sig: &Signature,
+    sites: Vec<Site>,
+    diag: &Diagnostics,
+    source: Option<crate::expand::SourceFile<'_>>,
+) -> (Function, Vec<Site>) {
     let mut func = Function::new(item.sig.ident.to_string());
     let mut env = Env::default();
     env.push_scope();

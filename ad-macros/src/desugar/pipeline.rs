@@ -25,9 +25,10 @@
 //! `take`) are not supported after one (a counter would be needed), and `enumerate`
 //! after one counts the elements that passed. Rayon chains stay with `iter.rs`.
 
-use super::*;
-use proc_macro2::{Ident, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
+use super::{err, text, DResult as LResult, Desugarer, Missing, Scope, Shape};
+use proc_macro2::{Ident, Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned, ToTokens};
+use syn::spanned::Spanned;
 use syn::Expr;
 
 /// What one stage of a pipeline gives for each index.
@@ -158,10 +159,14 @@ const NEW_FORMS: &[&str] = &[
     "flatten",
 ];
 
-impl Lowerer<'_> {
+impl<S: Scope> Desugarer<'_, S> {
     fn fresh(&mut self, what: &str) -> Ident {
-        self.next_flag += 1;
-        format_ident!("__pd_{}{}", what, self.next_flag)
+        *self.next += 1;
+        format_ident!("__pd_{}{}", what, *self.next)
+    }
+
+    fn error<T: ToTokens>(&self, tokens: T, what: &str, why: &str) -> syn::Error {
+        err(tokens, what, why)
     }
 
     /// The method names along a chain `a.b().c()` and in the chains it takes as arguments
@@ -212,9 +217,10 @@ impl Lowerer<'_> {
             Expr::Index(ix) => {
                 matches!(&*ix.index, Expr::Range(_)) || self.is_row(ix) || self.is_deep_row(ix)
             }
-            Expr::Path(p) => p.path.get_ident().is_some_and(|i| {
-                matches!(self.env.lookup(&i.to_string()), Some(Binding::Row { .. }))
-            }),
+            Expr::Path(p) => p
+                .path
+                .get_ident()
+                .is_some_and(|i| matches!(self.scope.shape(&i.to_string()), Some(Shape::View(_)))),
             _ => false,
         }
     }
@@ -491,9 +497,8 @@ impl Lowerer<'_> {
             Expr::Reference(r) => self.base_of(&r.expr, mutable || r.mutability.is_some()),
             Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => self.base_of(&u.expr, mutable),
             Expr::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 => {
-                match self.env.lookup(&p.path.segments[0].ident.to_string()) {
-                    Some(Binding::Buf(_)) => Some((vec![], quote!(#p))),
-                    Some(Binding::Row { .. }) => Some((vec![], quote!(#p))),
+                match self.scope.shape(&p.path.segments[0].ident.to_string()) {
+                    Some(Shape::Buffer(_) | Shape::View(_)) => Some((vec![], quote!(#p))),
                     _ => None,
                 }
             }
@@ -556,14 +561,10 @@ impl Lowerer<'_> {
         !matches!(strip(&ix.index), Expr::Range(_))
             && match at {
                 Expr::Path(p) => p.path.get_ident().is_some_and(|i| {
-                    match self.env.lookup(&i.to_string()) {
-                        Some(Binding::Buf(b)) => {
-                            n >= 2 && self.b.func.buf(b).rank as usize == n + 1
-                        }
+                    match self.scope.shape(&i.to_string()) {
+                        Some(Shape::Buffer(rank)) => n >= 2 && rank == n + 1,
                         // A row of a view of two or more dimensions (`plane[j]`, `rows[k]`).
-                        Some(Binding::Row { buf, outer, .. }) => {
-                            self.view_rank(buf, outer) == n + 1
-                        }
+                        Some(Shape::View(rank)) => rank == n + 1,
                         _ => false,
                     }
                 }),
@@ -575,8 +576,7 @@ impl Lowerer<'_> {
     fn is_row(&self, ix: &syn::ExprIndex) -> bool {
         match strip(&ix.expr) {
             Expr::Path(p) => p.path.get_ident().is_some_and(|i| {
-                matches!(self.env.lookup(&i.to_string()),
-                    Some(Binding::Buf(b)) if self.b.func.buf(b).rank == 2)
+                matches!(self.scope.shape(&i.to_string()), Some(Shape::Buffer(2)))
             }),
             _ => false,
         }
@@ -587,7 +587,7 @@ impl Lowerer<'_> {
     fn closure_arg(&self, e: &Expr, arity: usize) -> LResult<syn::ExprClosure> {
         match e {
             Expr::Closure(c) if c.inputs.len() == arity => {
-                let scan = super::control::scan_expr(&c.body);
+                let scan = super::scan::scan_expr(&c.body);
                 let outer = scan.assigned.iter().any(|n| !scan.declared.contains(n));
                 if outer || scan.ret || scan.brk || scan.cont {
                     return Err(self.error(
@@ -615,11 +615,9 @@ impl Lowerer<'_> {
             Expr::Path(p) => {
                 // A local closure by name.
                 let name = p.path.get_ident().map(|i| i.to_string());
-                match name.and_then(|n| self.closures.get(&n).cloned()) {
-                    Some((c, captured)) if c.inputs.len() == arity => {
-                        self.check_captures(e, &captured)?;
-                        Ok(c)
-                    }
+                match name.and_then(|n| self.scope.closure(&n)) {
+                    Some(Ok(c)) if c.inputs.len() == arity => Ok(c),
+                    Some(Err(rebound)) => Err(rebound_error(e, &rebound)),
                     _ => Err(self.error(
                         e,
                         &text(e),
@@ -878,7 +876,7 @@ impl Lowerer<'_> {
 
     /// `for pat in chain { body }` when the chain uses a form `iter.rs` does not lower
     /// directly; `None` leaves the loop to it.
-    pub(super) fn desugar_for(&mut self, f: &syn::ExprForLoop) -> LResult<Option<Expr>> {
+    pub fn desugar_for(&mut self, f: &syn::ExprForLoop) -> LResult<Option<Expr>> {
         let methods = Self::chain_methods(&f.expr);
         if Self::is_parallel(&methods) {
             return Ok(None);
@@ -903,7 +901,7 @@ impl Lowerer<'_> {
             Err(NotAPipeline::Error(e)) => return Err(e),
         };
         if p.then.is_some() {
-            let scan = super::control::scan_stmts(&f.body.stmts);
+            let scan = super::scan::scan_stmts(&f.body.stmts);
             if scan.brk || scan.cont || scan.ret {
                 return Err(self.error(&f.expr, &text(&f.expr), "`break`, `continue` and `return` in a loop over `.chain(..)` are not supported"));
             }
@@ -923,7 +921,7 @@ impl Lowerer<'_> {
 
     /// A consumer at the end of a chain (`sum`, `fold`, `max_by(..).unwrap()`, ...) when the
     /// chain or the consumer is one `iter.rs` does not lower; `None` leaves it.
-    pub(super) fn desugar_consumer(&mut self, m: &syn::ExprMethodCall) -> LResult<Option<Expr>> {
+    pub fn desugar_consumer(&mut self, m: &syn::ExprMethodCall) -> LResult<Option<Expr>> {
         // `.unwrap()`/`.expect(..)`/`.unwrap_or(v)`/`.copied()` around an `Option` consumer.
         let (m, missing): (&syn::ExprMethodCall, Option<Missing>) =
             match m.method.to_string().as_str() {
@@ -944,7 +942,7 @@ impl Lowerer<'_> {
 
     /// [`Self::desugar_consumer`] of the consumer `m`, which gives an `Option` where
     /// `missing` says what its `None` gives.
-    pub(super) fn desugar_consumer_with(
+    pub fn desugar_consumer_with(
         &mut self,
         m: &syn::ExprMethodCall,
         missing: Option<Missing>,
@@ -1089,20 +1087,18 @@ impl Lowerer<'_> {
 
     /// `f(a, b)` for a local closure `f`: its body in a block of its own, the arguments
     /// evaluated first (left to right), then bound to its parameters.
-    pub(super) fn inline_closure_call(&mut self, c: &syn::ExprCall) -> LResult<Option<Expr>> {
+    pub fn inline_closure_call(&mut self, c: &syn::ExprCall) -> LResult<Option<Expr>> {
         let Expr::Path(p) = strip(&c.func) else {
             return Ok(None);
         };
         let Some(name) = p.path.get_ident().map(|i| i.to_string()) else {
             return Ok(None);
         };
-        if self.env.lookup(&name).is_some() {
-            return Ok(None);
-        }
-        let Some((closure, captured)) = self.closures.get(&name).cloned() else {
-            return Ok(None);
+        let closure = match self.scope.closure(&name) {
+            None => return Ok(None),
+            Some(Err(rebound)) => return Err(rebound_error(&c.func, &rebound)),
+            Some(Ok(closure)) => closure,
         };
-        self.check_captures(&c.func, &captured)?;
         if closure.inputs.len() != c.args.len() {
             return Err(self.error(
                 c,
@@ -1119,35 +1115,6 @@ impl Lowerer<'_> {
         }
         let body = &closure.body;
         syn::parse2(quote_spanned!(c.span()=> { #stmts { #binds #body } })).map(Some)
-    }
-
-    /// A local closure's captured names must still mean what they meant where it was
-    /// defined (a later `let` of the same name, or a `move` closure's copy, would not).
-    fn check_captures(&self, at: &Expr, captured: &[(String, Option<Binding>)]) -> LResult<()> {
-        for (n, b) in captured {
-            if &self.env.lookup(n) != b {
-                return Err(self.error(
-                    at,
-                    &text(at),
-                    &format!("the closure reads `{n}`, which has been rebound or changed since the closure was defined; define the closure after it, or pass `{n}` as a parameter"),
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    /// `let f = |x| ..;`: remembered with what its body's names mean here.
-    pub(super) fn define_closure(&mut self, name: String, c: &syn::ExprClosure) {
-        let params = super::consts::idents(c.inputs.iter().map(|p| p.to_token_stream()).collect());
-        let captured = super::consts::idents(c.body.to_token_stream())
-            .into_iter()
-            .filter(|n| !params.contains(n))
-            .map(|n| {
-                let b = self.env.lookup(&n);
-                (n, b)
-            })
-            .collect();
-        self.closures.insert(name, (c.clone(), captured));
     }
 
     /// `for_each`'s closure: one parameter, any statements.
@@ -1207,11 +1174,7 @@ impl Lowerer<'_> {
 
     /// `let v: Vec<f64> = chain.collect();` (or `collect::<Vec<_>>()`): a new buffer of the
     /// chain's values; `None` when `e` is not such a chain.
-    pub(super) fn desugar_collect(
-        &mut self,
-        e: &Expr,
-        name: &Ident,
-    ) -> LResult<Option<TokenStream>> {
+    pub fn desugar_collect(&mut self, e: &Expr, name: &Ident) -> LResult<Option<TokenStream>> {
         let Expr::MethodCall(m) = strip(e) else {
             return Ok(None);
         };
@@ -1220,8 +1183,7 @@ impl Lowerer<'_> {
         if m.method == "map" && m.args.len() == 1 && matches!(m.args[0], Expr::Closure(_)) {
             let is_buffer = match strip(&m.receiver) {
                 Expr::Path(p) => p.path.get_ident().is_some_and(|i| {
-                    matches!(self.env.lookup(&i.to_string()),
-                        Some(Binding::Buf(b)) if self.b.func.buf(b).rank == 1)
+                    matches!(self.scope.shape(&i.to_string()), Some(Shape::Buffer(1)))
                 }),
                 _ => false,
             };
@@ -1289,7 +1251,7 @@ fn strip(e: &Expr) -> &Expr {
 }
 
 /// `x.max_by(..).copied()` → `x.max_by(..)`.
-pub(super) fn peel_copied(m: &syn::ExprMethodCall) -> &syn::ExprMethodCall {
+pub fn peel_copied(m: &syn::ExprMethodCall) -> &syn::ExprMethodCall {
     if m.method == "copied" || m.method == "cloned" {
         if let Expr::MethodCall(inner) = strip(&m.receiver) {
             return inner;
@@ -1312,4 +1274,13 @@ fn turbofish_is_int(m: &syn::ExprMethodCall) -> bool {
 
 fn text_of(t: &dyn ToTokens) -> String {
     crate::diagnostics::source_text(&t.to_token_stream())
+}
+
+/// The error for a local closure called or passed after a name it reads was rebound.
+fn rebound_error(at: &Expr, name: &str) -> syn::Error {
+    err(
+        at,
+        &text(at),
+        &format!("the closure reads `{name}`, which has been rebound or changed since the closure was defined; define the closure after it, or pass `{name}` as a parameter"),
+    )
 }

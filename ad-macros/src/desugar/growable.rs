@@ -140,7 +140,7 @@ fn the_push(body: &syn::Block, v: &syn::Ident) -> Option<(usize, Expr)> {
             }
         }
     }
-    let scan = super::control::scan_stmts(&body.stmts);
+    let scan = super::scan::scan_stmts(&body.stmts);
     if scan.brk || scan.cont || scan.ret {
         return None;
     }
