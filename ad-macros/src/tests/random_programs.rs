@@ -837,6 +837,9 @@ impl Report {
             "float_cond",
             "shadowing",
             "carried",
+            "row_views",
+            "row_range",
+            "flatten",
         ] {
             assert!(features.contains(feature), "no program used {feature}");
         }

@@ -394,6 +394,9 @@ impl Gen<'_> {
 
     /// `let mut w = vec![0.0; n];`, a loop that writes it, a loop that reads it.
     fn local_buffer(&mut self, ctx: &Ctx) {
+        if self.rng.chance(0.4) {
+            return self.local_matrix(ctx);
+        }
         self.take(3);
         self.features.insert("local_buffer");
         let w = self.fresh("w");
@@ -454,6 +457,92 @@ impl Gen<'_> {
             .find(|&id| self.scopes[id / 1000][id % 1000].name == acc)
         {
             self.var(id).bound = 1.5 + 5.0 * read.bound * f.bound;
+        }
+    }
+
+    /// `let mut w = vec![vec![0.0; n]; 3];` written through mutable row views (`let row =
+    /// &mut w[r];`), then read through a range of its rows (`for row in &w[1..]`) or all of
+    /// it flattened (`w.iter().flatten()`).
+    fn local_matrix(&mut self, ctx: &Ctx) {
+        self.take(3);
+        self.features.insert("local_buffer");
+        self.features.insert("row_views");
+        let (w, r, row) = (self.fresh("w"), self.fresh("r"), self.fresh("row"));
+        self.line(&format!("let mut {w} = vec![vec![0.0; n]; 3];"));
+        let mut inner = ctx.clone();
+        inner.loop_depth += 2;
+        inner.trips *= 15.0;
+        inner.indices.extend([
+            "i".to_string(),
+            "(i + 1) % n".to_string(),
+            "n - 1 - i".to_string(),
+        ]);
+        inner.int_conds.extend([
+            "i % 2 == 0".to_string(),
+            "i < n / 2".to_string(),
+            format!("{r} == 1"),
+        ]);
+        self.open(&format!("for {r} in 0..3 {{"));
+        self.line(&format!("let {row} = &mut {w}[{r}];"));
+        self.open("for i in 0..n {");
+        let e = self.expr(&inner, 3, true);
+        let e = self.typed(&inner, e);
+        let target = self
+            .rng
+            .pick(&["i", "(i + 1) % n", "n - 1 - i"])
+            .to_string();
+        let op = if self.rng.chance(0.7) { "=" } else { "+=" };
+        self.line(&format!("{row}[{target}] {op} {};", e.s));
+        self.close("}");
+        self.close("}");
+        let bound = 2.0 * e.bound;
+        let acc = self.accumulator(ctx);
+        let read = if self.rng.chance(0.5) {
+            self.features.insert("row_range");
+            let (row2, index) = (
+                self.fresh("row"),
+                self.rng
+                    .pick(&["i", "(i + 1) % n", "n - 1 - i"])
+                    .to_string(),
+            );
+            self.open(&format!("for {row2} in &{w}[1..] {{"));
+            self.open("for i in 0..n {");
+            let f = self.expr(&inner, 2, true);
+            let f = self.tame(f, 4.0);
+            let read = self.tame(
+                E {
+                    s: format!("{row2}[{index}]"),
+                    bound,
+                    typed: true,
+                },
+                4.0,
+            );
+            self.line(&format!("{acc} += {} * {};", read.s, f.s));
+            self.close("}");
+            self.close("}");
+            read.bound * f.bound * 2.0
+        } else {
+            self.features.insert("flatten");
+            let read = self.tame(
+                E {
+                    s: "v".to_string(),
+                    bound,
+                    typed: true,
+                },
+                4.0,
+            );
+            self.line(&format!(
+                "{acc} += 0.1 * {w}.iter().flatten().map(|&v| {}).sum::<f64>();",
+                read.s
+            ));
+            read.bound * 1.5
+        };
+        if let Some(id) = self
+            .visible()
+            .into_iter()
+            .find(|&id| self.scopes[id / 1000][id % 1000].name == acc)
+        {
+            self.var(id).bound = 1.5 + 5.0 * read;
         }
     }
 
