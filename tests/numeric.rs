@@ -311,7 +311,12 @@ numeric_tests! {
     ],
     /// Issue 46: views of two dimensions (planes of 3-D buffers, ranges of rows), rows of
     /// 3-D buffers passed to calls, `.flatten()` of rows.
-    idiomatic_views: [planes_and_row_ranges, rows_of_planes_in_calls, flattened_rows],
+    idiomatic_views: [
+        planes_and_row_ranges,
+        rows_of_planes_in_calls,
+        flattened_rows,
+        views_in_rayon_closures,
+    ],
     /// Issue 46: functions mixing `f32` and `f64`.
     idiomatic_floats: [
         f32_data_f64_arithmetic,

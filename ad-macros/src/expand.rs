@@ -121,8 +121,8 @@ fn compile(
         ));
     };
     sig.note_body(&item.block);
-    let diag = Diagnostics::default();
     let (desugared, sites) = crate::desugar::body(item, &sig)?;
+    let diag = Diagnostics::default();
     let (primal, sites) = crate::lower::lower_desugared(&desugared, &sig, sites, &diag, source);
     let failures = sites
         .iter()

@@ -7,6 +7,7 @@
 use super::differentiate;
 use crate::common::*;
 use num_traits::Float;
+use rayon::prelude::*;
 use std::iter::Sum;
 
 /// The contrast of an image stack (one image per plane): planes as views (`let reference
@@ -145,6 +146,32 @@ pub fn positive_energy(m: &[Vec<f64>]) -> f64 {
         }
     }
     out.iter().map(|v| v * v).sum::<f64>() + m.iter().flatten().fold(0.0, |a, &v| a + v.cos())
+}
+
+/// Per-row features computed in parallel: inside a rayon closure, a row bound as a view
+/// (`let row = &m[i];`), a sub-slice of it (`&row[1..]`), a `map`/`sum` and a `zip`/`fold`
+/// over the views.
+#[differentiate(forward, reverse)]
+pub fn row_features(m: &[Vec<f64>], out: &mut [f64]) {
+    out.par_iter_mut().enumerate().for_each(|(i, o)| {
+        let row = &m[i];
+        let tail = &row[1..];
+        *o = row[0] * row[0]
+            + tail.iter().map(|v| v.sin()).sum::<f64>()
+            + tail.iter().zip(row.iter()).fold(0.0, |a, (x, y)| a + x * y);
+    });
+}
+
+/// A parallel sum over the rows of a matrix, each row a view walked by an iterator.
+#[differentiate(forward, reverse)]
+pub fn parallel_row_energy(m: &[Vec<f64>], k: f64) -> f64 {
+    (0..m.len())
+        .into_par_iter()
+        .map(|i| {
+            let r = &m[i];
+            r.iter().map(|v| k * v * v).sum::<f64>()
+        })
+        .sum()
 }
 
 fn to3(p: &[f64], b: usize, c: usize) -> Vec<Vec<Vec<f64>>> {
@@ -390,4 +417,59 @@ pub fn flattened_rows() {
     // By hand: 2v on the positive entries, −sin v on all.
     let want: Vec<f64> = p.iter().map(|&v| if v > 0.0 { 2.0 * v } else { 0.0 } - v.sin()).collect();
     assert_rel("positive_energy: gradient by hand", &from_rows(&positive_energy_grad(&rows(&p)).1), &want, 1e-14);
+}
+
+pub fn views_in_rayon_closures() {
+    let p = [1.0, 2.0, 0.5, 0.3, -1.0, 0.25, 0.8, -0.6, 1.1];
+    check_fwd_rev(&Case {
+        name: "row_features",
+        x: &p,
+        primal: &|x| {
+            let mut out = zeros(3);
+            row_features(&to_rows(x, 3), &mut out);
+            out
+        },
+        jvp: &|x, d| {
+            let (mut out, mut dout) = (zeros(3), zeros(3));
+            row_features_fwd(&to_rows(x, 3), &to_rows(d, 3), &mut out, &mut dout);
+            (out, dout)
+        },
+        vjp: &|x, y| {
+            let (mut out, mut dout) = (zeros(3), y.to_vec());
+            let mut dm = to_rows(&zeros(9), 3);
+            row_features_rev(&to_rows(x, 3), &mut dm, &mut out, &mut dout);
+            (out, from_rows(&dm))
+        },
+        tols: TOLS,
+    });
+    // By hand, row 0 seeded: ∂/∂r0 = 2 r0 + r1, ∂/∂r1 = cos r1 + r0 + r2, ∂/∂r2 = cos r2 + r1.
+    let m = to_rows(&p, 3);
+    let (mut out, mut dout) = (zeros(3), vec![1.0, 0.0, 0.0]);
+    let mut dm = to_rows(&zeros(9), 3);
+    row_features_rev(&m, &mut dm, &mut out, &mut dout);
+    let r = &m[0];
+    let want = [2.0 * r[0] + r[1], r[1].cos() + r[0] + r[2], r[2].cos() + r[1]];
+    assert_rel("row_features: row 0 by hand", &dm[0], &want, 1e-14);
+
+    let x = cat(&[&p, &[0.7]]);
+    check_point(
+        "parallel_row_energy",
+        &x,
+        &|x| parallel_row_energy(&to_rows(&x[..9], 3), x[9]),
+        &|x| {
+            let (v, (g, gk)) = parallel_row_energy_grad(&to_rows(&x[..9], 3), x[9]);
+            (v, cat(&[&from_rows(&g), &[gk]]))
+        },
+        &|x, d| parallel_row_energy_fwd(&to_rows(&x[..9], 3), &to_rows(&d[..9], 3), x[9], d[9]),
+        &|x, s| {
+            let mut g = to_rows(&zeros(9), 3);
+            let (v, gk) = parallel_row_energy_rev(&to_rows(&x[..9], 3), &mut g, x[9], s);
+            (v, cat(&[&from_rows(&g), &[gk]]))
+        },
+    );
+    // By hand: 2 k v, and Σ v² for k.
+    let (_, (g, gk)) = parallel_row_energy_grad(&m, 0.7);
+    let want: Vec<f64> = p.iter().map(|v| 1.4 * v).collect();
+    assert_rel("parallel_row_energy: gradient by hand", &from_rows(&g), &want, 1e-14);
+    assert_rel("parallel_row_energy: ∂/∂k by hand", &[gk], &[p.iter().map(|v| v * v).sum::<f64>()], 1e-14);
 }

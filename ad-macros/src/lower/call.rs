@@ -414,6 +414,13 @@ impl Lowerer<'_> {
                     let (method, args) = (&m.method, &m.args);
                     return self.lower_call_then(&m.receiver, quote::quote!(.#method(#args)));
                 }
+                if user_call {
+                    return Err(self.error(
+                        m,
+                        &text(m),
+                        "`unwrap_or(..)` on a call of a fallible function is not supported yet (where the call fails, the derivative would have to follow the default instead); test the condition the callee fails on before the call (`if x.is_empty() { 0.0 } else { mean(x).unwrap() }`), or use `?` in a function that returns `Option`/`Result` itself",
+                    ));
+                }
                 return Err(self.error(
                     m,
                     &text(m),
