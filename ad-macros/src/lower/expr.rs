@@ -493,7 +493,9 @@ impl Lowerer<'_> {
             index => {
                 let i = self.lower_expr(index)?;
                 self.expect_ty(i, Ty::Int, index, "an index")?;
-                if let Some(len) = len {
+                // A view of all of a buffer or row is checked by the buffer's own bounds
+                // check where the element is read; only a part needs its own.
+                if let Some(len) = len.filter(|&l| !self.covers_all(buf, outer, base, l)) {
                     let inside = self.b.binary(BinOp::Lt, i, len);
                     let message = format!(
                         "\"phidiff: the index of `{}` is out of its view\"",
@@ -561,15 +563,18 @@ impl Lowerer<'_> {
             let mut v = self.lower_expr(x)?;
             self.expect_ty(v, Ty::Int, x, "an index")?;
             if let (Some(o), Some(l)) = (offset.take(), len.take()) {
-                let inside = self.b.binary(BinOp::Lt, v, l);
-                let message = format!(
-                    "\"phidiff: the index of `{}` is out of its view\"",
-                    assert_text(e)
-                );
-                self.b.stmt(InstKind::Assert {
-                    cond: inside,
-                    message: Code::parse(&message),
-                });
+                let outer = Indices::of(&idx);
+                if !self.covers_all(buf, outer, Some(o), l) {
+                    let inside = self.b.binary(BinOp::Lt, v, l);
+                    let message = format!(
+                        "\"phidiff: the index of `{}` is out of its view\"",
+                        assert_text(e)
+                    );
+                    self.b.stmt(InstKind::Assert {
+                        cond: inside,
+                        message: Code::parse(&message),
+                    });
+                }
                 v = self.b.add(o, v);
             }
             idx.push(v);
@@ -609,6 +614,21 @@ impl Lowerer<'_> {
             base,
             len,
         }))
+    }
+
+    /// Whether the view `buf[outer..][base..base + len]` is all of its row (or of the
+    /// 1-D buffer): no base, or a base of constant 0, and the length read from the buffer
+    /// at those indices.
+    fn covers_all(&self, buf: Buf, outer: Indices, base: Option<Value>, len: Value) -> bool {
+        let is = |v: Value, want: &dyn Fn(&InstKind) -> bool| match self.b.func.value(v).def {
+            ValueDef::Result(i, 0) => want(&self.b.func.inst(i).kind),
+            _ => false,
+        };
+        base.is_none_or(|b| is(b, &|k| matches!(k, InstKind::IConst(0))))
+            && is(
+                len,
+                &|k| matches!(k, InstKind::Len(b, ix) if *b == buf && ix[..] == *outer.as_slice()),
+            )
     }
 
     /// The bounds `start..end` of a range into a run of `full` elements, lowered, with
