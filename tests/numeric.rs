@@ -316,6 +316,7 @@ numeric_tests! {
         rows_of_planes_in_calls,
         flattened_rows,
         views_in_rayon_closures,
+        nested_pushes_after_lets,
     ],
     /// Issue 46: functions mixing `f32` and `f64`.
     idiomatic_floats: [

@@ -174,6 +174,25 @@ pub fn parallel_row_energy(m: &[Vec<f64>], k: f64) -> f64 {
         .sum()
 }
 
+/// The energy of a track of states plus its jumps: a range of rows zipped row by row
+/// with the rows before them (`let prev = &m[k];`), the jumps above a threshold pushed into
+/// a `Vec` from the nested loop, and the whole matrix flattened.
+#[differentiate(forward, reverse)]
+pub fn track_energy(m: &[Vec<f64>], w: f64) -> f64 {
+    let later = &m[1..];
+    let mut jumps = Vec::new();
+    for (k, row) in later.iter().enumerate() {
+        let prev = &m[k];
+        for (a, b) in row.iter().zip(prev) {
+            if (a - b).abs() > 0.1 {
+                jumps.push(a - b);
+            }
+        }
+    }
+    let energy: f64 = m.iter().flatten().map(|v| v * v).sum();
+    w * energy + jumps.iter().map(|d| d * d).sum::<f64>()
+}
+
 fn to3(p: &[f64], b: usize, c: usize) -> Vec<Vec<Vec<f64>>> {
     p.chunks(b * c).map(|plane| plane.chunks(c).map(|r| r.to_vec()).collect()).collect()
 }
@@ -472,4 +491,41 @@ pub fn views_in_rayon_closures() {
     let want: Vec<f64> = p.iter().map(|v| 1.4 * v).collect();
     assert_rel("parallel_row_energy: gradient by hand", &from_rows(&g), &want, 1e-14);
     assert_rel("parallel_row_energy: ∂/∂k by hand", &[gk], &[p.iter().map(|v| v * v).sum::<f64>()], 1e-14);
+}
+
+pub fn nested_pushes_after_lets() {
+    // Three states of two components; one jump is below the threshold.
+    let p = [0.5, 1.0, 0.55, -1.0, 2.0, -0.5, 0.25];
+    check_point(
+        "track_energy",
+        &p,
+        &|p| track_energy(&to_rows(&p[..6], 2), p[6]),
+        &|p| {
+            let (v, (g, gw)) = track_energy_grad(&to_rows(&p[..6], 2), p[6]);
+            (v, cat(&[&from_rows(&g), &[gw]]))
+        },
+        &|p, d| track_energy_fwd(&to_rows(&p[..6], 2), &to_rows(&d[..6], 2), p[6], d[6]),
+        &|p, s| {
+            let mut g = to_rows(&zeros(6), 2);
+            let (v, gw) = track_energy_rev(&to_rows(&p[..6], 2), &mut g, p[6], s);
+            (v, cat(&[&from_rows(&g), &[gw]]))
+        },
+    );
+    // By hand: 2 w m, plus 2 (m[i][j] − m[i−1][j]) into m[i][j] and out of m[i−1][j] for
+    // each jump above 0.1 (all but m[1][0] − m[0][0] = 0.05).
+    let m = to_rows(&p[..6], 2);
+    let w = p[6];
+    let mut want: Vec<Vec<f64>> = m.iter().map(|r| r.iter().map(|v| 2.0 * w * v).collect()).collect();
+    for i in 1..3 {
+        for j in 0..2 {
+            let d = m[i][j] - m[i - 1][j];
+            if d.abs() > 0.1 {
+                want[i][j] += 2.0 * d;
+                want[i - 1][j] -= 2.0 * d;
+            }
+        }
+    }
+    let (_, (g, gw)) = track_energy_grad(&m, w);
+    assert_rel("track_energy: gradient by hand", &from_rows(&g), &from_rows(&want), 1e-14);
+    assert_rel("track_energy: ∂/∂w by hand", &[gw], &[p[..6].iter().map(|v| v * v).sum::<f64>()], 1e-14);
 }

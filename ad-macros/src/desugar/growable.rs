@@ -214,16 +214,62 @@ fn rename(t: proc_macro2::TokenTree, n: &syn::Ident) -> TokenStream {
 fn pushes_in(stmts: &[Stmt], v: &syn::Ident, bound: &[String]) -> Option<Count> {
     let name = v.to_string();
     let mut n = Count::default();
+    // `let`s the counting loops run again before a nested loop whose header reads them
+    // (`let prev = &m[k];` then `for (a, b) in row.iter().zip(prev)`).
+    let mut replay: Vec<&Stmt> = Vec::new();
+    let mut bound = bound.to_vec();
+    let written = written_names(stmts);
     for st in stmts {
+        if let Some(id) = replayable(st, &name, &bound, &written) {
+            bound.retain(|b| *b != id);
+            replay.push(st);
+            continue;
+        }
         if !mentions(st.to_token_stream(), &name) {
             continue;
         }
         match st {
-            Stmt::Expr(e, _) => n = n.add(pushes_in_expr(e, v, bound)?),
+            Stmt::Expr(e, _) => {
+                let mut c = pushes_in_expr(e, v, &bound)?;
+                if !replay.is_empty() {
+                    c.loops = c
+                        .loops
+                        .into_iter()
+                        .map(|l| quote!({ #(#replay)* #l }))
+                        .collect();
+                }
+                n = n.add(c)
+            }
             _ => return None,
         }
     }
     Some(n)
+}
+
+/// The name `st` binds when it is a `let` a counting loop may run again: one immutable
+/// name, bound once among `written` (the names the statements around it write), to a value
+/// that reads neither `v` nor any name in `bound` and writes nothing.
+fn replayable(st: &Stmt, v: &str, bound: &[String], written: &[String]) -> Option<String> {
+    let Stmt::Local(l) = st else {
+        return None;
+    };
+    let pat = match &l.pat {
+        syn::Pat::Type(t) => &*t.pat,
+        p => p,
+    };
+    let syn::Pat::Ident(pi) = pat else {
+        return None;
+    };
+    if pi.mutability.is_some() || pi.by_ref.is_some() || pi.subpat.is_some() {
+        return None;
+    }
+    let init = l.init.as_ref().filter(|i| i.diverge.is_none())?;
+    let id = pi.ident.to_string();
+    let reads = init.expr.to_token_stream();
+    let pure = written_names(std::slice::from_ref(st)) == [id.clone()];
+    let once = written.iter().filter(|w| **w == id).count() == 1;
+    let free = !mentions(reads.clone(), v) && !bound.iter().any(|b| mentions(reads.clone(), b));
+    (pure && once && free).then_some(id)
 }
 
 fn pushes_in_expr(e: &Expr, v: &syn::Ident, bound: &[String]) -> Option<Count> {
