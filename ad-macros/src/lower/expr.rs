@@ -493,18 +493,8 @@ impl Lowerer<'_> {
             index => {
                 let i = self.lower_expr(index)?;
                 self.expect_ty(i, Ty::Int, index, "an index")?;
-                // A view of all of a buffer or row is checked by the buffer's own bounds
-                // check where the element is read; only a part needs its own.
-                if let Some(len) = len.filter(|&l| !self.covers_all(buf, outer, base, l)) {
-                    let inside = self.b.binary(BinOp::Lt, i, len);
-                    let message = format!(
-                        "\"phidiff: the index of `{}` is out of its view\"",
-                        assert_text(e)
-                    );
-                    self.b.stmt(InstKind::Assert {
-                        cond: inside,
-                        message: Code::parse(&message),
-                    });
+                if let Some(len) = len {
+                    self.check_in_view(i, buf, outer, base, len, e);
                 }
                 let at = at(self, i);
                 Ok(Some(Binding::Elem(buf, Indices::of(&outer.then(at)))))
@@ -563,18 +553,7 @@ impl Lowerer<'_> {
             let mut v = self.lower_expr(x)?;
             self.expect_ty(v, Ty::Int, x, "an index")?;
             if let (Some(o), Some(l)) = (offset.take(), len.take()) {
-                let outer = Indices::of(&idx);
-                if !self.covers_all(buf, outer, Some(o), l) {
-                    let inside = self.b.binary(BinOp::Lt, v, l);
-                    let message = format!(
-                        "\"phidiff: the index of `{}` is out of its view\"",
-                        assert_text(e)
-                    );
-                    self.b.stmt(InstKind::Assert {
-                        cond: inside,
-                        message: Code::parse(&message),
-                    });
-                }
+                self.check_in_view(v, buf, Indices::of(&idx), Some(o), l, e);
                 v = self.b.add(o, v);
             }
             idx.push(v);
@@ -614,6 +593,32 @@ impl Lowerer<'_> {
             base,
             len,
         }))
+    }
+
+    /// Asserts index `i` of the view `buf[outer..][base..base + len]` (named by `e` in the
+    /// message) is inside it. A view of all of a buffer or row needs no assertion of its
+    /// own: the read checks the buffer's bounds.
+    fn check_in_view(
+        &mut self,
+        i: Value,
+        buf: Buf,
+        outer: Indices,
+        base: Option<Value>,
+        len: Value,
+        e: &Expr,
+    ) {
+        if self.covers_all(buf, outer, base, len) {
+            return;
+        }
+        let inside = self.b.binary(BinOp::Lt, i, len);
+        let message = format!(
+            "\"phidiff: the index of `{}` is out of its view\"",
+            assert_text(e)
+        );
+        self.b.stmt(InstKind::Assert {
+            cond: inside,
+            message: Code::parse(&message),
+        });
     }
 
     /// Whether the view `buf[outer..][base..base + len]` is all of its row (or of the
