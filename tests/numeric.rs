@@ -327,7 +327,13 @@ numeric_tests! {
     ],
     /// Issue 46, fallible code: `Option`/`Result` results, `?`, `.ok_or(..)?`, `Err` arms,
     /// `if let`/`while let`/`let .. else` on optional elements; failure paths untouched.
-    idiomatic_fallible: [optional_statistics, results_and_errors, optional_elements, fallible_calls],
+    idiomatic_fallible: [
+        optional_statistics,
+        results_and_errors,
+        optional_elements,
+        fallible_calls,
+        guarded_reads_in_loops,
+    ],
     /// Issue 45's review: explicit lifetimes, swapped rows, a buffer passed twice, renamed
     /// derivatives, rebound buffers, float predicates, a `num_traits::Float` bound.
     review: [

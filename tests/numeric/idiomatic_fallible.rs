@@ -162,6 +162,20 @@ fn rev_of(
     }
 }
 
+/// A recurrence driven by a fixed element read inside the loop with `?`: the read is the
+/// same every iteration, and where it is missing the function fails in its first one.
+/// (Found by the random programs: the reverse pass moved the loop-invariant read before
+/// the loop, past the failure that guards it, so `_rev` panicked where it should return
+/// `None`.)
+#[differentiate(forward, reverse)]
+pub fn driven_recurrence(x: &[f64], a: f64) -> Option<f64> {
+    let mut s = a;
+    for i in 0..x.len() {
+        s = (s * x[i]).sin() + *x.get(3)?;
+    }
+    Some(s)
+}
+
 pub fn optional_statistics() {
     let x = [0.7, 1.9, 1.2, 0.4, 2.6];
     let (mu, sigma) = (1.1, 0.8);
@@ -465,4 +479,33 @@ pub fn fallible_calls() {
     let bad = std::panic::catch_unwind(|| log_growth_grad(&[1.0, -1.0], k));
     let msg = bad.expect_err("a sample with a negative value panics");
     assert_eq!(msg.downcast_ref::<String>().map(String::as_str), Some("a positive sample: NonPositive { at: 1 }"));
+}
+
+pub fn guarded_reads_in_loops() {
+    // Where x[3] exists: finite differences and the dot product.
+    let x = [0.4, -0.7, 1.1, 0.25, 0.9];
+    let p = cat(&[&x, &[0.6]]);
+    check_point(
+        "driven_recurrence",
+        &p,
+        &|p| driven_recurrence(&p[..5], p[5]).unwrap(),
+        &|p| {
+            let (v, (g, ga)) = driven_recurrence_grad(&p[..5], p[5]).unwrap();
+            (v, cat(&[&g, &[ga]]))
+        },
+        &|p, d| driven_recurrence_fwd(&p[..5], &d[..5], p[5], d[5]).unwrap(),
+        &|p, s| {
+            let mut g = zeros(5);
+            let (v, ga) = driven_recurrence_rev(&p[..5], &mut g, p[5], s).unwrap();
+            (v, cat(&[&g, &[ga]]))
+        },
+    );
+    // Where it is missing: None from every derivative, the shadow untouched.
+    let short = [0.4, -0.7, 1.1];
+    assert_eq!(driven_recurrence(&short, 0.6), None);
+    assert_eq!(driven_recurrence_fwd(&short, &[1.0; 3], 0.6, 1.0), None);
+    let mut g = [0.5, -0.25, 2.0];
+    assert_eq!(driven_recurrence_rev(&short, &mut g, 0.6, 1.0), None);
+    assert_eq!(g, [0.5, -0.25, 2.0], "driven_recurrence: the shadow on the failure path");
+    assert_eq!(driven_recurrence_grad(&short, 0.6), None);
 }

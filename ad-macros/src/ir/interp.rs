@@ -86,6 +86,16 @@ const MAX_ELEMENTS: usize = 1 << 24;
 /// Runs `f` with one argument per `f.params`; buffers passed as `&mut` params are updated in
 /// place in `args` (only when the run succeeds). Returns the values yielded by the body
 /// block (the function's return values).
+/// How a run that took a failure site (`Fail`) ends: this, then the site's number (after
+/// the instructions it was inside).
+pub const FAILED_AT: &str = "failed at site ";
+
+/// `failed at site k` of the error of a run that took a failure site; `None` for other
+/// errors.
+pub fn failed_site(error: &str) -> Option<&str> {
+    error.find(FAILED_AT).map(|at| &error[at..])
+}
+
 pub fn run(f: &Function, args: &mut [RtArg]) -> Result<Vec<RtVal>, String> {
     run_with_budget(f, args, ITERATION_BUDGET)
 }
@@ -97,9 +107,16 @@ pub fn run_with_budget(
     max_iterations: u64,
 ) -> Result<Vec<RtVal>, String> {
     let mut m = Machine::enter(f, args, max_iterations)?;
-    let results = m.block(f.body)?;
-    m.write_back(args)?;
-    Ok(results)
+    let results = m.block(f.body);
+    // A failure (`Fail`) returns from the function as `None`/`Err`: what it wrote through
+    // its `&mut` parameters stays written, as in Rust.
+    if results
+        .as_ref()
+        .map_or_else(|e| failed_site(e).is_some(), |_| true)
+    {
+        m.write_back(args)?;
+    }
+    results
 }
 
 /// What one instruction produced; a single result needs no allocation.
@@ -429,7 +446,7 @@ impl<'f> Machine<'f> {
             }
             Fail { cond, site, .. } => {
                 if self.bool(*cond)? {
-                    return Err(format!("failed at site {site}"));
+                    return Err(format!("{FAILED_AT}{site}"));
                 }
                 Out::Zero
             }

@@ -99,7 +99,8 @@ pub(super) fn nth_program(number: usize) -> (Program, Rng) {
 /// Generates one program built around `kind` (one of `KINDS`).
 /// A program of `kind`; `fallible`: returning `Option<f64>`, its result as `Some(..)`, some
 /// of its loads as `*x.get(i)?` (never `None`: the indices are in bounds), which puts the
-/// failure sites of fallible code inside every construct.
+/// failure sites of fallible code inside every construct, and a few as `*x.get(3)?`, which
+/// fail where `n <= 3`.
 pub(super) fn generate(rng: &mut Rng, kind: &'static str, fallible: bool) -> Program {
     let params = signature(rng);
     let mut g = Gen {
@@ -392,6 +393,16 @@ impl Gen<'_> {
         let param = name == "x" || name == "y";
         if self.fallible && param && self.rng.chance(0.4) {
             self.features.insert("fallible");
+            // Now and then an element that is missing where `n <= 3`: the failure path,
+            // taken at about half the points drawn.
+            if self.rng.chance(0.15) {
+                self.features.insert("fallible_fails");
+                return E {
+                    s: format!("(*{name}.get(3)?)"),
+                    bound,
+                    typed: true,
+                };
+            }
             return E {
                 s: format!("(*{name}.get({index})?)"),
                 bound,

@@ -10,7 +10,7 @@
 //! `PHIDIFF_PROGRAM=<number> cargo test -p ad-macros random_programs -- --nocapture`.
 
 use super::program_gen::{nth_program, Program, Rng, Shape, UserParam, KINDS};
-use crate::ir::interp::{run, RtArg, RtVal};
+use crate::ir::interp::{failed_site, run, RtArg, RtVal};
 use crate::ir::{printer, verify, Function, ParamKind, Ty};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -64,8 +64,9 @@ fn run_shard(shard: usize) {
         let (program, mut rng) = nth_program(number);
         report.count(&program);
         match compile_and_check(&program, &mut rng, number % FULL_GRADIENT_EVERY == 0) {
-            Ok((outcome, batched, batched_forward)) => {
+            Ok(((outcome, failed), batched, batched_forward)) => {
                 *report.outcomes.entry(outcome).or_default() += 1;
+                report.failure_paths += usize::from(failed);
                 report.batched += usize::from(batched);
                 report.batched_forward += usize::from(batched_forward);
             }
@@ -107,7 +108,7 @@ fn compile_and_check(
     program: &Program,
     rng: &mut Rng,
     full_gradient: bool,
-) -> Result<(Outcome, bool, bool), Failure> {
+) -> Result<((Outcome, bool), bool, bool), Failure> {
     let item: syn::ItemFn = syn::parse_str(&program.src)
         .map_err(|e| Failure::new("generator: source does not parse", e.to_string()))?;
     let compiled =
@@ -210,13 +211,15 @@ fn shadow_params(params: &[UserParam]) -> Vec<usize> {
 }
 
 /// Checks one compiled program: verifier, calling convention, then dot product and finite
-/// differences at up to `ATTEMPTS` random points (a new point when the last was at a kink).
+/// differences at up to `ATTEMPTS` random points (a new point when the last was at a kink,
+/// or where the program fails: its derivatives must fail there too, shadows untouched).
+/// With the outcome, whether a failure path was taken and checked.
 fn check_program(
     program: &Program,
     fns: &Fns,
     rng: &mut Rng,
     full_gradient: bool,
-) -> Result<Outcome, Failure> {
+) -> Result<(Outcome, bool), Failure> {
     for (what, f) in [
         ("primal", fns.primal),
         ("forward", fns.forward),
@@ -236,15 +239,75 @@ fn check_program(
     }
     check_convention(&program.params, fns)?;
     let mut outcome = Outcome::Large;
+    let mut failed = false;
     for _ in 0..ATTEMPTS {
-        let point = Point::draw(&program.params, rng);
+        // After a failure, the longest inputs, where every `get(3)` is there.
+        let point = Point::draw(&program.params, rng, failed.then_some(5));
+        if check_failure(&program.params, fns, &point, rng)? {
+            failed = true;
+            continue;
+        }
         match check_at(&program.params, fns, &point, rng, full_gradient)? {
-            Outcome::Checked => return Ok(Outcome::Checked),
+            Outcome::Checked => return Ok((Outcome::Checked, failed)),
             Outcome::Kinky => outcome = Outcome::Kinky,
             Outcome::Large => {}
         }
     }
-    Ok(outcome)
+    Ok((outcome, failed))
+}
+
+/// Whether the program fails at `point`; where it does, its forward and reverse programs
+/// (coarsened and not) must fail at the same site, and the reverse ones must leave the
+/// shadows as they found them (the failure returns before the reverse sweep).
+fn check_failure(
+    params: &[UserParam],
+    fns: &Fns,
+    point: &Point,
+    rng: &mut Rng,
+) -> Result<bool, Failure> {
+    let mut args = arguments(params, point, Mode::Primal, &[]);
+    let site = match run(fns.primal, &mut args) {
+        Ok(_) => return Ok(false),
+        Err(e) => match failed_site(&e) {
+            Some(site) => site.to_string(),
+            None => return Err(Failure::new("primal run", e)),
+        },
+    };
+    let len = point.active.len();
+    let direction: Vec<f64> = (0..len).map(|_| rng.symmetric(1.0)).collect();
+    let mut args = arguments(params, point, Mode::Forward, &direction);
+    let same = |what: &'static str, r: Result<Vec<RtVal>, String>| match r {
+        Err(e) if failed_site(&e) == Some(&site) => Ok(()),
+        other => Err(Failure::new(
+            what,
+            format!(
+                "the primal {site} at n = {}, point {:?}; this returned {other:?}",
+                point.n, point.active
+            ),
+        )),
+    };
+    same("failure path: forward", run(fns.forward, &mut args))?;
+    let shadow_in: Vec<f64> = (0..len).map(|_| rng.symmetric(1.0)).collect();
+    for (what, f) in [
+        ("failure path: reverse", fns.reverse),
+        ("failure path: reverse (coarsen = off)", fns.reverse_fine),
+    ] {
+        let mut args = arguments(params, point, Mode::Reverse { seed: 1.0 }, &shadow_in);
+        let before: Vec<RtArg> = args.clone();
+        same(what, run(f, &mut args))?;
+        for k in shadow_params(params) {
+            if args[k] != before[k] {
+                return Err(Failure::new(
+                    what,
+                    format!(
+                        "the shadow (argument {k}) changed on the failure path at n = {}: {:?} became {:?}",
+                        point.n, before[k], args[k]
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(true)
 }
 
 /// An input: `n` and every active value (slices' elements and scalars) flattened in
@@ -256,8 +319,9 @@ struct Point {
 }
 
 impl Point {
-    fn draw(params: &[UserParam], rng: &mut Rng) -> Point {
-        let n = 2 + rng.below(4);
+    /// A random point, of `n` elements per slice (random in 2..=5 unless given).
+    fn draw(params: &[UserParam], rng: &mut Rng, n: Option<usize>) -> Point {
+        let n = n.unwrap_or_else(|| 2 + rng.below(4));
         let len = active_len(params, n);
         Point {
             n,
@@ -767,6 +831,8 @@ struct Report {
     batched_forward: usize,
     failures_by_class: BTreeMap<&'static str, usize>,
     failures: Vec<String>,
+    /// Programs that failed at a point drawn, checked there (`check_failure`).
+    failure_paths: usize,
 }
 
 impl Report {
@@ -798,8 +864,8 @@ impl Report {
 
     fn finish(&self, shard: usize, single: bool) {
         let summary = format!(
-            "random programs, shard {shard}: {} programs\n  by kind: {:?}\n  by feature: {:?}\n  outcomes: {:?}\n  failures: {:?}",
-            self.programs, self.by_kind, self.by_feature, self.outcomes, self.failures_by_class
+            "random programs, shard {shard}: {} programs\n  by kind: {:?}\n  by feature: {:?}\n  outcomes: {:?}\n  failure paths checked: {}\n  failures: {:?}",
+            self.programs, self.by_kind, self.by_feature, self.outcomes, self.failure_paths, self.failures_by_class
         );
         eprintln!("{summary}");
         if !self.failures.is_empty() {
@@ -842,6 +908,14 @@ impl Report {
             "flatten",
         ] {
             assert!(features.contains(feature), "no program used {feature}");
+        }
+        // The shard of the fallible programs (every fourth) takes their failure paths.
+        if features.contains("fallible") {
+            assert!(
+                self.failure_paths >= 10,
+                "only {} programs took a failure path",
+                self.failure_paths
+            );
         }
         assert!(
             self.batched * 100 >= self.programs * 90,

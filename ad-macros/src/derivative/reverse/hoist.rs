@@ -57,6 +57,15 @@ fn pure_parts(kind: &InstKind) -> Option<(String, Vec<Value>)> {
     })
 }
 
+/// Whether a movable instruction can panic: a read (its index) or an integer division.
+fn may_panic(f: &Function, kind: &InstKind) -> bool {
+    match kind {
+        InstKind::Load(..) => true,
+        InstKind::Binary(BinOp::Div | BinOp::Rem, a, _) => f.ty(*a) == Ty::Int,
+        _ => false,
+    }
+}
+
 /// `kind` with its operands replaced, in [`pure_parts`]' order.
 fn with_operands(kind: &InstKind, ops: &[Value]) -> InstKind {
     match kind {
@@ -104,10 +113,23 @@ fn apply(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst) {
             }
         }
     };
+    // After an instruction that may leave the function (a failure, an assertion, a call
+    // that may fail), what could panic stays where it is: hoisted, a read past the end
+    // that a failure guards (`*x.get(3)?` then `x[3]`) would panic before the failure
+    // returns.
+    let mut fenced = false;
     f.walk(body, &mut |i| {
+        match &f.inst(i).kind {
+            InstKind::Fail { .. } | InstKind::Assert { .. } => fenced = true,
+            InstKind::Call { callee, .. } if !callee.then.0.is_empty() => fenced = true,
+            _ => {}
+        }
         let Some((name, ops)) = pure_parts(&f.inst(i).kind) else {
             return;
         };
+        if fenced && may_panic(f, &f.inst(i).kind) {
+            return;
+        }
         if let InstKind::Load(buf, _) = f.inst(i).kind {
             if written.contains(&buf) {
                 return;

@@ -49,8 +49,14 @@ fn harness_catches_wrong_derivatives() {
         check_against(false, true, false, false).err(),
         Some("coarsened vs coarsen = off")
     );
-    assert_eq!(check(false, false, false).ok(), Some(Outcome::Checked));
-    assert_eq!(check(false, false, true).ok(), Some(Outcome::Checked));
+    assert_eq!(
+        check(false, false, false).ok(),
+        Some((Outcome::Checked, false))
+    );
+    assert_eq!(
+        check(false, false, true).ok(),
+        Some((Outcome::Checked, false))
+    );
     assert_eq!(check(false, true, false).err(), Some("dot product"));
     assert_eq!(check(true, false, false).err(), Some("dot product"));
     // The same wrong derivative in both modes passes the dot product; finite differences catch it.
@@ -204,7 +210,7 @@ fn harness_catches_wrong_lanes() {
         };
         check_program(&program, &fns, &mut Rng::new(7), true).map_err(|f| f.class)
     };
-    assert_eq!(check(&batched), Ok(Outcome::Checked));
+    assert_eq!(check(&batched), Ok((Outcome::Checked, false)));
     let n = compiled.reverse.params.len();
     // Lane 1 reads lane 0's seed.
     let mut wrong_seed = batched.func.clone();
@@ -263,7 +269,7 @@ fn harness_catches_wrong_lanes() {
         };
         check_program(&program, &fns, &mut Rng::new(7), true).map_err(|f| f.class)
     };
-    assert_eq!(check_forward(&forward), Ok(Outcome::Checked));
+    assert_eq!(check_forward(&forward), Ok((Outcome::Checked, false)));
     let m = compiled.forward.params.len();
     // Lane 1 reads lane 0's scalar tangent; lane 1 reads lane 0's tangent slice.
     let mut wrong_tangent = forward.func.clone();
@@ -295,4 +301,53 @@ fn harness_catches_wrong_lanes() {
         };
         assert_eq!(check_forward(&wrong), Err("forward (width = 2)"));
     }
+}
+
+/// The failure-path check: a program failing where `n <= 3` is checked there (its
+/// derivatives fail at the same site), and a reverse program that does not fail where the
+/// primal does is caught.
+#[test]
+fn harness_checks_failure_paths() {
+    let compile = |src: &str| {
+        let item: syn::ItemFn = syn::parse_str(src).expect("parses");
+        let c = crate::expand::compile_for_tests(&item).expect("compiles");
+        let fine = crate::expand::compile_fine_reverse_for_tests(&item).expect("compiles");
+        (c, fine)
+    };
+    let (c, fine) = compile(
+        "fn f(x: &[f64], a: f64, n: usize) -> Option<f64> { Some((a * *x.get(3)?).sin() + x[1] * a) }",
+    );
+    let program = straight_line();
+    let fns = Fns {
+        primal: &c.primal,
+        forward: &c.forward,
+        reverse: &c.reverse,
+        reverse_fine: &fine,
+        batched: None,
+        batched_forward: None,
+    };
+    let mut rng = Rng::new(11);
+    let at = |n: usize, rng: &mut Rng| Point::draw(&program.params, rng, Some(n));
+    let p2 = at(2, &mut rng);
+    assert_eq!(
+        check_failure(&program.params, &fns, &p2, &mut rng).map_err(|f| f.class),
+        Ok(true)
+    );
+    let p5 = at(5, &mut rng);
+    assert_eq!(
+        check_failure(&program.params, &fns, &p5, &mut rng).map_err(|f| f.class),
+        Ok(false)
+    );
+    // A reverse program that never fails is caught on the failure path.
+    let (never, _) = compile(
+        "fn f(x: &[f64], a: f64, n: usize) -> Option<f64> { Some((a * x[0]).sin() + x[1] * a) }",
+    );
+    let wrong = Fns {
+        reverse: &never.reverse,
+        ..fns
+    };
+    assert_eq!(
+        check_failure(&program.params, &wrong, &p2, &mut rng).map_err(|f| f.class),
+        Err("failure path: reverse")
+    );
 }

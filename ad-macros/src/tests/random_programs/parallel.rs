@@ -34,7 +34,7 @@ fn parallel_compositions_match_serial_twins() {
         let checked = compile_and_check(&c.parallel, &mut rng, number % 4 == 0)
             .and_then(|(outcome, ..)| same_as_twin(&c, &mut rng).map(|()| outcome));
         match checked {
-            Ok(outcome) => *report.outcomes.entry(outcome).or_default() += 1,
+            Ok((outcome, _)) => *report.outcomes.entry(outcome).or_default() += 1,
             Err(failure) => {
                 let failure = Failure {
                     detail: format!("{}\n--- serial twin ---\n{}", failure.detail, c.serial),
