@@ -28,7 +28,9 @@
 //! (`ad_rayon::Window`, which slices with one range check), not on its scatter targets
 //! and tapes. Loops in checkpointing closures are left alone,
 //! as are scratch slots and two-dimensional buffers (the tapes of loops nested in
-//! parallel loops among them). A one-dimensional tape is windowed like a buffer: a loop over a plain range
+//! parallel loops among them), except, in serial code, a row whose index is fixed for
+//! the loop (`m[i][t]` in `for t`, as `row.iter().zip(x)` over a row view gives):
+//! `&m[i][lo..hi]`, one window per row read, one row at most for a buffer written. A one-dimensional tape is windowed like a buffer: a loop over a plain range
 //! saves iteration `t` at `k₀ + (t − s)` and its reverse reads slot `base + t`
 //! (`derivative::reverse`), after the tape was sized for the loop.
 
@@ -109,6 +111,8 @@ impl Affine {
 pub struct Decl {
     pub name: Ident,
     buf: Buf,
+    /// The row of a two-dimensional buffer the window is part of (fixed for the loop).
+    row: Option<Value>,
     mutable: bool,
     /// The index at `t = 0` (without `t`).
     base: Affine,
@@ -155,6 +159,7 @@ impl Windows {
         let mut out = Vec::new();
         for d in self.before.values().flatten() {
             out.extend([d.start, d.end]);
+            out.extend(d.row);
             for t in d.base.terms.keys() {
                 match t {
                     Term::Value(v) => out.push(*v),
@@ -257,9 +262,10 @@ fn plan_loop(f: &Function, l: Inst, w: &mut Windows, shared: Option<&HashSet<Buf
         counter: Default::default(),
     };
     let top: HashSet<Inst> = f.block(*body).insts.iter().copied().collect();
-    // Per buffer: the candidate accesses with their `base` (and whether it came through a
-    // counter); the buffers written in the loop; those accessed in any other way.
-    let mut cands: BTreeMap<Buf, Vec<(Inst, Affine, bool)>> = BTreeMap::new();
+    // Per buffer (and row of a 2-D one): the candidate accesses with their `base` (and
+    // whether it came through a counter); the buffers written in the loop; those accessed
+    // in any other way.
+    let mut cands: BTreeMap<(Buf, Option<Value>), Vec<(Inst, Affine, bool)>> = BTreeMap::new();
     let mut written: HashSet<Buf> = HashSet::new();
     let mut other: HashSet<Buf> = HashSet::new();
     // The lanes of an interleaved group are one buffer here: one window serves them all.
@@ -284,9 +290,20 @@ fn plan_loop(f: &Function, l: Inst, w: &mut Windows, shared: Option<&HashSet<Buf
             written.insert(buf);
         }
         let data = f.buf(buf);
+        // A row of a 2-D buffer whose index is fixed for the loop (`m[i][t]` in `for t`):
+        // windowed like a 1-D buffer, as `&m[i][lo..hi]`.
+        let row = (data.rank == 2
+            && idx.len() == 2
+            && shared.is_none()
+            && cx.invariant(idx[0])
+            && matches!(
+                data.kind,
+                BufKind::Param(_) | BufKind::Local | BufKind::Shadow
+            )
+            && !f.interleaved.contains_key(&buf))
+        .then(|| idx[0]);
         let eligible = top.contains(&i)
-            && idx.len() == 1
-            && data.rank == 1
+            && ((idx.len() == 1 && data.rank == 1) || row.is_some())
             && matches!(
                 data.kind,
                 BufKind::Param(_) | BufKind::Local | BufKind::Shadow | BufKind::Tape
@@ -294,16 +311,30 @@ fn plan_loop(f: &Function, l: Inst, w: &mut Windows, shared: Option<&HashSet<Buf
             && !f.scatter.contains_key(&i)
             && shared.is_none_or(|s| s.contains(&buf));
         cx.counter.set(false);
-        match eligible.then(|| cx.affine(idx[0], 0)).flatten() {
-            Some(a) if a.t == 1 => cands.entry(buf).or_default().push((i, a, cx.counter.get())),
+        let at = idx[idx.len() - 1];
+        match eligible.then(|| cx.affine(at, 0)).flatten() {
+            Some(a) if a.t == 1 => {
+                cands
+                    .entry((buf, row))
+                    .or_default()
+                    .push((i, a, cx.counter.get()))
+            }
             _ => {
                 other.insert(buf);
             }
         }
     });
     w.inner.extend(cx.inner.take());
-    for (buf, list) in cands {
+    // A buffer written in the loop gets one window, so all its candidates are of one row.
+    let mut rows_of: HashMap<Buf, usize> = HashMap::new();
+    for (buf, _) in cands.keys() {
+        *rows_of.entry(*buf).or_default() += 1;
+    }
+    for ((buf, row), list) in cands {
         let mutable = written.contains(&buf);
+        if mutable && rows_of[&buf] > 1 {
+            continue;
+        }
         let mut bases: Vec<Affine> = Vec::new();
         for (_, a, _) in &list {
             let mut b = a.clone();
@@ -340,6 +371,7 @@ fn plan_loop(f: &Function, l: Inst, w: &mut Windows, shared: Option<&HashSet<Buf
             w.before.entry(l).or_default().push(Decl {
                 name,
                 buf,
+                row,
                 mutable,
                 base,
                 start: range.start,
@@ -516,10 +548,28 @@ impl super::Ctx<'_> {
                 self.wrapping(&self.plus(&d.base, d.end))
             };
             let name = &d.name;
-            out.extend(if d.mutable {
-                quote!(let #name = if #e > #s { &mut #n[#lo..#hi] } else { &mut #n[..0] };)
-            } else {
-                quote!(let #name = if #e > #s { &#n[#lo..#hi] } else { &#n[..0] };)
+            // A row's window: an empty one when the loop does not run (the row itself may
+            // not exist then).
+            let n = match d.row {
+                Some(r) => {
+                    let r = self.val(r);
+                    quote!(#n[#r])
+                }
+                None => quote!(#n),
+            };
+            out.extend(match (d.mutable, d.row.is_some()) {
+                (true, false) => {
+                    quote!(let #name = if #e > #s { &mut #n[#lo..#hi] } else { &mut #n[..0] };)
+                }
+                (false, false) => {
+                    quote!(let #name = if #e > #s { &#n[#lo..#hi] } else { &#n[..0] };)
+                }
+                (true, true) => {
+                    quote!(let #name: &mut [_] = if #e > #s { &mut #n[#lo..#hi] } else { &mut [] };)
+                }
+                (false, true) => {
+                    quote!(let #name: &[_] = if #e > #s { &#n[#lo..#hi] } else { &[] };)
+                }
             });
         }
         out
