@@ -14,6 +14,7 @@ mod loop_fusion;
 mod macros;
 mod scope;
 mod sum_fusion;
+mod views;
 pub use crate::desugar::fallible::Site;
 pub use loop_fusion::fuse_adjacent_loops;
 pub use sum_fusion::fuse_sums_into_writers;
