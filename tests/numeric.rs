@@ -317,6 +317,7 @@ numeric_tests! {
         flattened_rows,
         views_in_rayon_closures,
         nested_pushes_after_lets,
+        views_in_checkpointed_loops,
     ],
     /// Issue 46: functions mixing `f32` and `f64`.
     idiomatic_floats: [

@@ -193,6 +193,33 @@ pub fn track_energy(m: &[Vec<f64>], w: f64) -> f64 {
     w * energy + jumps.iter().map(|d| d * d).sum::<f64>()
 }
 
+/// A 2-D state relaxed over a Revolve-checkpointed time loop through views: a row borrowed
+/// `&mut m[i]` and walked by `iter_mut()`, a range of rows `&mut m[1..]` written, and the
+/// final state flattened.
+#[differentiate(forward, reverse)]
+pub fn relaxed_rows(x: &[f64], k: f64, steps: usize) -> f64 {
+    let n = 3;
+    let mut m = vec![vec![0.0; n]; n];
+    for i in 0..n {
+        for j in 0..n {
+            m[i][j] = x[i * n + j];
+        }
+    }
+    #[checkpoint(revolve(snapshots = 2))]
+    for _ in 0..steps {
+        for i in 1..n {
+            let prev = m[i - 1][0];
+            let row = &mut m[i];
+            for v in row.iter_mut() {
+                *v = (k * *v).sin() + 0.1 * prev;
+            }
+        }
+        let tail = &mut m[1..];
+        tail[0][0] += 0.01 * tail[1][2];
+    }
+    m.iter().flatten().map(|v| v * v).sum::<f64>()
+}
+
 fn to3(p: &[f64], b: usize, c: usize) -> Vec<Vec<Vec<f64>>> {
     p.chunks(b * c).map(|plane| plane.chunks(c).map(|r| r.to_vec()).collect()).collect()
 }
@@ -528,4 +555,24 @@ pub fn nested_pushes_after_lets() {
     let (_, (g, gw)) = track_energy_grad(&m, w);
     assert_rel("track_energy: gradient by hand", &from_rows(&g), &from_rows(&want), 1e-14);
     assert_rel("track_energy: ∂/∂w by hand", &[gw], &[p[..6].iter().map(|v| v * v).sum::<f64>()], 1e-14);
+}
+
+pub fn views_in_checkpointed_loops() {
+    let x: Vec<f64> = (0..9).map(|q| 0.1 * q as f64 - 0.3).collect();
+    let p = cat(&[&x, &[0.8]]);
+    check_point(
+        "relaxed_rows",
+        &p,
+        &|p| relaxed_rows(&p[..9], p[9], 5),
+        &|p| {
+            let (v, (g, gk)) = relaxed_rows_grad(&p[..9], p[9], 5);
+            (v, cat(&[&g, &[gk]]))
+        },
+        &|p, d| relaxed_rows_fwd(&p[..9], &d[..9], p[9], d[9], 5),
+        &|p, s| {
+            let mut g = zeros(9);
+            let (v, gk) = relaxed_rows_rev(&p[..9], &mut g, p[9], 5, s);
+            (v, cat(&[&g, &[gk]]))
+        },
+    );
 }
