@@ -372,6 +372,7 @@ pub use ad_core::*;
 /// }
 /// ```
 pub use ad_macros::differentiate;
+pub use ad_macros::Differentiable;
 
 /// Runtime for differentiated rayon loops: deterministic blocked loops and
 /// reductions, owned writes, private accumulators, atomic float adds.
@@ -404,6 +405,7 @@ pub struct UserGuideSnippets;
 pub mod __private {
     pub use ad_core::__private::*;
     pub use ad_macros::differentiate_coarsen_off;
+    pub use ad_macros::differentiate_resume;
     #[cfg(feature = "rayon")]
     pub use ad_rayon as par;
 }

@@ -319,6 +319,14 @@ numeric_tests! {
         nested_pushes_after_lets,
         views_in_checkpointed_loops,
     ],
+    /// Issue 47: structs deriving `Differentiable` as parameters (by reference, `&mut`, by
+    /// value), generic, from another module, in checkpointed loops.
+    idiomatic_structs: [
+        struct_by_reference_generic,
+        struct_by_mut_reference_checkpointed,
+        struct_by_value,
+        shadow_length_named_by_field,
+    ],
     /// Issue 46: functions mixing `f32` and `f64`.
     idiomatic_floats: [
         f32_data_f64_arithmetic,

@@ -33,12 +33,14 @@
 
 pub mod check;
 pub mod checkpoint;
+mod differentiable;
 mod dual;
 mod float;
 mod nonsmooth;
 mod rng;
 pub mod tape;
 
+pub use differentiable::Differentiable;
 pub use dual::Dual;
 pub use float::Float;
 pub use tape::{Tape, TapeMeter};
@@ -90,6 +92,19 @@ pub mod __private {
                 "phidiff: `{shadow}` has length {got} but `{param}` has length {expected}; the \
                  derivative buffer passed after `{param}` (its tangent in `_fwd`, its shadow in \
                  `_rev`) must have the same length: allocate it with `vec![0.0; {param}.len()]`"
+            );
+        }
+    }
+
+    /// Like [`check_len`], for a `Vec` field of a struct's shadow or tangent.
+    #[inline]
+    #[track_caller]
+    pub fn check_field_len(field: &str, shadow: &str, expected: usize, got: usize) {
+        if expected != got {
+            panic!(
+                "phidiff: `{shadow}` has length {got} but `{field}` has length {expected}; a \
+                 struct's shadow (`_rev`) or tangent (`_fwd`) has the lengths of the struct: \
+                 build it with `phidiff::Differentiable::zero_like(..)` of the struct"
             );
         }
     }

@@ -48,6 +48,21 @@ pub fn expand_in(
     // The primal as written, less the `#[checkpoint]`s rustc would reject.
     let mut primal = item_fn.clone();
     let misplaced = checkpoint::strip(&mut primal);
+    // A function reading the fields of structs first asks for their layouts.
+    let needed = crate::aggregate::needed(&item_fn);
+    if !needed.is_empty() {
+        let missing =
+            source.and_then(|s| crate::aggregate::missing_derive(&item_fn, &needed, s.text));
+        let request = match syn::parse2::<Options>(args.clone()) {
+            Ok(opts) => match missing {
+                Some(e) => e.to_compile_error(),
+                None => crate::aggregate::chase(&opts.krate, &args, &needed, &quote!(), &item),
+            },
+            Err(e) => e.to_compile_error(),
+        };
+        let misplaced = misplaced.into_iter().map(|e| e.to_compile_error());
+        return quote!(#primal #(#misplaced)* #request);
+    }
     let generated = syn::parse2::<Options>(args).and_then(|mut opts| {
         opts.resolve_names(&item_fn.sig.ident);
         derive_all(&opts, &item_fn, source)
@@ -178,7 +193,7 @@ fn compile(
     ))
 }
 
-fn derive_all(
+pub fn derive_all(
     opts: &Options,
     item: &syn::ItemFn,
     source: Option<SourceFile<'_>>,
@@ -222,7 +237,7 @@ fn derive_all(
             types.as_ref(),
         );
         out.extend(header.reverse(name, body));
-        if sig.returns_float {
+        if sig.returns_float && opts.grad {
             let grad = format_ident!("{}_grad", item.sig.ident);
             out.extend(header.grad(&grad, name));
         }

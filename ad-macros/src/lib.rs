@@ -5,6 +5,7 @@
 #![warn(missing_docs)]
 #![warn(rustdoc::broken_intra_doc_links)]
 
+mod aggregate;
 mod analysis;
 mod codegen;
 mod derivative;
@@ -155,4 +156,34 @@ pub fn differentiate_coarsen_off(args: TokenStream, item: TokenStream) -> TokenS
         path: path.as_deref(),
     });
     expand::expand_in(args, item.into(), source).into()
+}
+
+/// `#[derive(phidiff::Differentiable)]`: `Differentiable::zero_like` (float fields zero,
+/// the others cloned) and the struct's fields for `#[differentiate]` (see
+/// `phidiff::Differentiable`). `#[differentiable(skip)]` on a field makes it a constant.
+#[proc_macro_derive(Differentiable, attributes(differentiable))]
+pub fn derive_differentiable(input: TokenStream) -> TokenStream {
+    aggregate::derive::derive(input.into()).into()
+}
+
+/// Where `#[differentiate]` resumes once a struct's derive has given its fields.
+#[doc(hidden)]
+#[proc_macro]
+pub fn differentiate_resume(input: TokenStream) -> TokenStream {
+    // The file of the function (its last group), for constants and missing rules.
+    let path = input
+        .clone()
+        .into_iter()
+        .last()
+        .and_then(|t| match t {
+            proc_macro::TokenTree::Group(g) => g.stream().into_iter().next(),
+            _ => None,
+        })
+        .and_then(|t| t.span().local_file());
+    let text = path.as_ref().and_then(|p| std::fs::read_to_string(p).ok());
+    let source = text.as_deref().map(|text| expand::SourceFile {
+        text,
+        path: path.as_deref(),
+    });
+    aggregate::resume(input.into(), source).into()
 }

@@ -30,7 +30,8 @@ impl<D: Inner> Nd<D> {
     pub fn re(&self) -> f64 {
         self.0.re()
     }
-    fn constant(c: f64) -> Self {
+    /// A constant (zero derivative parts).
+    pub fn constant(c: f64) -> Self {
         Nd(D::from(c))
     }
 }

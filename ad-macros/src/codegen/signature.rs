@@ -80,7 +80,7 @@ impl Layout {
     }
 }
 
-fn param_tokens(p: &ParamSpec) -> TokenStream {
+pub fn param_tokens(p: &ParamSpec) -> TokenStream {
     let n = &p.name;
     let ty = &p.ty;
     if p.pat_mut {
@@ -91,7 +91,7 @@ fn param_tokens(p: &ParamSpec) -> TokenStream {
 }
 
 /// Whether `p` is a float behind a reference (`&T`, `&mut T`).
-fn is_scalar_ref(p: &ParamSpec) -> bool {
+pub fn is_scalar_ref(p: &ParamSpec) -> bool {
     matches!(p.class, ParamClass::Buffer { form, .. } if form.is_scalar())
 }
 
@@ -104,7 +104,7 @@ pub fn tangent_name_in(p: &ParamSpec, all: &[ParamSpec]) -> Ident {
 }
 
 /// `[E]` for any buffer type (`&[E]`, `&mut [E; N]`, `Vec<E>`, ...).
-fn element_type(ty: &Type) -> Type {
+pub fn element_type(ty: &Type) -> Type {
     use crate::parse::signature::ungroup;
     let inner = match ungroup(ty) {
         Type::Reference(r) => ungroup(&r.elem),
@@ -134,6 +134,27 @@ fn element_type(ty: &Type) -> Type {
         }
         _ => unreachable!("buffer types are slices, arrays or Vecs"),
     }
+}
+
+/// `let mut d: Vec<E> = ..;` zeroed to the shape of buffer parameter `p` (for `_grad`),
+/// and the type `Vec<E>`.
+pub fn zeroed_shadow(p: &ParamSpec, d: &Ident, zero: &TokenStream) -> (TokenStream, TokenStream) {
+    let n = &p.name;
+    let e = element_type(&p.ty);
+    let zero_loop = match p.class {
+        ParamClass::Buffer { rank: 2, .. } => {
+            quote!(for __r in #d.iter_mut() { for __v in __r.iter_mut() { *__v = #zero; } })
+        }
+        ParamClass::Buffer { rank: 3, .. } => {
+            quote!(for __r in #d.iter_mut() { for __c in __r.iter_mut() { for __v in __c.iter_mut() { *__v = #zero; } } })
+        }
+        _ => quote!(for __v in #d.iter_mut() { *__v = #zero; }),
+    };
+    let init = match p.class {
+        ParamClass::Buffer { rank: 1, .. } => quote!(let mut #d: Vec<#e> = vec![#zero; #n.len()];),
+        _ => quote!(let mut #d: Vec<#e> = #n.to_vec(); #zero_loop),
+    };
+    (init, quote!(Vec<#e>))
 }
 
 pub struct Header<'a> {
@@ -594,25 +615,11 @@ impl Header<'_> {
                     grad_tys.push(quote!(#e));
                 }
                 _ => {
-                    let e = element_type(&p.ty);
-                    let zero_loop = match p.class {
-                        ParamClass::Buffer { rank: 2, .. } => {
-                            quote!(for __r in #d.iter_mut() { for __v in __r.iter_mut() { *__v = #zero; } })
-                        }
-                        ParamClass::Buffer { rank: 3, .. } => {
-                            quote!(for __r in #d.iter_mut() { for __c in __r.iter_mut() { for __v in __c.iter_mut() { *__v = #zero; } } })
-                        }
-                        _ => quote!(for __v in #d.iter_mut() { *__v = #zero; }),
-                    };
-                    setup.extend(match p.class {
-                        ParamClass::Buffer { rank: 1, .. } => {
-                            quote!(let mut #d: Vec<#e> = vec![#zero; #n.len()];)
-                        }
-                        _ => quote!(let mut #d: Vec<#e> = #n.to_vec(); #zero_loop),
-                    });
+                    let (init, ty) = zeroed_shadow(p, &d, &zero);
+                    setup.extend(init);
                     args.push(quote!(&mut #d));
                     grads.push(quote!(#d));
-                    grad_tys.push(quote!(Vec<#e>));
+                    grad_tys.push(ty);
                 }
             }
         }

@@ -38,6 +38,9 @@ pub struct Options {
     /// `reverse(width = N)` and `forward(width = N)`: batched functions, named
     /// `<name>_rev<N>` and `<name>_fwd<N>` unless `name = ..` is given.
     pub batched: Vec<Batched>,
+    /// Whether `_grad` is written with `_rev` (not for the exploded function of one taking
+    /// structs, whose `_grad` takes the structs).
+    pub grad: bool,
 }
 
 impl Options {
@@ -175,6 +178,7 @@ impl Parse for Options {
             forward_requested: false,
             reverse_requested: false,
             batched: Vec::new(),
+            grad: true,
         };
         while !input.is_empty() {
             let key = input.call(Ident::parse_any)?;

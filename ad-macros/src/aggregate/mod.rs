@@ -1,0 +1,396 @@
+//! Structs: the derive, and functions that take them.
+//!
+//! A differentiated function whose body reads the fields of a struct parameter needs the
+//! struct's layout, which only the struct's derive sees. So `#[differentiate]` emits the
+//! function as written and then asks for the layouts, one struct type after the other:
+//! `Params! { [resume] {args} {pending types} {layouts so far} {item} }` expands (through
+//! the derive's hidden `macro_rules!`, see [`derive`]) to `resume! { @layout {struct ..} ..}`,
+//! which asks for the next type or, with all layouts known, writes the derivatives: the
+//! function with its struct parameters exploded into their fields ([`explode`]) goes through
+//! the compiler as any other, and [`wrap`] writes the functions with the contract's
+//! signatures around its derivatives.
+
+pub mod derive;
+pub mod explode;
+pub mod shape;
+mod wrap;
+
+use crate::expand::SourceFile;
+use crate::parse::Options;
+use proc_macro2::{TokenStream, TokenTree};
+use quote::{format_ident, quote, quote_spanned, ToTokens};
+use std::collections::HashMap;
+use syn::parse::{Parse, ParseStream};
+use syn::spanned::Spanned;
+
+/// The struct types whose layouts the function needs: the types of the parameters whose
+/// fields the body reads (`p.k`), as paths without generic arguments, with the span of the
+/// parameter's type.
+pub fn needed(item: &syn::ItemFn) -> Vec<(syn::Path, proc_macro2::Span)> {
+    let body = item.block.to_token_stream();
+    let mut out: Vec<(syn::Path, proc_macro2::Span)> = Vec::new();
+    for arg in &item.sig.inputs {
+        let syn::FnArg::Typed(pt) = arg else { continue };
+        let syn::Pat::Ident(pi) = &*pt.pat else {
+            continue;
+        };
+        let Some((_, path)) = explode::struct_param(&pt.ty) else {
+            continue;
+        };
+        let generic = item
+            .sig
+            .generics
+            .type_params()
+            .any(|t| path.path.is_ident(&t.ident));
+        let known = matches!(
+            shape::shape_of(&syn::Type::Path(path.clone()), &[]),
+            shape::Shape::Nested(_)
+        );
+        if generic || !known || !reads_fields(body.clone(), &pi.ident) {
+            continue;
+        }
+        let mut p = path.path.clone();
+        for s in p.segments.iter_mut() {
+            s.arguments = syn::PathArguments::None;
+        }
+        if !out.iter().any(|(q, _)| q == &p) {
+            out.push((p, pt.ty.span()));
+        }
+    }
+    out
+}
+
+/// Whether `tokens` contain `name.field` (not a method call `name.f(..)`).
+fn reads_fields(tokens: TokenStream, name: &syn::Ident) -> bool {
+    let tts: Vec<TokenTree> = tokens.into_iter().collect();
+    tts.iter().enumerate().any(|(i, t)| match t {
+        TokenTree::Group(g) => reads_fields(g.stream(), name),
+        TokenTree::Ident(id) if id == name => {
+            let dot = matches!(tts.get(i + 1), Some(TokenTree::Punct(p)) if p.as_char() == '.');
+            let field = matches!(tts.get(i + 2), Some(TokenTree::Ident(_)) | Some(TokenTree::Literal(_)));
+            let call = matches!(tts.get(i + 3), Some(TokenTree::Group(g)) if g.delimiter() == proc_macro2::Delimiter::Parenthesis);
+            dot && field && !call
+        }
+        _ => false,
+    })
+}
+
+/// The request for the layout of the first pending type; the others follow.
+pub fn chase(
+    krate: &syn::Path,
+    args: &TokenStream,
+    pending: &[(syn::Path, proc_macro2::Span)],
+    layouts: &TokenStream,
+    item: &TokenStream,
+) -> TokenStream {
+    let (first, span) = &pending[0];
+    let first = respan(first.to_token_stream(), *span);
+    let rest = pending.iter().map(|(p, _)| quote!(#p ;));
+    let callback = quote_spanned!(*span=> #krate::__private::differentiate_resume);
+    quote! {
+        #first! { [#callback] {#args} {#(#rest)*} {#layouts} {#item} }
+    }
+}
+
+/// `tokens` with every token at `span` (so that a missing layout macro is reported at the
+/// parameter's type).
+fn respan(tokens: TokenStream, span: proc_macro2::Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut t| {
+            t.set_span(span);
+            t
+        })
+        .collect()
+}
+
+/// The input of `differentiate_resume!`.
+struct Resume {
+    layout: syn::ItemStruct,
+    args: TokenStream,
+    pending: Vec<syn::Path>,
+    /// Layouts received before: `path => { struct }`.
+    known: TokenStream,
+    item: TokenStream,
+}
+
+fn braced(input: ParseStream) -> syn::Result<TokenStream> {
+    let content;
+    syn::braced!(content in input);
+    content.parse()
+}
+
+impl Parse for Resume {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        input.parse::<syn::Token![@]>()?;
+        let tag: syn::Ident = input.parse()?;
+        if tag != "layout" {
+            return Err(syn::Error::new(
+                tag.span(),
+                "phidiff internal: expected `@layout`",
+            ));
+        }
+        let layout = syn::parse2(braced(input)?)?;
+        let args = braced(input)?;
+        let pending_tokens = braced(input)?;
+        let pending = syn::parse::Parser::parse2(
+            |s: ParseStream| {
+                let mut v = Vec::new();
+                while !s.is_empty() {
+                    v.push(s.call(syn::Path::parse_mod_style)?);
+                    s.parse::<syn::Token![;]>()?;
+                }
+                Ok(v)
+            },
+            pending_tokens,
+        )?;
+        let known = braced(input)?;
+        let item = braced(input)?;
+        Ok(Resume {
+            layout,
+            args,
+            pending,
+            known,
+            item,
+        })
+    }
+}
+
+/// `path => { struct .. }` pairs.
+fn parse_known(tokens: TokenStream) -> syn::Result<HashMap<String, syn::ItemStruct>> {
+    syn::parse::Parser::parse2(
+        |s: ParseStream| {
+            let mut m = HashMap::new();
+            while !s.is_empty() {
+                let p = s.call(syn::Path::parse_mod_style)?;
+                s.parse::<syn::Token![=>]>()?;
+                let def: syn::ItemStruct = syn::parse2(braced(s)?)?;
+                let key: Vec<String> = p.segments.iter().map(|s| s.ident.to_string()).collect();
+                m.insert(key.join("::"), def);
+            }
+            Ok(m)
+        },
+        tokens,
+    )
+}
+
+/// `differentiate_resume!`: one more layout; the next request, or the derivatives.
+pub fn resume(input: TokenStream, source: Option<SourceFile<'_>>) -> TokenStream {
+    let r: Resume = match syn::parse2(input) {
+        Ok(r) => r,
+        Err(e) => return e.to_compile_error(),
+    };
+    let (head, rest) = match r.pending.split_first() {
+        Some(x) => x,
+        None => return quote!(compile_error!("phidiff internal: a layout nobody asked for");),
+    };
+    let layout = r.layout.to_token_stream();
+    let mut known = r.known.clone();
+    known.extend(quote!(#head => { #layout }));
+    let item: syn::ItemFn = match syn::parse2(r.item.clone()) {
+        Ok(i) => i,
+        Err(e) => return e.to_compile_error(),
+    };
+    let opts: Options = match syn::parse2(r.args.clone()) {
+        Ok(o) => o,
+        Err(e) => return e.to_compile_error(),
+    };
+    if !rest.is_empty() {
+        let spans = needed(&item);
+        let pending: Vec<(syn::Path, proc_macro2::Span)> = rest
+            .iter()
+            .map(|p| {
+                let span = spans
+                    .iter()
+                    .find(|(q, _)| q == p)
+                    .map_or_else(proc_macro2::Span::call_site, |(_, s)| *s);
+                (p.clone(), span)
+            })
+            .collect();
+        return chase(&opts.krate, &r.args, &pending, &known, &r.item);
+    }
+    let layouts = match parse_known(known) {
+        Ok(l) => l,
+        Err(e) => return e.to_compile_error(),
+    };
+    match derivatives(opts, &item, &layouts, source) {
+        Ok(t) => t,
+        Err(e) => e.to_compile_error(),
+    }
+}
+
+/// The derivatives of `item`, whose struct parameters have `layouts`.
+pub fn derivatives(
+    mut opts: Options,
+    item: &syn::ItemFn,
+    layouts: &HashMap<String, syn::ItemStruct>,
+    source: Option<SourceFile<'_>>,
+) -> syn::Result<TokenStream> {
+    opts.resolve_names(&item.sig.ident);
+    if let Some(b) = opts.batched.first() {
+        let name = b.name.as_ref().expect("names are resolved");
+        return Err(syn::Error::new(
+            name.span(),
+            "phidiff: `forward(width = N)` and `reverse(width = N)` are not generated for functions taking structs yet",
+        ));
+    }
+    if opts.cuda {
+        return Err(syn::Error::new_spanned(
+            &item.sig.ident,
+            "phidiff: `cuda` element functions take slices and scalars, not structs",
+        ));
+    }
+    let exploded = explode::explode(item, layouts)?;
+    let inner_name = &exploded.inner.sig.ident;
+    let mut inner_opts = opts.clone();
+    inner_opts.grad = false;
+    inner_opts.forward = opts
+        .forward
+        .as_ref()
+        .map(|_| format_ident!("{}_fwd", inner_name));
+    inner_opts.reverse = opts
+        .reverse
+        .as_ref()
+        .map(|_| format_ident!("{}_rev", inner_name));
+    inner_opts.wrt = Some(active_parts(&exploded, opts.wrt.as_deref())?);
+    let inner_tokens = crate::expand::derive_all(&inner_opts, &exploded.inner, source)?;
+    let diag = crate::diagnostics::Diagnostics::default();
+    let inner_sig =
+        crate::parse::signature::read(&exploded.inner.sig, inner_opts.wrt.as_deref(), &diag);
+    diag.check()?;
+    let mut inner_sig = inner_sig.expect("the exploded signature was compiled");
+    inner_sig.note_body(&exploded.inner.block);
+    let w = wrap::Wrapper {
+        item,
+        params: &exploded.params,
+        inner: &inner_sig,
+        krate: &opts.krate,
+    };
+    let mut out = hide(inner_tokens);
+    if let (Some(name), Some(inner)) = (&opts.forward, &inner_opts.forward) {
+        out.extend(w.forward(name, inner));
+    }
+    if let (Some(name), Some(inner)) = (&opts.reverse, &inner_opts.reverse) {
+        out.extend(w.reverse(name, inner));
+        if inner_sig.returns_float {
+            let grad = format_ident!("{}_grad", item.sig.ident);
+            out.extend(w.grad(&grad, name));
+        }
+    }
+    Ok(out)
+}
+
+/// The exploded parameters that are active: the float ones among the plain parameters and
+/// the fields of the structs (less the skipped and constant fields), restricted to `wrt`.
+fn active_parts(
+    exploded: &explode::Exploded,
+    wrt: Option<&[syn::Ident]>,
+) -> syn::Result<Vec<syn::Ident>> {
+    let diag = crate::diagnostics::Diagnostics::default();
+    let all = crate::parse::signature::read(&exploded.inner.sig, None, &diag);
+    diag.check()?;
+    let all = all.map(|s| s.params).unwrap_or_default();
+    let floats: Vec<String> = all
+        .iter()
+        .filter(|p| p.active)
+        .map(|p| p.name.to_string())
+        .collect();
+    let named = |n: &syn::Ident| wrt.is_none_or(|w| w.contains(n));
+    let mut out = Vec::new();
+    for p in &exploded.params {
+        match p {
+            explode::Param::Plain(pt) => {
+                if let syn::Pat::Ident(pi) = &*pt.pat {
+                    // A name in `wrt` that is not active is reported by the compiler.
+                    let listed = wrt.is_some_and(|w| w.contains(&pi.ident));
+                    if (floats.contains(&pi.ident.to_string()) && named(&pi.ident)) || listed {
+                        out.push(pi.ident.clone());
+                    }
+                }
+            }
+            explode::Param::Struct { name, parts, .. } => {
+                if !named(name) {
+                    continue;
+                }
+                out.extend(
+                    parts
+                        .iter()
+                        .filter(|q| q.shape.is_active() && floats.contains(&q.ident.to_string()))
+                        .map(|q| q.ident.clone()),
+                );
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The exploded function's derivatives, hidden from the documentation.
+fn hide(tokens: TokenStream) -> TokenStream {
+    match syn::parse2::<syn::File>(tokens.clone()) {
+        Ok(file) => file
+            .items
+            .into_iter()
+            .map(|i| quote!(#[doc(hidden)] #i))
+            .collect(),
+        Err(_) => tokens,
+    }
+}
+
+/// A phidiff error at the parameter when the file shows its struct without the derive.
+pub fn missing_derive(
+    item: &syn::ItemFn,
+    needed: &[(syn::Path, proc_macro2::Span)],
+    text: &str,
+) -> Option<syn::Error> {
+    let file = syn::parse_file(text).ok()?;
+    let mut structs = Vec::new();
+    collect_structs(&file.items, &mut structs);
+    let mut err: Option<syn::Error> = None;
+    for (path, span) in needed {
+        let name = &path.segments.last()?.ident;
+        let defs: Vec<&syn::ItemStruct> = structs
+            .iter()
+            .copied()
+            .filter(|s| s.ident == *name)
+            .collect();
+        if defs.is_empty() || defs.iter().any(|s| derives_differentiable(&s.attrs)) {
+            continue;
+        }
+        let e = syn::Error::new(
+            *span,
+            format!(
+                "phidiff: `{}` reads the fields of `{name}`, so `{name}` must derive `Differentiable`: add `#[derive(phidiff::Differentiable)]` to `struct {name}` (its float fields become active, the others constant)",
+                item.sig.ident
+            ),
+        );
+        match &mut err {
+            Some(a) => a.combine(e),
+            None => err = Some(e),
+        }
+    }
+    err
+}
+
+fn collect_structs<'a>(items: &'a [syn::Item], out: &mut Vec<&'a syn::ItemStruct>) {
+    for i in items {
+        match i {
+            syn::Item::Struct(s) => out.push(s),
+            syn::Item::Mod(m) => {
+                if let Some((_, items)) = &m.content {
+                    collect_structs(items, out);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn derives_differentiable(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        a.path().is_ident("derive")
+            && a.meta
+                .to_token_stream()
+                .to_string()
+                .contains("Differentiable")
+    })
+}

@@ -1,0 +1,290 @@
+//! Issue 47's corpus: functions taking structs that derive `phidiff::Differentiable` —
+//! by reference (`&Params`, shadow `&mut Params`), by `&mut` (`&mut State`, updated in
+//! place), by value (the adjoint returned as a struct), generic over the float type, from
+//! another module, with scalar, array, `Vec`, integer and skipped fields, in checkpointed
+//! loops. Each is checked by finite differences and the dot-product test on the flattened
+//! fields; the generic one against num-dual (gradient and H·v through
+//! `_rev::<phidiff::Dual<f64>>`), and some by hand.
+
+use super::differentiate;
+use crate::common::nd::Nd;
+use crate::common::*;
+use num_dual::{Dual64, HyperDual64};
+use num_traits::Float;
+use phidiff::Differentiable;
+
+/// A small model's parameters: a rate, weights, an anchor point, a count and a constant.
+#[derive(phidiff::Differentiable, Clone, Debug, PartialEq)]
+pub struct Params<T> {
+    pub rate: T,
+    pub weights: Vec<T>,
+    pub anchor: [T; 2],
+    pub order: usize,
+    #[differentiable(skip)]
+    pub label_weight: T,
+}
+
+impl<T: Float> Params<T> {
+    /// The active fields in order: rate, weights, anchor (`label_weight` is skipped).
+    fn from_flat(x: &[T], n: usize, order: usize, label_weight: T) -> Self {
+        Params {
+            rate: x[0],
+            weights: x[1..1 + n].to_vec(),
+            anchor: [x[1 + n], x[2 + n]],
+            order,
+            label_weight,
+        }
+    }
+}
+
+impl Params<f64> {
+    fn flat(&self) -> Vec<f64> {
+        let mut v = vec![self.rate];
+        v.extend(&self.weights);
+        v.extend(self.anchor);
+        v
+    }
+}
+
+/// The model and its loss live in another module, as in a crate's `model.rs`.
+pub mod model {
+    use super::{differentiate, Params};
+    use num_traits::Float;
+
+    /// A polynomial-in-`t` fit with a soft pull of the anchor: reads every kind of field
+    /// (`p.rate`, `p.weights[k]`, `p.weights.len()`, `p.anchor[0]`, `p.order`, and the skipped
+    /// `p.label_weight`, a constant).
+    #[differentiate(forward, reverse, wrt(p))]
+    pub fn loss<T: Float>(p: &Params<T>, ts: &[T], ys: &[T]) -> T {
+        let mut total = T::zero();
+        for (&t, &y) in ts.iter().zip(ys) {
+            let mut pred = p.anchor[0];
+            let mut tk = T::one();
+            for k in 0..p.order.min(p.weights.len()) {
+                tk = tk * t;
+                pred = pred + p.weights[k] * tk;
+            }
+            let r = (p.rate * pred).tanh() - y;
+            total = total + r * r;
+        }
+        let pull = p.anchor[0] - p.anchor[1];
+        total + p.label_weight * pull * pull
+    }
+}
+
+pub fn struct_by_reference_generic() {
+    let (n, order) = (3, 3);
+    let ts = [0.1, 0.4, 0.8, 1.1];
+    let ys = [0.2, -0.1, 0.5, 0.3];
+    let x = [0.9, 0.3, -0.5, 0.25, 0.1, -0.2];
+    let lw = 0.7;
+    let f = |x: &[f64]| model::loss(&Params::from_flat(x, n, order, lw), &ts, &ys);
+    fn nd_of(v: &[f64]) -> Vec<Nd<Dual64>> {
+        v.iter().map(|&c| Nd::constant(c)).collect()
+    }
+    check_generic(&Generic {
+        name: "loss",
+        x: &x,
+        f: &f,
+        f_dual: &|x| {
+            let (ts, ys) = (nd_of(&ts), nd_of(&ys));
+            model::loss(&Params::from_flat(x, n, order, Nd::constant(lw)), &ts, &ys)
+        },
+        f_hyper: &|x| {
+            let c = |v: &[f64]| v.iter().map(|&c| Nd::<HyperDual64>::constant(c)).collect::<Vec<_>>();
+            model::loss(&Params::from_flat(x, n, order, Nd::constant(lw)), &c(&ts), &c(&ys))
+        },
+        grad: &|x| {
+            let (v, g) = model::loss_grad(&Params::from_flat(x, n, order, lw), &ts, &ys);
+            // `_grad` returns the struct: its constant fields are the primal's.
+            assert_eq!((g.order, g.label_weight), (order, lw));
+            (v, g.flat())
+        },
+        fwd: &|x, d| {
+            let (p, dp) = (Params::from_flat(x, n, order, lw), Params::from_flat(d, n, order, 0.0));
+            model::loss_fwd(&p, &dp, &ts, &ys)
+        },
+        rev: &|x, seed| {
+            let p = Params::from_flat(x, n, order, lw);
+            let mut dp = p.zero_like();
+            let v = model::loss_rev(&p, &mut dp, &ts, &ys, seed);
+            (v, dp.flat())
+        },
+        hvp: &|x, v| {
+            let d = |a: f64, b: f64| phidiff::Dual { re: a, eps: b };
+            let pd = Params {
+                rate: d(x[0], v[0]),
+                weights: (0..n).map(|i| d(x[1 + i], v[1 + i])).collect(),
+                anchor: [d(x[1 + n], v[1 + n]), d(x[2 + n], v[2 + n])],
+                order,
+                label_weight: phidiff::Dual::constant(lw),
+            };
+            let c = |v: &[f64]| v.iter().map(|&c| phidiff::Dual::constant(c)).collect::<Vec<_>>();
+            let mut dpd = pd.zero_like();
+            model::loss_rev(&pd, &mut dpd, &c(&ts), &c(&ys), phidiff::Dual::constant(1.0));
+            let mut out = vec![dpd.rate.eps];
+            out.extend(dpd.weights.iter().map(|w| w.eps));
+            out.extend(dpd.anchor.iter().map(|a| a.eps));
+            out
+        },
+    });
+    // The shadow accumulates (`+=`), like a slice's.
+    let p = Params::from_flat(&x, n, order, lw);
+    let mut dp = p.zero_like();
+    model::loss_rev(&p, &mut dp, &ts, &ys, 1.0);
+    let once = dp.flat();
+    model::loss_rev(&p, &mut dp, &ts, &ys, 1.0);
+    let twice: Vec<f64> = once.iter().map(|v| 2.0 * v).collect();
+    assert_rel("loss: shadow accumulates", &dp.flat(), &twice, 1e-15);
+}
+
+/// A particle's state, advanced in place.
+#[derive(phidiff::Differentiable, Clone, Debug)]
+pub struct State {
+    pub pos: [f64; 2],
+    pub vel: [f64; 2],
+    pub energy: f64,
+    pub trail: Vec<f64>,
+    pub steps: usize,
+}
+
+impl State {
+    fn flat(&self) -> Vec<f64> {
+        let mut v = self.pos.to_vec();
+        v.extend(self.vel);
+        v.push(self.energy);
+        v.extend(&self.trail);
+        v
+    }
+    fn from_flat(x: &[f64], steps: usize) -> State {
+        State {
+            pos: [x[0], x[1]],
+            vel: [x[2], x[3]],
+            energy: x[4],
+            trail: x[5..].to_vec(),
+            steps,
+        }
+    }
+}
+
+/// Symplectic Euler in a soft anharmonic well, the state a `&mut State` written field by
+/// field (`s.vel[d] -= ..`, `s.energy = ..`, `s.trail[k] = ..`) over a Revolve-checkpointed
+/// loop whose carried state is the struct's fields.
+#[differentiate(forward, reverse)]
+pub fn advance(s: &mut State, dt: f64, stiffness: f64) {
+    #[checkpoint(revolve(snapshots = 3))]
+    for step in 0..s.steps {
+        for d in 0..2 {
+            let force = -stiffness * s.pos[d] - 0.1 * s.pos[d] * s.pos[d] * s.pos[d];
+            s.vel[d] += dt * force;
+        }
+        for d in 0..2 {
+            s.pos[d] += dt * s.vel[d];
+        }
+        let kinetic = 0.5 * (s.vel[0] * s.vel[0] + s.vel[1] * s.vel[1]);
+        s.energy = 0.9 * s.energy + 0.1 * kinetic;
+        let k = step % s.trail.len();
+        s.trail[k] = 0.5 * s.trail[k] + s.pos[0];
+    }
+}
+
+pub fn struct_by_mut_reference_checkpointed() {
+    let steps = 9;
+    let x0 = [0.6, -0.3, 0.2, 0.5, 0.1, 0.0, 0.3, -0.2];
+    let (dt, stiffness) = (0.1, 1.3);
+    // Inputs: the state's fields, then the stiffness.
+    let n = x0.len();
+    let mut x = x0.to_vec();
+    x.push(stiffness);
+    let primal = |x: &[f64]| {
+        let mut s = State::from_flat(&x[..n], steps);
+        advance(&mut s, dt, x[n]);
+        s.flat()
+    };
+    check_fwd_rev(&Case {
+        name: "advance",
+        x: &x,
+        primal: &primal,
+        jvp: &|x, v| {
+            let mut s = State::from_flat(&x[..n], steps);
+            let mut ds = State::from_flat(&v[..n], steps);
+            advance_fwd(&mut s, &mut ds, dt, 0.0, x[n], v[n]);
+            (s.flat(), ds.flat())
+        },
+        vjp: &|x, w| {
+            let mut s = State::from_flat(&x[..n], steps);
+            let mut ds = State::from_flat(w, steps);
+            let dk = advance_rev(&mut s, &mut ds, dt, x[n]).1;
+            let mut adj = ds.flat();
+            adj.push(dk);
+            (s.flat(), adj)
+        },
+        tols: TOLS,
+    });
+}
+
+/// A struct by value: its adjoint comes back as a struct (`_rev` returns `(value,
+/// Params, adjoint of a)`).
+#[differentiate(forward, reverse)]
+pub fn spread(p: Params<f64>, a: f64) -> f64 {
+    let mean = p.weights.iter().sum::<f64>() / p.weights.len() as f64;
+    let var = p.weights.iter().map(|w| (w - mean) * (w - mean)).sum::<f64>();
+    (p.rate * a).sin() * var + p.anchor[1].exp() * p.label_weight
+}
+
+pub fn struct_by_value() {
+    let n = 4;
+    let x = [0.8, 0.1, -0.4, 0.9, 0.3, 0.2, -0.6, 1.7];
+    let lw = 0.25;
+    let f = |x: &[f64]| spread(Params::from_flat(&x[..x.len() - 1], n, 0, lw), x[x.len() - 1]);
+    let g = check_grad(
+        "spread",
+        &x,
+        &f,
+        &|x| {
+            let (v, (dp, da)) = spread_grad(Params::from_flat(&x[..x.len() - 1], n, 0, lw), x[x.len() - 1]);
+            let mut g = dp.flat();
+            g.push(da);
+            (v, g)
+        },
+        TOLS,
+    );
+    // By hand: ∂/∂anchor[1] = e^{anchor[1]}·label_weight, ∂/∂anchor[0] = 0.
+    assert_close("spread: d anchor[1]", g[2 + n], (-0.6f64).exp() * lw, 1e-14, 0.0);
+    assert_eq!(g[1 + n], 0.0, "spread: anchor[0] is not read");
+    let m = x.len() - 1;
+    check_fwd_rev(&Case {
+        name: "spread",
+        x: &x,
+        primal: &|x| vec![f(x)],
+        jvp: &|x, v| {
+            let (v, t) = spread_fwd(
+                Params::from_flat(&x[..m], n, 0, lw),
+                Params::from_flat(&v[..m], n, 0, 0.0),
+                x[m],
+                v[m],
+            );
+            (vec![v], vec![t])
+        },
+        vjp: &|x, w| {
+            let (v, dp, da) = spread_rev(Params::from_flat(&x[..m], n, 0, lw), x[m], w[0]);
+            let mut g = dp.flat();
+            g.push(da);
+            (vec![v], g)
+        },
+        tols: TOLS,
+    });
+}
+
+/// A mismatched `Vec` field in the shadow is reported by its field path.
+pub fn shadow_length_named_by_field() {
+    let p = Params { rate: 1.0, weights: vec![0.5; 3], anchor: [0.0; 2], order: 2, label_weight: 0.0 };
+    let mut dp = Params { weights: vec![0.0; 2], ..p.zero_like() };
+    let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        model::loss_rev(&p, &mut dp, &[0.5], &[0.1], 1.0)
+    }))
+    .expect_err("a short shadow field panics");
+    let msg = panic_message(err);
+    assert!(msg.contains("`dp.weights` has length 2 but `p.weights` has length 3"), "{msg}");
+    assert!(msg.contains("zero_like"), "{msg}");
+}
