@@ -12,17 +12,14 @@ use crate::Dual;
 /// `#[differentiable(skip)]` makes any field a constant. The derive also tells
 /// `#[differentiate]` the struct's fields.
 ///
-/// ```
-/// #[derive(phidiff::Differentiable, Clone, Debug, PartialEq)]
-/// struct Params {
-///     k: f64,
-///     w: Vec<f64>,
-///     n: usize,
-/// }
+/// The derive is shown in phidiff's guide ("Structs, tuples and methods"); the impls here
+/// are its building blocks:
 ///
-/// let p = Params { k: 2.0, w: vec![1.0, 2.0, 3.0], n: 3 };
-/// let dp = phidiff::Differentiable::zero_like(&p);
-/// assert_eq!(dp, Params { k: 0.0, w: vec![0.0; 3], n: 3 });
+/// ```
+/// use ad_core::Differentiable;
+///
+/// let w = vec![[1.0, 2.0], [3.0, 4.0]];
+/// assert_eq!(w.zero_like(), vec![[0.0, 0.0]; 2]);
 /// ```
 #[diagnostic::on_unimplemented(
     message = "phidiff: `{Self}` does not implement `Differentiable`",
