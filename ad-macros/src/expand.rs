@@ -49,14 +49,27 @@ pub fn expand_in(
     let mut primal = item_fn.clone();
     let misplaced = checkpoint::strip(&mut primal);
     // A function reading the fields of structs first asks for their layouts.
-    let needed = crate::aggregate::needed(&item_fn);
+    // A method's impl block, which its attribute does not see, is read from the file.
+    let imp = match (item_fn.sig.receiver(), source) {
+        (Some(_), Some(s)) => crate::aggregate::impl_of(&item_fn, s.text),
+        _ => None,
+    };
+    if let (Some(r), None) = (item_fn.sig.receiver(), &imp) {
+        let err = syn::Error::new_spanned(
+            r,
+            "phidiff: the impl block of this method was not found in its file (phidiff reads it to learn `Self`); differentiate a method of an inherent `impl` written in the file, or a free function",
+        )
+        .to_compile_error();
+        return quote!(#primal #err);
+    }
+    let needed = crate::aggregate::needed(&item_fn, imp.as_ref().map(|i| &*i.self_ty));
     if !needed.is_empty() {
         let missing =
             source.and_then(|s| crate::aggregate::missing_derive(&item_fn, &needed, s.text));
         let request = match syn::parse2::<Options>(args.clone()) {
             Ok(opts) => match missing {
                 Some(e) => e.to_compile_error(),
-                None => crate::aggregate::chase(&opts.krate, &args, &needed, &quote!(), &item),
+                None => crate::aggregate::chase(&opts.krate, &args, &needed, &quote!(), imp.as_ref(), &item),
             },
             Err(e) => e.to_compile_error(),
         };

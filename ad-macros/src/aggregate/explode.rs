@@ -90,25 +90,52 @@ pub fn layout_key(p: &syn::TypePath) -> String {
 pub fn explode(
     item: &syn::ItemFn,
     layouts: &HashMap<String, syn::ItemStruct>,
+    self_ty: Option<&Type>,
 ) -> syn::Result<Exploded> {
     let mut params = Vec::new();
     let mut roots = HashMap::new();
     for arg in &item.sig.inputs {
-        let syn::FnArg::Typed(pt) = arg else {
-            return Err(syn::Error::new_spanned(
-                arg,
-                "phidiff: methods with structs are not differentiated yet; write a free function taking the struct",
-            ));
+        // A receiver is a parameter `self` of the impl's type.
+        let (name, ty, mutable): (Ident, Type, bool) = match arg {
+            syn::FnArg::Receiver(r) => {
+                let Some(self_ty) = self_ty else {
+                    return Err(syn::Error::new_spanned(
+                        arg,
+                        "phidiff: `self` outside an impl block",
+                    ));
+                };
+                let ty = match (&r.reference, &r.mutability) {
+                    (Some((_, lt)), Some(_)) => syn::parse_quote!(& #lt mut #self_ty),
+                    (Some((_, lt)), None) => syn::parse_quote!(& #lt #self_ty),
+                    (None, _) => self_ty.clone(),
+                };
+                let mutable = r.reference.is_none() && r.mutability.is_some();
+                (Ident::new("self", r.self_token.span), ty, mutable)
+            }
+            syn::FnArg::Typed(pt) => match &*pt.pat {
+                syn::Pat::Ident(pi) => (pi.ident.clone(), (*pt.ty).clone(), pi.mutability.is_some()),
+                _ => {
+                    params.push(Param::Plain(pt.clone()));
+                    continue;
+                }
+            },
         };
-        let found = struct_param(&pt.ty)
-            .and_then(|(form, p)| layouts.get(&layout_key(p)).map(|l| (form, p, l)));
-        let (Some((form, path, layout)), syn::Pat::Ident(pi)) = (found, &*pt.pat) else {
-            params.push(Param::Plain(pt.clone()));
+        let found = struct_param(&ty)
+            .and_then(|(form, p)| layouts.get(&layout_key(p)).map(|l| (form, p.clone(), l)));
+        let Some((form, path, layout)) = found else {
+            match arg {
+                syn::FnArg::Typed(pt) => params.push(Param::Plain(pt.clone())),
+                syn::FnArg::Receiver(_) => {
+                    return Err(syn::Error::new_spanned(
+                        arg,
+                        "phidiff: a method's `self` is split into its fields, which needs the layout of its type",
+                    ))
+                }
+            }
             continue;
         };
-        let name = pi.ident.clone();
-        let fields = fields_of(layout, path)?;
-        let lifetime = match crate::parse::signature::ungroup(&pt.ty) {
+        let fields = fields_of(layout, &path)?;
+        let lifetime = match crate::parse::signature::ungroup(&ty) {
             Type::Reference(r) => r.lifetime.clone(),
             _ => None,
         };
@@ -121,24 +148,28 @@ pub fn explode(
                     (Form::Ref, _) => syn::parse_quote!(& #lifetime #fty),
                     (Form::Mut, _) => syn::parse_quote!(& #lifetime mut #fty),
                 };
-                Part {
-                    ident,
-                    member,
-                    shape,
-                    ty,
-                }
+                Part { ident, member, shape, ty }
             })
             .collect();
-        roots.insert(
-            name.to_string(),
-            (form, parts.clone(), layout.ident.to_string()),
-        );
+        roots.insert(name.to_string(), (form, parts.clone(), layout.ident.to_string()));
+        let (ty, struct_ty) = match arg {
+            // The wrappers are methods: `self: &Self`, and `Self` for the struct.
+            syn::FnArg::Receiver(_) => {
+                let ty = match form {
+                    Form::Ref => syn::parse_quote!(&Self),
+                    Form::Mut => syn::parse_quote!(&mut Self),
+                    Form::Value => syn::parse_quote!(Self),
+                };
+                (ty, syn::parse_quote!(Self))
+            }
+            syn::FnArg::Typed(_) => (ty, Type::Path(path)),
+        };
         params.push(Param::Struct {
             name,
-            ty: (*pt.ty).clone(),
-            struct_ty: Type::Path(path.clone()),
+            ty,
+            struct_ty,
             form,
-            mutable: pi.mutability.is_some(),
+            mutable,
             parts,
         });
     }
@@ -177,6 +208,10 @@ pub fn explode(
         }
     }
     let mut inner = item.clone();
+    if let Some(t) = self_ty {
+        // The exploded function is not a method: `Self` is the impl's type.
+        block = syn::parse2(replace_self(block.to_token_stream(), t))?;
+    }
     inner.attrs.clear();
     inner.sig.ident = format_ident!("__phidiff_{}", item.sig.ident, span = item.sig.ident.span());
     inner.sig.inputs = inputs;
@@ -241,6 +276,13 @@ fn fields_of(
         out.push((member, shape, ty));
     }
     Ok(out)
+}
+
+/// `tokens` with `Self` replaced by `ty`.
+fn replace_self(tokens: TokenStream, ty: &Type) -> TokenStream {
+    let mut map = HashMap::new();
+    map.insert("Self".to_string(), ty.to_token_stream());
+    substitute(tokens, &map)
 }
 
 /// `tokens` with each identifier in `map` replaced by its tokens.

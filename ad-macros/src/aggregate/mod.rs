@@ -26,15 +26,24 @@ use syn::spanned::Spanned;
 /// The struct types whose layouts the function needs: the types of the parameters whose
 /// fields the body reads (`p.k`), as paths without generic arguments, with the span of the
 /// parameter's type.
-pub fn needed(item: &syn::ItemFn) -> Vec<(syn::Path, proc_macro2::Span)> {
+pub fn needed(
+    item: &syn::ItemFn,
+    self_ty: Option<&syn::Type>,
+) -> Vec<(syn::Path, proc_macro2::Span)> {
     let body = item.block.to_token_stream();
     let mut out: Vec<(syn::Path, proc_macro2::Span)> = Vec::new();
     for arg in &item.sig.inputs {
-        let syn::FnArg::Typed(pt) = arg else { continue };
-        let syn::Pat::Ident(pi) = &*pt.pat else {
-            continue;
+        let (name, ty, span) = match arg {
+            syn::FnArg::Typed(pt) => match &*pt.pat {
+                syn::Pat::Ident(pi) => (pi.ident.clone(), (*pt.ty).clone(), pt.ty.span()),
+                _ => continue,
+            },
+            syn::FnArg::Receiver(r) => match self_ty {
+                Some(t) => (syn::Ident::new("self", r.self_token.span), t.clone(), r.span()),
+                None => continue,
+            },
         };
-        let Some((_, path)) = explode::struct_param(&pt.ty) else {
+        let Some((_, path)) = explode::struct_param(&ty) else {
             continue;
         };
         let generic = item
@@ -46,7 +55,8 @@ pub fn needed(item: &syn::ItemFn) -> Vec<(syn::Path, proc_macro2::Span)> {
             shape::shape_of(&syn::Type::Path(path.clone()), &[]),
             shape::Shape::Nested(_)
         );
-        if generic || !known || !reads_fields(body.clone(), &pi.ident) {
+        let receiver = matches!(arg, syn::FnArg::Receiver(_));
+        if generic || !known || !(receiver || reads_fields(body.clone(), &name)) {
             continue;
         }
         let mut p = path.path.clone();
@@ -54,7 +64,7 @@ pub fn needed(item: &syn::ItemFn) -> Vec<(syn::Path, proc_macro2::Span)> {
             s.arguments = syn::PathArguments::None;
         }
         if !out.iter().any(|(q, _)| q == &p) {
-            out.push((p, pt.ty.span()));
+            out.push((p, span));
         }
     }
     out
@@ -81,6 +91,7 @@ pub fn chase(
     args: &TokenStream,
     pending: &[(syn::Path, proc_macro2::Span)],
     layouts: &TokenStream,
+    imp: Option<&syn::ItemImpl>,
     item: &TokenStream,
 ) -> TokenStream {
     let (first, span) = &pending[0];
@@ -88,7 +99,7 @@ pub fn chase(
     let rest = pending.iter().map(|(p, _)| quote!(#p ;));
     let callback = quote_spanned!(*span=> #krate::__private::differentiate_resume);
     quote! {
-        #first! { [#callback] {#args} {#(#rest)*} {#layouts} {#item} }
+        #first! { [#callback] {#args} {#(#rest)*} {#layouts} {#imp} {#item} }
     }
 }
 
@@ -111,6 +122,8 @@ struct Resume {
     pending: Vec<syn::Path>,
     /// Layouts received before: `path => { struct }`.
     known: TokenStream,
+    /// For a method, the header of its impl block (`impl<T> Model<T> {}`).
+    imp: Option<syn::ItemImpl>,
     item: TokenStream,
 }
 
@@ -145,12 +158,18 @@ impl Parse for Resume {
             pending_tokens,
         )?;
         let known = braced(input)?;
+        let imp = braced(input)?;
+        let imp = match imp.is_empty() {
+            true => None,
+            false => Some(syn::parse2(imp)?),
+        };
         let item = braced(input)?;
         Ok(Resume {
             layout,
             args,
             pending,
             known,
+            imp,
             item,
         })
     }
@@ -195,8 +214,9 @@ pub fn resume(input: TokenStream, source: Option<SourceFile<'_>>) -> TokenStream
         Ok(o) => o,
         Err(e) => return e.to_compile_error(),
     };
+    let self_ty = r.imp.as_ref().map(|i| (*i.self_ty).clone());
     if !rest.is_empty() {
-        let spans = needed(&item);
+        let spans = needed(&item, self_ty.as_ref());
         let pending: Vec<(syn::Path, proc_macro2::Span)> = rest
             .iter()
             .map(|p| {
@@ -207,13 +227,13 @@ pub fn resume(input: TokenStream, source: Option<SourceFile<'_>>) -> TokenStream
                 (p.clone(), span)
             })
             .collect();
-        return chase(&opts.krate, &r.args, &pending, &known, &r.item);
+        return chase(&opts.krate, &r.args, &pending, &known, r.imp.as_ref(), &r.item);
     }
     let layouts = match parse_known(known) {
         Ok(l) => l,
         Err(e) => return e.to_compile_error(),
     };
-    match derivatives(opts, &item, &layouts, source) {
+    match derivatives(opts, &item, &layouts, r.imp.as_ref(), source) {
         Ok(t) => t,
         Err(e) => e.to_compile_error(),
     }
@@ -224,6 +244,7 @@ pub fn derivatives(
     mut opts: Options,
     item: &syn::ItemFn,
     layouts: &HashMap<String, syn::ItemStruct>,
+    imp: Option<&syn::ItemImpl>,
     source: Option<SourceFile<'_>>,
 ) -> syn::Result<TokenStream> {
     opts.resolve_names(&item.sig.ident);
@@ -240,7 +261,20 @@ pub fn derivatives(
             "phidiff: `cuda` element functions take slices and scalars, not structs",
         ));
     }
-    let exploded = explode::explode(item, layouts)?;
+    let mut exploded = explode::explode(item, layouts, imp.map(|i| &*i.self_ty))?;
+    if let Some(imp) = imp {
+        // A method's exploded function is nested in each of its wrappers, outside the impl
+        // as far as generics go: it declares the impl's generic parameters itself.
+        let g = &mut exploded.inner.sig.generics;
+        let mut params: syn::punctuated::Punctuated<syn::GenericParam, syn::Token![,]> =
+            imp.generics.params.clone();
+        params.extend(g.params.iter().cloned());
+        g.params = params;
+        if let Some(w) = &imp.generics.where_clause {
+            g.make_where_clause().predicates.extend(w.predicates.iter().cloned());
+        }
+        exploded.inner.vis = syn::Visibility::Inherited;
+    }
     let inner_name = &exploded.inner.sig.ident;
     let mut inner_opts = opts.clone();
     inner_opts.grad = false;
@@ -264,14 +298,22 @@ pub fn derivatives(
         item,
         params: &exploded.params,
         inner: &inner_sig,
+        inner_generics: &exploded.inner.sig.generics,
+        method: imp.is_some(),
         krate: &opts.krate,
     };
-    let mut out = hide(inner_tokens);
+    let (mut out, nested_fwd, nested_rev) = match imp {
+        None => (hide(inner_tokens), quote!(), quote!()),
+        Some(_) => {
+            let (fwd, rev) = split_inner(inner_tokens, &inner_opts);
+            (quote!(), fwd, rev)
+        }
+    };
     if let (Some(name), Some(inner)) = (&opts.forward, &inner_opts.forward) {
-        out.extend(w.forward(name, inner));
+        out.extend(w.forward(name, inner, nested_fwd));
     }
     if let (Some(name), Some(inner)) = (&opts.reverse, &inner_opts.reverse) {
-        out.extend(w.reverse(name, inner));
+        out.extend(w.reverse(name, inner, nested_rev));
         if inner_sig.returns_float {
             let grad = format_ident!("{}_grad", item.sig.ident);
             out.extend(w.grad(&grad, name));
@@ -324,6 +366,22 @@ fn active_parts(
     Ok(out)
 }
 
+/// The exploded function's forward and reverse derivatives, apart.
+fn split_inner(tokens: TokenStream, opts: &Options) -> (TokenStream, TokenStream) {
+    let Ok(file) = syn::parse2::<syn::File>(tokens.clone()) else {
+        return (tokens, quote!());
+    };
+    let (mut fwd, mut rev) = (quote!(), quote!());
+    for i in file.items {
+        let is_fwd = matches!(&i, syn::Item::Fn(f) if Some(&f.sig.ident) == opts.forward.as_ref());
+        match is_fwd {
+            true => fwd.extend(i.into_token_stream()),
+            false => rev.extend(i.into_token_stream()),
+        }
+    }
+    (fwd, rev)
+}
+
 /// The exploded function's derivatives, hidden from the documentation.
 fn hide(tokens: TokenStream) -> TokenStream {
     match syn::parse2::<syn::File>(tokens.clone()) {
@@ -334,6 +392,45 @@ fn hide(tokens: TokenStream) -> TokenStream {
             .collect(),
         Err(_) => tokens,
     }
+}
+
+/// The header of the inherent impl block that holds method `item`, read from the file (a
+/// method's attribute does not see its impl): `impl<G> Type where .. {}`.
+pub fn impl_of(item: &syn::ItemFn, text: &str) -> Option<syn::ItemImpl> {
+    let file = syn::parse_file(text).ok()?;
+    let sig = item.sig.to_token_stream().to_string();
+    let mut found: Vec<syn::ItemImpl> = Vec::new();
+    fn walk(items: &[syn::Item], sig: &str, name: &syn::Ident, found: &mut Vec<syn::ItemImpl>) {
+        for i in items {
+            match i {
+                syn::Item::Impl(imp) if imp.trait_.is_none() => {
+                    let holds = imp.items.iter().any(|it| {
+                        matches!(it, syn::ImplItem::Fn(f) if f.sig.ident == *name
+                            && f.sig.to_token_stream().to_string() == sig)
+                    });
+                    if holds {
+                        let mut header = imp.clone();
+                        header.items.clear();
+                        header.attrs.clear();
+                        found.push(header);
+                    }
+                }
+                syn::Item::Mod(m) => {
+                    if let Some((_, items)) = &m.content {
+                        walk(items, sig, name, found);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    walk(&file.items, &sig, &item.sig.ident, &mut found);
+    let first = found.first()?.to_token_stream().to_string();
+    // One impl, or several with one header (a file compiled twice).
+    found
+        .iter()
+        .all(|h| h.to_token_stream().to_string() == first)
+        .then(|| found.swap_remove(0))
 }
 
 /// A phidiff error at the parameter when the file shows its struct without the derive.

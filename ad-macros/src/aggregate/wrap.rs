@@ -15,6 +15,10 @@ pub struct Wrapper<'a> {
     pub params: &'a [Param],
     /// The signature of the exploded function.
     pub inner: &'a Signature,
+    /// The exploded function's generics (for a method, the impl's and the method's).
+    pub inner_generics: &'a syn::Generics,
+    /// A method: `_grad` calls `Self::f_rev`.
+    pub method: bool,
     pub krate: &'a syn::Path,
 }
 
@@ -92,11 +96,8 @@ impl Wrapper<'_> {
         (start..start + parts.len()).any(|j| self.inner.params[j].active)
     }
 
-    fn turbofish(&self) -> TokenStream {
-        let explicit: Vec<TokenStream> = self
-            .item
-            .sig
-            .generics
+    fn turbofish(generics: &syn::Generics) -> TokenStream {
+        let explicit: Vec<TokenStream> = generics
             .params
             .iter()
             .filter_map(|g| match g {
@@ -207,7 +208,7 @@ impl Wrapper<'_> {
 
     /// `f_rev`: `p: &S, dp: &mut S` for a struct by reference, a struct by value's adjoint
     /// returned as an `S`.
-    pub fn reverse(&self, name: &Ident, inner_name: &Ident) -> TokenStream {
+    pub fn reverse(&self, name: &Ident, inner_name: &Ident, nested: TokenStream) -> TokenStream {
         let inner_layout = Layout::reverse(self.inner);
         let has_shadow = |j: usize| {
             inner_layout
@@ -303,19 +304,19 @@ impl Wrapper<'_> {
             .map(|i| format_ident!("__r{}", i))
             .collect();
         let question = self.inner.fallible.as_ref().map(|_| quote!(?));
-        let tf = self.turbofish();
+        let tf = Self::turbofish(self.inner_generics);
         let call = quote!(#inner_name #tf (#(#args),*) #question);
         let bind = match bound.len() {
             0 => quote!(#call;),
             1 => quote!(let __r0 = #call;),
             _ => quote!(let (#(#bound),*) = #call;),
         };
-        let (ret, body) = self.result(outs, quote!(#pre #bind #post));
+        let (ret, body) = self.result(outs, quote!(#nested #pre #bind #post));
         self.wrap(name, params, ret, body)
     }
 
     /// `f_fwd`: a tangent of the same type after each active parameter.
-    pub fn forward(&self, name: &Ident, inner_name: &Ident) -> TokenStream {
+    pub fn forward(&self, name: &Ident, inner_name: &Ident, nested: TokenStream) -> TokenStream {
         let index = self.inner_index();
         let (mut params, mut args, mut pre) = (vec![], vec![], quote!());
         for (k, p) in self.params.iter().enumerate() {
@@ -359,7 +360,7 @@ impl Wrapper<'_> {
                 }
             }
         }
-        let tf = self.turbofish();
+        let tf = Self::turbofish(self.inner_generics);
         let question = self.inner.fallible.as_ref().map(|_| quote!(?));
         let call = quote!(#inner_name #tf (#(#args),*) #question);
         let rt = self.result_ty();
@@ -371,7 +372,7 @@ impl Wrapper<'_> {
             true => quote!(let __y = #call;),
             false => quote!(#call;),
         };
-        let (ret, body) = self.result(outs, quote!(#pre #bind));
+        let (ret, body) = self.result(outs, quote!(#nested #pre #bind));
         self.wrap(name, params, ret, body)
     }
 
@@ -457,12 +458,13 @@ impl Wrapper<'_> {
             1 => (grads[0].clone(), grad_tys[0].clone()),
             _ => (quote!((#(#grads),*)), quote!((#(#grad_tys),*))),
         };
-        let tf = self.turbofish();
+        let tf = Self::turbofish(&self.item.sig.generics);
         let question = self.inner.fallible.as_ref().map(|_| quote!(?));
         let rty = self.result_ty();
+        let path = self.method.then(|| quote!(Self::));
         let body = quote! {
             #setup
-            let #pattern = #rev_name #tf (#(#args),*) #question;
+            let #pattern = #path #rev_name #tf (#(#args),*) #question;
         };
         let (ret, body) = self.result(vec![(quote!((#rty, #gt)), quote!((__value, #g)))], body);
         self.wrap(name, params, ret, body)
