@@ -69,7 +69,14 @@ pub fn expand_in(
         let request = match syn::parse2::<Options>(args.clone()) {
             Ok(opts) => match missing {
                 Some(e) => e.to_compile_error(),
-                None => crate::aggregate::chase(&opts.krate, &args, &needed, &quote!(), imp.as_ref(), &item),
+                None => crate::aggregate::chase(
+                    &opts.krate,
+                    &args,
+                    &needed,
+                    &quote!(),
+                    imp.as_ref(),
+                    &item,
+                ),
             },
             Err(e) => e.to_compile_error(),
         };

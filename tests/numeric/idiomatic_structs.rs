@@ -288,3 +288,138 @@ pub fn shadow_length_named_by_field() {
     assert!(msg.contains("`dp.weights` has length 2 but `p.weights` has length 3"), "{msg}");
     assert!(msg.contains("zero_like"), "{msg}");
 }
+
+/// A body of an n-body system.
+#[derive(phidiff::Differentiable, Clone, Copy, Debug)]
+pub struct Body {
+    pub pos: [f64; 3],
+    pub vel: [f64; 3],
+    pub mass: f64,
+}
+
+fn bodies_from_flat(x: &[f64]) -> Vec<Body> {
+    x.chunks(7)
+        .map(|c| Body {
+            pos: [c[0], c[1], c[2]],
+            vel: [c[3], c[4], c[5]],
+            mass: c[6],
+        })
+        .collect()
+}
+
+fn bodies_flat(bodies: &[Body]) -> Vec<f64> {
+    bodies
+        .iter()
+        .flat_map(|b| b.pos.iter().chain(&b.vel).chain([&b.mass]).copied().collect::<Vec<_>>())
+        .collect()
+}
+
+/// The total energy of a system: kinetic by `for (i, b) in bodies.iter().enumerate()`,
+/// potential over the pairs by `for b2 in &bodies[i + 1..]`.
+#[differentiate(forward, reverse)]
+pub fn system_energy(bodies: &[Body]) -> f64 {
+    let mut e = 0.0;
+    for (i, b) in bodies.iter().enumerate() {
+        e += 0.5 * b.mass * (b.vel[0] * b.vel[0] + b.vel[1] * b.vel[1] + b.vel[2] * b.vel[2]);
+        for b2 in &bodies[i + 1..] {
+            let mut d2 = 0.0;
+            for k in 0..3 {
+                let d = b.pos[k] - b2.pos[k];
+                d2 += d * d;
+            }
+            e -= b.mass * b2.mass / d2.sqrt();
+        }
+    }
+    e
+}
+
+/// Leapfrog-free symplectic Euler of the system, written on `bodies: &mut [Body]`
+/// (`bodies[i].vel[k] -= ..`, `let mi = bodies[i].mass;`, `for b in bodies.iter_mut()`), the
+/// steps Revolve-checkpointed, a local array `let mut d = [0.0; 3];` per pair.
+#[differentiate(forward, reverse)]
+pub fn advance_system(bodies: &mut [Body], dt: f64, steps: usize) {
+    #[checkpoint(revolve(snapshots = 3))]
+    for _ in 0..steps {
+        for i in 0..bodies.len() {
+            for j in (i + 1)..bodies.len() {
+                let mut d = [0.0; 3];
+                let mut d2 = 0.0;
+                for k in 0..3 {
+                    d[k] = bodies[i].pos[k] - bodies[j].pos[k];
+                    d2 += d[k] * d[k];
+                }
+                let mag = dt / (d2 * d2.sqrt());
+                let mi = bodies[i].mass;
+                let mj = bodies[j].mass;
+                for k in 0..3 {
+                    bodies[i].vel[k] -= d[k] * mj * mag;
+                    bodies[j].vel[k] += d[k] * mi * mag;
+                }
+            }
+        }
+        for b in bodies.iter_mut() {
+            for k in 0..3 {
+                b.pos[k] += dt * b.vel[k];
+            }
+        }
+    }
+}
+
+fn three_bodies() -> Vec<f64> {
+    vec![
+        0.0, 0.0, 0.0, 0.01, -0.02, 0.0, 10.0, //
+        1.0, 0.1, 0.0, 0.0, 3.0, 0.1, 0.1, //
+        -0.3, 2.0, 0.5, -2.0, 0.0, 0.1, 0.2,
+    ]
+}
+
+pub fn slices_of_structs() {
+    let x = three_bodies();
+    check_grad(
+        "system_energy",
+        &x,
+        &|x| system_energy(&bodies_from_flat(x)),
+        &|x| {
+            let (e, g) = system_energy_grad(&bodies_from_flat(x));
+            (e, bodies_flat(&g))
+        },
+        TOLS,
+    );
+    check_fwd_rev(&Case {
+        name: "system_energy",
+        x: &x,
+        primal: &|x| vec![system_energy(&bodies_from_flat(x))],
+        jvp: &|x, v| {
+            let (e, t) = system_energy_fwd(&bodies_from_flat(x), &bodies_from_flat(v));
+            (vec![e], vec![t])
+        },
+        vjp: &|x, w| {
+            let b = bodies_from_flat(x);
+            let mut db: Vec<Body> = b.iter().map(Differentiable::zero_like).collect();
+            let e = system_energy_rev(&b, &mut db, w[0]);
+            (vec![e], bodies_flat(&db))
+        },
+        tols: TOLS,
+    });
+    let (dt, steps) = (0.01, 12);
+    check_fwd_rev(&Case {
+        name: "advance_system",
+        x: &x,
+        primal: &|x| {
+            let mut b = bodies_from_flat(x);
+            advance_system(&mut b, dt, steps);
+            bodies_flat(&b)
+        },
+        jvp: &|x, v| {
+            let (mut b, mut db) = (bodies_from_flat(x), bodies_from_flat(v));
+            advance_system_fwd(&mut b, &mut db, dt, 0.0, steps);
+            (bodies_flat(&b), bodies_flat(&db))
+        },
+        vjp: &|x, w| {
+            let (mut b, mut db) = (bodies_from_flat(x), bodies_from_flat(w));
+            advance_system_rev(&mut b, &mut db, dt, steps);
+            (bodies_flat(&b), bodies_flat(&db))
+        },
+        tols: TOLS,
+    });
+}

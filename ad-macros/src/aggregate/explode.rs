@@ -7,11 +7,9 @@
 
 use super::shape::{is_skipped, shape_of, Shape};
 use proc_macro2::{TokenStream, TokenTree};
-use quote::{format_ident, quote, quote_spanned, ToTokens};
-use std::collections::{HashMap, HashSet};
-use syn::spanned::Spanned;
-use syn::visit_mut::VisitMut;
-use syn::{Expr, Ident, Type};
+use quote::{format_ident, quote, ToTokens};
+use std::collections::HashMap;
+use syn::{Ident, Type};
 
 /// How a struct parameter is passed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,13 +28,17 @@ pub struct Part {
     pub ident: Ident,
     pub member: syn::Member,
     pub shape: Shape,
-    /// Its type as a parameter of the exploded function (`&f64`, `&Vec<f64>`, `usize`).
+    /// The field's type.
+    pub field_ty: Type,
+    /// Its type as a parameter of the exploded function (`&f64`, `&Vec<f64>`, `usize`; for
+    /// a slice of structs `&[f64]`, `&mut [[f64; 3]]`, `Vec<f64>`).
     pub ty: Type,
 }
 
 impl Part {
-    /// Whether the exploded function holds this field through a reference.
-    fn by_reference(&self, form: Form) -> bool {
+    /// Whether the exploded function holds this field through a reference (and reads it
+    /// as `(*p__k)`).
+    pub fn by_reference(&self, form: Form) -> bool {
         form != Form::Value && self.shape != Shape::Int
     }
 }
@@ -47,12 +49,14 @@ pub enum Param {
     Plain(syn::PatType),
     Struct {
         name: Ident,
-        /// The parameter's type as written (`&Params<T>`).
+        /// The parameter's type as written (`&Params<T>`, `&mut [Body]`).
         ty: Type,
-        /// The struct's type (`Params<T>`).
+        /// The struct's type (`Params<T>`, `Body`).
         struct_ty: Type,
         form: Form,
         mutable: bool,
+        /// A slice, array or `Vec` of structs: each field a buffer of the fields.
+        seq: bool,
         parts: Vec<Part>,
     },
 }
@@ -62,15 +66,35 @@ pub struct Exploded {
     pub params: Vec<Param>,
 }
 
-/// The struct type a parameter's type names (through one reference), with its form.
-pub fn struct_param(ty: &Type) -> Option<(Form, &syn::TypePath)> {
-    let (form, inner) = match crate::parse::signature::ungroup(ty) {
+/// The struct type a parameter's type names (through one reference), with its form, and
+/// whether it is a slice, array or `Vec` of that struct.
+pub fn struct_param(ty: &Type) -> Option<(Form, &syn::TypePath, bool)> {
+    use crate::parse::signature::ungroup;
+    let (form, inner) = match ungroup(ty) {
         Type::Reference(r) if r.mutability.is_some() => (Form::Mut, &*r.elem),
         Type::Reference(r) => (Form::Ref, &*r.elem),
         other => (Form::Value, other),
     };
-    match crate::parse::signature::ungroup(inner) {
-        Type::Path(p) => Some((form, p)),
+    let (inner, seq) = match ungroup(inner) {
+        Type::Slice(s) => (&*s.elem, true),
+        Type::Array(a) => (&*a.elem, true),
+        Type::Path(p)
+            if p.qself.is_none()
+                && p.path.segments.len() == 1
+                && p.path.segments[0].ident == "Vec" =>
+        {
+            match &p.path.segments[0].arguments {
+                syn::PathArguments::AngleBracketed(a) => match a.args.first() {
+                    Some(syn::GenericArgument::Type(t)) => (t, true),
+                    _ => return None,
+                },
+                _ => return None,
+            }
+        }
+        other => (other, false),
+    };
+    match ungroup(inner) {
+        Type::Path(p) => Some((form, p, seq)),
         _ => None,
     }
 }
@@ -86,7 +110,21 @@ pub fn layout_key(p: &syn::TypePath) -> String {
     segs.join("::")
 }
 
-/// Explodes the struct parameters of `item` whose layouts are in `layouts`.
+/// Whether the exploded function holds a field of this shape and type as a parameter: the
+/// floats, integers and float buffers, and constants of a number type. The rule depends on
+/// the struct's type alone, so a caller splits a struct argument as its callee splits the
+/// parameter.
+pub fn holdable(shape: &Shape, ty: &Type, floats: &[Ident]) -> bool {
+    match shape {
+        Shape::Float | Shape::Int => true,
+        Shape::Seq { .. } => shape.is_float_buffer(),
+        Shape::Constant => matches!(shape_of(ty, floats), Shape::Float | Shape::Int),
+        Shape::Nested(_) | Shape::Unsupported(_) => false,
+    }
+}
+
+/// Explodes the struct parameters of `item` whose layouts are in `layouts` (`self` too, of
+/// type `self_ty`, for a method).
 pub fn explode(
     item: &syn::ItemFn,
     layouts: &HashMap<String, syn::ItemStruct>,
@@ -113,16 +151,21 @@ pub fn explode(
                 (Ident::new("self", r.self_token.span), ty, mutable)
             }
             syn::FnArg::Typed(pt) => match &*pt.pat {
-                syn::Pat::Ident(pi) => (pi.ident.clone(), (*pt.ty).clone(), pi.mutability.is_some()),
+                syn::Pat::Ident(pi) => {
+                    (pi.ident.clone(), (*pt.ty).clone(), pi.mutability.is_some())
+                }
                 _ => {
                     params.push(Param::Plain(pt.clone()));
                     continue;
                 }
             },
         };
-        let found = struct_param(&ty)
-            .and_then(|(form, p)| layouts.get(&layout_key(p)).map(|l| (form, p.clone(), l)));
-        let Some((form, path, layout)) = found else {
+        let found = struct_param(&ty).and_then(|(form, p, seq)| {
+            layouts
+                .get(&layout_key(p))
+                .map(|l| (form, p.clone(), seq, l))
+        });
+        let Some((form, path, seq, layout)) = found else {
             match arg {
                 syn::FnArg::Typed(pt) => params.push(Param::Plain(pt.clone())),
                 syn::FnArg::Receiver(_) => {
@@ -134,24 +177,66 @@ pub fn explode(
             }
             continue;
         };
-        let fields = fields_of(layout, &path)?;
+        let floats: Vec<Ident> = layout
+            .generics
+            .type_params()
+            .map(|t| t.ident.clone())
+            .collect();
         let lifetime = match crate::parse::signature::ungroup(&ty) {
             Type::Reference(r) => r.lifetime.clone(),
             _ => None,
         };
-        let parts: Vec<Part> = fields
+        let parts: Vec<Part> = fields_of(layout, &path)?
             .into_iter()
-            .map(|(member, shape, fty)| {
+            .filter(|(_, shape, _, written)| holdable(shape, written, &floats))
+            .map(|(member, shape, fty, _)| {
                 let ident = format_ident!("{}__{}", name, member_text(&member), span = name.span());
-                let ty: Type = match (form, &shape) {
-                    (_, Shape::Int) | (Form::Value, _) => fty,
-                    (Form::Ref, _) => syn::parse_quote!(& #lifetime #fty),
-                    (Form::Mut, _) => syn::parse_quote!(& #lifetime mut #fty),
+                let ty: Type = match (seq, form, &shape) {
+                    (true, Form::Ref, _) => syn::parse_quote!(& #lifetime [#fty]),
+                    (true, Form::Mut, _) => syn::parse_quote!(& #lifetime mut [#fty]),
+                    (true, Form::Value, _) => syn::parse_quote!(Vec<#fty>),
+                    (false, _, Shape::Int) | (false, Form::Value, _) => fty.clone(),
+                    (false, Form::Ref, _) => syn::parse_quote!(& #lifetime #fty),
+                    (false, Form::Mut, _) => syn::parse_quote!(& #lifetime mut #fty),
                 };
-                Part { ident, member, shape, ty }
+                Part {
+                    ident,
+                    member,
+                    shape,
+                    field_ty: fty,
+                    ty,
+                }
             })
             .collect();
-        roots.insert(name.to_string(), (form, parts.clone(), layout.ident.to_string()));
+        if seq && parts.is_empty() {
+            return Err(syn::Error::new_spanned(
+                &ty,
+                format!(
+                    "phidiff: `{}` has no float or integer field to split a slice of it into",
+                    layout.ident
+                ),
+            ));
+        }
+        let all: Vec<(syn::Member, Shape)> = fields_of(layout, &path)?
+            .into_iter()
+            .map(|(m, s, _, _)| (m, s))
+            .collect();
+        roots.insert(
+            name.to_string(),
+            match seq {
+                false => super::rewrite::Root::Struct {
+                    form,
+                    parts: parts.clone(),
+                    all,
+                    struct_name: layout.ident.to_string(),
+                },
+                true => super::rewrite::Root::Seq {
+                    parts: parts.clone(),
+                    all,
+                    struct_name: layout.ident.to_string(),
+                },
+            },
+        );
         let (ty, struct_ty) = match arg {
             // The wrappers are methods: `self: &Self`, and `Self` for the struct.
             syn::FnArg::Receiver(_) => {
@@ -170,38 +255,20 @@ pub fn explode(
             struct_ty,
             form,
             mutable,
+            seq,
             parts,
         });
     }
-    let mut rewriter = Rewriter {
-        roots: &roots,
-        used: HashSet::new(),
-        errors: Vec::new(),
-    };
     let mut block = (*item.block).clone();
-    rewriter.visit_block_mut(&mut block);
-    if let Some(e) = rewriter.errors.into_iter().reduce(|mut a, b| {
-        a.combine(b);
-        a
-    }) {
-        return Err(e);
-    }
-    let used = rewriter.used;
+    super::rewrite::rewrite(&mut block, roots)?;
     let mut inputs = syn::punctuated::Punctuated::<syn::FnArg, syn::Token![,]>::new();
-    for p in &mut params {
+    for p in &params {
         match p {
             Param::Plain(pt) => inputs.push(syn::FnArg::Typed(pt.clone())),
             Param::Struct { parts, mutable, .. } => {
-                // Fields the compiler cannot hold as parameters are passed only when used
-                // (and then rejected above); constant fields only when used.
-                parts.retain(|part| match part.shape {
-                    Shape::Float | Shape::Int => true,
-                    Shape::Seq { .. } if part.shape.is_float_buffer() => true,
-                    _ => used.contains(&part.ident.to_string()),
-                });
-                for part in parts.iter() {
+                for part in parts {
                     let (id, ty) = (&part.ident, &part.ty);
-                    let m = (*mutable).then(|| quote!(mut));
+                    let m = mutable.then(|| quote!(mut));
                     inputs.push(syn::parse_quote!(#m #id: #ty));
                 }
             }
@@ -219,7 +286,7 @@ pub fn explode(
     Ok(Exploded { inner, params })
 }
 
-fn member_text(m: &syn::Member) -> String {
+pub fn member_text(m: &syn::Member) -> String {
     match m {
         syn::Member::Named(i) => i.to_string(),
         syn::Member::Unnamed(i) => i.index.to_string(),
@@ -227,11 +294,11 @@ fn member_text(m: &syn::Member) -> String {
 }
 
 /// The fields of `layout` as used at type `path` (the struct's generic parameters replaced
-/// by the arguments `path` gives): member, shape, type.
+/// by the arguments `path` gives): member, shape, type, type as written in the struct.
 fn fields_of(
     layout: &syn::ItemStruct,
     path: &syn::TypePath,
-) -> syn::Result<Vec<(syn::Member, Shape, Type)>> {
+) -> syn::Result<Vec<(syn::Member, Shape, Type, Type)>> {
     let floats: Vec<Ident> = layout
         .generics
         .type_params()
@@ -273,7 +340,7 @@ fn fields_of(
             shape_of(&f.ty, &floats)
         };
         let ty: Type = syn::parse2(substitute(f.ty.to_token_stream(), &map))?;
-        out.push((member, shape, ty));
+        out.push((member, shape, ty, f.ty.clone()));
     }
     Ok(out)
 }
@@ -302,275 +369,4 @@ fn substitute(tokens: TokenStream, map: &HashMap<String, TokenStream>) -> TokenS
             other => other.into_token_stream(),
         })
         .collect()
-}
-
-/// Rewrites field accesses of struct parameters into their exploded parameters.
-struct Rewriter<'a> {
-    /// Struct parameter name → (form, fields, struct name).
-    roots: &'a HashMap<String, (Form, Vec<Part>, String)>,
-    /// The exploded parameters the body uses.
-    used: HashSet<String>,
-    errors: Vec<syn::Error>,
-}
-
-/// A field access `p.a` (or `(*p).a`) on a struct parameter: root, members.
-fn chain(e: &Expr) -> Option<(Ident, Vec<syn::Member>)> {
-    match e {
-        Expr::Field(f) => {
-            let (root, mut members) =
-                chain(&f.base).or_else(|| root_of(&f.base).map(|r| (r, vec![])))?;
-            members.push(f.member.clone());
-            Some((root, members))
-        }
-        _ => None,
-    }
-}
-
-fn is_compound_assign(op: &syn::BinOp) -> bool {
-    use syn::BinOp::*;
-    matches!(
-        op,
-        AddAssign(_)
-            | SubAssign(_)
-            | MulAssign(_)
-            | DivAssign(_)
-            | RemAssign(_)
-            | BitXorAssign(_)
-            | BitAndAssign(_)
-            | BitOrAssign(_)
-            | ShlAssign(_)
-            | ShrAssign(_)
-    )
-}
-
-fn root_of(e: &Expr) -> Option<Ident> {
-    match e {
-        Expr::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 => {
-            Some(p.path.segments[0].ident.clone())
-        }
-        Expr::Paren(p) => root_of(&p.expr),
-        Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => root_of(&u.expr),
-        _ => None,
-    }
-}
-
-/// Where a field access stands.
-#[derive(Clone, Copy, PartialEq)]
-enum Context {
-    /// A value or a place (`p.k * 2.0`, `s.k = ..`).
-    Value,
-    /// Indexed or the receiver of a method (`p.w[i]`, `p.w.len()`): auto-deref applies.
-    Receiver,
-    /// Borrowed: `&p.w` (`mutable`: `&mut s.w`).
-    Borrow { mutable: bool },
-    /// Assigned: `s.k = ..`, `s.k += ..`.
-    Place,
-}
-
-impl Rewriter<'_> {
-    /// The replacement of field access `e`, if it is one on a struct parameter (an empty
-    /// expression where an error was reported instead, so nothing below it is visited).
-    fn replace(&mut self, e: &Expr, ctx: Context) -> Option<Expr> {
-        let (root, members) = chain(e)?;
-        let (form, parts, struct_name) = self.roots.get(&root.to_string())?;
-        let span = e.span();
-        let failed = Some(Expr::Verbatim(quote!()));
-        let Some(part) = parts.iter().find(|p| p.member == members[0]) else {
-            self.errors.push(syn::Error::new_spanned(
-                e,
-                format!(
-                    "phidiff: `{struct_name}` has no field `{}`",
-                    member_text(&members[0])
-                ),
-            ));
-            return failed;
-        };
-        match &part.shape {
-            Shape::Nested(_) => {
-                self.errors.push(syn::Error::new_spanned(
-                    e,
-                    format!(
-                        "phidiff cannot differentiate `{}` here yet: fields of a struct inside a struct are not split; pass `{}` as its own parameter",
-                        quote!(#e).to_string().replace(' ', ""),
-                        member_text(&members[0])
-                    ),
-                ));
-                return failed;
-            }
-            Shape::Seq { .. } if !part.shape.is_float_buffer() => {
-                self.errors.push(syn::Error::new_spanned(
-                    e,
-                    format!(
-                        "phidiff cannot differentiate `{}` here yet: a `Vec` or array of structs inside a struct is not split; pass it as its own parameter",
-                        quote!(#e).to_string().replace(' ', "")
-                    ),
-                ));
-                return failed;
-            }
-            Shape::Unsupported(why) => {
-                self.errors.push(syn::Error::new_spanned(
-                    e,
-                    format!(
-                        "phidiff: field `{}` of `{struct_name}`: {why}",
-                        member_text(&members[0])
-                    ),
-                ));
-                return failed;
-            }
-            _ => {}
-        }
-        if members.len() > 1 {
-            self.errors.push(syn::Error::new_spanned(
-                e,
-                format!(
-                    "phidiff: field `{}` of `{struct_name}` has no fields",
-                    member_text(&members[0])
-                ),
-            ));
-            return failed;
-        }
-        self.used.insert(part.ident.to_string());
-        let id = Ident::new(&part.ident.to_string(), span);
-        let by_ref = part.by_reference(*form);
-        let tokens = match ctx {
-            Context::Borrow { mutable } => match (by_ref, mutable, form) {
-                (true, true, Form::Ref) => {
-                    self.errors.push(syn::Error::new(
-                        span,
-                        format!("phidiff: `{root}` is borrowed immutably (`&{struct_name}`), its fields cannot be borrowed mutably"),
-                    ));
-                    return failed;
-                }
-                (true, true, _) | (true, false, Form::Ref) => quote_spanned!(span=> #id),
-                (true, false, _) => quote_spanned!(span=> &*#id),
-                (false, true, _) => quote_spanned!(span=> &mut #id),
-                (false, false, _) => quote_spanned!(span=> &#id),
-            },
-            Context::Receiver => quote_spanned!(span=> #id),
-            Context::Place if by_ref => quote_spanned!(span=> *#id),
-            Context::Place => quote_spanned!(span=> #id),
-            Context::Value if by_ref => quote_spanned!(span=> (*#id)),
-            Context::Value => quote_spanned!(span=> #id),
-        };
-        Some(syn::parse2(tokens).expect("an exploded field is an expression"))
-    }
-
-    /// Field accesses inside a macro's tokens (`vec![p.k; n]`, `assert!(p.n > 0)`).
-    fn rewrite_tokens(&mut self, tokens: TokenStream) -> TokenStream {
-        let tts: Vec<TokenTree> = tokens.into_iter().collect();
-        let mut out = Vec::new();
-        let mut i = 0;
-        while i < tts.len() {
-            let after_dot =
-                i > 0 && matches!(&tts[i - 1], TokenTree::Punct(p) if p.as_char() == '.');
-            if let (TokenTree::Ident(root), false) = (&tts[i], after_dot) {
-                if self.roots.contains_key(&root.to_string()) {
-                    if let (Some(TokenTree::Punct(dot)), Some(TokenTree::Ident(field))) =
-                        (tts.get(i + 1), tts.get(i + 2))
-                    {
-                        let is_call = matches!(tts.get(i + 3), Some(TokenTree::Group(g)) if g.delimiter() == proc_macro2::Delimiter::Parenthesis);
-                        if dot.as_char() == '.' && !is_call {
-                            let e: Expr =
-                                syn::parse2(quote!(#root.#field)).expect("a field access");
-                            if let Some(r) = self.replace(&e, Context::Value) {
-                                out.push(TokenTree::Group(proc_macro2::Group::new(
-                                    proc_macro2::Delimiter::Parenthesis,
-                                    r.into_token_stream(),
-                                )));
-                                i += 3;
-                                continue;
-                            }
-                        }
-                    }
-                }
-            }
-            out.push(match &tts[i] {
-                TokenTree::Group(g) => {
-                    let mut ng =
-                        proc_macro2::Group::new(g.delimiter(), self.rewrite_tokens(g.stream()));
-                    ng.set_span(g.span());
-                    TokenTree::Group(ng)
-                }
-                t => t.clone(),
-            });
-            i += 1;
-        }
-        out.into_iter().collect()
-    }
-
-    fn whole_use(&mut self, name: &Ident) {
-        self.errors.push(syn::Error::new(
-            name.span(),
-            format!(
-                "phidiff cannot differentiate a use of the struct `{name}` as a whole here yet (passing it to a call, calling its methods, copying or matching it): use its fields (`{name}.field`), or pass them to the call"
-            ),
-        ));
-    }
-}
-
-impl VisitMut for Rewriter<'_> {
-    fn visit_expr_mut(&mut self, e: &mut Expr) {
-        let replaced = match e {
-            Expr::Reference(r) => {
-                let ctx = Context::Borrow {
-                    mutable: r.mutability.is_some(),
-                };
-                self.replace(&r.expr, ctx)
-            }
-            Expr::Field(_) => self.replace(e, Context::Value),
-            _ => None,
-        };
-        if let Some(r) = replaced {
-            *e = r;
-            return;
-        }
-        match e {
-            Expr::Assign(a) => {
-                if let Some(r) = self.replace(&a.left, Context::Place) {
-                    *a.left = r;
-                } else {
-                    self.visit_expr_mut(&mut a.left);
-                }
-                self.visit_expr_mut(&mut a.right);
-            }
-            Expr::Binary(b) if is_compound_assign(&b.op) => {
-                if let Some(r) = self.replace(&b.left, Context::Place) {
-                    *b.left = r;
-                } else {
-                    self.visit_expr_mut(&mut b.left);
-                }
-                self.visit_expr_mut(&mut b.right);
-            }
-            Expr::Index(ix) => {
-                if let Some(r) = self.replace(&ix.expr, Context::Receiver) {
-                    *ix.expr = r;
-                } else {
-                    self.visit_expr_mut(&mut ix.expr);
-                }
-                self.visit_expr_mut(&mut ix.index);
-            }
-            Expr::MethodCall(m) => {
-                if let Some(r) = self.replace(&m.receiver, Context::Receiver) {
-                    *m.receiver = r;
-                } else {
-                    self.visit_expr_mut(&mut m.receiver);
-                }
-                for a in m.args.iter_mut() {
-                    self.visit_expr_mut(a);
-                }
-            }
-            Expr::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 => {
-                let id = &p.path.segments[0].ident;
-                if self.roots.contains_key(&id.to_string()) {
-                    let id = id.clone();
-                    self.whole_use(&id);
-                }
-            }
-            _ => syn::visit_mut::visit_expr_mut(self, e),
-        }
-    }
-
-    fn visit_macro_mut(&mut self, m: &mut syn::Macro) {
-        m.tokens = self.rewrite_tokens(m.tokens.clone());
-    }
 }

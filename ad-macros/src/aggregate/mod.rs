@@ -12,6 +12,7 @@
 
 pub mod derive;
 pub mod explode;
+mod rewrite;
 pub mod shape;
 mod wrap;
 
@@ -39,11 +40,15 @@ pub fn needed(
                 _ => continue,
             },
             syn::FnArg::Receiver(r) => match self_ty {
-                Some(t) => (syn::Ident::new("self", r.self_token.span), t.clone(), r.span()),
+                Some(t) => (
+                    syn::Ident::new("self", r.self_token.span),
+                    t.clone(),
+                    r.span(),
+                ),
                 None => continue,
             },
         };
-        let Some((_, path)) = explode::struct_param(&ty) else {
+        let Some((_, path, seq)) = explode::struct_param(&ty) else {
             continue;
         };
         let generic = item
@@ -56,7 +61,11 @@ pub fn needed(
             shape::Shape::Nested(_)
         );
         let receiver = matches!(arg, syn::FnArg::Receiver(_));
-        if generic || !known || !(receiver || reads_fields(body.clone(), &name)) {
+        let used = match seq {
+            true => mentions(body.clone(), &name),
+            false => receiver || reads_fields(body.clone(), &name),
+        };
+        if generic || !known || !used {
             continue;
         }
         let mut p = path.path.clone();
@@ -68,6 +77,15 @@ pub fn needed(
         }
     }
     out
+}
+
+/// Whether `tokens` contain `name`.
+fn mentions(tokens: TokenStream, name: &syn::Ident) -> bool {
+    tokens.into_iter().any(|t| match t {
+        TokenTree::Group(g) => mentions(g.stream(), name),
+        TokenTree::Ident(id) => id == *name,
+        _ => false,
+    })
 }
 
 /// Whether `tokens` contain `name.field` (not a method call `name.f(..)`).
@@ -227,7 +245,14 @@ pub fn resume(input: TokenStream, source: Option<SourceFile<'_>>) -> TokenStream
                 (p.clone(), span)
             })
             .collect();
-        return chase(&opts.krate, &r.args, &pending, &known, r.imp.as_ref(), &r.item);
+        return chase(
+            &opts.krate,
+            &r.args,
+            &pending,
+            &known,
+            r.imp.as_ref(),
+            &r.item,
+        );
     }
     let layouts = match parse_known(known) {
         Ok(l) => l,
@@ -271,7 +296,9 @@ pub fn derivatives(
         params.extend(g.params.iter().cloned());
         g.params = params;
         if let Some(w) = &imp.generics.where_clause {
-            g.make_where_clause().predicates.extend(w.predicates.iter().cloned());
+            g.make_where_clause()
+                .predicates
+                .extend(w.predicates.iter().cloned());
         }
         exploded.inner.vis = syn::Visibility::Inherited;
     }

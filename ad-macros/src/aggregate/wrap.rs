@@ -196,6 +196,70 @@ impl Wrapper<'_> {
         out
     }
 
+    /// A slice, array or `Vec` of structs passed to the exploded function as one buffer per
+    /// field: each field copied out (`__c_xs_f`) before the call and, for `&mut`, back
+    /// after it; the derivative `d` (a shadow or tangent of the same shape, where the
+    /// exploded function takes one: `takes(j)` for its parameter `j`) likewise, and always
+    /// back after it.
+    fn seq_copies(
+        &self,
+        k: usize,
+        d: Option<&Ident>,
+        shadow: bool,
+        takes: &dyn Fn(usize) -> bool,
+        pre: &mut TokenStream,
+        args: &mut Vec<TokenStream>,
+        post: &mut TokenStream,
+    ) {
+        let Param::Struct {
+            name, form, parts, ..
+        } = &self.params[k]
+        else {
+            return;
+        };
+        let start = self.inner_index()[k];
+        let rt = self.krate;
+        if let Some(d) = d {
+            let (label, dlabel) = (name.to_string(), d.to_string());
+            pre.extend(quote!(#rt::__private::check_len(#label, #dlabel, #name.len(), #d.len());));
+        }
+        let pass = |v: &Ident| match form {
+            Form::Ref => quote!(&#v),
+            Form::Mut => quote!(&mut #v),
+            Form::Value => quote!(#v),
+        };
+        for (i, part) in parts.iter().enumerate() {
+            let (m, fty) = (&part.member, &part.field_ty);
+            let c = format_ident!("__c_{}_{}", name, super::explode::member_text(m));
+            pre.extend(quote! {
+                let mut #c: Vec<#fty> = #name.iter().map(|__e| ::core::clone::Clone::clone(&__e.#m)).collect();
+            });
+            args.push(pass(&c));
+            if *form == Form::Mut {
+                post.extend(quote! {
+                    for (__e, __v) in #name.iter_mut().zip(#c) { __e.#m = __v; }
+                });
+            }
+            let Some(d) = d.filter(|_| takes(start + i)) else {
+                continue;
+            };
+            let dc = format_ident!("__d_{}_{}", name, super::explode::member_text(m));
+            pre.extend(quote! {
+                let mut #dc: Vec<#fty> = #d.iter().map(|__e| ::core::clone::Clone::clone(&__e.#m)).collect();
+            });
+            // A shadow is `&mut` and goes back; a tangent is passed like its primal.
+            args.push(match shadow {
+                true => quote!(&mut #dc),
+                false => pass(&dc),
+            });
+            if shadow || *form == Form::Mut {
+                post.extend(quote! {
+                    for (__e, __v) in #d.iter_mut().zip(#dc) { __e.#m = __v; }
+                });
+            }
+        }
+    }
+
     /// The argument passing field `part` of struct parameter `name` to the exploded function.
     fn field_arg(name: &Ident, form: Form, part: &super::explode::Part) -> TokenStream {
         let m = &part.member;
@@ -251,9 +315,26 @@ impl Wrapper<'_> {
                     name,
                     ty,
                     struct_ty,
+                    mutable,
+                    seq: true,
+                    ..
+                } => {
+                    params.push(Self::struct_param_tokens(name, ty, *mutable));
+                    let d = self.derivative_name(&name.to_string());
+                    let shadow = self.struct_active(k).then_some(&d);
+                    if shadow.is_some() {
+                        params.push(quote!(#d: &mut [#struct_ty]));
+                    }
+                    self.seq_copies(k, shadow, true, &has_shadow, &mut pre, &mut args, &mut post);
+                }
+                Param::Struct {
+                    name,
+                    ty,
+                    struct_ty,
                     form,
                     mutable,
                     parts,
+                    ..
                 } => {
                     params.push(Self::struct_param_tokens(name, ty, *mutable));
                     let active = self.struct_active(k);
@@ -318,7 +399,7 @@ impl Wrapper<'_> {
     /// `f_fwd`: a tangent of the same type after each active parameter.
     pub fn forward(&self, name: &Ident, inner_name: &Ident, nested: TokenStream) -> TokenStream {
         let index = self.inner_index();
-        let (mut params, mut args, mut pre) = (vec![], vec![], quote!());
+        let (mut params, mut args, mut pre, mut post) = (vec![], vec![], quote!(), quote!());
         for (k, p) in self.params.iter().enumerate() {
             match p {
                 Param::Plain(_) => {
@@ -335,6 +416,22 @@ impl Wrapper<'_> {
                         });
                         args.push(quote!(#d));
                     }
+                }
+                Param::Struct {
+                    name,
+                    ty,
+                    mutable,
+                    seq: true,
+                    ..
+                } => {
+                    params.push(Self::struct_param_tokens(name, ty, *mutable));
+                    let d = self.derivative_name(&name.to_string());
+                    let tangent = self.struct_active(k).then_some(&d);
+                    if tangent.is_some() {
+                        params.push(Self::struct_param_tokens(&d, ty, *mutable));
+                    }
+                    let active = |j: usize| self.inner.params[j].active;
+                    self.seq_copies(k, tangent, false, &active, &mut pre, &mut args, &mut post);
                 }
                 Param::Struct {
                     name,
@@ -372,7 +469,7 @@ impl Wrapper<'_> {
             true => quote!(let __y = #call;),
             false => quote!(#call;),
         };
-        let (ret, body) = self.result(outs, quote!(#nested #pre #bind));
+        let (ret, body) = self.result(outs, quote!(#nested #pre #bind #post));
         self.wrap(name, params, ret, body)
     }
 
@@ -423,6 +520,27 @@ impl Wrapper<'_> {
                         grads.push(quote!(#d));
                         grad_tys.push(self.scalar_ty(&ps.ty));
                     }
+                }
+                Param::Struct {
+                    name,
+                    ty,
+                    struct_ty,
+                    mutable,
+                    seq: true,
+                    ..
+                } => {
+                    params.push(Self::struct_param_tokens(name, ty, *mutable));
+                    args.push(quote!(#name));
+                    if !self.struct_active(k) {
+                        continue;
+                    }
+                    let d = self.derivative_name(&name.to_string());
+                    setup.extend(quote! {
+                        let mut #d: Vec<#struct_ty> = #name.iter().map(#rt::Differentiable::zero_like).collect();
+                    });
+                    args.push(quote!(&mut #d));
+                    grads.push(quote!(#d));
+                    grad_tys.push(quote!(Vec<#struct_ty>));
                 }
                 Param::Struct {
                     name,

@@ -121,6 +121,12 @@ impl Lowerer<'_> {
                 });
                 Ok(Some(buf))
             }
+            // A local array `[v; n]` (`[[v; m]; n]`) is held like `vec![v; n]`: the same
+            // values, on the heap.
+            Expr::Repeat(r) => {
+                let as_vec = repeat_as_vec(r);
+                self.try_lower_new_buffer(&as_vec)
+            }
             Expr::Paren(p) => self.try_lower_new_buffer(&p.expr),
             _ => Ok(None),
         }
@@ -151,6 +157,16 @@ impl Lowerer<'_> {
             _ => Ok((parsed.fill, vec![parsed.len])),
         }
     }
+}
+
+/// `[v; n]` as `vec![v; n]`, nested repeats as nested `vec!`s.
+fn repeat_as_vec(r: &syn::ExprRepeat) -> Expr {
+    let fill = match &*r.expr {
+        Expr::Repeat(inner) => repeat_as_vec(inner),
+        other => other.clone(),
+    };
+    let len = &r.len;
+    syn::parse_quote_spanned!(syn::spanned::Spanned::span(r)=> vec![#fill; #len])
 }
 
 struct VecMacro {

@@ -1,0 +1,541 @@
+//! The body of a function taking structs, rewritten for its exploded parameters (see
+//! `explode`): `p.k` → `(*p__k)`, `s.k = v` → `*s__k = v`, `p.w[i]` → `p__w[i]`; for a
+//! slice of structs `bodies[i].pos[d]` → `bodies__pos[i][d]`, `bodies.len()` →
+//! `bodies__pos.len()`, and `for b in bodies.iter_mut() { b.vel[0] .. }` → an index loop
+//! `for __k_b in 0..bodies__pos.len() { bodies__vel[__k_b][0] .. }`.
+
+use super::explode::{member_text, Form, Part};
+use super::shape::Shape;
+use proc_macro2::{TokenStream, TokenTree};
+use quote::{format_ident, quote, quote_spanned, ToTokens};
+use std::collections::HashMap;
+use syn::spanned::Spanned;
+use syn::visit_mut::VisitMut;
+use syn::{Expr, Ident};
+
+/// A name the body reads fields through.
+#[derive(Clone)]
+pub enum Root {
+    /// A struct parameter.
+    Struct {
+        form: Form,
+        parts: Vec<Part>,
+        /// Every field of the struct (for messages about the ones not passed).
+        all: Vec<(syn::Member, Shape)>,
+        struct_name: String,
+    },
+    /// A slice, array or `Vec` of structs: each field a buffer.
+    Seq {
+        parts: Vec<Part>,
+        all: Vec<(syn::Member, Shape)>,
+        struct_name: String,
+    },
+    /// An element of a slice of structs: `b` of `for b in bodies.iter()` or of
+    /// `let b = &bodies[i];`, at index `index`.
+    Elem { seq: String, index: Expr },
+}
+
+/// Rewrites `block` for the exploded parameters of `roots`.
+pub fn rewrite(block: &mut syn::Block, roots: HashMap<String, Root>) -> syn::Result<()> {
+    let mut r = Rewriter {
+        roots,
+        errors: Vec::new(),
+        fresh: 0,
+    };
+    r.visit_block_mut(block);
+    match r.errors.into_iter().reduce(|mut a, b| {
+        a.combine(b);
+        a
+    }) {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+struct Rewriter {
+    roots: HashMap<String, Root>,
+    errors: Vec<syn::Error>,
+    /// Counter of the index variables introduced.
+    fresh: usize,
+}
+
+/// Where a field access stands.
+#[derive(Clone, Copy, PartialEq)]
+enum Context {
+    /// A value (`p.k * 2.0`).
+    Value,
+    /// Indexed or the receiver of a method (`p.w[i]`, `p.w.len()`): auto-deref applies.
+    Receiver,
+    /// Borrowed: `&p.w` (`mutable`: `&mut s.w`).
+    Borrow { mutable: bool },
+    /// Assigned: `s.k = ..`, `s.k += ..`.
+    Place,
+}
+
+/// The base of a field access: a name, or an element `xs[i]` of a slice of structs.
+enum Base {
+    Name(Ident),
+    Indexed(Ident, Expr),
+}
+
+/// A field access `p.a.b` (or `(*p).a`, `xs[i].a`): its base and members.
+fn chain(e: &Expr) -> Option<(Base, Vec<syn::Member>)> {
+    match e {
+        Expr::Field(f) => {
+            let (base, mut members) =
+                chain(&f.base).or_else(|| base_of(&f.base).map(|b| (b, vec![])))?;
+            members.push(f.member.clone());
+            Some((base, members))
+        }
+        _ => None,
+    }
+}
+
+fn base_of(e: &Expr) -> Option<Base> {
+    match e {
+        Expr::Index(ix) => name_of(&ix.expr).map(|n| Base::Indexed(n, (*ix.index).clone())),
+        Expr::Paren(p) => base_of(&p.expr),
+        Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => base_of(&u.expr),
+        other => name_of(other).map(Base::Name),
+    }
+}
+
+fn name_of(e: &Expr) -> Option<Ident> {
+    match e {
+        Expr::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 => {
+            Some(p.path.segments[0].ident.clone())
+        }
+        Expr::Paren(p) => name_of(&p.expr),
+        Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => name_of(&u.expr),
+        _ => None,
+    }
+}
+
+fn is_compound_assign(op: &syn::BinOp) -> bool {
+    use syn::BinOp::*;
+    matches!(
+        op,
+        AddAssign(_)
+            | SubAssign(_)
+            | MulAssign(_)
+            | DivAssign(_)
+            | RemAssign(_)
+            | BitXorAssign(_)
+            | BitAndAssign(_)
+            | BitOrAssign(_)
+            | ShlAssign(_)
+            | ShrAssign(_)
+    )
+}
+
+fn text(e: &impl ToTokens) -> String {
+    e.to_token_stream().to_string().replace(' ', "")
+}
+
+impl Rewriter {
+    fn error(&mut self, at: &impl ToTokens, msg: String) -> Option<Expr> {
+        self.errors.push(syn::Error::new_spanned(at, msg));
+        // An empty expression: nothing below the access is visited again.
+        Some(Expr::Verbatim(quote!()))
+    }
+
+    /// The part of struct `struct_name` for member `m`, or the error saying why there is none.
+    fn part_of<'p>(
+        &mut self,
+        e: &Expr,
+        parts: &'p [Part],
+        all: &[(syn::Member, Shape)],
+        struct_name: &str,
+        members: &[syn::Member],
+    ) -> Result<&'p Part, Option<Expr>> {
+        let m = &members[0];
+        if let Some(part) = parts.iter().find(|p| p.member == *m) {
+            if members.len() > 1 {
+                let msg = format!(
+                    "phidiff: field `{}` of `{struct_name}` has no fields",
+                    member_text(m)
+                );
+                return Err(self.error(e, msg));
+            }
+            return Ok(part);
+        }
+        let msg = match all.iter().find(|(f, _)| f == m).map(|(_, s)| s) {
+            None => format!("phidiff: `{struct_name}` has no field `{}`", member_text(m)),
+            Some(Shape::Nested(_)) => format!(
+                "phidiff cannot differentiate `{}` here yet: fields of a struct inside a struct are not split; pass `{}` as its own parameter",
+                text(e),
+                member_text(m)
+            ),
+            Some(Shape::Seq { .. }) => format!(
+                "phidiff cannot differentiate `{}` here yet: a `Vec` or array of structs inside a struct is not split; pass it as its own parameter",
+                text(e)
+            ),
+            Some(Shape::Unsupported(why)) => format!("phidiff: field `{}` of `{struct_name}`: {why}", member_text(m)),
+            Some(_) => format!(
+                "phidiff: field `{}` of `{struct_name}` is a constant of a type the derivative code does not pass (it passes floats, integers, `bool`s and buffers of floats); read it outside the differentiated function, or pass what it holds as a parameter",
+                member_text(m)
+            ),
+        };
+        Err(self.error(e, msg))
+    }
+
+    /// The replacement of field access `e`, if it is one on a struct parameter or an element
+    /// of a slice of structs (an empty expression where an error was reported instead).
+    fn replace(&mut self, e: &Expr, ctx: Context) -> Option<Expr> {
+        let (base, members) = chain(e)?;
+        let span = e.span();
+        // An element `xs[i]` of a slice of structs, or a name bound to one.
+        let (seq, index) = match &base {
+            Base::Indexed(n, i) => (n.clone(), i.clone()),
+            Base::Name(n) => match self.roots.get(&n.to_string())? {
+                Root::Elem { seq, index } => (Ident::new(seq, n.span()), index.clone()),
+                Root::Seq { .. } => return None,
+                Root::Struct {
+                    form,
+                    parts,
+                    all,
+                    struct_name,
+                } => {
+                    let (form, parts, all, struct_name) =
+                        (*form, parts.clone(), all.clone(), struct_name.clone());
+                    let part = match self.part_of(e, &parts, &all, &struct_name, &members) {
+                        Ok(p) => p.clone(),
+                        Err(failed) => return failed,
+                    };
+                    return self.struct_field(e, n, form, &part, &struct_name, ctx);
+                }
+            },
+        };
+        let Some(Root::Seq {
+            parts,
+            all,
+            struct_name,
+        }) = self.roots.get(&seq.to_string()).cloned()
+        else {
+            return None;
+        };
+        let part = match self.part_of(e, &parts, &all, &struct_name, &members) {
+            Ok(p) => p.clone(),
+            Err(failed) => return failed,
+        };
+        let id = Ident::new(&part.ident.to_string(), span);
+        let mut index = index;
+        self.visit_expr_mut(&mut index);
+        let tokens = match ctx {
+            Context::Borrow { mutable: true } => quote_spanned!(span=> &mut #id[#index]),
+            Context::Borrow { mutable: false } => quote_spanned!(span=> &#id[#index]),
+            _ => quote_spanned!(span=> #id[#index]),
+        };
+        Some(syn::parse2(tokens).expect("an element of a field buffer is an expression"))
+    }
+
+    /// `p.k` of a struct parameter `p` passed by `form`, in context `ctx`.
+    fn struct_field(
+        &mut self,
+        e: &Expr,
+        root: &Ident,
+        form: Form,
+        part: &Part,
+        struct_name: &str,
+        ctx: Context,
+    ) -> Option<Expr> {
+        let span = e.span();
+        let id = Ident::new(&part.ident.to_string(), span);
+        let by_ref = part.by_reference(form);
+        let tokens = match ctx {
+            Context::Borrow { mutable } => match (by_ref, mutable, form) {
+                (true, true, Form::Ref) => {
+                    let msg = format!("phidiff: `{root}` is borrowed immutably (`&{struct_name}`), its fields cannot be borrowed mutably");
+                    return self.error(e, msg);
+                }
+                (true, true, _) | (true, false, Form::Ref) => quote_spanned!(span=> #id),
+                (true, false, _) => quote_spanned!(span=> &*#id),
+                (false, true, _) => quote_spanned!(span=> &mut #id),
+                (false, false, _) => quote_spanned!(span=> &#id),
+            },
+            Context::Receiver => quote_spanned!(span=> #id),
+            Context::Place if by_ref => quote_spanned!(span=> *#id),
+            Context::Place => quote_spanned!(span=> #id),
+            Context::Value if by_ref => quote_spanned!(span=> (*#id)),
+            Context::Value => quote_spanned!(span=> #id),
+        };
+        Some(syn::parse2(tokens).expect("an exploded field is an expression"))
+    }
+
+    /// The buffer whose length is the length of slice of structs `seq`.
+    fn len_of(&self, seq: &Ident) -> Option<Ident> {
+        match self.roots.get(&seq.to_string()) {
+            Some(Root::Seq { parts, .. }) => {
+                Some(Ident::new(&parts[0].ident.to_string(), seq.span()))
+            }
+            _ => None,
+        }
+    }
+
+    /// `for b in xs.iter_mut()` (also `&xs`, `&mut xs[a..]`, `xs[..n].iter()`, and
+    /// `.enumerate()` of those with `(i, b)`) over a slice of structs → an index loop whose
+    /// body reads `b`'s fields as elements of the field buffers.
+    fn for_over_structs(&mut self, f: &mut syn::ExprForLoop) -> bool {
+        let (iter, enumerate) = match &*f.expr {
+            Expr::MethodCall(m) if m.method == "enumerate" && m.args.is_empty() => {
+                (&*m.receiver, true)
+            }
+            other => (other, false),
+        };
+        let walked = match iter {
+            Expr::MethodCall(m)
+                if (m.method == "iter" || m.method == "iter_mut") && m.args.is_empty() =>
+            {
+                &*m.receiver
+            }
+            Expr::Reference(r) => &*r.expr,
+            other => other,
+        };
+        let (seq, range) = match walked {
+            Expr::Index(ix) => match (name_of(&ix.expr), &*ix.index) {
+                (Some(n), Expr::Range(r)) => (n, Some(r.clone())),
+                _ => return false,
+            },
+            other => match name_of(other) {
+                Some(n) => (n, None),
+                None => return false,
+            },
+        };
+        let Some(len) = self.len_of(&seq) else {
+            return false;
+        };
+        let (elem, counter) = match (&*f.pat, enumerate) {
+            (syn::Pat::Ident(p), false) => (p.ident.clone(), None),
+            (syn::Pat::Tuple(t), true) if t.elems.len() == 2 => match (&t.elems[0], &t.elems[1]) {
+                (c, syn::Pat::Ident(p)) => (p.ident.clone(), Some(c.clone())),
+                _ => return false,
+            },
+            _ => {
+                self.error(&f.pat, "phidiff: a loop over a slice of structs binds each element to a name (`for b in xs.iter()`, `for (i, b) in xs.iter().enumerate()`)".to_string());
+                return true;
+            }
+        };
+        let (mut lo, mut hi): (Expr, Expr) = (syn::parse_quote!(0), syn::parse_quote!(#len.len()));
+        if let Some(r) = range {
+            if let Some(s) = r.start {
+                lo = *s;
+            }
+            if let Some(e) = r.end {
+                hi = match r.limits {
+                    syn::RangeLimits::HalfOpen(_) => *e,
+                    syn::RangeLimits::Closed(_) => syn::parse_quote!((#e) + 1),
+                };
+            }
+        }
+        self.visit_expr_mut(&mut lo);
+        self.visit_expr_mut(&mut hi);
+        let k = format_ident!("__k_{}_{}", elem, self.fresh);
+        self.fresh += 1;
+        let previous = self.roots.insert(
+            elem.to_string(),
+            Root::Elem {
+                seq: seq.to_string(),
+                index: syn::parse_quote!(#k),
+            },
+        );
+        self.visit_block_mut(&mut f.body);
+        match previous {
+            Some(p) => self.roots.insert(elem.to_string(), p),
+            None => self.roots.remove(&elem.to_string()),
+        };
+        let body = &f.body;
+        let bind = counter.map(|c| quote!(let #c = #k - (#lo);));
+        let label = &f.label;
+        *f = syn::parse_quote!(#label for #k in (#lo)..(#hi) { #bind #body });
+        true
+    }
+
+    /// `let b = &xs[i];` (or `&mut xs[i]`) of a slice of structs: `b` names that element
+    /// for the rest of the block; the statement binds the index once.
+    fn element_binding(&mut self, local: &syn::Local) -> Option<syn::Stmt> {
+        let syn::Pat::Ident(p) = &local.pat else {
+            return None;
+        };
+        let init = local.init.as_ref()?;
+        let Expr::Reference(r) = &*init.expr else {
+            return None;
+        };
+        let Expr::Index(ix) = &*r.expr else {
+            return None;
+        };
+        let seq = name_of(&ix.expr)?;
+        self.len_of(&seq)?;
+        let k = format_ident!("__k_{}_{}", p.ident, self.fresh);
+        self.fresh += 1;
+        let mut index = (*ix.index).clone();
+        self.visit_expr_mut(&mut index);
+        self.roots.insert(
+            p.ident.to_string(),
+            Root::Elem {
+                seq: seq.to_string(),
+                index: syn::parse_quote!(#k),
+            },
+        );
+        Some(syn::parse_quote!(let #k = #index;))
+    }
+
+    /// Field accesses inside a macro's tokens (`vec![p.k; n]`, `assert!(p.n > 0)`).
+    fn rewrite_tokens(&mut self, tokens: TokenStream) -> TokenStream {
+        let tts: Vec<TokenTree> = tokens.into_iter().collect();
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < tts.len() {
+            let after_dot =
+                i > 0 && matches!(&tts[i - 1], TokenTree::Punct(p) if p.as_char() == '.');
+            if let (TokenTree::Ident(root), false) = (&tts[i], after_dot) {
+                if self.roots.contains_key(&root.to_string()) {
+                    if let (Some(TokenTree::Punct(dot)), Some(TokenTree::Ident(field))) =
+                        (tts.get(i + 1), tts.get(i + 2))
+                    {
+                        let is_call = matches!(tts.get(i + 3), Some(TokenTree::Group(g)) if g.delimiter() == proc_macro2::Delimiter::Parenthesis);
+                        if dot.as_char() == '.' && !is_call {
+                            let e: Expr =
+                                syn::parse2(quote!(#root.#field)).expect("a field access");
+                            if let Some(r) = self.replace(&e, Context::Value) {
+                                out.push(TokenTree::Group(proc_macro2::Group::new(
+                                    proc_macro2::Delimiter::Parenthesis,
+                                    r.into_token_stream(),
+                                )));
+                                i += 3;
+                                continue;
+                            }
+                        }
+                    }
+                }
+            }
+            out.push(match &tts[i] {
+                TokenTree::Group(g) => {
+                    let mut ng =
+                        proc_macro2::Group::new(g.delimiter(), self.rewrite_tokens(g.stream()));
+                    ng.set_span(g.span());
+                    TokenTree::Group(ng)
+                }
+                t => t.clone(),
+            });
+            i += 1;
+        }
+        out.into_iter().collect()
+    }
+
+    fn whole_use(&mut self, name: &Ident) {
+        let msg = match self.roots.get(&name.to_string()) {
+            Some(Root::Seq { .. }) => format!(
+                "phidiff cannot differentiate this use of the slice of structs `{name}` yet: index it (`{name}[i].field`), take its `len()`, or walk it with `for b in {name}.iter()` / `.iter_mut()` / `.iter().enumerate()`"
+            ),
+            Some(Root::Elem { .. }) => format!(
+                "phidiff cannot differentiate a use of the element `{name}` as a whole yet: read and write its fields (`{name}.field`)"
+            ),
+            _ => format!(
+                "phidiff cannot differentiate a use of the struct `{name}` as a whole here yet (passing it to a call, calling its methods, copying or matching it): use its fields (`{name}.field`), or pass them to the call"
+            ),
+        };
+        self.errors.push(syn::Error::new(name.span(), msg));
+    }
+}
+
+impl VisitMut for Rewriter {
+    fn visit_block_mut(&mut self, b: &mut syn::Block) {
+        let saved = self.roots.clone();
+        let mut stmts = Vec::new();
+        for mut s in std::mem::take(&mut b.stmts) {
+            if let syn::Stmt::Local(l) = &s {
+                if let Some(bind) = self.element_binding(l) {
+                    stmts.push(bind);
+                    continue;
+                }
+            }
+            self.visit_stmt_mut(&mut s);
+            stmts.push(s);
+        }
+        b.stmts = stmts;
+        self.roots = saved;
+    }
+
+    fn visit_expr_mut(&mut self, e: &mut Expr) {
+        let replaced = match e {
+            Expr::Reference(r) => {
+                let ctx = Context::Borrow {
+                    mutable: r.mutability.is_some(),
+                };
+                self.replace(&r.expr, ctx)
+            }
+            Expr::Field(_) => self.replace(e, Context::Value),
+            _ => None,
+        };
+        if let Some(r) = replaced {
+            *e = r;
+            return;
+        }
+        match e {
+            Expr::ForLoop(f) => {
+                if !self.for_over_structs(f) {
+                    syn::visit_mut::visit_expr_for_loop_mut(self, f);
+                }
+            }
+            Expr::Assign(a) => {
+                if let Some(r) = self.replace(&a.left, Context::Place) {
+                    *a.left = r;
+                } else {
+                    self.visit_expr_mut(&mut a.left);
+                }
+                self.visit_expr_mut(&mut a.right);
+            }
+            Expr::Binary(b) if is_compound_assign(&b.op) => {
+                if let Some(r) = self.replace(&b.left, Context::Place) {
+                    *b.left = r;
+                } else {
+                    self.visit_expr_mut(&mut b.left);
+                }
+                self.visit_expr_mut(&mut b.right);
+            }
+            Expr::Index(ix) => {
+                if let Some(r) = self.replace(&ix.expr, Context::Receiver) {
+                    *ix.expr = r;
+                } else {
+                    self.visit_expr_mut(&mut ix.expr);
+                }
+                self.visit_expr_mut(&mut ix.index);
+            }
+            Expr::MethodCall(m) => {
+                // `xs.len()`, `xs.is_empty()` of a slice of structs.
+                let seq_len = match name_of(&m.receiver) {
+                    Some(n)
+                        if m.args.is_empty() && (m.method == "len" || m.method == "is_empty") =>
+                    {
+                        self.len_of(&n)
+                    }
+                    _ => None,
+                };
+                if let Some(len) = seq_len {
+                    *m.receiver = syn::parse_quote!(#len);
+                    return;
+                }
+                if let Some(r) = self.replace(&m.receiver, Context::Receiver) {
+                    *m.receiver = r;
+                } else {
+                    self.visit_expr_mut(&mut m.receiver);
+                }
+                for a in m.args.iter_mut() {
+                    self.visit_expr_mut(a);
+                }
+            }
+            Expr::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 => {
+                let id = &p.path.segments[0].ident;
+                if self.roots.contains_key(&id.to_string()) {
+                    let id = id.clone();
+                    self.whole_use(&id);
+                }
+            }
+            _ => syn::visit_mut::visit_expr_mut(self, e),
+        }
+    }
+
+    fn visit_macro_mut(&mut self, m: &mut syn::Macro) {
+        m.tokens = self.rewrite_tokens(m.tokens.clone());
+    }
+}
