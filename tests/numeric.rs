@@ -327,6 +327,7 @@ numeric_tests! {
         struct_by_value,
         shadow_length_named_by_field,
         slices_of_structs,
+        methods_and_calls_with_structs,
     ],
     /// Issue 46: functions mixing `f32` and `f64`.
     idiomatic_floats: [

@@ -62,7 +62,7 @@ pub fn expand_in(
         .to_compile_error();
         return quote!(#primal #err);
     }
-    let needed = crate::aggregate::needed(&item_fn, imp.as_ref().map(|i| &*i.self_ty));
+    let needed = crate::aggregate::needed(&item_fn, imp.as_ref());
     if !needed.is_empty() {
         let missing =
             source.and_then(|s| crate::aggregate::missing_derive(&item_fn, &needed, s.text));

@@ -423,3 +423,138 @@ pub fn slices_of_structs() {
         tols: TOLS,
     });
 }
+
+/// A polynomial model with its methods: `loss` calls the method `self.predict(t)` and the
+/// free function `ridge(self, lambda)`, each differentiated by its own attribute.
+#[derive(phidiff::Differentiable, Clone, Debug)]
+pub struct Poly<T> {
+    pub bias: T,
+    pub coef: Vec<T>,
+}
+
+impl<T: Float> Poly<T> {
+    #[differentiate(forward, reverse)]
+    pub fn predict(&self, t: T) -> T {
+        let mut s = self.bias;
+        let mut tk = T::one();
+        for c in self.coef.iter() {
+            tk = tk * t;
+            s = s + *c * tk;
+        }
+        s
+    }
+
+    #[differentiate(forward, reverse, wrt(self))]
+    pub fn loss(&self, ts: &[T], ys: &[T]) -> T {
+        let mut total = T::zero();
+        for i in 0..ts.len() {
+            let r = self.predict(ts[i]) - ys[i];
+            total = total + r * r;
+        }
+        total + ridge(self, T::from(0.05).unwrap())
+    }
+}
+
+/// A free function of the model.
+#[differentiate(forward, reverse)]
+pub fn ridge<T: Float>(p: &Poly<T>, lambda: T) -> T {
+    lambda * p.coef.iter().fold(T::zero(), |a, &c| a + c * c)
+}
+
+/// A damped oscillator stepped by a `&mut self` method that `run` calls in a
+/// Revolve-checkpointed loop.
+#[derive(phidiff::Differentiable, Clone, Debug)]
+pub struct Oscillator {
+    pub x: f64,
+    pub v: f64,
+    pub stiffness: f64,
+    pub damping: f64,
+}
+
+impl Oscillator {
+    #[differentiate(forward, reverse)]
+    pub fn step(&mut self, dt: f64) {
+        self.v -= dt * (self.stiffness * self.x + self.damping * self.v);
+        self.x += dt * self.v;
+    }
+
+    #[differentiate(forward, reverse)]
+    pub fn run(&mut self, dt: f64, n: usize) {
+        #[checkpoint(revolve(snapshots = 2))]
+        for _ in 0..n {
+            self.step(dt);
+        }
+    }
+}
+
+pub fn methods_and_calls_with_structs() {
+    let ts = [0.1, 0.4, 0.8, 1.1];
+    let ys = [0.3, 0.1, 0.5, 0.2];
+    let x = [0.2, 0.7, -0.4, 0.25];
+    let poly = |x: &[f64]| Poly { bias: x[0], coef: x[1..].to_vec() };
+    fn nd_poly<D: crate::common::nd::Inner>(x: &[Nd<D>]) -> Poly<Nd<D>> {
+        Poly { bias: x[0], coef: x[1..].to_vec() }
+    }
+    check_generic(&Generic {
+        name: "Poly::loss",
+        x: &x,
+        f: &|x| poly(x).loss(&ts, &ys),
+        f_dual: &|x| {
+            let c = |v: &[f64]| v.iter().map(|&c| Nd::<Dual64>::constant(c)).collect::<Vec<_>>();
+            nd_poly(x).loss(&c(&ts), &c(&ys))
+        },
+        f_hyper: &|x| {
+            let c = |v: &[f64]| v.iter().map(|&c| Nd::<HyperDual64>::constant(c)).collect::<Vec<_>>();
+            nd_poly(x).loss(&c(&ts), &c(&ys))
+        },
+        grad: &|x| {
+            let (v, g) = poly(x).loss_grad(&ts, &ys);
+            let mut flat = vec![g.bias];
+            flat.extend(&g.coef);
+            (v, flat)
+        },
+        fwd: &|x, d| poly(x).loss_fwd(&poly(d), &ts, &ys),
+        rev: &|x, seed| {
+            let p = poly(x);
+            let mut dp = p.zero_like();
+            let v = p.loss_rev(&mut dp, &ts, &ys, seed);
+            let mut flat = vec![dp.bias];
+            flat.extend(&dp.coef);
+            (v, flat)
+        },
+        hvp: &|x, v| {
+            let d = |a: f64, b: f64| phidiff::Dual { re: a, eps: b };
+            let p = Poly { bias: d(x[0], v[0]), coef: (1..x.len()).map(|i| d(x[i], v[i])).collect() };
+            let c = |v: &[f64]| v.iter().map(|&c| phidiff::Dual::constant(c)).collect::<Vec<_>>();
+            let mut dp = p.zero_like();
+            p.loss_rev(&mut dp, &c(&ts), &c(&ys), phidiff::Dual::constant(1.0));
+            let mut out = vec![dp.bias.eps];
+            out.extend(dp.coef.iter().map(|c| c.eps));
+            out
+        },
+    });
+    // The oscillator: state and parameters through `&mut self` calls in a checkpointed loop.
+    let (dt, n) = (0.05, 17);
+    let osc = |x: &[f64]| Oscillator { x: x[0], v: x[1], stiffness: x[2], damping: x[3] };
+    let flat = |o: &Oscillator| vec![o.x, o.v, o.stiffness, o.damping];
+    check_fwd_rev(&Case {
+        name: "Oscillator::run",
+        x: &[1.0, -0.2, 2.5, 0.3],
+        primal: &|x| {
+            let mut o = osc(x);
+            o.run(dt, n);
+            flat(&o)
+        },
+        jvp: &|x, v| {
+            let (mut o, mut d) = (osc(x), osc(v));
+            o.run_fwd(&mut d, dt, 0.0, n);
+            (flat(&o), flat(&d))
+        },
+        vjp: &|x, w| {
+            let (mut o, mut d) = (osc(x), osc(w));
+            o.run_rev(&mut d, dt, n);
+            (flat(&o), flat(&d))
+        },
+        tols: TOLS,
+    });
+}

@@ -36,10 +36,27 @@ pub struct Part {
 }
 
 impl Part {
-    /// Whether the exploded function holds this field through a reference (and reads it
-    /// as `(*p__k)`).
+    /// Whether the exploded function holds this field of a struct passed by `form` through
+    /// a reference (and reads it as `(*p__k)`): a buffer of a borrowed struct, and a float
+    /// of a mutably borrowed one; numbers of a shared struct are passed by value (and
+    /// their adjoints returned to the wrapper, which adds them into the shadow).
     pub fn by_reference(&self, form: Form) -> bool {
-        form != Form::Value && self.shape != Shape::Int
+        by_reference(form, &self.shape)
+    }
+
+    /// Whether the exploded function holds this field (a float of a `&mut` struct) as a
+    /// one-element slice `&mut [T]`, read as `s__k[0]`: the buffer form the compiler
+    /// passes on to calls and snapshots, as it does a `&mut f64` parameter inside.
+    pub fn one_element(&self, form: Form) -> bool {
+        form == Form::Mut && self.shape == Shape::Float
+    }
+}
+
+fn by_reference(form: Form, shape: &Shape) -> bool {
+    match form {
+        Form::Value => false,
+        Form::Ref => matches!(shape, Shape::Seq { .. }),
+        Form::Mut => matches!(shape, Shape::Seq { .. } | Shape::Float),
     }
 }
 
@@ -195,9 +212,10 @@ pub fn explode(
                     (true, Form::Ref, _) => syn::parse_quote!(& #lifetime [#fty]),
                     (true, Form::Mut, _) => syn::parse_quote!(& #lifetime mut [#fty]),
                     (true, Form::Value, _) => syn::parse_quote!(Vec<#fty>),
-                    (false, _, Shape::Int) | (false, Form::Value, _) => fty.clone(),
-                    (false, Form::Ref, _) => syn::parse_quote!(& #lifetime #fty),
+                    (false, _, _) if !by_reference(form, &shape) => fty.clone(),
+                    (false, Form::Mut, Shape::Float) => syn::parse_quote!(& #lifetime mut [#fty]),
                     (false, Form::Mut, _) => syn::parse_quote!(& #lifetime mut #fty),
+                    (false, _, _) => syn::parse_quote!(& #lifetime #fty),
                 };
                 Part {
                     ident,
@@ -226,11 +244,22 @@ pub fn explode(
             match seq {
                 false => super::rewrite::Root::Struct {
                     form,
+                    path: match arg {
+                        syn::FnArg::Receiver(_) => quote!(Self),
+                        syn::FnArg::Typed(_) => {
+                            let mut p = path.path.clone();
+                            for s in p.segments.iter_mut() {
+                                s.arguments = syn::PathArguments::None;
+                            }
+                            p.into_token_stream()
+                        }
+                    },
                     parts: parts.clone(),
                     all,
                     struct_name: layout.ident.to_string(),
                 },
                 true => super::rewrite::Root::Seq {
+                    form,
                     parts: parts.clone(),
                     all,
                     struct_name: layout.ident.to_string(),
@@ -275,10 +304,6 @@ pub fn explode(
         }
     }
     let mut inner = item.clone();
-    if let Some(t) = self_ty {
-        // The exploded function is not a method: `Self` is the impl's type.
-        block = syn::parse2(replace_self(block.to_token_stream(), t))?;
-    }
     inner.attrs.clear();
     inner.sig.ident = format_ident!("__phidiff_{}", item.sig.ident, span = item.sig.ident.span());
     inner.sig.inputs = inputs;
@@ -343,13 +368,6 @@ fn fields_of(
         out.push((member, shape, ty, f.ty.clone()));
     }
     Ok(out)
-}
-
-/// `tokens` with `Self` replaced by `ty`.
-fn replace_self(tokens: TokenStream, ty: &Type) -> TokenStream {
-    let mut map = HashMap::new();
-    map.insert("Self".to_string(), ty.to_token_stream());
-    substitute(tokens, &map)
 }
 
 /// `tokens` with each identifier in `map` replaced by its tokens.

@@ -29,8 +29,9 @@ use syn::spanned::Spanned;
 /// parameter's type.
 pub fn needed(
     item: &syn::ItemFn,
-    self_ty: Option<&syn::Type>,
+    imp: Option<&syn::ItemImpl>,
 ) -> Vec<(syn::Path, proc_macro2::Span)> {
+    let self_ty = imp.map(|i| &*i.self_ty);
     let body = item.block.to_token_stream();
     let mut out: Vec<(syn::Path, proc_macro2::Span)> = Vec::new();
     for arg in &item.sig.inputs {
@@ -55,6 +56,7 @@ pub fn needed(
             .sig
             .generics
             .type_params()
+            .chain(imp.iter().flat_map(|i| i.generics.type_params()))
             .any(|t| path.path.is_ident(&t.ident));
         let known = matches!(
             shape::shape_of(&syn::Type::Path(path.clone()), &[]),
@@ -232,9 +234,8 @@ pub fn resume(input: TokenStream, source: Option<SourceFile<'_>>) -> TokenStream
         Ok(o) => o,
         Err(e) => return e.to_compile_error(),
     };
-    let self_ty = r.imp.as_ref().map(|i| (*i.self_ty).clone());
     if !rest.is_empty() {
-        let spans = needed(&item, self_ty.as_ref());
+        let spans = needed(&item, r.imp.as_ref());
         let pending: Vec<(syn::Path, proc_macro2::Span)> = rest
             .iter()
             .map(|p| {
@@ -288,8 +289,8 @@ pub fn derivatives(
     }
     let mut exploded = explode::explode(item, layouts, imp.map(|i| &*i.self_ty))?;
     if let Some(imp) = imp {
-        // A method's exploded function is nested in each of its wrappers, outside the impl
-        // as far as generics go: it declares the impl's generic parameters itself.
+        // A method's exploded function is compiled with the impl's generic parameters as its
+        // own (the compiler reads the float type from them), and emitted without them.
         let g = &mut exploded.inner.sig.generics;
         let mut params: syn::punctuated::Punctuated<syn::GenericParam, syn::Token![,]> =
             imp.generics.params.clone();
@@ -300,7 +301,6 @@ pub fn derivatives(
                 .predicates
                 .extend(w.predicates.iter().cloned());
         }
-        exploded.inner.vis = syn::Visibility::Inherited;
     }
     let inner_name = &exploded.inner.sig.ident;
     let mut inner_opts = opts.clone();
@@ -325,22 +325,23 @@ pub fn derivatives(
         item,
         params: &exploded.params,
         inner: &inner_sig,
-        inner_generics: &exploded.inner.sig.generics,
+        inner_generics: &item.sig.generics,
         method: imp.is_some(),
         krate: &opts.krate,
     };
-    let (mut out, nested_fwd, nested_rev) = match imp {
-        None => (hide(inner_tokens), quote!(), quote!()),
-        Some(_) => {
-            let (fwd, rev) = split_inner(inner_tokens, &inner_opts);
-            (quote!(), fwd, rev)
-        }
-    };
+    // The exploded function itself too: its callers' derivatives may call it.
+    let mut inner_primal = exploded.inner.clone();
+    // (`#[checkpoint]`s are the compiler's; a misplaced one is reported with the primal.)
+    let _ = crate::parse::checkpoint::strip(&mut inner_primal);
+    inner_primal.attrs.push(syn::parse_quote!(#[allow(non_snake_case, dead_code, unused_variables, unused_mut, clippy::all)]));
+    let mut all = inner_primal.into_token_stream();
+    all.extend(inner_tokens);
+    let mut out = hide(all, imp);
     if let (Some(name), Some(inner)) = (&opts.forward, &inner_opts.forward) {
-        out.extend(w.forward(name, inner, nested_fwd));
+        out.extend(w.forward(name, inner));
     }
     if let (Some(name), Some(inner)) = (&opts.reverse, &inner_opts.reverse) {
-        out.extend(w.reverse(name, inner, nested_rev));
+        out.extend(w.reverse(name, inner));
         if inner_sig.returns_float {
             let grad = format_ident!("{}_grad", item.sig.ident);
             out.extend(w.grad(&grad, name));
@@ -393,32 +394,45 @@ fn active_parts(
     Ok(out)
 }
 
-/// The exploded function's forward and reverse derivatives, apart.
-fn split_inner(tokens: TokenStream, opts: &Options) -> (TokenStream, TokenStream) {
+/// The exploded function and its derivatives, hidden from the documentation; for a method,
+/// associated functions of its impl, without the impl's generic parameters they were
+/// compiled with.
+fn hide(tokens: TokenStream, imp: Option<&syn::ItemImpl>) -> TokenStream {
     let Ok(file) = syn::parse2::<syn::File>(tokens.clone()) else {
-        return (tokens, quote!());
+        return tokens;
     };
-    let (mut fwd, mut rev) = (quote!(), quote!());
-    for i in file.items {
-        let is_fwd = matches!(&i, syn::Item::Fn(f) if Some(&f.sig.ident) == opts.forward.as_ref());
-        match is_fwd {
-            true => fwd.extend(i.into_token_stream()),
-            false => rev.extend(i.into_token_stream()),
-        }
-    }
-    (fwd, rev)
-}
-
-/// The exploded function's derivatives, hidden from the documentation.
-fn hide(tokens: TokenStream) -> TokenStream {
-    match syn::parse2::<syn::File>(tokens.clone()) {
-        Ok(file) => file
-            .items
-            .into_iter()
-            .map(|i| quote!(#[doc(hidden)] #i))
-            .collect(),
-        Err(_) => tokens,
-    }
+    let outer: Vec<String> = imp
+        .map(|i| {
+            i.generics
+                .params
+                .iter()
+                .map(|g| match g {
+                    syn::GenericParam::Type(t) => t.ident.to_string(),
+                    syn::GenericParam::Const(c) => c.ident.to_string(),
+                    syn::GenericParam::Lifetime(l) => l.lifetime.to_string(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    file.items
+        .into_iter()
+        .map(|mut i| {
+            if let syn::Item::Fn(f) = &mut i {
+                f.sig.generics.params = std::mem::take(&mut f.sig.generics.params)
+                    .into_iter()
+                    .filter(|g| {
+                        let name = match g {
+                            syn::GenericParam::Type(t) => t.ident.to_string(),
+                            syn::GenericParam::Const(c) => c.ident.to_string(),
+                            syn::GenericParam::Lifetime(l) => l.lifetime.to_string(),
+                        };
+                        !outer.contains(&name)
+                    })
+                    .collect();
+            }
+            quote!(#[doc(hidden)] #i)
+        })
+        .collect()
 }
 
 /// The header of the inherent impl block that holds method `item`, read from the file (a

@@ -19,6 +19,8 @@ pub enum Root {
     /// A struct parameter.
     Struct {
         form: Form,
+        /// The path its methods are called by (`Params`, `Self`).
+        path: TokenStream,
         parts: Vec<Part>,
         /// Every field of the struct (for messages about the ones not passed).
         all: Vec<(syn::Member, Shape)>,
@@ -26,6 +28,7 @@ pub enum Root {
     },
     /// A slice, array or `Vec` of structs: each field a buffer.
     Seq {
+        form: Form,
         parts: Vec<Part>,
         all: Vec<(syn::Member, Shape)>,
         struct_name: String,
@@ -195,6 +198,7 @@ impl Rewriter {
                     parts,
                     all,
                     struct_name,
+                    ..
                 } => {
                     let (form, parts, all, struct_name) =
                         (*form, parts.clone(), all.clone(), struct_name.clone());
@@ -210,6 +214,7 @@ impl Rewriter {
             parts,
             all,
             struct_name,
+            ..
         }) = self.roots.get(&seq.to_string()).cloned()
         else {
             return None;
@@ -242,6 +247,14 @@ impl Rewriter {
         let span = e.span();
         let id = Ident::new(&part.ident.to_string(), span);
         let by_ref = part.by_reference(form);
+        if part.one_element(form) {
+            let tokens = match ctx {
+                Context::Borrow { mutable: true } => quote_spanned!(span=> &mut #id[0]),
+                Context::Borrow { mutable: false } => quote_spanned!(span=> &#id[0]),
+                _ => quote_spanned!(span=> #id[0]),
+            };
+            return Some(syn::parse2(tokens).expect("an element"));
+        }
         let tokens = match ctx {
             Context::Borrow { mutable } => match (by_ref, mutable, form) {
                 (true, true, Form::Ref) => {
@@ -422,6 +435,112 @@ impl Rewriter {
         out.into_iter().collect()
     }
 
+    /// The exploded arguments of a struct (or slice of structs) passed to a call as `arg`
+    /// (`p`, `&p`, `&mut p`, `&*p`), if it is one: each field as the callee's split
+    /// parameter holds it.
+    fn struct_arg(&self, arg: &Expr) -> Option<Vec<Expr>> {
+        #[derive(PartialEq)]
+        enum Borrow {
+            None,
+            Shared,
+            Mut,
+        }
+        let (name, borrow) = match arg {
+            Expr::Reference(r) if r.mutability.is_some() => (name_of(&r.expr)?, Borrow::Mut),
+            Expr::Reference(r) => (name_of(&r.expr)?, Borrow::Shared),
+            other => (name_of(other)?, Borrow::None),
+        };
+        let (form, parts, seq) = match self.roots.get(&name.to_string())? {
+            Root::Struct { form, parts, .. } => (*form, parts, false),
+            Root::Seq { form, parts, .. } => (*form, parts, true),
+            Root::Elem { .. } => return None,
+        };
+        // The callee holds each field as its split parameter of the argument's type does.
+        let callee = match borrow {
+            Borrow::None => form,
+            Borrow::Shared => Form::Ref,
+            Borrow::Mut => Form::Mut,
+        };
+        let held = |form: Form, p: &Part| match seq {
+            true => form != Form::Value,
+            false => p.by_reference(form),
+        };
+        let span = arg.span();
+        Some(
+            parts
+                .iter()
+                .map(|p| {
+                    let id = Ident::new(&p.ident.to_string(), span);
+                    let tokens = match (held(form, p), held(callee, p)) {
+                        _ if !seq && p.one_element(form) && p.one_element(callee) => {
+                            quote_spanned!(span=> #id)
+                        }
+                        _ if !seq && p.one_element(form) => quote_spanned!(span=> #id[0]),
+                        (true, false) => quote_spanned!(span=> (*#id)),
+                        (false, false) => quote_spanned!(span=> #id),
+                        (true, true) if form == Form::Mut && callee == Form::Ref => {
+                            quote_spanned!(span=> &*#id)
+                        }
+                        (true, true) => quote_spanned!(span=> #id),
+                        (false, true) if callee == Form::Mut => quote_spanned!(span=> &mut #id),
+                        (false, true) => quote_spanned!(span=> &#id),
+                    };
+                    syn::parse2(tokens).expect("an argument")
+                })
+                .collect(),
+        )
+    }
+
+    /// `g(p, x)` with a struct argument → `__phidiff_g(p__k, p__w, .., x)`: the callee's
+    /// function with its struct parameters split (written by its own `#[differentiate]`).
+    fn struct_call(&mut self, c: &syn::ExprCall) -> Option<Expr> {
+        let Expr::Path(f) = &*c.func else { return None };
+        if f.qself.is_some() || !c.args.iter().any(|a| self.struct_arg(a).is_some()) {
+            return None;
+        }
+        let mut path = f.path.clone();
+        let last = path.segments.last_mut()?;
+        last.ident = format_ident!("__phidiff_{}", last.ident, span = last.ident.span());
+        let args = self.call_args(&c.args);
+        Some(syn::parse_quote_spanned!(c.span()=> #path(#(#args),*)))
+    }
+
+    /// Call arguments, a struct one split into its fields.
+    fn call_args<'a>(&mut self, args: impl IntoIterator<Item = &'a Expr>) -> Vec<Expr> {
+        let mut out = Vec::new();
+        for a in args {
+            match self.struct_arg(a) {
+                Some(parts) => out.extend(parts),
+                None => {
+                    let mut a = a.clone();
+                    self.visit_expr_mut(&mut a);
+                    out.push(a);
+                }
+            }
+        }
+        out
+    }
+
+    /// `p.m(x)` / `self.m(x)` of a struct → `Params::__phidiff_m(p__k, .., x)` (see
+    /// [`Self::struct_call`]); a struct the caller owns is lent (`&p`) as to a `&self`
+    /// method, one it borrows passed as it holds it.
+    fn struct_method(&mut self, m: &syn::ExprMethodCall) -> Option<Expr> {
+        let name = name_of(&m.receiver)?;
+        let Some(Root::Struct { path, form, .. }) = self.roots.get(&name.to_string()) else {
+            return None;
+        };
+        let (path, form) = (path.clone(), *form);
+        let recv: Expr = match form {
+            Form::Value => syn::parse_quote_spanned!(m.receiver.span()=> &#name),
+            _ => syn::parse_quote_spanned!(m.receiver.span()=> #name),
+        };
+        let mut args = self.struct_arg(&recv)?;
+        args.extend(self.call_args(&m.args));
+        let method = format_ident!("__phidiff_{}", m.method, span = m.method.span());
+        let turbofish = &m.turbofish;
+        Some(syn::parse_quote_spanned!(m.span()=> #path::#method #turbofish(#(#args),*)))
+    }
+
     fn whole_use(&mut self, name: &Ident) {
         let msg = match self.roots.get(&name.to_string()) {
             Some(Root::Seq { .. }) => format!(
@@ -472,6 +591,13 @@ impl VisitMut for Rewriter {
             return;
         }
         match e {
+            Expr::Call(c) => {
+                if let Some(call) = self.struct_call(c) {
+                    *e = call;
+                } else {
+                    syn::visit_mut::visit_expr_call_mut(self, c);
+                }
+            }
             Expr::ForLoop(f) => {
                 if !self.for_over_structs(f) {
                     syn::visit_mut::visit_expr_for_loop_mut(self, f);
@@ -513,6 +639,10 @@ impl VisitMut for Rewriter {
                 };
                 if let Some(len) = seq_len {
                     *m.receiver = syn::parse_quote!(#len);
+                    return;
+                }
+                if let Some(call) = self.struct_method(m) {
+                    *e = call;
                     return;
                 }
                 if let Some(r) = self.replace(&m.receiver, Context::Receiver) {

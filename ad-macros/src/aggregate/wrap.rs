@@ -15,7 +15,7 @@ pub struct Wrapper<'a> {
     pub params: &'a [Param],
     /// The signature of the exploded function.
     pub inner: &'a Signature,
-    /// The exploded function's generics (for a method, the impl's and the method's).
+    /// The generics the exploded function is called with (the function's own).
     pub inner_generics: &'a syn::Generics,
     /// A method: `_grad` calls `Self::f_rev`.
     pub method: bool,
@@ -263,16 +263,19 @@ impl Wrapper<'_> {
     /// The argument passing field `part` of struct parameter `name` to the exploded function.
     fn field_arg(name: &Ident, form: Form, part: &super::explode::Part) -> TokenStream {
         let m = &part.member;
-        match (form, &part.shape) {
-            (_, super::shape::Shape::Int) | (Form::Value, _) => quote!(#name.#m),
-            (Form::Ref, _) => quote!(&#name.#m),
-            (Form::Mut, _) => quote!(&mut #name.#m),
+        if part.one_element(form) {
+            return quote!(::core::slice::from_mut(&mut #name.#m));
+        }
+        match (form, part.by_reference(form)) {
+            (_, false) => quote!(#name.#m),
+            (Form::Mut, true) => quote!(&mut #name.#m),
+            (_, true) => quote!(&#name.#m),
         }
     }
 
     /// `f_rev`: `p: &S, dp: &mut S` for a struct by reference, a struct by value's adjoint
     /// returned as an `S`.
-    pub fn reverse(&self, name: &Ident, inner_name: &Ident, nested: TokenStream) -> TokenStream {
+    pub fn reverse(&self, name: &Ident, inner_name: &Ident) -> TokenStream {
         let inner_layout = Layout::reverse(self.inner);
         let has_shadow = |j: usize| {
             inner_layout
@@ -362,12 +365,15 @@ impl Wrapper<'_> {
                         args.push(Self::field_arg(name, *form, part));
                         let m = &part.member;
                         if has_shadow(j) {
-                            args.push(quote!(&mut #d.#m));
+                            args.push(match part.one_element(*form) {
+                                true => quote!(::core::slice::from_mut(&mut #d.#m)),
+                                false => quote!(&mut #d.#m),
+                            });
                         }
                         if self.inner.params[j].is_active_scalar() {
                             let r = format_ident!("__r{}", returned.len());
                             returned.push(Some(r.clone()));
-                            post.extend(quote!(#d.#m = #r;));
+                            post.extend(quote!(#d.#m = #d.#m + #r;));
                         }
                     }
                 }
@@ -386,18 +392,19 @@ impl Wrapper<'_> {
             .collect();
         let question = self.inner.fallible.as_ref().map(|_| quote!(?));
         let tf = Self::turbofish(self.inner_generics);
-        let call = quote!(#inner_name #tf (#(#args),*) #question);
+        let path = self.method.then(|| quote!(Self::));
+        let call = quote!(#path #inner_name #tf (#(#args),*) #question);
         let bind = match bound.len() {
             0 => quote!(#call;),
             1 => quote!(let __r0 = #call;),
             _ => quote!(let (#(#bound),*) = #call;),
         };
-        let (ret, body) = self.result(outs, quote!(#nested #pre #bind #post));
+        let (ret, body) = self.result(outs, quote!(#pre #bind #post));
         self.wrap(name, params, ret, body)
     }
 
     /// `f_fwd`: a tangent of the same type after each active parameter.
-    pub fn forward(&self, name: &Ident, inner_name: &Ident, nested: TokenStream) -> TokenStream {
+    pub fn forward(&self, name: &Ident, inner_name: &Ident) -> TokenStream {
         let index = self.inner_index();
         let (mut params, mut args, mut pre, mut post) = (vec![], vec![], quote!(), quote!());
         for (k, p) in self.params.iter().enumerate() {
@@ -459,7 +466,8 @@ impl Wrapper<'_> {
         }
         let tf = Self::turbofish(self.inner_generics);
         let question = self.inner.fallible.as_ref().map(|_| quote!(?));
-        let call = quote!(#inner_name #tf (#(#args),*) #question);
+        let path = self.method.then(|| quote!(Self::));
+        let call = quote!(#path #inner_name #tf (#(#args),*) #question);
         let rt = self.result_ty();
         let outs = match self.inner.returns_float {
             true => vec![(quote!((#rt, #rt)), quote!(__y))],
@@ -469,7 +477,7 @@ impl Wrapper<'_> {
             true => quote!(let __y = #call;),
             false => quote!(#call;),
         };
-        let (ret, body) = self.result(outs, quote!(#nested #pre #bind #post));
+        let (ret, body) = self.result(outs, quote!(#pre #bind #post));
         self.wrap(name, params, ret, body)
     }
 

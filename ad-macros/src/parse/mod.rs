@@ -209,7 +209,7 @@ impl Parse for Options {
                 "wrt" => {
                     let content;
                     syn::parenthesized!(content in input);
-                    let names = content.parse_terminated(Ident::parse, Token![,])?;
+                    let names = content.parse_terminated(Ident::parse_any, Token![,])?;
                     opts.wrt = Some(names.into_iter().collect());
                 }
                 "crate" => {
