@@ -328,6 +328,7 @@ numeric_tests! {
         shadow_length_named_by_field,
         slices_of_structs,
         methods_and_calls_with_structs,
+        tuples,
     ],
     /// Issue 46: functions mixing `f32` and `f64`.
     idiomatic_floats: [

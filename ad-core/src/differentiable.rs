@@ -70,3 +70,22 @@ impl<T: Differentiable> Differentiable for Box<T> {
         Box::new((**self).zero_like())
     }
 }
+
+macro_rules! tuples {
+    ($(($($t:ident $i:tt),+))*) => {$(
+        impl<$($t: Differentiable),+> Differentiable for ($($t,)+) {
+            fn zero_like(&self) -> Self {
+                ($(self.$i.zero_like(),)+)
+            }
+        }
+    )*};
+}
+
+tuples! {
+    (A 0)
+    (A 0, B 1)
+    (A 0, B 1, C 2)
+    (A 0, B 1, C 2, D 3)
+    (A 0, B 1, C 2, D 3, E 4)
+    (A 0, B 1, C 2, D 3, E 4, F 5)
+}

@@ -63,6 +63,15 @@ pub fn expand_in(
         return quote!(#primal #err);
     }
     let needed = crate::aggregate::needed(&item_fn, imp.as_ref());
+    if needed.is_empty() && (imp.is_some() || crate::aggregate::has_tuples(&item_fn)) {
+        // Tuples (and a method of a struct whose fields are not read) need no layout.
+        let derivatives = syn::parse2::<Options>(args.clone()).and_then(|opts| {
+            crate::aggregate::derivatives(opts, &item_fn, &Default::default(), imp.as_ref(), source)
+        });
+        let derivatives = derivatives.unwrap_or_else(|e| e.to_compile_error());
+        let misplaced = misplaced.into_iter().map(|e| e.to_compile_error());
+        return quote!(#primal #(#misplaced)* #derivatives);
+    }
     if !needed.is_empty() {
         let missing =
             source.and_then(|s| crate::aggregate::missing_derive(&item_fn, &needed, s.text));

@@ -558,3 +558,103 @@ pub fn methods_and_calls_with_structs() {
         tols: TOLS,
     });
 }
+
+/// A tuple parameter by value (its adjoint returned as a tuple), taken apart by a `let`
+/// pattern; a tuple local (`let t = (..)`, `t.0`); a tuple result with an `if` whose
+/// branches give the tuple (two outputs: `_rev` takes a seed tuple).
+#[differentiate(forward, reverse)]
+pub fn polar(p: (f64, f64), scale: f64) -> (f64, f64) {
+    let (r, theta) = p;
+    let t = (r * theta.cos(), r * theta.sin());
+    if scale > 0.0 {
+        (scale * t.0, scale * t.1)
+    } else {
+        t
+    }
+}
+
+/// Generic, with a mutable tuple accumulator and a tuple result.
+#[differentiate(forward, reverse)]
+pub fn mean_and_variance<T: Float>(x: &[T]) -> (T, T) {
+    let n = T::from(x.len()).unwrap();
+    let mut s = (T::zero(), T::zero());
+    for &v in x {
+        s.0 = s.0 + v;
+        s.1 = s.1 + v * v;
+    }
+    let mean = s.0 / n;
+    (mean, s.1 / n - mean * mean)
+}
+
+/// A tuple parameter written as a pattern.
+#[differentiate(forward, reverse)]
+pub fn weighted_pair((a, b): (f64, f64), x: &[f64]) -> f64 {
+    a * x[0] + b * x[1] * x[1]
+}
+
+pub fn tuples() {
+    for scale in [1.5, -1.0] {
+        check_fwd_rev(&Case {
+            name: "polar",
+            x: &[2.0, 0.5, scale],
+            primal: &|x| {
+                let (a, b) = polar((x[0], x[1]), x[2]);
+                vec![a, b]
+            },
+            jvp: &|x, v| {
+                let (y, t) = polar_fwd((x[0], x[1]), (v[0], v[1]), x[2], v[2]);
+                (vec![y.0, y.1], vec![t.0, t.1])
+            },
+            vjp: &|x, w| {
+                let (y, dp, ds) = polar_rev((x[0], x[1]), x[2], (w[0], w[1]));
+                (vec![y.0, y.1], vec![dp.0, dp.1, ds])
+            },
+            tols: TOLS,
+        });
+    }
+    // By hand: ∂(scale·r·cos θ)/∂(r, θ, scale).
+    let (_, dp, ds) = polar_rev((2.0, 0.5), 1.5, (1.0, 0.0));
+    assert_rel("polar: adjoint", &[dp.0, dp.1, ds], &[1.5 * 0.5f64.cos(), -3.0 * 0.5f64.sin(), 2.0 * 0.5f64.cos()], 1e-15);
+    let x = [1.0, 2.0, 4.0, -0.5];
+    check_fwd_rev(&Case {
+        name: "mean_and_variance",
+        x: &x,
+        primal: &|x| {
+            let (m, v) = mean_and_variance(x);
+            vec![m, v]
+        },
+        jvp: &|x, d| {
+            let (y, t) = mean_and_variance_fwd(x, d);
+            (vec![y.0, y.1], vec![t.0, t.1])
+        },
+        vjp: &|x, w| {
+            let mut dx = zeros(x.len());
+            let y = mean_and_variance_rev(x, &mut dx, (w[0], w[1]));
+            (vec![y.0, y.1], dx)
+        },
+        tols: TOLS,
+    });
+    // The variance's gradient against num-dual: 2(xᵢ − mean)/n.
+    for k in 0..x.len() {
+        let mut e = zeros(x.len());
+        e[k] = 1.0;
+        let xd = Nd::seeded(&x, &e);
+        let (_, var) = mean_and_variance(&xd);
+        let mut dx = zeros(x.len());
+        mean_and_variance_rev(&x, &mut dx, (0.0, 1.0));
+        assert_close("mean_and_variance: ∂var vs num-dual", dx[k], var.eps(), 1e-14, 1e-15);
+    }
+    let (v, (dab, dx)) = weighted_pair_grad((0.5, 2.0), &[1.0, 3.0]);
+    assert_eq!(v, 18.5);
+    assert_rel("weighted_pair: gradient", &[dab.0, dab.1, dx[0], dx[1]], &[1.0, 9.0, 0.5, 12.0], 1e-15);
+    check_grad(
+        "weighted_pair",
+        &[0.5, 2.0, 1.0, 3.0],
+        &|x| weighted_pair((x[0], x[1]), &x[2..]),
+        &|x| {
+            let (v, (dab, dx)) = weighted_pair_grad((x[0], x[1]), &x[2..]);
+            (v, vec![dab.0, dab.1, dx[0], dx[1]])
+        },
+        TOLS,
+    );
+}

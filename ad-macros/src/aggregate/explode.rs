@@ -9,6 +9,7 @@ use super::shape::{is_skipped, shape_of, Shape};
 use proc_macro2::{TokenStream, TokenTree};
 use quote::{format_ident, quote, ToTokens};
 use std::collections::HashMap;
+use syn::spanned::Spanned;
 use syn::{Ident, Type};
 
 /// How a struct parameter is passed.
@@ -81,6 +82,35 @@ pub enum Param {
 pub struct Exploded {
     pub inner: syn::ItemFn,
     pub params: Vec<Param>,
+    /// The functions and methods called with structs (now their split functions).
+    pub calls: Vec<(Ident, proc_macro2::Span)>,
+    /// The element types of a tuple result (the exploded function writes them into
+    /// one-element slices `__out0`, `__out1`, .. after its parameters and returns `()`).
+    pub outputs: Vec<Type>,
+}
+
+/// The element types of a tuple type (through one reference), with its form.
+pub fn tuple_param(ty: &Type) -> Option<(Form, Vec<Type>)> {
+    use crate::parse::signature::ungroup;
+    let (form, inner) = match ungroup(ty) {
+        Type::Reference(r) if r.mutability.is_some() => (Form::Mut, &*r.elem),
+        Type::Reference(r) => (Form::Ref, &*r.elem),
+        other => (Form::Value, other),
+    };
+    match ungroup(inner) {
+        Type::Tuple(t) if !t.elems.is_empty() => Some((form, t.elems.iter().cloned().collect())),
+        _ => None,
+    }
+}
+
+/// A tuple as the struct `struct __Tuple<G>(E0, E1, ..)` over the function's type
+/// parameters `G` (so a generic float element is a float), and its path `__Tuple<G>`.
+fn tuple_layout(elems: &[Type], generics: &syn::Generics) -> (syn::ItemStruct, syn::TypePath) {
+    let params: Vec<&Ident> = generics.type_params().map(|t| &t.ident).collect();
+    let g = (!params.is_empty()).then(|| quote!(<#(#params),*>));
+    let layout = syn::parse_quote!(struct __Tuple #g (#(#elems),*););
+    let path = syn::parse_quote!(__Tuple #g);
+    (layout, path)
 }
 
 /// The struct type a parameter's type names (through one reference), with its form, and
@@ -149,7 +179,11 @@ pub fn explode(
 ) -> syn::Result<Exploded> {
     let mut params = Vec::new();
     let mut roots = HashMap::new();
-    for arg in &item.sig.inputs {
+    let mut tuple_layouts = HashMap::new();
+    for (position, arg) in item.sig.inputs.iter().enumerate() {
+        // A tuple parameter is split like a struct with fields `.0`, `.1`, ..; one written
+        // as a pattern (`(a, b): (f64, f64)`) gives its fields the pattern's names.
+        let mut part_names: Option<Vec<Ident>> = None;
         // A receiver is a parameter `self` of the impl's type.
         let (name, ty, mutable): (Ident, Type, bool) = match arg {
             syn::FnArg::Receiver(r) => {
@@ -171,17 +205,50 @@ pub fn explode(
                 syn::Pat::Ident(pi) => {
                     (pi.ident.clone(), (*pt.ty).clone(), pi.mutability.is_some())
                 }
+                syn::Pat::Tuple(t)
+                    if tuple_param(&pt.ty).is_some_and(|(_, e)| e.len() == t.elems.len())
+                        && t.elems
+                            .iter()
+                            .all(|e| matches!(e, syn::Pat::Ident(_) | syn::Pat::Wild(_))) =>
+                {
+                    let names = t
+                        .elems
+                        .iter()
+                        .enumerate()
+                        .map(|(k, e)| match e {
+                            syn::Pat::Ident(p) => p.ident.clone(),
+                            _ => format_ident!("__unused{}_{}", position, k),
+                        })
+                        .collect();
+                    part_names = Some(names);
+                    let mutable = t
+                        .elems
+                        .iter()
+                        .any(|e| matches!(e, syn::Pat::Ident(p) if p.mutability.is_some()));
+                    (
+                        format_ident!("__tuple{}", position, span = t.span()),
+                        (*pt.ty).clone(),
+                        mutable,
+                    )
+                }
                 _ => {
                     params.push(Param::Plain(pt.clone()));
                     continue;
                 }
             },
         };
-        let found = struct_param(&ty).and_then(|(form, p, seq)| {
-            layouts
-                .get(&layout_key(p))
-                .map(|l| (form, p.clone(), seq, l))
-        });
+        let tuple = tuple_param(&ty);
+        if let Some((_, elems)) = &tuple {
+            tuple_layouts.insert(position, tuple_layout(elems, &item.sig.generics));
+        }
+        let found = match (&tuple, tuple_layouts.get(&position)) {
+            (Some((form, _)), Some((layout, path))) => Some((*form, path.clone(), false, layout)),
+            _ => struct_param(&ty).and_then(|(form, p, seq)| {
+                layouts
+                    .get(&layout_key(p))
+                    .map(|l| (form, p.clone(), seq, l))
+            }),
+        };
         let Some((form, path, seq, layout)) = found else {
             match arg {
                 syn::FnArg::Typed(pt) => params.push(Param::Plain(pt.clone())),
@@ -207,7 +274,10 @@ pub fn explode(
             .into_iter()
             .filter(|(_, shape, _, written)| holdable(shape, written, &floats))
             .map(|(member, shape, fty, _)| {
-                let ident = format_ident!("{}__{}", name, member_text(&member), span = name.span());
+                let ident = match (&part_names, &member) {
+                    (Some(names), syn::Member::Unnamed(i)) => names[i.index as usize].clone(),
+                    _ => format_ident!("{}__{}", name, member_text(&member), span = name.span()),
+                };
                 let ty: Type = match (seq, form, &shape) {
                     (true, Form::Ref, _) => syn::parse_quote!(& #lifetime [#fty]),
                     (true, Form::Mut, _) => syn::parse_quote!(& #lifetime mut [#fty]),
@@ -276,6 +346,13 @@ pub fn explode(
                 };
                 (ty, syn::parse_quote!(Self))
             }
+            syn::FnArg::Typed(_) if tuple.is_some() => {
+                let elem = match crate::parse::signature::ungroup(&ty) {
+                    Type::Reference(r) => (*r.elem).clone(),
+                    other => other.clone(),
+                };
+                (ty, elem)
+            }
             syn::FnArg::Typed(_) => (ty, Type::Path(path)),
         };
         params.push(Param::Struct {
@@ -289,7 +366,18 @@ pub fn explode(
         });
     }
     let mut block = (*item.block).clone();
-    super::rewrite::rewrite(&mut block, roots)?;
+    crate::desugar::tuples::desugar(&mut block);
+    let calls = super::rewrite::rewrite(&mut block, roots)?;
+    let outputs: Vec<Type> = match &item.sig.output {
+        syn::ReturnType::Type(_, t) => match crate::parse::signature::ungroup(t) {
+            Type::Tuple(t) if t.elems.len() >= 2 => t.elems.iter().cloned().collect(),
+            _ => Vec::new(),
+        },
+        syn::ReturnType::Default => Vec::new(),
+    };
+    if !outputs.is_empty() {
+        super::outputs::write_outputs(&mut block, outputs.len())?;
+    }
     let mut inputs = syn::punctuated::Punctuated::<syn::FnArg, syn::Token![,]>::new();
     for p in &params {
         match p {
@@ -306,9 +394,21 @@ pub fn explode(
     let mut inner = item.clone();
     inner.attrs.clear();
     inner.sig.ident = format_ident!("__phidiff_{}", item.sig.ident, span = item.sig.ident.span());
+    for (k, t) in outputs.iter().enumerate() {
+        let out = format_ident!("__out{}", k);
+        inputs.push(syn::parse_quote!(#out: &mut [#t]));
+    }
+    if !outputs.is_empty() {
+        inner.sig.output = syn::ReturnType::Default;
+    }
     inner.sig.inputs = inputs;
     inner.block = Box::new(block);
-    Ok(Exploded { inner, params })
+    Ok(Exploded {
+        inner,
+        params,
+        calls,
+        outputs,
+    })
 }
 
 pub fn member_text(m: &syn::Member) -> String {

@@ -12,6 +12,7 @@
 
 pub mod derive;
 pub mod explode;
+mod outputs;
 mod rewrite;
 pub mod shape;
 mod wrap;
@@ -79,6 +80,17 @@ pub fn needed(
         }
     }
     out
+}
+
+/// Whether the function takes or returns tuples (split like structs, without layouts).
+pub fn has_tuples(item: &syn::ItemFn) -> bool {
+    let tuple_param = item.sig.inputs.iter().any(|a| match a {
+        syn::FnArg::Typed(pt) => explode::tuple_param(&pt.ty).is_some(),
+        syn::FnArg::Receiver(_) => false,
+    });
+    let tuple_result = matches!(&item.sig.output, syn::ReturnType::Type(_, t)
+        if matches!(crate::parse::signature::ungroup(t), syn::Type::Tuple(t) if t.elems.len() >= 2));
+    tuple_param || tuple_result
 }
 
 /// Whether `tokens` contain `name`.
@@ -288,6 +300,9 @@ pub fn derivatives(
         ));
     }
     let mut exploded = explode::explode(item, layouts, imp.map(|i| &*i.self_ty))?;
+    if let Some(e) = source.and_then(|s| unannotated_callees(&exploded.calls, s.text)) {
+        return Err(e);
+    }
     if let Some(imp) = imp {
         // A method's exploded function is compiled with the impl's generic parameters as its
         // own (the compiler reads the float type from them), and emitted without them.
@@ -327,6 +342,7 @@ pub fn derivatives(
         inner: &inner_sig,
         inner_generics: &item.sig.generics,
         method: imp.is_some(),
+        outputs: &exploded.outputs,
         krate: &opts.krate,
     };
     // The exploded function itself too: its callers' derivatives may call it.
@@ -342,7 +358,7 @@ pub fn derivatives(
     }
     if let (Some(name), Some(inner)) = (&opts.reverse, &inner_opts.reverse) {
         out.extend(w.reverse(name, inner));
-        if inner_sig.returns_float {
+        if inner_sig.returns_float && exploded.outputs.is_empty() {
             let grad = format_ident!("{}_grad", item.sig.ident);
             out.extend(w.grad(&grad, name));
         }
@@ -391,6 +407,8 @@ fn active_parts(
             }
         }
     }
+    // A tuple result's outputs carry derivatives.
+    out.extend((0..exploded.outputs.len()).map(|k| format_ident!("__out{}", k)));
     Ok(out)
 }
 
@@ -433,6 +451,71 @@ fn hide(tokens: TokenStream, imp: Option<&syn::ItemImpl>) -> TokenStream {
             quote!(#[doc(hidden)] #i)
         })
         .collect()
+}
+
+/// A phidiff error at each call with a struct argument whose callee the file shows without
+/// `#[differentiate]`: its split function (which the call now calls) does not exist.
+fn unannotated_callees(
+    calls: &[(syn::Ident, proc_macro2::Span)],
+    text: &str,
+) -> Option<syn::Error> {
+    if calls.is_empty() {
+        return None;
+    }
+    let file = syn::parse_file(text).ok()?;
+    let mut fns: Vec<(String, bool)> = Vec::new();
+    fn annotated(attrs: &[syn::Attribute]) -> bool {
+        attrs.iter().any(|a| {
+            a.path()
+                .segments
+                .last()
+                .is_some_and(|s| s.ident.to_string().starts_with("differentiate"))
+        })
+    }
+    fn walk(items: &[syn::Item], fns: &mut Vec<(String, bool)>) {
+        for i in items {
+            match i {
+                syn::Item::Fn(f) => fns.push((f.sig.ident.to_string(), annotated(&f.attrs))),
+                syn::Item::Impl(imp) => {
+                    for it in &imp.items {
+                        if let syn::ImplItem::Fn(f) = it {
+                            fns.push((f.sig.ident.to_string(), annotated(&f.attrs)));
+                        }
+                    }
+                }
+                syn::Item::Mod(m) => {
+                    if let Some((_, items)) = &m.content {
+                        walk(items, fns);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    walk(&file.items, &mut fns);
+    let mut err: Option<syn::Error> = None;
+    for (callee, span) in calls {
+        let name = callee.to_string();
+        let seen: Vec<bool> = fns
+            .iter()
+            .filter(|(n, _)| *n == name)
+            .map(|(_, a)| *a)
+            .collect();
+        if seen.is_empty() || seen.iter().any(|a| *a) {
+            continue;
+        }
+        let e = syn::Error::new(
+            *span,
+            format!(
+                "phidiff: `{name}` takes a struct here, so the derivative calls its split derivatives, which only `#[differentiate]` writes: annotate `{name}` with `#[differentiate(forward, reverse)]`"
+            ),
+        );
+        match &mut err {
+            Some(a) => a.combine(e),
+            None => err = Some(e),
+        }
+    }
+    err
 }
 
 /// The header of the inherent impl block that holds method `item`, read from the file (a
@@ -497,8 +580,12 @@ pub fn missing_derive(
         let e = syn::Error::new(
             *span,
             format!(
-                "phidiff: `{}` reads the fields of `{name}`, so `{name}` must derive `Differentiable`: add `#[derive(phidiff::Differentiable)]` to `struct {name}` (its float fields become active, the others constant)",
-                item.sig.ident
+                "phidiff: `{}` {} `{name}`, so `{name}` must derive `Differentiable`: add `#[derive(phidiff::Differentiable)]` to `struct {name}` (its float fields become active, the others constant)",
+                item.sig.ident,
+                match item.sig.receiver() {
+                    Some(_) => "is a method of",
+                    None => "reads the fields of",
+                }
             ),
         );
         match &mut err {

@@ -38,12 +38,17 @@ pub enum Root {
     Elem { seq: String, index: Expr },
 }
 
-/// Rewrites `block` for the exploded parameters of `roots`.
-pub fn rewrite(block: &mut syn::Block, roots: HashMap<String, Root>) -> syn::Result<()> {
+/// Rewrites `block` for the exploded parameters of `roots`; the functions and methods it
+/// now calls split (`g` of `__phidiff_g(..)`), with the calls' spans.
+pub fn rewrite(
+    block: &mut syn::Block,
+    roots: HashMap<String, Root>,
+) -> syn::Result<Vec<(Ident, proc_macro2::Span)>> {
     let mut r = Rewriter {
         roots,
         errors: Vec::new(),
         fresh: 0,
+        calls: Vec::new(),
     };
     r.visit_block_mut(block);
     match r.errors.into_iter().reduce(|mut a, b| {
@@ -51,7 +56,7 @@ pub fn rewrite(block: &mut syn::Block, roots: HashMap<String, Root>) -> syn::Res
         a
     }) {
         Some(e) => Err(e),
-        None => Ok(()),
+        None => Ok(r.calls),
     }
 }
 
@@ -60,6 +65,8 @@ struct Rewriter {
     errors: Vec<syn::Error>,
     /// Counter of the index variables introduced.
     fresh: usize,
+    /// The callees whose split functions the body now calls.
+    calls: Vec<(Ident, proc_macro2::Span)>,
 }
 
 /// Where a field access stands.
@@ -500,6 +507,7 @@ impl Rewriter {
         }
         let mut path = f.path.clone();
         let last = path.segments.last_mut()?;
+        self.calls.push((last.ident.clone(), c.span()));
         last.ident = format_ident!("__phidiff_{}", last.ident, span = last.ident.span());
         let args = self.call_args(&c.args);
         Some(syn::parse_quote_spanned!(c.span()=> #path(#(#args),*)))
@@ -529,6 +537,10 @@ impl Rewriter {
         let Some(Root::Struct { path, form, .. }) = self.roots.get(&name.to_string()) else {
             return None;
         };
+        // A copy of the struct is not split (its fields would need names of their own).
+        if m.method == "clone" || m.method == "to_owned" {
+            return None;
+        }
         let (path, form) = (path.clone(), *form);
         let recv: Expr = match form {
             Form::Value => syn::parse_quote_spanned!(m.receiver.span()=> &#name),
@@ -536,9 +548,37 @@ impl Rewriter {
         };
         let mut args = self.struct_arg(&recv)?;
         args.extend(self.call_args(&m.args));
+        self.calls.push((m.method.clone(), m.span()));
         let method = format_ident!("__phidiff_{}", m.method, span = m.method.span());
         let turbofish = &m.turbofish;
         Some(syn::parse_quote_spanned!(m.span()=> #path::#method #turbofish(#(#args),*)))
+    }
+
+    /// A tuple parameter `p` as a whole: the tuple of its elements' values.
+    fn whole_tuple(&self, name: &Ident) -> Option<Expr> {
+        let Some(Root::Struct {
+            form,
+            parts,
+            all,
+            struct_name,
+            ..
+        }) = self.roots.get(&name.to_string())
+        else {
+            return None;
+        };
+        if struct_name != "__Tuple" || parts.len() != all.len() {
+            return None;
+        }
+        let span = name.span();
+        let values = parts.iter().map(|p| {
+            let id = Ident::new(&p.ident.to_string(), span);
+            match (p.one_element(*form), p.by_reference(*form)) {
+                (true, _) => quote_spanned!(span=> #id[0]),
+                (false, true) => quote_spanned!(span=> (*#id)),
+                (false, false) => quote_spanned!(span=> #id),
+            }
+        });
+        Some(syn::parse_quote_spanned!(span=> (#(#values),*)))
     }
 
     fn whole_use(&mut self, name: &Ident) {
@@ -550,7 +590,7 @@ impl Rewriter {
                 "phidiff cannot differentiate a use of the element `{name}` as a whole yet: read and write its fields (`{name}.field`)"
             ),
             _ => format!(
-                "phidiff cannot differentiate a use of the struct `{name}` as a whole here yet (passing it to a call, calling its methods, copying or matching it): use its fields (`{name}.field`), or pass them to the call"
+                "phidiff cannot differentiate a use of the struct `{name}` as a whole here yet (copying, matching or returning it): use its fields (`{name}.field`); passing it to a function or method with `#[differentiate]` works"
             ),
         };
         self.errors.push(syn::Error::new(name.span(), msg));
@@ -655,9 +695,10 @@ impl VisitMut for Rewriter {
                 }
             }
             Expr::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 => {
-                let id = &p.path.segments[0].ident;
-                if self.roots.contains_key(&id.to_string()) {
-                    let id = id.clone();
+                let id = p.path.segments[0].ident.clone();
+                if let Some(t) = self.whole_tuple(&id) {
+                    *e = t;
+                } else if self.roots.contains_key(&id.to_string()) {
                     self.whole_use(&id);
                 }
             }

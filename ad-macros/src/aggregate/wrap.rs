@@ -19,6 +19,9 @@ pub struct Wrapper<'a> {
     pub inner_generics: &'a syn::Generics,
     /// A method: `_grad` calls `Self::f_rev`.
     pub method: bool,
+    /// The element types of a tuple result (outputs of the exploded function, after its
+    /// parameters).
+    pub outputs: &'a [syn::Type],
     pub krate: &'a syn::Path,
 }
 
@@ -94,6 +97,12 @@ impl Wrapper<'_> {
         };
         let start = self.inner_index()[k];
         (start..start + parts.len()).any(|j| self.inner.params[j].active)
+    }
+
+    /// The float zero (typed by where it goes).
+    fn zero(&self) -> TokenStream {
+        let rt = self.krate;
+        quote!(#rt::__private::num_traits::Zero::zero())
     }
 
     fn turbofish(generics: &syn::Generics) -> TokenStream {
@@ -386,6 +395,24 @@ impl Wrapper<'_> {
             args.push(quote!(#seed));
             outs.push((rt, quote!(__r0)));
         }
+        if !self.outputs.is_empty() {
+            // Each output and its adjoint (the seed's element) as one-element slices.
+            let tys = self.outputs;
+            params.push(quote!(#seed: (#(#tys),*)));
+            let zero = self.zero();
+            let mut values = Vec::new();
+            for (k, t) in tys.iter().enumerate() {
+                let (o, d) = (format_ident!("__o{}", k), format_ident!("__s{}", k));
+                let k = syn::Index::from(k);
+                pre.extend(
+                    quote!(let mut #o: [#t; 1] = [#zero]; let mut #d: [#t; 1] = [#seed.#k];),
+                );
+                args.push(quote!(&mut #o));
+                args.push(quote!(&mut #d));
+                values.push(quote!(#o[0]));
+            }
+            outs.push((quote!((#(#tys),*)), quote!((#(#values),*))));
+        }
         outs.extend(per_param_out.into_iter().flatten());
         let bound: Vec<Ident> = (0..returned.len())
             .map(|i| format_ident!("__r{}", i))
@@ -467,12 +494,30 @@ impl Wrapper<'_> {
         let tf = Self::turbofish(self.inner_generics);
         let question = self.inner.fallible.as_ref().map(|_| quote!(?));
         let path = self.method.then(|| quote!(Self::));
-        let call = quote!(#path #inner_name #tf (#(#args),*) #question);
         let rt = self.result_ty();
-        let outs = match self.inner.returns_float {
+        let mut outs = match self.inner.returns_float {
             true => vec![(quote!((#rt, #rt)), quote!(__y))],
             false => vec![],
         };
+        if !self.outputs.is_empty() {
+            // Each output and its tangent as one-element slices.
+            let tys = self.outputs;
+            let zero = self.zero();
+            let (mut values, mut tangents) = (Vec::new(), Vec::new());
+            for (k, t) in tys.iter().enumerate() {
+                let (o, d) = (format_ident!("__o{}", k), format_ident!("__t{}", k));
+                pre.extend(quote!(let mut #o: [#t; 1] = [#zero]; let mut #d: [#t; 1] = [#zero];));
+                args.push(quote!(&mut #o));
+                args.push(quote!(&mut #d));
+                values.push(quote!(#o[0]));
+                tangents.push(quote!(#d[0]));
+            }
+            outs.push((
+                quote!(((#(#tys),*), (#(#tys),*))),
+                quote!(((#(#values),*), (#(#tangents),*))),
+            ));
+        }
+        let call = quote!(#path #inner_name #tf (#(#args),*) #question);
         let bind = match self.inner.returns_float {
             true => quote!(let __y = #call;),
             false => quote!(#call;),

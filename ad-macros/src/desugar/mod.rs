@@ -25,6 +25,7 @@ pub mod fallible;
 pub mod growable;
 pub mod pipeline;
 pub mod scan;
+pub mod tuples;
 
 pub use pipeline::peel_copied;
 
@@ -35,6 +36,9 @@ use fallible::Site;
 /// `item` with its body desugared, and the failure sites of a fallible function.
 pub fn body(item: &syn::ItemFn, sig: &Signature) -> syn::Result<(syn::ItemFn, Vec<Site>)> {
     let fallible = sig.fallible.as_ref();
+    let mut item = item.clone();
+    tuples::desugar(&mut item.block);
+    let item = &item;
     let (mut block, sites) = fallible::desugar(
         item,
         fallible.is_some(),

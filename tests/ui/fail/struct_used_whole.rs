@@ -5,14 +5,11 @@ pub struct Params {
     pub k: f64,
 }
 
-fn helper(p: &Params) -> f64 {
-    p.k
-}
-
-// A struct passed whole to a call is not split yet.
+// A copy of a struct parameter is not split into fields.
 #[differentiate(forward, reverse)]
 fn f(p: &Params, a: f64) -> f64 {
-    p.k * a + helper(p)
+    let q = p.clone();
+    p.k * a + q.k
 }
 
 fn main() {}

@@ -1,0 +1,226 @@
+//! Tuple locals, one variable per element (scalar replacement): `let t = (a, b);` becomes
+//! `let (t__0, t__1) = (a, b);`, `t.0` becomes `t__0`, `t = (c, d);` assigns both
+//! elements (every value first), and `t` as a whole becomes `(t__0, t__1)` — which `let`
+//! patterns and a tuple-returning function's tail take apart again.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote_spanned};
+use std::collections::HashMap;
+use syn::spanned::Spanned;
+use syn::visit_mut::VisitMut;
+use syn::Expr;
+
+/// Rewrites the tuple locals of `block`.
+pub fn desugar(block: &mut syn::Block) {
+    Tuples::default().visit_block_mut(block);
+}
+
+/// The tuple locals in scope: name → number of elements.
+#[derive(Default)]
+struct Tuples {
+    locals: HashMap<String, usize>,
+    fresh: usize,
+}
+
+fn element(name: &syn::Ident, k: usize) -> syn::Ident {
+    format_ident!("{}__{}", name, k, span = name.span())
+}
+
+impl Tuples {
+    /// `let t = (..);` (`let mut t`, `let t: (f64, f64)`): the statement binding the
+    /// elements, or `None` when it is not a tuple local.
+    fn bind(&mut self, local: &mut syn::Local) -> Option<syn::Stmt> {
+        let (p, _annotated) = match &local.pat {
+            syn::Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => (p.clone(), false),
+            syn::Pat::Type(t) => match &*t.pat {
+                syn::Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => (p.clone(), true),
+                _ => return None,
+            },
+            _ => return None,
+        };
+        let span = local.span();
+        let init = local.init.as_mut()?;
+        if init.diverge.is_some() {
+            return None;
+        }
+        let Expr::Tuple(t) = &mut *init.expr else {
+            // Another value under the name hides an earlier tuple local.
+            self.locals.remove(&p.ident.to_string());
+            return None;
+        };
+        if t.elems.len() < 2 || t.elems.iter().any(|e| matches!(e, Expr::Tuple(_))) {
+            return None;
+        }
+        for e in t.elems.iter_mut() {
+            self.visit_expr_mut(e);
+        }
+        let n = t.elems.len();
+        let m = &p.mutability;
+        let names = (0..n).map(|k| element(&p.ident, k));
+        let value = &*t;
+        let stmt = syn::parse_quote_spanned!(span=> let (#(#m #names),*) = #value;);
+        self.locals.insert(p.ident.to_string(), n);
+        Some(stmt)
+    }
+
+    /// `t` of a tuple local: its name and number of elements.
+    fn local_of(&self, e: &Expr) -> Option<(syn::Ident, usize)> {
+        match e {
+            Expr::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 => {
+                let id = &p.path.segments[0].ident;
+                self.locals.get(&id.to_string()).map(|n| (id.clone(), *n))
+            }
+            _ => None,
+        }
+    }
+}
+
+impl VisitMut for Tuples {
+    fn visit_block_mut(&mut self, b: &mut syn::Block) {
+        let saved = self.locals.clone();
+        let mut stmts = Vec::new();
+        for mut s in std::mem::take(&mut b.stmts) {
+            if let syn::Stmt::Local(l) = &mut s {
+                if let Some(bound) = self.bind(l) {
+                    stmts.push(bound);
+                    continue;
+                }
+            }
+            self.visit_stmt_mut(&mut s);
+            stmts.push(s);
+        }
+        b.stmts = stmts;
+        self.locals = saved;
+    }
+
+    fn visit_expr_mut(&mut self, e: &mut Expr) {
+        match e {
+            // `t.0`
+            Expr::Field(f) => {
+                if let (Some((name, n)), syn::Member::Unnamed(i)) =
+                    (self.local_of(&f.base), &f.member)
+                {
+                    if (i.index as usize) < n {
+                        let id = element(&name, i.index as usize);
+                        *e = syn::parse_quote_spanned!(f.span()=> #id);
+                        return;
+                    }
+                }
+                syn::visit_mut::visit_expr_field_mut(self, f);
+            }
+            // `t = (c, d);`: every value first, then the elements.
+            Expr::Assign(a) => {
+                if let Some((name, n)) = self.local_of(&a.left) {
+                    self.visit_expr_mut(&mut a.right);
+                    let k = self.fresh;
+                    self.fresh += 1;
+                    let tmp: Vec<syn::Ident> = (0..n)
+                        .map(|i| format_ident!("__tuple{}_{}", k, i))
+                        .collect();
+                    let names: Vec<syn::Ident> = (0..n).map(|i| element(&name, i)).collect();
+                    let right = &a.right;
+                    let span = a.span();
+                    *e = syn::parse_quote_spanned!(span=> {
+                        let (#(#tmp),*) = #right;
+                        #(#names = #tmp;)*
+                    });
+                    return;
+                }
+                syn::visit_mut::visit_expr_assign_mut(self, a);
+            }
+            // `t` as a whole.
+            Expr::Path(_) => {
+                if let Some((name, n)) = self.local_of(e) {
+                    let names = (0..n).map(|k| element(&name, k));
+                    let tokens: TokenStream = quote_spanned!(e.span()=> (#(#names),*));
+                    *e = syn::parse2(tokens).expect("a tuple");
+                }
+            }
+            Expr::Closure(c) => {
+                // A closure parameter hides a tuple local of its name.
+                let saved = self.locals.clone();
+                for p in &c.inputs {
+                    if let syn::Pat::Ident(p) = p {
+                        self.locals.remove(&p.ident.to_string());
+                    }
+                }
+                self.visit_expr_mut(&mut c.body);
+                self.locals = saved;
+            }
+            _ => syn::visit_mut::visit_expr_mut(self, e),
+        }
+    }
+
+    fn visit_macro_mut(&mut self, m: &mut syn::Macro) {
+        // `vec![t.0; n]`, `assert!(t.1 > 0.0)`: the elements inside the macro's tokens.
+        let tokens = m.tokens.clone();
+        m.tokens = self.macro_tokens(tokens);
+    }
+}
+
+impl Tuples {
+    fn macro_tokens(&self, tokens: TokenStream) -> TokenStream {
+        use proc_macro2::TokenTree;
+        let tts: Vec<TokenTree> = tokens.into_iter().collect();
+        let mut out: Vec<TokenTree> = Vec::new();
+        let mut i = 0;
+        while i < tts.len() {
+            if let (
+                TokenTree::Ident(id),
+                Some(TokenTree::Punct(dot)),
+                Some(TokenTree::Literal(l)),
+            ) = (&tts[i], tts.get(i + 1), tts.get(i + 2))
+            {
+                let k: Option<usize> = l.to_string().parse().ok();
+                if let (Some(n), '.', Some(k)) =
+                    (self.locals.get(&id.to_string()), dot.as_char(), k)
+                {
+                    if k < *n {
+                        out.push(TokenTree::Ident(element(id, k)));
+                        i += 3;
+                        continue;
+                    }
+                }
+            }
+            out.push(match &tts[i] {
+                TokenTree::Group(g) => {
+                    let mut ng =
+                        proc_macro2::Group::new(g.delimiter(), self.macro_tokens(g.stream()));
+                    ng.set_span(g.span());
+                    TokenTree::Group(ng)
+                }
+                t => t.clone(),
+            });
+            i += 1;
+        }
+        out.into_iter().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quote::ToTokens;
+
+    fn run(src: &str) -> String {
+        let mut b: syn::Block = syn::parse_str(src).unwrap();
+        desugar(&mut b);
+        b.to_token_stream().to_string()
+    }
+
+    #[test]
+    fn tuple_locals_become_elements() {
+        let out =
+            run("{ let mut t = (x[0], a); t.0 += 1.0; t = (t.1, t.0); let (p, q) = t; p * q }");
+        assert!(
+            out.contains("let (mut t__0 , mut t__1) = (x [0] , a)"),
+            "{out}"
+        );
+        assert!(out.contains("t__0 += 1.0"), "{out}");
+        assert!(
+            out.contains("let (__tuple0_0 , __tuple0_1) = (t__1 , t__0)"),
+            "{out}"
+        );
+        assert!(out.contains("let (p , q) = (t__0 , t__1)"), "{out}");
+    }
+}
