@@ -329,6 +329,7 @@ numeric_tests! {
         slices_of_structs,
         methods_and_calls_with_structs,
         tuples,
+        rayon_over_slices_of_structs,
     ],
     /// Issue 46: functions mixing `f32` and `f64`.
     idiomatic_floats: [

@@ -12,6 +12,7 @@ use crate::common::*;
 use num_dual::{Dual64, HyperDual64};
 use num_traits::Float;
 use phidiff::Differentiable;
+use rayon::prelude::*;
 
 /// A small model's parameters: a rate, weights, an anchor point, a count and a constant.
 #[derive(phidiff::Differentiable, Clone, Debug, PartialEq)]
@@ -657,4 +658,49 @@ pub fn tuples() {
         },
         TOLS,
     );
+}
+
+/// Forces and a kick over a slice of structs in rayon closures
+/// (`bodies.par_iter_mut().enumerate().for_each(|(i, b)| ..)`, `par_iter_mut().for_each`),
+/// inside a serial time loop.
+#[differentiate(forward, reverse)]
+pub fn parallel_kicks(bodies: &mut [Body], dt: f64, steps: usize) {
+    for _ in 0..steps {
+        bodies.par_iter_mut().enumerate().for_each(|(i, b)| {
+            let phase = 0.1 * i as f64;
+            for k in 0..3 {
+                b.vel[k] -= dt * (b.pos[k] + phase) * b.mass;
+            }
+        });
+        bodies.par_iter_mut().for_each(|b| {
+            for k in 0..3 {
+                b.pos[k] += dt * b.vel[k];
+            }
+        });
+    }
+}
+
+pub fn rayon_over_slices_of_structs() {
+    let x = three_bodies();
+    let (dt, steps) = (0.05, 6);
+    check_fwd_rev(&Case {
+        name: "parallel_kicks",
+        x: &x,
+        primal: &|x| {
+            let mut b = bodies_from_flat(x);
+            parallel_kicks(&mut b, dt, steps);
+            bodies_flat(&b)
+        },
+        jvp: &|x, v| {
+            let (mut b, mut db) = (bodies_from_flat(x), bodies_from_flat(v));
+            parallel_kicks_fwd(&mut b, &mut db, dt, 0.0, steps);
+            (bodies_flat(&b), bodies_flat(&db))
+        },
+        vjp: &|x, w| {
+            let (mut b, mut db) = (bodies_from_flat(x), bodies_from_flat(w));
+            parallel_kicks_rev(&mut b, &mut db, dt, steps);
+            (bodies_flat(&b), bodies_flat(&db))
+        },
+        tols: TOLS,
+    });
 }

@@ -349,6 +349,7 @@ pub fn derivatives(
     let mut inner_primal = exploded.inner.clone();
     // (`#[checkpoint]`s are the compiler's; a misplaced one is reported with the primal.)
     let _ = crate::parse::checkpoint::strip(&mut inner_primal);
+    rewrite::serial_primal(&mut inner_primal.block);
     inner_primal.attrs.push(syn::parse_quote!(#[allow(non_snake_case, dead_code, unused_variables, unused_mut, clippy::all)]));
     let mut all = inner_primal.into_token_stream();
     all.extend(inner_tokens);

@@ -13,6 +13,39 @@ use syn::spanned::Spanned;
 use syn::visit_mut::VisitMut;
 use syn::{Expr, Ident};
 
+/// The split function as emitted (callers' derivatives call it): the rayon loops written
+/// over the fields of a slice of structs (`(0..n).into_par_iter().for_each(|__k_b| ..)`,
+/// which writes the field slices by index) run as serial loops, which Rust accepts; the
+/// derivatives, compiled from the parallel form, keep their parallel loops.
+pub fn serial_primal(block: &mut syn::Block) {
+    struct Serial;
+    impl VisitMut for Serial {
+        fn visit_expr_mut(&mut self, e: &mut Expr) {
+            syn::visit_mut::visit_expr_mut(self, e);
+            let Expr::MethodCall(m) = e else { return };
+            if m.method != "for_each" || m.args.len() != 1 {
+                return;
+            }
+            let Expr::MethodCall(p) = &*m.receiver else {
+                return;
+            };
+            let Expr::Closure(c) = &m.args[0] else { return };
+            let index = match c.inputs.first() {
+                Some(syn::Pat::Ident(i)) if i.ident.to_string().starts_with("__k_") => {
+                    i.ident.clone()
+                }
+                _ => return,
+            };
+            if p.method != "into_par_iter" {
+                return;
+            }
+            let (range, body) = (&p.receiver, &c.body);
+            *e = syn::parse_quote_spanned!(m.span()=> for #index in #range { #body; });
+        }
+    }
+    Serial.visit_block_mut(block);
+}
+
 /// A name the body reads fields through.
 #[derive(Clone)]
 pub enum Root {
@@ -370,6 +403,60 @@ impl Rewriter {
         true
     }
 
+    /// `xs.par_iter_mut().for_each(|b| ..)` (`par_iter`, `.enumerate()` with `|(i, b)|`)
+    /// over a slice of structs → `(0..n).into_par_iter().for_each(|__k| ..)`, rayon's
+    /// index form, whose body reads `b`'s fields as elements of the field buffers.
+    fn par_over_structs(&mut self, m: &syn::ExprMethodCall) -> Option<Expr> {
+        if m.method != "for_each" || m.args.len() != 1 {
+            return None;
+        }
+        let (iter, enumerate) = match &*m.receiver {
+            Expr::MethodCall(e) if e.method == "enumerate" && e.args.is_empty() => {
+                (&*e.receiver, true)
+            }
+            other => (other, false),
+        };
+        let Expr::MethodCall(p) = iter else {
+            return None;
+        };
+        if !(p.method == "par_iter" || p.method == "par_iter_mut") || !p.args.is_empty() {
+            return None;
+        }
+        let seq = name_of(&p.receiver)?;
+        let len = self.len_of(&seq)?;
+        let Expr::Closure(c) = &m.args[0] else {
+            return None;
+        };
+        let (elem, counter) = match (c.inputs.first()?, enumerate) {
+            (syn::Pat::Ident(b), false) => (b.ident.clone(), None),
+            (syn::Pat::Tuple(t), true) if t.elems.len() == 2 => match &t.elems[1] {
+                syn::Pat::Ident(b) => (b.ident.clone(), Some(t.elems[0].clone())),
+                _ => return None,
+            },
+            _ => return None,
+        };
+        let k = format_ident!("__k_{}_{}", elem, self.fresh);
+        self.fresh += 1;
+        let previous = self.roots.insert(
+            elem.to_string(),
+            Root::Elem {
+                seq: seq.to_string(),
+                index: syn::parse_quote!(#k),
+            },
+        );
+        let mut body = (*c.body).clone();
+        self.visit_expr_mut(&mut body);
+        match previous {
+            Some(p) => self.roots.insert(elem.to_string(), p),
+            None => self.roots.remove(&elem.to_string()),
+        };
+        let bind = counter.map(|c| quote!(let #c = #k;));
+        let span = m.span();
+        Some(
+            syn::parse_quote_spanned!(span=> (0..#len.len()).into_par_iter().for_each(|#k| { #bind #body })),
+        )
+    }
+
     /// `let b = &xs[i];` (or `&mut xs[i]`) of a slice of structs: `b` names that element
     /// for the rest of the block; the statement binds the index once.
     fn element_binding(&mut self, local: &syn::Local) -> Option<syn::Stmt> {
@@ -683,6 +770,10 @@ impl VisitMut for Rewriter {
                 }
                 if let Some(call) = self.struct_method(m) {
                     *e = call;
+                    return;
+                }
+                if let Some(par) = self.par_over_structs(m) {
+                    *e = par;
                     return;
                 }
                 if let Some(r) = self.replace(&m.receiver, Context::Receiver) {
