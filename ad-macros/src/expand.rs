@@ -37,36 +37,57 @@ pub fn expand_in(
     item: TokenStream,
     source: Option<SourceFile<'_>>,
 ) -> TokenStream {
+    if let Ok(imp) = syn::parse2::<syn::ItemImpl>(item.clone()) {
+        return crate::aggregate::expand_impl(args, imp, source);
+    }
     let item_fn: syn::ItemFn = match syn::parse2(item.clone()) {
         Ok(f) => f,
         Err(_) => {
-            let err = syn::Error::new_spanned(&item, "#[differentiate] applies to a function")
-                .to_compile_error();
+            let err = syn::Error::new_spanned(
+                &item,
+                "#[differentiate] applies to a function, or to an `impl` block whose methods carry it",
+            )
+            .to_compile_error();
             return quote!(#item #err);
         }
     };
-    // The primal as written, less the `#[checkpoint]`s rustc would reject.
-    let mut primal = item_fn.clone();
-    let misplaced = checkpoint::strip(&mut primal);
-    // A function reading the fields of structs first asks for their layouts.
     // A method's impl block, which its attribute does not see, is read from the file.
     let imp = match (item_fn.sig.receiver(), source) {
         (Some(_), Some(s)) => crate::aggregate::impl_of(&item_fn, s.text),
         _ => None,
     };
     if let (Some(r), None) = (item_fn.sig.receiver(), &imp) {
+        let mut primal = item_fn.clone();
+        let _ = checkpoint::strip(&mut primal);
         let err = syn::Error::new_spanned(
             r,
-            "phidiff: the impl block of this method was not found in its file (phidiff reads it to learn `Self`); differentiate a method of an inherent `impl` written in the file, or a free function",
+            "phidiff: the impl block of this method was not found in its file (phidiff reads it to learn `Self`): put `#[phidiff::differentiate]` on the `impl` block too (its methods keep their own attributes)",
         )
         .to_compile_error();
         return quote!(#primal #err);
     }
-    let needed = crate::aggregate::needed(&item_fn, imp.as_ref());
+    expand_fn(args, &item_fn, &item, imp.as_ref(), source)
+}
+
+/// [`expand_in`] of a function, or of a method of the impl block `imp` (then the tokens are
+/// items of that impl).
+pub fn expand_fn(
+    args: TokenStream,
+    item_fn: &syn::ItemFn,
+    item: &TokenStream,
+    imp: Option<&syn::ItemImpl>,
+    source: Option<SourceFile<'_>>,
+) -> TokenStream {
+    let item_fn = item_fn.clone();
+    // The primal as written, less the `#[checkpoint]`s rustc would reject.
+    let mut primal = item_fn.clone();
+    let misplaced = checkpoint::strip(&mut primal);
+    // A function reading the fields of structs first asks for their layouts.
+    let needed = crate::aggregate::needed(&item_fn, imp);
     if needed.is_empty() && (imp.is_some() || crate::aggregate::has_tuples(&item_fn)) {
         // Tuples (and a method of a struct whose fields are not read) need no layout.
         let derivatives = syn::parse2::<Options>(args.clone()).and_then(|opts| {
-            crate::aggregate::derivatives(opts, &item_fn, &Default::default(), imp.as_ref(), source)
+            crate::aggregate::derivatives(opts, &item_fn, &Default::default(), imp, source)
         });
         let derivatives = derivatives.unwrap_or_else(|e| e.to_compile_error());
         let misplaced = misplaced.into_iter().map(|e| e.to_compile_error());
@@ -78,14 +99,7 @@ pub fn expand_in(
         let request = match syn::parse2::<Options>(args.clone()) {
             Ok(opts) => match missing {
                 Some(e) => e.to_compile_error(),
-                None => crate::aggregate::chase(
-                    &opts.krate,
-                    &args,
-                    &needed,
-                    &quote!(),
-                    imp.as_ref(),
-                    &item,
-                ),
+                None => crate::aggregate::chase(&opts.krate, &args, &needed, &quote!(), imp, item),
             },
             Err(e) => e.to_compile_error(),
         };

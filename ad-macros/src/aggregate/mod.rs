@@ -519,6 +519,93 @@ fn unannotated_callees(
     err
 }
 
+/// `#[differentiate]` on an inherent impl block: each method carrying its own
+/// `#[differentiate(..)]` is differentiated as a method of this impl (the block's header
+/// gives `Self`, where the method's attribute alone cannot see it, as in macro-generated
+/// code or doc tests).
+pub fn expand_impl(
+    args: TokenStream,
+    mut imp: syn::ItemImpl,
+    source: Option<SourceFile<'_>>,
+) -> TokenStream {
+    if !args.is_empty() {
+        let err = syn::Error::new_spanned(
+            &args,
+            "phidiff: `#[differentiate]` on an impl block takes no arguments: put them on the methods (`#[differentiate(forward, reverse)]`)",
+        )
+        .to_compile_error();
+        return quote!(#imp #err);
+    }
+    if let Some((_, path, _)) = &imp.trait_ {
+        let err = syn::Error::new_spanned(
+            path,
+            "phidiff cannot differentiate the methods of a trait impl yet: write the model as a method of an inherent impl (`impl Model { #[differentiate(reverse)] fn loss(&self, ..) }`) and call it, and its `loss_rev`, from the trait's methods",
+        )
+        .to_compile_error();
+        return quote!(#imp #err);
+    }
+    let mut header = imp.clone();
+    header.items.clear();
+    header.attrs.clear();
+    let mut out = Vec::new();
+    for item in std::mem::take(&mut imp.items) {
+        let syn::ImplItem::Fn(f) = item else {
+            out.push(item.into_token_stream());
+            continue;
+        };
+        let position = f.attrs.iter().position(|a| {
+            a.path().segments.last().is_some_and(|s| {
+                s.ident == "differentiate" || s.ident == "differentiate_coarsen_off"
+            })
+        });
+        let Some(position) = position else {
+            out.push(f.into_token_stream());
+            continue;
+        };
+        let mut attrs = f.attrs.clone();
+        let attr = attrs.remove(position);
+        let mut method_args = match &attr.meta {
+            syn::Meta::List(l) => l.tokens.clone(),
+            _ => TokenStream::new(),
+        };
+        if attr
+            .path()
+            .segments
+            .last()
+            .is_some_and(|s| s.ident == "differentiate_coarsen_off")
+        {
+            if !method_args.is_empty() {
+                method_args.extend(quote!(,));
+            }
+            method_args.extend(quote!(coarsen = off));
+        }
+        let method = syn::ItemFn {
+            attrs,
+            vis: f.vis,
+            sig: f.sig,
+            block: Box::new(f.block),
+        };
+        let tokens = method.to_token_stream();
+        out.push(crate::expand::expand_fn(
+            method_args,
+            &method,
+            &tokens,
+            Some(&header),
+            source,
+        ));
+    }
+    let attrs = &imp.attrs;
+    let (impl_g, _, where_g) = imp.generics.split_for_impl();
+    let self_ty = &imp.self_ty;
+    let unsafety = &imp.unsafety;
+    let defaultness = &imp.defaultness;
+    quote! {
+        #(#attrs)* #defaultness #unsafety impl #impl_g #self_ty #where_g {
+            #(#out)*
+        }
+    }
+}
+
 /// The header of the inherent impl block that holds method `item`, read from the file (a
 /// method's attribute does not see its impl): `impl<G> Type where .. {}`.
 pub fn impl_of(item: &syn::ItemFn, text: &str) -> Option<syn::ItemImpl> {
