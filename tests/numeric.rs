@@ -330,6 +330,7 @@ numeric_tests! {
         methods_and_calls_with_structs,
         tuples,
         rayon_over_slices_of_structs,
+        struct_patterns,
     ],
     /// Issue 46: functions mixing `f32` and `f64`.
     idiomatic_floats: [

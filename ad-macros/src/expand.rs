@@ -251,6 +251,28 @@ pub fn derive_all(
     if sig.mixed {
         reject_mixed(item, opts, &compiled)?;
     }
+    if let Some(name) = &opts.primal {
+        let layout = Layout {
+            slots: (0..sig.params.len())
+                .map(codegen::signature::Slot::Primal)
+                .collect(),
+        };
+        let b = layout.bindings(&sig, false);
+        let types = sig.mixed.then(|| {
+            let mut t = mixed_types(item, &sig, &layout, true);
+            t.results.truncate(usize::from(sig.returns_float));
+            t
+        });
+        let body = codegen::body_typed(
+            &compiled.primal,
+            &sig.float,
+            &opts.krate,
+            b,
+            &compiled.failures,
+            types.as_ref(),
+        );
+        out.extend(header.primal(name, body));
+    }
     if let Some(name) = &opts.forward {
         let layout = Layout::forward(&sig);
         let b = layout.bindings(&sig, true);

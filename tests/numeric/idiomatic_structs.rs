@@ -704,3 +704,53 @@ pub fn rayon_over_slices_of_structs() {
         tols: TOLS,
     });
 }
+
+/// A struct taken apart by a pattern (`let Params { rate, weights, anchor, .. } = p;`),
+/// with match ergonomics: `rate` a `&f64`, `weights` a `&Vec<f64>`.
+#[differentiate(forward, reverse, wrt(p))]
+pub fn pattern_loss(p: &Params<f64>, x: &[f64]) -> f64 {
+    let Params {
+        rate,
+        weights,
+        anchor,
+        ..
+    } = p;
+    let mut s = 0.0;
+    for (w, v) in weights.iter().zip(x) {
+        s += w * v;
+    }
+    (*rate * s).sin() + anchor[0] * anchor[1]
+}
+
+pub fn struct_patterns() {
+    let n = 3;
+    let xs = [0.3, -0.2, 0.7];
+    let x = [0.9, 0.3, -0.5, 0.25, 0.1, -0.2];
+    let f = |x: &[f64]| pattern_loss(&Params::from_flat(x, n, 1, 0.0), &xs);
+    check_grad(
+        "pattern_loss",
+        &x,
+        &f,
+        &|x| {
+            let (v, g) = pattern_loss_grad(&Params::from_flat(x, n, 1, 0.0), &xs);
+            (v, g.flat())
+        },
+        TOLS,
+    );
+    check_fwd_rev(&Case {
+        name: "pattern_loss",
+        x: &x,
+        primal: &|x| vec![f(x)],
+        jvp: &|x, d| {
+            let (v, t) = pattern_loss_fwd(&Params::from_flat(x, n, 1, 0.0), &Params::from_flat(d, n, 1, 0.0), &xs);
+            (vec![v], vec![t])
+        },
+        vjp: &|x, w| {
+            let p = Params::from_flat(x, n, 1, 0.0);
+            let mut dp = p.zero_like();
+            let v = pattern_loss_rev(&p, &mut dp, &xs, w[0]);
+            (vec![v], dp.flat())
+        },
+        tols: TOLS,
+    });
+}

@@ -66,7 +66,9 @@ pub fn needed(
         let receiver = matches!(arg, syn::FnArg::Receiver(_));
         let used = match seq {
             true => mentions(body.clone(), &name),
-            false => receiver || reads_fields(body.clone(), &name),
+            false => {
+                receiver || reads_fields(body.clone(), &name) || destructures(&item.block, &name)
+            }
         };
         if generic || !known || !used {
             continue;
@@ -91,6 +93,34 @@ pub fn has_tuples(item: &syn::ItemFn) -> bool {
     let tuple_result = matches!(&item.sig.output, syn::ReturnType::Type(_, t)
         if matches!(crate::parse::signature::ungroup(t), syn::Type::Tuple(t) if t.elems.len() >= 2));
     tuple_param || tuple_result
+}
+
+/// Whether `block` takes struct `name` apart with a pattern (`let Params { k, .. } = p;`).
+fn destructures(block: &syn::Block, name: &syn::Ident) -> bool {
+    struct Find<'a> {
+        name: &'a syn::Ident,
+        found: bool,
+    }
+    impl<'ast> syn::visit::Visit<'ast> for Find<'_> {
+        fn visit_local(&mut self, l: &'ast syn::Local) {
+            if let (syn::Pat::Struct(_), Some(init)) = (&l.pat, &l.init) {
+                let mut e = &*init.expr;
+                while let syn::Expr::Reference(syn::ExprReference { expr, .. })
+                | syn::Expr::Unary(syn::ExprUnary { expr, .. })
+                | syn::Expr::Paren(syn::ExprParen { expr, .. }) = e
+                {
+                    e = expr;
+                }
+                if matches!(e, syn::Expr::Path(p) if p.path.is_ident(self.name)) {
+                    self.found = true;
+                }
+            }
+            syn::visit::visit_local(self, l);
+        }
+    }
+    let mut f = Find { name, found: false };
+    syn::visit::Visit::visit_block(&mut f, block);
+    f.found
 }
 
 /// Whether `tokens` contain `name`.
@@ -320,6 +350,7 @@ pub fn derivatives(
     let inner_name = &exploded.inner.sig.ident;
     let mut inner_opts = opts.clone();
     inner_opts.grad = false;
+    inner_opts.primal = Some(exploded.inner.sig.ident.clone());
     inner_opts.forward = opts
         .forward
         .as_ref()
@@ -345,15 +376,7 @@ pub fn derivatives(
         outputs: &exploded.outputs,
         krate: &opts.krate,
     };
-    // The exploded function itself too: its callers' derivatives may call it.
-    let mut inner_primal = exploded.inner.clone();
-    // (`#[checkpoint]`s are the compiler's; a misplaced one is reported with the primal.)
-    let _ = crate::parse::checkpoint::strip(&mut inner_primal);
-    rewrite::serial_primal(&mut inner_primal.block);
-    inner_primal.attrs.push(syn::parse_quote!(#[allow(non_snake_case, dead_code, unused_variables, unused_mut, clippy::all)]));
-    let mut all = inner_primal.into_token_stream();
-    all.extend(inner_tokens);
-    let mut out = hide(all, imp);
+    let mut out = hide(inner_tokens, imp);
     if let (Some(name), Some(inner)) = (&opts.forward, &inner_opts.forward) {
         out.extend(w.forward(name, inner));
     }

@@ -13,39 +13,6 @@ use syn::spanned::Spanned;
 use syn::visit_mut::VisitMut;
 use syn::{Expr, Ident};
 
-/// The split function as emitted (callers' derivatives call it): the rayon loops written
-/// over the fields of a slice of structs (`(0..n).into_par_iter().for_each(|__k_b| ..)`,
-/// which writes the field slices by index) run as serial loops, which Rust accepts; the
-/// derivatives, compiled from the parallel form, keep their parallel loops.
-pub fn serial_primal(block: &mut syn::Block) {
-    struct Serial;
-    impl VisitMut for Serial {
-        fn visit_expr_mut(&mut self, e: &mut Expr) {
-            syn::visit_mut::visit_expr_mut(self, e);
-            let Expr::MethodCall(m) = e else { return };
-            if m.method != "for_each" || m.args.len() != 1 {
-                return;
-            }
-            let Expr::MethodCall(p) = &*m.receiver else {
-                return;
-            };
-            let Expr::Closure(c) = &m.args[0] else { return };
-            let index = match c.inputs.first() {
-                Some(syn::Pat::Ident(i)) if i.ident.to_string().starts_with("__k_") => {
-                    i.ident.clone()
-                }
-                _ => return,
-            };
-            if p.method != "into_par_iter" {
-                return;
-            }
-            let (range, body) = (&p.receiver, &c.body);
-            *e = syn::parse_quote_spanned!(m.span()=> for #index in #range { #body; });
-        }
-    }
-    Serial.visit_block_mut(block);
-}
-
 /// A name the body reads fields through.
 #[derive(Clone)]
 pub enum Root {
@@ -457,6 +424,51 @@ impl Rewriter {
         )
     }
 
+    /// `let Params { k, w: weights, .. } = p;` (or `= *p`) of a struct parameter: one `let`
+    /// per field named, a number by value (`let k = p.k;`), a buffer borrowed
+    /// (`let weights = &p.w;`).
+    fn struct_pattern(&mut self, local: &syn::Local) -> Option<Vec<syn::Stmt>> {
+        let syn::Pat::Struct(ps) = &local.pat else {
+            return None;
+        };
+        let init = local.init.as_ref()?;
+        if init.diverge.is_some() {
+            return None;
+        }
+        let root = match &*init.expr {
+            Expr::Reference(r) => name_of(&r.expr)?,
+            other => name_of(other)?,
+        };
+        let Some(Root::Struct { parts, .. }) = self.roots.get(&root.to_string()) else {
+            return None;
+        };
+        let parts = parts.clone();
+        let mut stmts = Vec::new();
+        for f in &ps.fields {
+            let member = &f.member;
+            let pat = &f.pat;
+            let buffer = parts
+                .iter()
+                .find(|p| p.member == *member)
+                .is_some_and(|p| matches!(p.shape, Shape::Seq { .. }));
+            let mut access: Expr = match buffer {
+                true => syn::parse_quote_spanned!(f.span()=> &#root.#member),
+                false => syn::parse_quote_spanned!(f.span()=> #root.#member),
+            };
+            self.visit_expr_mut(&mut access);
+            // `ref w` / `ref mut w`: the binding is the borrow itself.
+            let pat = match &**pat {
+                syn::Pat::Ident(p) if p.by_ref.is_some() => {
+                    let id = &p.ident;
+                    quote!(#id)
+                }
+                other => quote!(#other),
+            };
+            stmts.push(syn::parse_quote_spanned!(f.span()=> let #pat = #access;));
+        }
+        Some(stmts)
+    }
+
     /// `let b = &xs[i];` (or `&mut xs[i]`) of a slice of structs: `b` names that element
     /// for the rest of the block; the statement binds the index once.
     fn element_binding(&mut self, local: &syn::Local) -> Option<syn::Stmt> {
@@ -692,6 +704,10 @@ impl VisitMut for Rewriter {
             if let syn::Stmt::Local(l) = &s {
                 if let Some(bind) = self.element_binding(l) {
                     stmts.push(bind);
+                    continue;
+                }
+                if let Some(binds) = self.struct_pattern(l) {
+                    stmts.extend(binds);
                     continue;
                 }
             }

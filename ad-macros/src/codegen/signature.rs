@@ -342,6 +342,16 @@ impl Header<'_> {
         )
     }
 
+    /// The primal program itself, generated from its IR: the function's own parameters and
+    /// result.
+    pub fn primal(&self, name: &Ident, body: TokenStream) -> TokenStream {
+        let params = self.sig.params.iter().map(param_tokens).collect();
+        let rt = self.result_ty();
+        let (ret, body) = self.result(self.sig.returns_float.then(|| quote!(#rt)), body);
+        let slices = self.scalar_refs_as_slices(false);
+        self.wrap(name, params, ret, quote!(#slices #body))
+    }
+
     pub fn forward(&self, name: &Ident, body: TokenStream) -> TokenStream {
         let params = self.params(
             &Layout::forward(self.sig),

@@ -41,6 +41,9 @@ pub struct Options {
     /// Whether `_grad` is written with `_rev` (not for the exploded function of one taking
     /// structs, whose `_grad` takes the structs).
     pub grad: bool,
+    /// Also emit the primal program itself, generated from its IR, under this name (the
+    /// split function of one taking structs, which its callers' derivatives call).
+    pub primal: Option<Ident>,
 }
 
 impl Options {
@@ -179,6 +182,7 @@ impl Parse for Options {
             reverse_requested: false,
             batched: Vec::new(),
             grad: true,
+            primal: None,
         };
         while !input.is_empty() {
             let key = input.call(Ident::parse_any)?;
