@@ -101,6 +101,65 @@ fn main() {
     verify_lorenz(&x0, lsteps);
     verify_heat(&u0, r, hsteps);
 
+    // Issue 47: structs against the flat parameters they stand for.
+    let poly = Poly {
+        bias: 0.3,
+        coef: vec![0.5, -0.2, 0.1, 0.05],
+    };
+    let pts: Vec<f64> = (0..100_000).map(|i| (i as f64 * 1e-5).sin()).collect();
+    let pys: Vec<f64> = pts.iter().map(|t| (2.0 * t).cos()).collect();
+    let mut dpoly = phidiff::Differentiable::zero_like(&poly);
+    let (mut dbias, mut dcoef) = (0.0, vec![0.0; 4]);
+    let bodies: Vec<Body> = (0..400)
+        .map(|i| {
+            let a = i as f64;
+            Body {
+                pos: [a.sin() * 10.0, a.cos() * 10.0, 0.1 * a],
+                vel: [0.01 * a.cos(), 0.02, -0.01],
+                mass: 1.0 + 0.01 * a,
+            }
+        })
+        .collect();
+    let mut dbodies: Vec<Body> = bodies
+        .iter()
+        .map(phidiff::Differentiable::zero_like)
+        .collect();
+    let bpos: Vec<[f64; 3]> = bodies.iter().map(|b| b.pos).collect();
+    let bvel: Vec<[f64; 3]> = bodies.iter().map(|b| b.vel).collect();
+    let bmass: Vec<f64> = bodies.iter().map(|b| b.mass).collect();
+    let (mut dbpos, mut dbvel, mut dbmass) =
+        (vec![[0.0; 3]; 400], vec![[0.0; 3]; 400], vec![0.0; 400]);
+    {
+        let (v1, g1) = poly_loss_grad(&poly, &pts, &pys);
+        let (v2, (gb, gc)) = poly_loss_flat_grad(poly.bias, &poly.coef, &pts, &pys);
+        assert!(
+            (v1 - v2).abs() <= 1e-12 * v1.abs() && (g1.bias - gb).abs() <= 1e-9 * gb.abs(),
+            "poly_loss"
+        );
+        assert!(
+            g1.coef
+                .iter()
+                .zip(&gc)
+                .all(|(a, b)| (a - b).abs() <= 1e-9 * b.abs()),
+            "poly_loss's coef"
+        );
+        let (e1, h1) = system_energy_grad(&bodies);
+        let (e2, (hp, _, hm)) = system_energy_flat_grad(&bpos, &bvel, &bmass);
+        assert!((e1 - e2).abs() <= 1e-12 * e1.abs(), "system_energy");
+        assert!(
+            h1.iter()
+                .zip(&hm)
+                .all(|(b, m)| (b.mass - m).abs() <= 1e-9 * m.abs()),
+            "system_energy's masses"
+        );
+        assert!(
+            h1.iter()
+                .zip(&hp)
+                .all(|(b, p)| (b.pos[0] - p[0]).abs() <= 1e-9 * (1.0 + p[0].abs())),
+            "system_energy's positions"
+        );
+    }
+
     // Issue 46: iterator chains against the index loops they stand for.
     let qn = 1000;
     let qm: Vec<Vec<f64>> = (0..qn)
@@ -211,6 +270,50 @@ fn main() {
                 }),
                 Variant::new("zero", || {
                     black_box(&mut rz).fill(0.0);
+                }),
+            ],
+        },
+        Bench {
+            function: "struct forms",
+            variants: vec![
+                Variant::new("struct rev", || {
+                    black_box(poly_loss_rev(
+                        black_box(&poly),
+                        black_box(&mut dpoly),
+                        &pts,
+                        &pys,
+                        1.0,
+                    ));
+                }),
+                Variant::new("flat rev", || {
+                    let (v, b) = poly_loss_flat_rev(
+                        black_box(poly.bias),
+                        black_box(&poly.coef),
+                        black_box(&mut dcoef),
+                        &pts,
+                        &pys,
+                        1.0,
+                    );
+                    dbias += b;
+                    black_box(v);
+                }),
+                Variant::new("bodies rev", || {
+                    black_box(system_energy_rev(
+                        black_box(&bodies),
+                        black_box(&mut dbodies),
+                        1.0,
+                    ));
+                }),
+                Variant::new("fields rev", || {
+                    black_box(system_energy_flat_rev(
+                        black_box(&bpos),
+                        black_box(&mut dbpos),
+                        black_box(&bvel),
+                        black_box(&mut dbvel),
+                        black_box(&bmass),
+                        black_box(&mut dbmass),
+                        1.0,
+                    ));
                 }),
             ],
         },
@@ -408,6 +511,33 @@ fn main() {
         );
     }
     println!();
+    for b in benches.iter().filter(|b| b.function == "struct forms") {
+        let m = |name: &str| {
+            b.variants
+                .iter()
+                .find(|v| v.name == name)
+                .map(|v| v.median())
+                .unwrap()
+        };
+        let fastest = |name: &str| {
+            b.variants
+                .iter()
+                .find(|v| v.name == name)
+                .map(|v| v.samples.iter().cloned().fold(f64::INFINITY, f64::min))
+                .unwrap()
+        };
+        println!(
+            "struct forms: poly_loss(p: &Poly) rev {} vs fields as parameters {} ({:.3}×, fastest {:.3}×); energy(&[Body]) rev {} vs one slice per field {} ({:.3}×, fastest {:.3}×)",
+            fmt_time(m("struct rev")),
+            fmt_time(m("flat rev")),
+            m("struct rev") / m("flat rev"),
+            fastest("struct rev") / fastest("flat rev"),
+            fmt_time(m("bodies rev")),
+            fmt_time(m("fields rev")),
+            m("bodies rev") / m("fields rev"),
+            fastest("bodies rev") / fastest("fields rev"),
+        );
+    }
     for b in benches
         .iter()
         .filter(|b| b.function.starts_with("iterator"))

@@ -530,3 +530,89 @@ pub fn verify_heat(u0: &[f64], r: f64, steps: usize) {
     let fd = heat_fd(u0, &v, r, vr, steps, &mut up, &mut um);
     assert_close("heat: FD vs gradient·v", &[fd], &[want], 1e-5);
 }
+
+// ---------------------------------------------------------------------------------------
+// Issue 47: structs against the flat parameters they stand for
+// ---------------------------------------------------------------------------------------
+
+/// A polynomial model kept in a struct.
+#[derive(phidiff::Differentiable, Clone, Debug)]
+pub struct Poly {
+    pub bias: f64,
+    pub coef: Vec<f64>,
+}
+
+/// The least-squares loss of a `Poly` (`p.bias`, `p.coef[k]`) over data points.
+#[differentiate(forward, reverse, wrt(p))]
+pub fn poly_loss(p: &Poly, ts: &[f64], ys: &[f64]) -> f64 {
+    let mut total = 0.0;
+    for i in 0..ts.len() {
+        let mut pred = p.bias;
+        let mut tk = 1.0;
+        for k in 0..p.coef.len() {
+            tk *= ts[i];
+            pred += p.coef[k] * tk;
+        }
+        let r = pred - ys[i];
+        total += r * r;
+    }
+    total
+}
+
+/// [`poly_loss`] with the fields as parameters.
+#[differentiate(forward, reverse, wrt(bias, coef))]
+pub fn poly_loss_flat(bias: f64, coef: &[f64], ts: &[f64], ys: &[f64]) -> f64 {
+    let mut total = 0.0;
+    for i in 0..ts.len() {
+        let mut pred = bias;
+        let mut tk = 1.0;
+        for k in 0..coef.len() {
+            tk *= ts[i];
+            pred += coef[k] * tk;
+        }
+        let r = pred - ys[i];
+        total += r * r;
+    }
+    total
+}
+
+/// A body of an n-body system.
+#[derive(phidiff::Differentiable, Clone, Copy, Debug)]
+pub struct Body {
+    pub pos: [f64; 3],
+    pub vel: [f64; 3],
+    pub mass: f64,
+}
+
+/// The energy of a system as a slice of structs (`bodies[i].pos[k]`, `for b in ..`).
+#[differentiate(forward, reverse)]
+pub fn system_energy(bodies: &[Body]) -> f64 {
+    let mut e = 0.0;
+    for (i, b) in bodies.iter().enumerate() {
+        e += 0.5 * b.mass * (b.vel[0] * b.vel[0] + b.vel[1] * b.vel[1] + b.vel[2] * b.vel[2]);
+        for other in &bodies[i + 1..] {
+            let dx = b.pos[0] - other.pos[0];
+            let dy = b.pos[1] - other.pos[1];
+            let dz = b.pos[2] - other.pos[2];
+            e -= b.mass * other.mass / (dx * dx + dy * dy + dz * dz).sqrt();
+        }
+    }
+    e
+}
+
+/// [`system_energy`] with one slice per field, as a user without struct support writes it.
+#[differentiate(forward, reverse)]
+pub fn system_energy_flat(pos: &[[f64; 3]], vel: &[[f64; 3]], mass: &[f64]) -> f64 {
+    let mut e = 0.0;
+    for i in 0..mass.len() {
+        e +=
+            0.5 * mass[i] * (vel[i][0] * vel[i][0] + vel[i][1] * vel[i][1] + vel[i][2] * vel[i][2]);
+        for j in i + 1..mass.len() {
+            let dx = pos[i][0] - pos[j][0];
+            let dy = pos[i][1] - pos[j][1];
+            let dz = pos[i][2] - pos[j][2];
+            e -= mass[i] * mass[j] / (dx * dx + dy * dy + dz * dz).sqrt();
+        }
+    }
+    e
+}
