@@ -121,23 +121,6 @@ fn name_of(e: &Expr) -> Option<Ident> {
     }
 }
 
-fn is_compound_assign(op: &syn::BinOp) -> bool {
-    use syn::BinOp::*;
-    matches!(
-        op,
-        AddAssign(_)
-            | SubAssign(_)
-            | MulAssign(_)
-            | DivAssign(_)
-            | RemAssign(_)
-            | BitXorAssign(_)
-            | BitAndAssign(_)
-            | BitOrAssign(_)
-            | ShlAssign(_)
-            | ShrAssign(_)
-    )
-}
-
 fn text(e: &impl ToTokens) -> String {
     e.to_token_stream().to_string().replace(' ', "")
 }
@@ -754,7 +737,7 @@ impl VisitMut for Rewriter {
                 }
                 self.visit_expr_mut(&mut a.right);
             }
-            Expr::Binary(b) if is_compound_assign(&b.op) => {
+            Expr::Binary(b) if crate::desugar::assigns_in_place(&b.op) => {
                 if let Some(r) = self.replace(&b.left, Context::Place) {
                     *b.left = r;
                 } else {

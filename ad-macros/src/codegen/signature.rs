@@ -170,7 +170,7 @@ impl Header<'_> {
 
     /// The type of the function's float result: `ft`, or in a function that mixes `f32`
     /// and `f64` the one it returns.
-    fn result_ty(&self) -> TokenStream {
+    pub fn result_ty(&self) -> TokenStream {
         let out = &self.item.sig.output;
         match (self.sig.mixed, crate::expand::prec_of(&quote!(#out))) {
             (true, Some(p)) => {
@@ -183,7 +183,7 @@ impl Header<'_> {
 
     /// The type of an active scalar parameter's adjoint: `ft`, or in a function that
     /// mixes `f32` and `f64` the parameter's own.
-    fn scalar_ty(&self, p: &crate::parse::signature::ParamSpec) -> TokenStream {
+    pub fn scalar_ty(&self, p: &crate::parse::signature::ParamSpec) -> TokenStream {
         let ty = &p.ty;
         match (self.sig.mixed, crate::expand::prec_of(&quote!(#ty))) {
             (true, Some(q)) => {
@@ -194,7 +194,7 @@ impl Header<'_> {
         }
     }
 
-    fn wrap(
+    pub fn wrap(
         &self,
         name: &Ident,
         params: Vec<TokenStream>,

@@ -371,20 +371,7 @@ fn written_names(stmts: &[Stmt]) -> Vec<String> {
             syn::visit::visit_expr_assign(self, a);
         }
         fn visit_expr_binary(&mut self, b: &'ast syn::ExprBinary) {
-            use syn::BinOp::*;
-            if matches!(
-                b.op,
-                AddAssign(_)
-                    | SubAssign(_)
-                    | MulAssign(_)
-                    | DivAssign(_)
-                    | RemAssign(_)
-                    | BitXorAssign(_)
-                    | BitAndAssign(_)
-                    | BitOrAssign(_)
-                    | ShlAssign(_)
-                    | ShrAssign(_)
-            ) {
+            if super::assigns_in_place(&b.op) {
                 self.0.extend(idents(&b.left));
             }
             syn::visit::visit_expr_binary(self, b);

@@ -53,6 +53,24 @@ pub fn body(item: &syn::ItemFn, sig: &Signature) -> syn::Result<(syn::ItemFn, Ve
     Ok((item, sites))
 }
 
+/// Whether `op` assigns in place (`+=`, `-=`, .., `<<=`, `>>=`): its left side is written.
+pub fn assigns_in_place(op: &syn::BinOp) -> bool {
+    use syn::BinOp::*;
+    matches!(
+        op,
+        AddAssign(_)
+            | SubAssign(_)
+            | MulAssign(_)
+            | DivAssign(_)
+            | RemAssign(_)
+            | BitXorAssign(_)
+            | BitAndAssign(_)
+            | BitOrAssign(_)
+            | ShlAssign(_)
+            | ShrAssign(_)
+    )
+}
+
 /// What a name is where a chain uses it, as the desugaring needs to know it.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Shape {
