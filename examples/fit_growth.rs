@@ -58,7 +58,13 @@ impl Growth {
     }
 
     fn params(&self) -> Vec<f64> {
-        vec![self.rate, self.capacity, self.midpoint, self.seasonal[0], self.seasonal[1]]
+        vec![
+            self.rate,
+            self.capacity,
+            self.midpoint,
+            self.seasonal[0],
+            self.seasonal[1],
+        ]
     }
 }
 
@@ -89,7 +95,9 @@ impl Gradient for Fit {
 
 /// Deterministic noise in [-1, 1] (a linear congruential generator).
 fn noise(state: &mut u64) -> f64 {
-    *state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    *state = state
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     ((*state >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
 }
 
@@ -102,7 +110,10 @@ fn main() -> ExitCode {
     };
     let mut state = 7;
     let ts: Vec<f64> = (0..120).map(|k| 0.08 * k as f64).collect();
-    let ys: Vec<f64> = ts.iter().map(|&t| truth.predict(t) + 0.05 * noise(&mut state)).collect();
+    let ys: Vec<f64> = ts
+        .iter()
+        .map(|&t| truth.predict(t) + 0.05 * noise(&mut state))
+        .collect();
     let fit = Fit { ts, ys };
 
     let guess = Growth {

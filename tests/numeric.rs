@@ -331,6 +331,7 @@ numeric_tests! {
         tuples,
         rayon_over_slices_of_structs,
         struct_patterns,
+        structs_passed_on,
     ],
     /// Issue 46: functions mixing `f32` and `f64`.
     idiomatic_floats: [

@@ -83,7 +83,7 @@ pub fn expand_fn(
     let mut primal = item_fn.clone();
     let misplaced = checkpoint::strip(&mut primal);
     // A function reading the fields of structs first asks for their layouts.
-    let needed = crate::aggregate::needed(&item_fn, imp);
+    let needed = crate::aggregate::needed(&item_fn, imp, source.map(|s| s.text));
     if needed.is_empty() && (imp.is_some() || crate::aggregate::has_tuples(&item_fn)) {
         // Tuples (and a method of a struct whose fields are not read) need no layout.
         let derivatives = syn::parse2::<Options>(args.clone()).and_then(|opts| {

@@ -754,3 +754,40 @@ pub fn struct_patterns() {
         tols: TOLS,
     });
 }
+
+/// A struct the body only passes on (no field read here): still split, so the calls pass
+/// its fields.
+#[differentiate(forward, reverse)]
+pub fn passed_on(p: &Poly<f64>, t: f64) -> f64 {
+    let r = ridge(p, 0.5);
+    r * r + p.predict(t)
+}
+
+pub fn structs_passed_on() {
+    let poly = |x: &[f64]| Poly { bias: x[0], coef: x[1..x.len() - 1].to_vec() };
+    let flat = |p: &Poly<f64>| {
+        let mut v = vec![p.bias];
+        v.extend(&p.coef);
+        v
+    };
+    let x = [0.2, 0.7, -0.4, 0.6];
+    let n = x.len() - 1;
+    check_grad(
+        "passed_on",
+        &x,
+        &|x| passed_on(&poly(x), x[n]),
+        &|x| {
+            let (v, (g, dt)) = passed_on_grad(&poly(x), x[n]);
+            let mut v2 = flat(&g);
+            v2.push(dt);
+            (v, v2)
+        },
+        TOLS,
+    );
+    // By hand: ∂/∂coef_k = 2r·(2·0.5·coef_k) + t^(k+1), ∂/∂bias = 1.
+    let p = poly(&x);
+    let (_, (g, _)) = passed_on_grad(&p, x[n]);
+    let r = 0.5 * (0.7f64 * 0.7 + 0.4 * 0.4);
+    let want = [1.0, 2.0 * r * 0.7 + 0.6, 2.0 * r * -0.4 + 0.36];
+    assert_rel("passed_on: by hand", &flat(&g), &want, 1e-13);
+}

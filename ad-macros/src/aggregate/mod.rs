@@ -31,7 +31,11 @@ use syn::spanned::Spanned;
 pub fn needed(
     item: &syn::ItemFn,
     imp: Option<&syn::ItemImpl>,
+    text: Option<&str>,
 ) -> Vec<(syn::Path, proc_macro2::Span)> {
+    // Structs the file derives `Differentiable` for: a parameter of one that the body only
+    // passes on (`inner(p, x)`) is split too, so the call passes its fields.
+    let derived: Vec<String> = text.map(derived_structs).unwrap_or_default();
     let self_ty = imp.map(|i| &*i.self_ty);
     let body = item.block.to_token_stream();
     let mut out: Vec<(syn::Path, proc_macro2::Span)> = Vec::new();
@@ -67,7 +71,15 @@ pub fn needed(
         let used = match seq {
             true => mentions(body.clone(), &name),
             false => {
-                receiver || reads_fields(body.clone(), &name) || destructures(&item.block, &name)
+                receiver
+                    || reads_fields(body.clone(), &name)
+                    || destructures(&item.block, &name)
+                    || (path
+                        .path
+                        .segments
+                        .last()
+                        .is_some_and(|s| derived.contains(&s.ident.to_string()))
+                        && mentions(body.clone(), &name))
             }
         };
         if generic || !known || !used {
@@ -277,7 +289,7 @@ pub fn resume(input: TokenStream, source: Option<SourceFile<'_>>) -> TokenStream
         Err(e) => return e.to_compile_error(),
     };
     if !rest.is_empty() {
-        let spans = needed(&item, r.imp.as_ref());
+        let spans = needed(&item, r.imp.as_ref(), source.map(|s| s.text));
         let pending: Vec<(syn::Path, proc_macro2::Span)> = rest
             .iter()
             .map(|p| {
@@ -705,6 +717,20 @@ pub fn missing_derive(
         }
     }
     err
+}
+
+/// The names of the structs `text` derives `Differentiable` for.
+fn derived_structs(text: &str) -> Vec<String> {
+    let Ok(file) = syn::parse_file(text) else {
+        return Vec::new();
+    };
+    let mut structs = Vec::new();
+    collect_structs(&file.items, &mut structs);
+    structs
+        .into_iter()
+        .filter(|s| derives_differentiable(&s.attrs))
+        .map(|s| s.ident.to_string())
+        .collect()
 }
 
 fn collect_structs<'a>(items: &'a [syn::Item], out: &mut Vec<&'a syn::ItemStruct>) {

@@ -125,7 +125,13 @@ impl Wrapper<'_> {
         }
     }
 
-    fn wrap(&self, name: &Ident, params: Vec<TokenStream>, ret: TokenStream, body: TokenStream) -> TokenStream {
+    fn wrap(
+        &self,
+        name: &Ident,
+        params: Vec<TokenStream>,
+        ret: TokenStream,
+        body: TokenStream,
+    ) -> TokenStream {
         self.header().wrap(name, params, ret, body)
     }
 
