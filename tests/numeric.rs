@@ -332,6 +332,7 @@ numeric_tests! {
         rayon_over_slices_of_structs,
         struct_patterns,
         structs_passed_on,
+        struct_locals,
     ],
     /// Issue 46: functions mixing `f32` and `f64`.
     idiomatic_floats: [

@@ -52,8 +52,9 @@ use proc_macro::TokenStream;
 ///   `Float`), `f64`, `f32`, and slices, arrays and `Vec`s of them, by value or by
 ///   reference (`&[T]`, `&mut [T]`, `[T; N]`, `&[T; N]`, `Vec<T>`, `&Vec<T>`, …, and
 ///   buffers of buffers such as `&[Vec<T>]`). Integers, `bool` and every other type are
-///   constant and passed through. Methods (`self`) and `&mut T` scalars are compile
-///   errors.
+///   constant and passed through. Structs deriving `phidiff::Differentiable`, tuples and
+///   methods (`self`) are split into their fields (see the guide, "Structs, tuples and
+///   methods").
 /// - **`_fwd`**: a tangent parameter of the same type follows each active parameter
 ///   (`dx` for `x`; `&mut` tangents are updated in place like their primals). It returns
 ///   `(value, tangent)`, or `()` for a function returning `()`.

@@ -791,3 +791,48 @@ pub fn structs_passed_on() {
     let want = [1.0, 2.0 * r * 0.7 + 0.6, 2.0 * r * -0.4 + 0.36];
     assert_rel("passed_on: by hand", &flat(&g), &want, 1e-13);
 }
+
+/// Struct-valued locals: a literal (`Body { pos: [..], vel: [0.0; 3], mass }`, array
+/// literals inside), fields written (`b.vel[k] -= ..`), update syntax (`Body { mass: .., ..b }`)
+/// and array literals (`let w = [0.5, 1.0, 2.0];`).
+#[differentiate(forward, reverse)]
+pub fn kicked_energy(x: &[f64], dt: f64) -> f64 {
+    let mut b = Body {
+        pos: [x[0], x[1], x[2]],
+        vel: [0.0; 3],
+        mass: x[3],
+    };
+    for k in 0..3 {
+        b.vel[k] -= dt * b.pos[k] * b.mass;
+    }
+    let heavier = Body {
+        mass: 2.0 * b.mass,
+        ..b
+    };
+    let w = [0.5, 1.0, 2.0];
+    let mut e = 0.0;
+    for k in 0..3 {
+        e += w[k] * heavier.vel[k] * heavier.vel[k];
+    }
+    heavier.mass * e
+}
+
+pub fn struct_locals() {
+    let x = [0.5, -0.3, 0.2, 1.5];
+    let dt = 0.1;
+    check_grad(
+        "kicked_energy",
+        &[x[0], x[1], x[2], x[3], dt],
+        &|y| kicked_energy(&y[..4], y[4]),
+        &|y| {
+            let (v, (mut g, gdt)) = kicked_energy_grad(&y[..4], y[4]);
+            g.push(gdt);
+            (v, g)
+        },
+        TOLS,
+    );
+    // By hand: vel_k = −dt·pos_k·m, e = 2m·Σ w_k vel_k² = 2 dt² m³ Σ w_k pos_k².
+    let s: f64 = [0.5, 1.0, 2.0].iter().zip(&x[..3]).map(|(w, p)| w * p * p).sum();
+    let (v, _) = kicked_energy_grad(&x, dt);
+    assert_close("kicked_energy: value by hand", v, 2.0 * dt * dt * x[3].powi(3) * s, 1e-14, 0.0);
+}

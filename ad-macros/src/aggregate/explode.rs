@@ -367,7 +367,7 @@ pub fn explode(
     }
     let mut block = (*item.block).clone();
     crate::desugar::tuples::desugar(&mut block);
-    let calls = super::rewrite::rewrite(&mut block, roots)?;
+    let calls = super::rewrite::rewrite(&mut block, roots, layouts)?;
     let outputs: Vec<Type> = match &item.sig.output {
         syn::ReturnType::Type(_, t) => match crate::parse::signature::ungroup(t) {
             Type::Tuple(t) if t.elems.len() >= 2 => t.elems.iter().cloned().collect(),
@@ -409,6 +409,38 @@ pub fn explode(
         calls,
         outputs,
     })
+}
+
+/// The fields of a struct-valued local `name` of the struct `layout` (written `path` in its
+/// literal): each an owned local `name__field`; with every field of the struct, for
+/// messages.
+pub fn local_parts(
+    name: &Ident,
+    layout: &syn::ItemStruct,
+    path: &syn::TypePath,
+) -> syn::Result<(Vec<Part>, Vec<(syn::Member, Shape)>)> {
+    let floats: Vec<Ident> = layout
+        .generics
+        .type_params()
+        .map(|t| t.ident.clone())
+        .collect();
+    let fields = fields_of(layout, path)?;
+    let all = fields
+        .iter()
+        .map(|(m, s, _, _)| (m.clone(), s.clone()))
+        .collect();
+    let parts = fields
+        .into_iter()
+        .filter(|(_, shape, _, written)| holdable(shape, written, &floats))
+        .map(|(member, shape, fty, _)| Part {
+            ident: format_ident!("{}__{}", name, member_text(&member), span = name.span()),
+            member,
+            shape,
+            field_ty: fty.clone(),
+            ty: fty,
+        })
+        .collect();
+    Ok((parts, all))
 }
 
 pub fn member_text(m: &syn::Member) -> String {

@@ -93,7 +93,35 @@ pub fn needed(
             out.push((p, span));
         }
     }
+    // The types of struct literals in the body (`let b = Body { .. };`).
+    for (p, span) in struct_literals(&item.block) {
+        if !out.iter().any(|(q, _)| q == &p) && p.get_ident().is_none_or(|i| i != "Self") {
+            out.push((p, span));
+        }
+    }
     out
+}
+
+/// The paths (without generic arguments) of the struct literals `let x = S { .. };`.
+fn struct_literals(block: &syn::Block) -> Vec<(syn::Path, proc_macro2::Span)> {
+    struct Find(Vec<(syn::Path, proc_macro2::Span)>);
+    impl<'ast> syn::visit::Visit<'ast> for Find {
+        fn visit_local(&mut self, l: &'ast syn::Local) {
+            if let Some(init) = &l.init {
+                if let syn::Expr::Struct(st) = &*init.expr {
+                    let mut p = st.path.clone();
+                    for s in p.segments.iter_mut() {
+                        s.arguments = syn::PathArguments::None;
+                    }
+                    self.0.push((p, st.path.span()));
+                }
+            }
+            syn::visit::visit_local(self, l);
+        }
+    }
+    let mut f = Find(Vec::new());
+    syn::visit::Visit::visit_block(&mut f, block);
+    f.0
 }
 
 /// Whether the function takes or returns tuples (split like structs, without layouts).
@@ -707,7 +735,7 @@ pub fn missing_derive(
                 item.sig.ident,
                 match item.sig.receiver() {
                     Some(_) => "is a method of",
-                    None => "reads the fields of",
+                    None => "uses the fields of",
                 }
             ),
         );

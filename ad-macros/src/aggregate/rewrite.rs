@@ -43,9 +43,11 @@ pub enum Root {
 pub fn rewrite(
     block: &mut syn::Block,
     roots: HashMap<String, Root>,
+    layouts: &HashMap<String, syn::ItemStruct>,
 ) -> syn::Result<Vec<(Ident, proc_macro2::Span)>> {
     let mut r = Rewriter {
         roots,
+        layouts,
         errors: Vec::new(),
         fresh: 0,
         calls: Vec::new(),
@@ -60,8 +62,10 @@ pub fn rewrite(
     }
 }
 
-struct Rewriter {
+struct Rewriter<'l> {
     roots: HashMap<String, Root>,
+    /// The layouts of the structs (for struct literals).
+    layouts: &'l HashMap<String, syn::ItemStruct>,
     errors: Vec<syn::Error>,
     /// Counter of the index variables introduced.
     fresh: usize,
@@ -125,7 +129,7 @@ fn text(e: &impl ToTokens) -> String {
     e.to_token_stream().to_string().replace(' ', "")
 }
 
-impl Rewriter {
+impl Rewriter<'_> {
     fn error(&mut self, at: &impl ToTokens, msg: String) -> Option<Expr> {
         self.errors.push(syn::Error::new_spanned(at, msg));
         // An empty expression: nothing below the access is visited again.
@@ -237,6 +241,19 @@ impl Rewriter {
         let span = e.span();
         let id = Ident::new(&part.ident.to_string(), span);
         let by_ref = part.by_reference(form);
+        // Numbers of a struct are passed by value: one written would not reach the caller.
+        let written = matches!(ctx, Context::Place | Context::Borrow { mutable: true });
+        if written && !by_ref && form != Form::Value {
+            let msg = format!(
+                "phidiff cannot write the {} field `{}` of `{root}` yet: the derivatives pass a struct's numbers by value, so the write would not reach the caller; keep the count in a local, or in a float field",
+                match part.shape {
+                    Shape::Int => "integer",
+                    _ => "constant",
+                },
+                member_text(&part.member)
+            );
+            return self.error(e, msg);
+        }
         if part.one_element(form) {
             let tokens = match ctx {
                 Context::Borrow { mutable: true } => quote_spanned!(span=> &mut #id[0]),
@@ -449,6 +466,74 @@ impl Rewriter {
             };
             stmts.push(syn::parse_quote_spanned!(f.span()=> let #pat = #access;));
         }
+        Some(stmts)
+    }
+
+    /// `let b = Body { pos, vel: [0.0; 3], ..a };`: one local per field (`b__pos`, ..), a
+    /// field left to the update syntax taken from the base's; `b` then reads and writes
+    /// them like a struct passed by value.
+    fn struct_local(&mut self, local: &syn::Local) -> Option<Vec<syn::Stmt>> {
+        let syn::Pat::Ident(p) = &local.pat else {
+            return None;
+        };
+        let init = local.init.as_ref()?;
+        let Expr::Struct(lit) = &*init.expr else {
+            return None;
+        };
+        if init.diverge.is_some() {
+            return None;
+        }
+        let key: Vec<String> = lit
+            .path
+            .segments
+            .iter()
+            .map(|s| s.ident.to_string())
+            .collect();
+        let layout = self.layouts.get(&key.join("::"))?.clone();
+        let path = syn::TypePath {
+            qself: None,
+            path: lit.path.clone(),
+        };
+        let (parts, all) = match super::explode::local_parts(&p.ident, &layout, &path) {
+            Ok(x) => x,
+            Err(e) => {
+                self.errors.push(e);
+                return Some(Vec::new());
+            }
+        };
+        let m = &p.mutability;
+        let mut stmts = Vec::new();
+        for (member, _) in &all {
+            let given = lit.fields.iter().find(|f| f.member == *member);
+            let Some(part) = parts.iter().find(|q| q.member == *member) else {
+                if let Some(f) = given {
+                    self.error(f, format!("phidiff cannot hold field `{}` of a struct literal: the derivative code keeps a struct's floats, integers and float buffers", member_text(member)));
+                }
+                continue;
+            };
+            let mut value: Expr = match (given, &lit.rest) {
+                (Some(f), _) => f.expr.clone(),
+                (None, Some(base)) => syn::parse_quote_spanned!(base.span()=> (#base).#member),
+                (None, None) => continue,
+            };
+            self.visit_expr_mut(&mut value);
+            let id = &part.ident;
+            stmts.push(syn::parse_quote_spanned!(local.span()=> let #m #id = #value;));
+        }
+        let mut path_tokens = lit.path.clone();
+        for s in path_tokens.segments.iter_mut() {
+            s.arguments = syn::PathArguments::None;
+        }
+        self.roots.insert(
+            p.ident.to_string(),
+            Root::Struct {
+                form: Form::Value,
+                path: path_tokens.into_token_stream(),
+                parts,
+                all,
+                struct_name: layout.ident.to_string(),
+            },
+        );
         Some(stmts)
     }
 
@@ -679,7 +764,7 @@ impl Rewriter {
     }
 }
 
-impl VisitMut for Rewriter {
+impl VisitMut for Rewriter<'_> {
     fn visit_block_mut(&mut self, b: &mut syn::Block) {
         let saved = self.roots.clone();
         let mut stmts = Vec::new();
@@ -690,6 +775,10 @@ impl VisitMut for Rewriter {
                     continue;
                 }
                 if let Some(binds) = self.struct_pattern(l) {
+                    stmts.extend(binds);
+                    continue;
+                }
+                if let Some(binds) = self.struct_local(l) {
                     stmts.extend(binds);
                     continue;
                 }

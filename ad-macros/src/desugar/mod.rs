@@ -21,6 +21,7 @@
 //!
 //! The passes after lowering (derivative/, codegen/) see only scalars and buffers.
 
+pub mod arrays;
 pub mod fallible;
 pub mod growable;
 pub mod pipeline;
@@ -38,6 +39,7 @@ pub fn body(item: &syn::ItemFn, sig: &Signature) -> syn::Result<(syn::ItemFn, Ve
     let fallible = sig.fallible.as_ref();
     let mut item = item.clone();
     tuples::desugar(&mut item.block);
+    arrays::desugar(&mut item.block);
     let item = &item;
     let (mut block, sites) = fallible::desugar(
         item,
