@@ -376,6 +376,21 @@ pub fn explode(
         syn::ReturnType::Default => Vec::new(),
     };
     if !outputs.is_empty() {
+        let floats: Vec<Ident> = item
+            .sig
+            .generics
+            .type_params()
+            .map(|t| t.ident.clone())
+            .collect();
+        if let Some(t) = outputs
+            .iter()
+            .find(|t| shape_of(t, &floats) != Shape::Float)
+        {
+            return Err(syn::Error::new_spanned(
+                t,
+                "phidiff: a function with several results returns a tuple of floats (each an output with a derivative); return the other values through a `&mut` parameter",
+            ));
+        }
         super::outputs::write_outputs(&mut block, outputs.len())?;
     }
     let mut inputs = syn::punctuated::Punctuated::<syn::FnArg, syn::Token![,]>::new();
