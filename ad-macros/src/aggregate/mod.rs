@@ -35,7 +35,9 @@ pub fn needed(
 ) -> Vec<(syn::Path, proc_macro2::Span)> {
     // Structs the file derives `Differentiable` for: a parameter of one that the body only
     // passes on (`inner(p, x)`) is split too, so the call passes its fields.
-    let derived: Vec<String> = text.map(derived_structs).unwrap_or_default();
+    // (The file is parsed only for such a parameter.)
+    let derived = std::cell::OnceCell::new();
+    let derived = || derived.get_or_init(|| text.map(derived_structs).unwrap_or_default());
     let self_ty = imp.map(|i| &*i.self_ty);
     let body = item.block.to_token_stream();
     let mut out: Vec<(syn::Path, proc_macro2::Span)> = Vec::new();
@@ -74,12 +76,12 @@ pub fn needed(
                 receiver
                     || reads_fields(body.clone(), &name)
                     || destructures(&item.block, &name)
-                    || (path
-                        .path
-                        .segments
-                        .last()
-                        .is_some_and(|s| derived.contains(&s.ident.to_string()))
-                        && mentions(body.clone(), &name))
+                    || (mentions(body.clone(), &name)
+                        && path
+                            .path
+                            .segments
+                            .last()
+                            .is_some_and(|s| derived().contains(&s.ident.to_string())))
             }
         };
         if generic || !known || !used {
