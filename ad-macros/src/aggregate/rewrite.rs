@@ -349,20 +349,7 @@ impl Rewriter<'_> {
         }
         self.visit_expr_mut(&mut lo);
         self.visit_expr_mut(&mut hi);
-        let k = format_ident!("__k_{}_{}", elem, self.fresh);
-        self.fresh += 1;
-        let previous = self.roots.insert(
-            elem.to_string(),
-            Root::Elem {
-                seq: seq.to_string(),
-                index: syn::parse_quote!(#k),
-            },
-        );
-        self.visit_block_mut(&mut f.body);
-        match previous {
-            Some(p) => self.roots.insert(elem.to_string(), p),
-            None => self.roots.remove(&elem.to_string()),
-        };
+        let (k, ()) = self.in_element(&elem, &seq, |r| r.visit_block_mut(&mut f.body));
         let body = &f.body;
         let bind = counter.map(|c| quote!(let #c = #k - (#lo);));
         let label = &f.label;
@@ -402,21 +389,8 @@ impl Rewriter<'_> {
             },
             _ => return None,
         };
-        let k = format_ident!("__k_{}_{}", elem, self.fresh);
-        self.fresh += 1;
-        let previous = self.roots.insert(
-            elem.to_string(),
-            Root::Elem {
-                seq: seq.to_string(),
-                index: syn::parse_quote!(#k),
-            },
-        );
         let mut body = (*c.body).clone();
-        self.visit_expr_mut(&mut body);
-        match previous {
-            Some(p) => self.roots.insert(elem.to_string(), p),
-            None => self.roots.remove(&elem.to_string()),
-        };
+        let (k, ()) = self.in_element(&elem, &seq, |r| r.visit_expr_mut(&mut body));
         let bind = counter.map(|c| quote!(let #c = #k;));
         let span = m.span();
         Some(
@@ -535,6 +509,30 @@ impl Rewriter<'_> {
             },
         );
         Some(stmts)
+    }
+
+    /// Runs `f` with `elem` naming the element of slice of structs `seq` at a fresh index
+    /// variable (which it returns), then `elem` as it was.
+    fn in_element<R>(
+        &mut self,
+        elem: &Ident,
+        seq: &Ident,
+        f: impl FnOnce(&mut Self) -> R,
+    ) -> (Ident, R) {
+        let k = format_ident!("__k_{}_{}", elem, self.fresh);
+        self.fresh += 1;
+        let index = syn::parse_quote!(#k);
+        let root = Root::Elem {
+            seq: seq.to_string(),
+            index,
+        };
+        let previous = self.roots.insert(elem.to_string(), root);
+        let out = f(self);
+        match previous {
+            Some(p) => self.roots.insert(elem.to_string(), p),
+            None => self.roots.remove(&elem.to_string()),
+        };
+        (k, out)
     }
 
     /// `let b = &xs[i];` (or `&mut xs[i]`) of a slice of structs: `b` names that element

@@ -109,22 +109,6 @@ impl Wrapper<'_> {
         quote!(#rt::__private::num_traits::Zero::zero())
     }
 
-    fn turbofish(generics: &syn::Generics) -> TokenStream {
-        let explicit: Vec<TokenStream> = generics
-            .params
-            .iter()
-            .filter_map(|g| match g {
-                syn::GenericParam::Type(t) => Some(t.ident.to_token_stream()),
-                syn::GenericParam::Const(c) => Some(c.ident.to_token_stream()),
-                syn::GenericParam::Lifetime(_) => None,
-            })
-            .collect();
-        match explicit.is_empty() {
-            true => quote!(),
-            false => quote!(::<#(#explicit),*>),
-        }
-    }
-
     fn wrap(
         &self,
         name: &Ident,
@@ -402,7 +386,7 @@ impl Wrapper<'_> {
             .map(|i| format_ident!("__r{}", i))
             .collect();
         let question = self.inner.fallible.as_ref().map(|_| quote!(?));
-        let tf = Self::turbofish(self.inner_generics);
+        let tf = crate::codegen::signature::turbofish(self.inner_generics);
         let path = self.method.then(|| quote!(Self::));
         let call = quote!(#path #inner_name #tf (#(#args),*) #question);
         let bind = match bound.len() {
@@ -475,7 +459,7 @@ impl Wrapper<'_> {
                 }
             }
         }
-        let tf = Self::turbofish(self.inner_generics);
+        let tf = crate::codegen::signature::turbofish(self.inner_generics);
         let question = self.inner.fallible.as_ref().map(|_| quote!(?));
         let path = self.method.then(|| quote!(Self::));
         let rt = self.result_ty();
@@ -613,7 +597,7 @@ impl Wrapper<'_> {
             1 => (grads[0].clone(), grad_tys[0].clone()),
             _ => (quote!((#(#grads),*)), quote!((#(#grad_tys),*))),
         };
-        let tf = Self::turbofish(&self.item.sig.generics);
+        let tf = crate::codegen::signature::turbofish(&self.item.sig.generics);
         let question = self.inner.fallible.as_ref().map(|_| quote!(?));
         let rty = self.result_ty();
         let path = self.method.then(|| quote!(Self::));

@@ -136,6 +136,25 @@ pub fn element_type(ty: &Type) -> Type {
     }
 }
 
+/// `::<T, N>` calling a function of these generics with its own parameters: types and
+/// constants only (a lifetime argument may not be given where the callee has late-bound
+/// lifetimes, E0794, and it is inferred anyway).
+pub fn turbofish(generics: &syn::Generics) -> TokenStream {
+    let explicit: Vec<TokenStream> = generics
+        .params
+        .iter()
+        .filter_map(|g| match g {
+            syn::GenericParam::Type(t) => Some(t.ident.to_token_stream()),
+            syn::GenericParam::Const(c) => Some(c.ident.to_token_stream()),
+            syn::GenericParam::Lifetime(_) => None,
+        })
+        .collect();
+    match explicit.is_empty() {
+        true => quote!(),
+        false => quote!(::<#(#explicit),*>),
+    }
+}
+
 /// `let mut d: Vec<E> = ..;` zeroed to the shape of buffer parameter `p` (for `_grad`),
 /// and the type `Vec<E>`.
 pub fn zeroed_shadow(p: &ParamSpec, d: &Ident, zero: &TokenStream) -> (TokenStream, TokenStream) {
@@ -643,24 +662,7 @@ impl Header<'_> {
         } else {
             (quote!((#(#grads),*)), quote!((#(#grad_tys),*)))
         };
-        // Types and constants only: a lifetime argument may not be given where the callee
-        // has late-bound lifetimes (E0794), and it is inferred anyway.
-        let explicit: Vec<TokenStream> = self
-            .item
-            .sig
-            .generics
-            .params
-            .iter()
-            .filter_map(|g| match g {
-                syn::GenericParam::Type(t) => Some(t.ident.to_token_stream()),
-                syn::GenericParam::Const(c) => Some(c.ident.to_token_stream()),
-                syn::GenericParam::Lifetime(_) => None,
-            })
-            .collect();
-        let turbofish = match explicit.is_empty() {
-            true => quote!(),
-            false => quote!(::<#(#explicit),*>),
-        };
+        let turbofish = turbofish(&self.item.sig.generics);
         let question = self.sig.fallible.as_ref().map(|_| quote!(?));
         let body = quote! {
             #setup
