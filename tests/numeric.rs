@@ -333,6 +333,7 @@ numeric_tests! {
         struct_patterns,
         structs_passed_on,
         struct_locals,
+        owned_slices_and_borrowed_tuples,
     ],
     /// Issue 46: functions mixing `f32` and `f64`.
     idiomatic_floats: [

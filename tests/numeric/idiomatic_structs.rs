@@ -836,3 +836,73 @@ pub fn struct_locals() {
     let (v, _) = kicked_energy_grad(&x, dt);
     assert_close("kicked_energy: value by hand", v, 2.0 * dt * dt * x[3].powi(3) * s, 1e-14, 0.0);
 }
+
+/// A `Vec` of structs by value (its shadow a `&mut [Body]`), walked by a `for` loop.
+#[differentiate(forward, reverse)]
+pub fn kinetic_of_owned(bodies: Vec<Body>) -> f64 {
+    let mut e = 0.0;
+    for b in bodies.iter() {
+        e += 0.5 * b.mass * (b.vel[0] * b.vel[0] + b.vel[1] * b.vel[1] + b.vel[2] * b.vel[2]);
+    }
+    e
+}
+
+/// Tuples by reference: `&(f64, f64)` read, `&mut (f64, f64)` updated in place.
+#[differentiate(forward, reverse)]
+pub fn rotate_pair(angle: &(f64, f64), point: &mut (f64, f64)) {
+    let (c, s) = (angle.0.cos() * angle.1, angle.0.sin() * angle.1);
+    let x = point.0;
+    point.0 = c * x - s * point.1;
+    point.1 = s * x + c * point.1;
+}
+
+pub fn owned_slices_and_borrowed_tuples() {
+    let x = three_bodies();
+    check_grad(
+        "kinetic_of_owned",
+        &x,
+        &|x| kinetic_of_owned(bodies_from_flat(x)),
+        &|x| {
+            let (v, g) = kinetic_of_owned_grad(bodies_from_flat(x));
+            (v, bodies_flat(&g))
+        },
+        TOLS,
+    );
+    check_fwd_rev(&Case {
+        name: "kinetic_of_owned",
+        x: &x,
+        primal: &|x| vec![kinetic_of_owned(bodies_from_flat(x))],
+        jvp: &|x, v| {
+            let (y, t) = kinetic_of_owned_fwd(bodies_from_flat(x), bodies_from_flat(v));
+            (vec![y], vec![t])
+        },
+        vjp: &|x, w| {
+            let b = bodies_from_flat(x);
+            let mut db: Vec<Body> = b.iter().map(Differentiable::zero_like).collect();
+            let y = kinetic_of_owned_rev(b, &mut db, w[0]);
+            (vec![y], bodies_flat(&db))
+        },
+        tols: TOLS,
+    });
+    check_fwd_rev(&Case {
+        name: "rotate_pair",
+        x: &[0.7, 1.3, 0.4, -0.9],
+        primal: &|x| {
+            let mut p = (x[2], x[3]);
+            rotate_pair(&(x[0], x[1]), &mut p);
+            vec![p.0, p.1]
+        },
+        jvp: &|x, v| {
+            let (mut p, mut dp) = ((x[2], x[3]), (v[2], v[3]));
+            rotate_pair_fwd(&(x[0], x[1]), &(v[0], v[1]), &mut p, &mut dp);
+            (vec![p.0, p.1], vec![dp.0, dp.1])
+        },
+        vjp: &|x, w| {
+            let (mut p, mut dp) = ((x[2], x[3]), (w[0], w[1]));
+            let mut da = (0.0, 0.0);
+            rotate_pair_rev(&(x[0], x[1]), &mut da, &mut p, &mut dp);
+            (vec![p.0, p.1], vec![da.0, da.1, dp.0, dp.1])
+        },
+        tols: TOLS,
+    });
+}
