@@ -335,6 +335,13 @@ numeric_tests! {
         struct_locals,
         owned_slices_and_borrowed_tuples,
     ],
+    /// Issue 47: models as the ADBench programs are written in Rust — slices of structs
+    /// zipped, a struct in a batched reverse sweep, `sin_cos`, tuples chosen by branches.
+    idiomatic_models: [
+        zipped_slices_of_structs,
+        batched_rows_of_a_struct,
+        tuples_chosen_by_branches,
+    ],
     /// Issue 46: functions mixing `f32` and `f64`.
     idiomatic_floats: [
         f32_data_f64_arithmetic,

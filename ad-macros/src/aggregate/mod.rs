@@ -65,10 +65,15 @@ pub fn needed(
             .type_params()
             .chain(imp.iter().flat_map(|i| i.generics.type_params()))
             .any(|t| path.path.is_ident(&t.ident));
+        // A struct of the user's (a name like `Cell` is std's unless the file derives it).
         let known = matches!(
             shape::shape_of(&syn::Type::Path(path.clone()), &[]),
             shape::Shape::Nested(_)
-        );
+        ) || path
+            .path
+            .segments
+            .last()
+            .is_some_and(|s| derived().contains(&s.ident.to_string()));
         let receiver = matches!(arg, syn::FnArg::Receiver(_));
         let used = match seq {
             true => mentions(body.clone(), &name),
@@ -358,11 +363,11 @@ pub fn derivatives(
     source: Option<SourceFile<'_>>,
 ) -> syn::Result<TokenStream> {
     opts.resolve_names(&item.sig.ident);
-    if let Some(b) = opts.batched.first() {
+    if let Some(b) = opts.batched.iter().find(|b| b.forward) {
         let name = b.name.as_ref().expect("names are resolved");
         return Err(syn::Error::new(
             name.span(),
-            "phidiff: `forward(width = N)` and `reverse(width = N)` are not generated for functions taking structs yet",
+            "phidiff: `forward(width = N)` is not generated for functions taking structs yet; use `forward`",
         ));
     }
     if opts.cuda {
@@ -402,6 +407,9 @@ pub fn derivatives(
         .as_ref()
         .map(|_| format_ident!("{}_rev", inner_name));
     inner_opts.wrt = Some(active_parts(&exploded, opts.wrt.as_deref())?);
+    for b in &mut inner_opts.batched {
+        b.name = Some(format_ident!("{}_rev{}", inner_name, b.width));
+    }
     let inner_tokens = crate::expand::derive_all(&inner_opts, &exploded.inner, source)?;
     let diag = crate::diagnostics::Diagnostics::default();
     let inner_sig =
@@ -428,6 +436,14 @@ pub fn derivatives(
             let grad = format_ident!("{}_grad", item.sig.ident);
             out.extend(w.grad(&grad, name));
         }
+    }
+    for (b, inner) in opts.batched.iter().zip(&inner_opts.batched) {
+        let (name, inner) = (b.name.as_ref(), inner.name.as_ref());
+        let (name, inner) = (
+            name.expect("names are resolved"),
+            inner.expect("named above"),
+        );
+        out.extend(w.reverse_batched(name, inner, b.width)?);
     }
     Ok(out)
 }

@@ -292,17 +292,10 @@ impl Rewriter<'_> {
         }
     }
 
-    /// `for b in xs.iter_mut()` (also `&xs`, `&mut xs[a..]`, `xs[..n].iter()`, and
-    /// `.enumerate()` of those with `(i, b)`) over a slice of structs → an index loop whose
-    /// body reads `b`'s fields as elements of the field buffers.
-    fn for_over_structs(&mut self, f: &mut syn::ExprForLoop) -> bool {
-        let (iter, enumerate) = match &*f.expr {
-            Expr::MethodCall(m) if m.method == "enumerate" && m.args.is_empty() => {
-                (&*m.receiver, true)
-            }
-            other => (other, false),
-        };
-        let walked = match iter {
+    /// One slice of structs walked by a loop: `xs.iter()`, `xs.iter_mut()`, `&xs`,
+    /// `&mut xs[a..]`, `xs[..n].iter()`, or `xs` (as `zip`'s argument); its name and range.
+    fn walked(&self, e: &Expr) -> Option<(Ident, Option<syn::ExprRange>)> {
+        let walked = match e {
             Expr::MethodCall(m)
                 if (m.method == "iter" || m.method == "iter_mut") && m.args.is_empty() =>
             {
@@ -314,46 +307,129 @@ impl Rewriter<'_> {
         let (seq, range) = match walked {
             Expr::Index(ix) => match (name_of(&ix.expr), &*ix.index) {
                 (Some(n), Expr::Range(r)) => (n, Some(r.clone())),
-                _ => return false,
+                _ => return None,
             },
-            other => match name_of(other) {
-                Some(n) => (n, None),
-                None => return false,
-            },
+            other => (name_of(other)?, None),
         };
-        let Some(len) = self.len_of(&seq) else {
-            return false;
-        };
-        let (elem, counter) = match (&*f.pat, enumerate) {
-            (syn::Pat::Ident(p), false) => (p.ident.clone(), None),
-            (syn::Pat::Tuple(t), true) if t.elems.len() == 2 => match (&t.elems[0], &t.elems[1]) {
-                (c, syn::Pat::Ident(p)) => (p.ident.clone(), Some(c.clone())),
-                _ => return false,
-            },
-            _ => {
-                self.error(&f.pat, "phidiff: a loop over a slice of structs binds each element to a name (`for b in xs.iter()`, `for (i, b) in xs.iter().enumerate()`)".to_string());
-                return true;
+        self.len_of(&seq)?;
+        Some((seq, range))
+    }
+
+    /// `for b in xs.iter_mut()` (also `&xs`, `&mut xs[a..]`, `xs[..n].iter()`, slices of
+    /// structs zipped, `xs.iter().zip(ys.iter_mut())` with `(a, b)`, and `.enumerate()` of
+    /// those with `(i, b)`) over slices of structs → an index loop whose body reads each
+    /// element's fields as elements of the field buffers.
+    fn for_over_structs(&mut self, f: &mut syn::ExprForLoop) -> bool {
+        let (mut iter, enumerate) = match &*f.expr {
+            Expr::MethodCall(m) if m.method == "enumerate" && m.args.is_empty() => {
+                (&*m.receiver, true)
             }
+            other => (other, false),
         };
-        let (mut lo, mut hi): (Expr, Expr) = (syn::parse_quote!(0), syn::parse_quote!(#len.len()));
-        if let Some(r) = range {
-            if let Some(s) = r.start {
-                lo = *s;
-            }
-            if let Some(e) = r.end {
-                hi = match r.limits {
-                    syn::RangeLimits::HalfOpen(_) => *e,
-                    syn::RangeLimits::Closed(_) => syn::parse_quote!((#e) + 1),
-                };
+        // The walks, last zipped first.
+        let mut walks = Vec::new();
+        loop {
+            match iter {
+                Expr::MethodCall(m) if m.method == "zip" && m.args.len() == 1 => {
+                    let Some(w) = self.walked(&m.args[0]) else {
+                        return false;
+                    };
+                    walks.push(w);
+                    iter = &m.receiver;
+                }
+                other => {
+                    let Some(w) = self.walked(other) else {
+                        return false;
+                    };
+                    walks.push(w);
+                    break;
+                }
             }
         }
-        self.visit_expr_mut(&mut lo);
-        self.visit_expr_mut(&mut hi);
-        let (k, ()) = self.in_element(&elem, &seq, |r| r.visit_block_mut(&mut f.body));
-        let body = &f.body;
-        let bind = counter.map(|c| quote!(let #c = #k - (#lo);));
+        walks.reverse();
+        // The pattern: `(i, p)` when enumerated; `p` is `b`, or `((a, b), c)` for zips.
+        let (mut pat, counter) = match (&*f.pat, enumerate) {
+            (syn::Pat::Tuple(t), true) if t.elems.len() == 2 => {
+                (&t.elems[1], Some(t.elems[0].clone()))
+            }
+            (p, false) => (p, None),
+            _ => return self.bad_walk_pattern(&f.pat),
+        };
+        let mut elems = Vec::new();
+        for _ in 1..walks.len() {
+            match pat {
+                syn::Pat::Tuple(t) if t.elems.len() == 2 => match &t.elems[1] {
+                    syn::Pat::Ident(p) => {
+                        elems.push(p.ident.clone());
+                        pat = &t.elems[0];
+                    }
+                    _ => return self.bad_walk_pattern(&f.pat),
+                },
+                _ => return self.bad_walk_pattern(&f.pat),
+            }
+        }
+        match pat {
+            syn::Pat::Ident(p) => elems.push(p.ident.clone()),
+            _ => return self.bad_walk_pattern(&f.pat),
+        }
+        elems.reverse();
+        // Each walk's bounds.
+        let mut bounds = Vec::new();
+        for (seq, range) in &walks {
+            let len = self.len_of(seq).expect("a walked slice of structs");
+            let (mut lo, mut hi): (Expr, Expr) =
+                (syn::parse_quote!(0), syn::parse_quote!(#len.len()));
+            if let Some(r) = range {
+                if let Some(s) = &r.start {
+                    lo = (**s).clone();
+                }
+                if let Some(e) = &r.end {
+                    hi = match r.limits {
+                        syn::RangeLimits::HalfOpen(_) => (**e).clone(),
+                        syn::RangeLimits::Closed(_) => syn::parse_quote!((#e) + 1),
+                    };
+                }
+            }
+            self.visit_expr_mut(&mut lo);
+            self.visit_expr_mut(&mut hi);
+            bounds.push((lo, hi));
+        }
         let label = &f.label;
-        *f = syn::parse_quote!(#label for #k in (#lo)..(#hi) { #bind #body });
+        if walks.len() == 1 {
+            // One walk: the loop runs over its indices.
+            let (lo, hi) = &bounds[0];
+            let (k, ()) =
+                self.in_elements(&elems, &walks, |_| None, |r| r.visit_block_mut(&mut f.body));
+            let body = &f.body;
+            let bind = counter.map(|c| quote!(let #c = #k - (#lo);));
+            *f = syn::parse_quote!(#label for #k in (#lo)..(#hi) { #bind #body });
+        } else {
+            // Zipped: the loop runs over the shortest; walk `w` is at `lo_w + k`.
+            let lens: Vec<Expr> = bounds
+                .iter()
+                .map(|(lo, hi)| syn::parse_quote!(((#hi) - (#lo))))
+                .collect();
+            let first = &lens[0];
+            let rest = &lens[1..];
+            let count: Expr = syn::parse_quote!(#first #(.min(#rest))*);
+            let (k, ()) = self.in_elements(
+                &elems,
+                &walks,
+                |(w, k)| {
+                    let lo = &bounds[w].0;
+                    Some(syn::parse_quote!((#lo) + #k))
+                },
+                |r| r.visit_block_mut(&mut f.body),
+            );
+            let body = &f.body;
+            let bind = counter.map(|c| quote!(let #c = #k;));
+            *f = syn::parse_quote!(#label for #k in 0..#count { #bind #body });
+        }
+        true
+    }
+
+    fn bad_walk_pattern(&mut self, pat: &syn::Pat) -> bool {
+        self.error(pat, "phidiff: a loop over a slice of structs binds each element to a name (`for b in xs.iter()`, `for (i, b) in xs.iter().enumerate()`, `for (a, b) in xs.iter().zip(ys.iter_mut())`)".to_string());
         true
     }
 
@@ -519,19 +595,42 @@ impl Rewriter<'_> {
         seq: &Ident,
         f: impl FnOnce(&mut Self) -> R,
     ) -> (Ident, R) {
-        let k = format_ident!("__k_{}_{}", elem, self.fresh);
+        self.in_elements(
+            std::slice::from_ref(elem),
+            &[(seq.clone(), None)],
+            |_| None,
+            f,
+        )
+    }
+
+    /// Runs `f` with each of `elems` naming an element of its slice of structs (of
+    /// `walks`) at a fresh index variable `k` (returned) or at `at((w, k))` where that
+    /// gives an index, then the names as they were.
+    fn in_elements<R>(
+        &mut self,
+        elems: &[Ident],
+        walks: &[(Ident, Option<syn::ExprRange>)],
+        at: impl Fn((usize, &Ident)) -> Option<Expr>,
+        f: impl FnOnce(&mut Self) -> R,
+    ) -> (Ident, R) {
+        let k = format_ident!("__k_{}_{}", elems[0], self.fresh);
         self.fresh += 1;
-        let index = syn::parse_quote!(#k);
-        let root = Root::Elem {
-            seq: seq.to_string(),
-            index,
-        };
-        let previous = self.roots.insert(elem.to_string(), root);
+        let mut previous = Vec::new();
+        for (w, (elem, (seq, _))) in elems.iter().zip(walks).enumerate() {
+            let index = at((w, &k)).unwrap_or_else(|| syn::parse_quote!(#k));
+            let root = Root::Elem {
+                seq: seq.to_string(),
+                index,
+            };
+            previous.push((elem.to_string(), self.roots.insert(elem.to_string(), root)));
+        }
         let out = f(self);
-        match previous {
-            Some(p) => self.roots.insert(elem.to_string(), p),
-            None => self.roots.remove(&elem.to_string()),
-        };
+        for (name, p) in previous.into_iter().rev() {
+            match p {
+                Some(p) => self.roots.insert(name, p),
+                None => self.roots.remove(&name),
+            };
+        }
         (k, out)
     }
 
@@ -749,7 +848,7 @@ impl Rewriter<'_> {
     fn whole_use(&mut self, name: &Ident) {
         let msg = match self.roots.get(&name.to_string()) {
             Some(Root::Seq { .. }) => format!(
-                "phidiff cannot differentiate this use of the slice of structs `{name}` yet: index it (`{name}[i].field`), take its `len()`, or walk it with `for b in {name}.iter()` / `.iter_mut()` / `.iter().enumerate()`"
+                "phidiff cannot differentiate this use of the slice of structs `{name}` yet: index it (`{name}[i].field`), take its `len()`, or walk it with `for b in {name}.iter()` / `.iter_mut()` / `.iter().enumerate()` / `.iter().zip(ys.iter_mut())`"
             ),
             Some(Root::Elem { .. }) => format!(
                 "phidiff cannot differentiate a use of the element `{name}` as a whole yet: read and write its fields (`{name}.field`)"

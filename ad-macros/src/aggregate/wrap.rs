@@ -398,6 +398,135 @@ impl Wrapper<'_> {
         self.wrap(name, params, ret, body)
     }
 
+    /// The batched `f_rev<N>` of `reverse(width = N)`: a struct by reference gets
+    /// `dp: [&mut S; N]`, one shadow per lane, whose fields go to the exploded function's
+    /// lanes (`[&mut dp0.w[..], &mut dp1.w[..]]`); a float field's adjoints come back as
+    /// `[T; N]` and are added lane by lane. Structs by value, slices of structs and several
+    /// outputs are not batched yet (an error at the option).
+    pub fn reverse_batched(
+        &self,
+        name: &Ident,
+        inner_name: &Ident,
+        width: usize,
+    ) -> syn::Result<TokenStream> {
+        let not_yet = |what: &str| {
+            Err(syn::Error::new(
+                name.span(),
+                format!("phidiff: `reverse(width = N)` is not generated for functions taking {what} yet; use `reverse`"),
+            ))
+        };
+        if !self.outputs.is_empty() {
+            return not_yet("several outputs");
+        }
+        let inner_layout = Layout::reverse(self.inner);
+        let has_shadow = |j: usize| {
+            inner_layout
+                .slots
+                .contains(&crate::codegen::signature::Slot::Derivative(j))
+        };
+        let w = proc_macro2::Literal::usize_unsuffixed(width);
+        let lanes = |d: &Ident| -> Vec<Ident> {
+            (0..width)
+                .map(|l| format_ident!("__{}_l{}", d, l))
+                .collect()
+        };
+        let index = self.inner_index();
+        let (mut params, mut args, mut pre, mut post) = (vec![], vec![], quote!(), quote!());
+        let mut returned = 0usize;
+        let mut outs = Vec::new();
+        if self.inner.returns_float {
+            returned += 1;
+        }
+        let mut per_param_out = Vec::new();
+        for (k, p) in self.params.iter().enumerate() {
+            match p {
+                Param::Plain(_) => {
+                    let j = index[k];
+                    let ps = &self.inner.params[j];
+                    params.push(param_tokens(ps));
+                    let n = &ps.name;
+                    args.push(quote!(#n));
+                    if has_shadow(j) {
+                        let d = self.derivative_name(&n.to_string());
+                        let e = element_type(&ps.ty);
+                        params.push(quote!(#d: [&mut [#e]; #w]));
+                        args.push(quote!(#d));
+                    }
+                    if ps.is_active_scalar() {
+                        let r = format_ident!("__r{}", returned);
+                        returned += 1;
+                        let t = self.scalar_ty(&ps.ty);
+                        per_param_out.push((quote!([#t; #w]), quote!(#r)));
+                    }
+                }
+                Param::Struct { seq: true, .. } => return not_yet("slices of structs"),
+                Param::Struct {
+                    form: Form::Value, ..
+                } => return not_yet("structs by value"),
+                Param::Struct {
+                    name: sname,
+                    ty,
+                    struct_ty,
+                    form,
+                    mutable,
+                    parts,
+                    ..
+                } => {
+                    params.push(Self::struct_param_tokens(sname, ty, *mutable));
+                    let d = self.derivative_name(&sname.to_string());
+                    let ls = lanes(&d);
+                    if self.struct_active(k) {
+                        params.push(quote!(#d: [&mut #struct_ty; #w]));
+                        for l in 0..width {
+                            let l = proc_macro2::Literal::usize_unsuffixed(l);
+                            pre.extend(self.field_checks(k, &quote!(#d[#l])));
+                        }
+                        pre.extend(quote!(let [#(#ls),*] = #d;));
+                    }
+                    for (i, part) in parts.iter().enumerate() {
+                        let j = index[k] + i;
+                        args.push(Self::field_arg(sname, *form, part));
+                        let m = &part.member;
+                        if has_shadow(j) {
+                            args.push(match part.one_element(*form) {
+                                true => quote!([#(::core::slice::from_mut(&mut #ls.#m)),*]),
+                                false => quote!([#(&mut #ls.#m[..]),*]),
+                            });
+                        }
+                        if self.inner.params[j].is_active_scalar() {
+                            let r = format_ident!("__r{}", returned);
+                            returned += 1;
+                            for (l, lane) in ls.iter().enumerate() {
+                                let l = proc_macro2::Literal::usize_unsuffixed(l);
+                                post.extend(quote!(#lane.#m = #lane.#m + #r[#l];));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let seed = self.seed_name();
+        if self.inner.returns_float {
+            let rt = self.result_ty();
+            params.push(quote!(#seed: [#rt; #w]));
+            args.push(quote!(#seed));
+            outs.push((rt, quote!(__r0)));
+        }
+        outs.extend(per_param_out);
+        let bound: Vec<Ident> = (0..returned).map(|i| format_ident!("__r{}", i)).collect();
+        let question = self.inner.fallible.as_ref().map(|_| quote!(?));
+        let tf = crate::codegen::signature::turbofish(self.inner_generics);
+        let path = self.method.then(|| quote!(Self::));
+        let call = quote!(#path #inner_name #tf (#(#args),*) #question);
+        let bind = match bound.len() {
+            0 => quote!(#call;),
+            1 => quote!(let __r0 = #call;),
+            _ => quote!(let (#(#bound),*) = #call;),
+        };
+        let (ret, body) = self.result(outs, quote!(#pre #bind #post));
+        Ok(self.wrap(name, params, ret, body))
+    }
+
     /// `f_fwd`: a tangent of the same type after each active parameter.
     pub fn forward(&self, name: &Ident, inner_name: &Ident) -> TokenStream {
         let index = self.inner_index();

@@ -75,11 +75,104 @@ impl Tuples {
     }
 }
 
+/// `let (a, b) = if c { ..; (x, y) } else { (u, v) };` (a `match` too, nested, with
+/// diverging arms): hidden names declared first and assigned where each branch ends, then
+/// the pattern's names bound to them (hidden, so a branch may read an outer `a`):
+/// `let __tv0_0; let __tv0_1; if c { ..; __tv0_0 = x; __tv0_1 = y; } else { .. }
+/// let a = __tv0_0; let b = __tv0_1;`. `None` when `local` is not of that form.
+fn branch_tuple(local: &syn::Local, fresh: &mut usize) -> Option<Vec<syn::Stmt>> {
+    let syn::Pat::Tuple(t) = &local.pat else {
+        return None;
+    };
+    let names: Vec<&syn::PatIdent> = t
+        .elems
+        .iter()
+        .map(|p| match p {
+            syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => Some(pi),
+            _ => None,
+        })
+        .collect::<Option<_>>()?;
+    let init = local.init.as_ref().filter(|i| i.diverge.is_none())?;
+    if names.len() < 2 || !matches!(&*init.expr, Expr::If(_) | Expr::Match(_)) {
+        return None;
+    }
+    let k = *fresh;
+    *fresh += 1;
+    let hidden: Vec<syn::Ident> = (0..names.len())
+        .map(|i| format_ident!("__tv{}_{}", k, i, span = names[i].ident.span()))
+        .collect();
+    let mut value = (*init.expr).clone();
+    if !assign_tails(&mut value, &hidden) {
+        return None;
+    }
+    let span = local.span();
+    let mut out: Vec<syn::Stmt> = hidden
+        .iter()
+        .map(|h| syn::parse_quote_spanned!(span=> let #h;))
+        .collect();
+    out.push(syn::Stmt::Expr(value, Some(Default::default())));
+    for (pi, h) in names.iter().zip(&hidden) {
+        let (m, id) = (&pi.mutability, &pi.ident);
+        out.push(syn::parse_quote_spanned!(span=> let #m #id = #h;));
+    }
+    Some(out)
+}
+
+/// Replaces each tail `(x, y)` of `e` (through blocks, `if`/`else`, `match` arms) by the
+/// assignments `h0 = x; h1 = y;`; a diverging tail (`return`, `panic!`) stays. False when a
+/// tail is anything else.
+fn assign_tails(e: &mut Expr, hidden: &[syn::Ident]) -> bool {
+    match e {
+        Expr::Tuple(t) if t.elems.len() == hidden.len() => {
+            let elems = t.elems.iter();
+            let span = t.span();
+            *e = syn::parse_quote_spanned!(span=> { #(#hidden = #elems;)* });
+            true
+        }
+        Expr::Paren(p) => assign_tails(&mut p.expr, hidden),
+        Expr::Group(g) => assign_tails(&mut g.expr, hidden),
+        Expr::Block(b) => assign_block_tail(&mut b.block, hidden),
+        Expr::If(i) => {
+            let Some((_, els)) = &mut i.else_branch else {
+                return false;
+            };
+            assign_block_tail(&mut i.then_branch, hidden) && assign_tails(els, hidden)
+        }
+        Expr::Match(m) => m.arms.iter_mut().all(|a| assign_tails(&mut a.body, hidden)),
+        Expr::Return(_) | Expr::Break(_) | Expr::Continue(_) => true,
+        Expr::Macro(m) => ["panic", "unreachable", "todo", "unimplemented"]
+            .iter()
+            .any(|n| m.mac.path.is_ident(n)),
+        _ => false,
+    }
+}
+
+fn assign_block_tail(b: &mut syn::Block, hidden: &[syn::Ident]) -> bool {
+    match b.stmts.last_mut() {
+        Some(syn::Stmt::Expr(e, None)) => assign_tails(e, hidden),
+        Some(syn::Stmt::Macro(m)) if m.semi_token.is_none() => {
+            ["panic", "unreachable", "todo", "unimplemented"]
+                .iter()
+                .any(|n| m.mac.path.is_ident(n))
+        }
+        _ => false,
+    }
+}
+
 impl VisitMut for Tuples {
     fn visit_block_mut(&mut self, b: &mut syn::Block) {
         let saved = self.locals.clone();
         let mut stmts = Vec::new();
         for mut s in std::mem::take(&mut b.stmts) {
+            if let syn::Stmt::Local(l) = &s {
+                if let Some(split) = branch_tuple(l, &mut self.fresh) {
+                    for mut s in split {
+                        self.visit_stmt_mut(&mut s);
+                        stmts.push(s);
+                    }
+                    continue;
+                }
+            }
             if let syn::Stmt::Local(l) = &mut s {
                 if let Some(bound) = self.bind(l) {
                     stmts.push(bound);

@@ -256,6 +256,15 @@ impl Lowerer<'_> {
                         _ => Err(self.error(m, &text(m), "`split_at` of a 1-D buffer or view by name")),
                     }
                 }
+                // `let (s, c) = x.sin_cos();`: `x.sin()` and `x.cos()` (the receiver is
+                // a float expression without effects).
+                Expr::MethodCall(m)
+                    if m.method == "sin_cos" && m.args.is_empty() && t.elems.len() == 2 =>
+                {
+                    let x = &m.receiver;
+                    let pair: Expr = syn::parse_quote_spanned!(m.span()=> ((#x).sin(), (#x).cos()));
+                    self.bind_pattern(pat, &pair, declared)
+                }
                 Expr::Tuple(e) if e.elems.len() == t.elems.len() => {
                     // Every value first, then the names (`let (a, b) = (b, a);`).
                     let mut values = Vec::new();

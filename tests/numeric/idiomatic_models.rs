@@ -1,0 +1,336 @@
+//! Issue 47, models written the way the ADBench programs are in Rust (`benches/support/`):
+//! slices of structs walked together (`layers.iter().zip(cells.iter_mut())`, with
+//! `.enumerate()` and sub-slices), the batched `reverse(width = 2)` of a function taking a
+//! struct (a camera's two residual rows in one sweep), `let (s, c) = x.sin_cos();`, and
+//! tuples chosen by `if`/`match` (`let (q0, q1) = if .. { (..) } else { (..) };`).
+//!
+//! Each is checked by finite differences and the dot-product test on the flattened fields
+//! (`TOLS`); the generic ones also against num-dual (`nd::directional`, rel 1e-12 of the
+//! gradient's size); the batched sweep lane by lane against `_rev` (bit for bit, the
+//! contract).
+
+use super::differentiate;
+use crate::common::nd::{self, Nd};
+use crate::common::*;
+use num_dual::Dual64;
+use num_traits::Float;
+use phidiff::Differentiable;
+
+/// One recurrent layer's weights.
+#[derive(phidiff::Differentiable, Clone, Debug)]
+pub struct Layer<T> {
+    pub w: Vec<T>,
+    pub b: T,
+}
+
+/// One layer's state.
+#[derive(phidiff::Differentiable, Clone, Debug)]
+pub struct Cell<T> {
+    pub h: Vec<T>,
+    pub c: T,
+}
+
+/// A stack of small recurrent layers fed a sequence: each layer walked together with its
+/// state (`layers.iter().zip(cells.iter_mut())`), then an enumerated zip of a sub-slice
+/// with a shorter walk (`layers[1..]` with `&cells[..]`: the zip stops at the shorter).
+#[differentiate(forward, reverse)]
+pub fn stacked<T: Float>(layers: &[Layer<T>], cells: &mut [Cell<T>], xs: &[T]) -> T {
+    let half = T::from(0.5).unwrap();
+    let mut total = T::zero();
+    for &x in xs {
+        let mut input = x;
+        for (layer, cell) in layers.iter().zip(cells.iter_mut()) {
+            let mut s = layer.b + cell.c;
+            for k in 0..cell.h.len() {
+                s = s + layer.w[k] * cell.h[k] * input;
+            }
+            let out = s.tanh();
+            for k in 0..cell.h.len() {
+                cell.h[k] = half * cell.h[k] + out * layer.w[k];
+            }
+            cell.c = cell.c * T::from(0.9).unwrap() + out;
+            input = out;
+        }
+        total = total + input * input;
+    }
+    for (i, (layer, cell)) in layers[1..].iter().zip(&cells[..]).enumerate() {
+        total = total + T::from(i + 1).unwrap() * layer.b * cell.c;
+    }
+    total
+}
+
+const WIDTH: usize = 2;
+
+/// `L` layers then `L` cells then the sequence, each struct's fields in order.
+fn stack_from_flat<T: Float>(x: &[T], l: usize) -> (Vec<Layer<T>>, Vec<Cell<T>>, Vec<T>) {
+    let per = WIDTH + 1;
+    let layers = (0..l)
+        .map(|i| Layer {
+            w: x[i * per..i * per + WIDTH].to_vec(),
+            b: x[i * per + WIDTH],
+        })
+        .collect();
+    let at = l * per;
+    let cells = (0..l)
+        .map(|i| Cell {
+            h: x[at + i * per..at + i * per + WIDTH].to_vec(),
+            c: x[at + i * per + WIDTH],
+        })
+        .collect();
+    (layers, cells, x[2 * at..].to_vec())
+}
+
+fn cells_flat(cells: &[Cell<f64>]) -> Vec<f64> {
+    cells
+        .iter()
+        .flat_map(|c| c.h.iter().copied().chain([c.c]))
+        .collect()
+}
+
+fn layers_flat(layers: &[Layer<f64>]) -> Vec<f64> {
+    layers
+        .iter()
+        .flat_map(|c| c.w.iter().copied().chain([c.b]))
+        .collect()
+}
+
+pub fn zipped_slices_of_structs() {
+    let l = 3;
+    let x: Vec<f64> = (0..2 * l * (WIDTH + 1) + 4)
+        .map(|i| 0.3 * ((i as f64) * 0.77).sin() + 0.05)
+        .collect();
+    let primal = |x: &[f64]| {
+        let (layers, mut cells, xs) = stack_from_flat(x, l);
+        let v = stacked(&layers, &mut cells, &xs);
+        let mut out = vec![v];
+        out.extend(cells_flat(&cells));
+        out
+    };
+    check_fwd_rev(&Case {
+        name: "stacked",
+        x: &x,
+        primal: &primal,
+        jvp: &|x, d| {
+            let (layers, mut cells, xs) = stack_from_flat(x, l);
+            let (dlayers, mut dcells, dxs) = stack_from_flat(d, l);
+            let (v, t) = stacked_fwd(&layers, &dlayers, &mut cells, &mut dcells, &xs, &dxs);
+            let (mut y, mut ty) = (vec![v], vec![t]);
+            y.extend(cells_flat(&cells));
+            ty.extend(cells_flat(&dcells));
+            (y, ty)
+        },
+        vjp: &|x, w| {
+            let (layers, mut cells, xs) = stack_from_flat(x, l);
+            let mut dlayers: Vec<Layer<f64>> = layers.iter().map(|c| c.zero_like()).collect();
+            // The shadow of the final state holds the output weights on entry.
+            let (_, mut dcells, _) = stack_from_flat(&[&vec![0.0; l * (WIDTH + 1)][..], &w[1..], &[0.0; 4]].concat(), l);
+            let mut dxs = vec![0.0; xs.len()];
+            let v = stacked_rev(&layers, &mut dlayers, &mut cells, &mut dcells, &xs, &mut dxs, w[0]);
+            let mut y = vec![v];
+            y.extend(cells_flat(&cells));
+            let mut g = layers_flat(&dlayers);
+            g.extend(cells_flat(&dcells));
+            g.extend(dxs);
+            (y, g)
+        },
+        tols: TOLS,
+    });
+    // The value's gradient against num-dual (an independent forward mode).
+    let (layers, mut cells, xs) = stack_from_flat(&x, l);
+    let mut dlayers: Vec<Layer<f64>> = layers.iter().map(|c| c.zero_like()).collect();
+    let mut dcells: Vec<Cell<f64>> = cells.iter().map(|c| c.zero_like()).collect();
+    let mut dxs = vec![0.0; xs.len()];
+    stacked_rev(&layers, &mut dlayers, &mut cells, &mut dcells, &xs, &mut dxs, 1.0);
+    let mut g = layers_flat(&dlayers);
+    g.extend(cells_flat(&dcells));
+    g.extend(dxs);
+    let scale: f64 = g.iter().map(|v| v.abs()).sum();
+    for k in 0..x.len() {
+        let mut e = vec![0.0; x.len()];
+        e[k] = 1.0;
+        let (_, d) = nd::directional(
+            |p: &[Nd<Dual64>]| {
+                let (layers, mut cells, xs) = stack_from_flat(p, l);
+                stacked(&layers, &mut cells, &xs)
+            },
+            &x,
+            &e,
+        );
+        assert_close(&format!("stacked: ∂/∂x[{k}] vs num-dual"), g[k], d, 0.0, 1e-12 * scale);
+    }
+}
+
+/// A camera as a struct (ADBench's bundle adjustment keeps eleven numbers in a row).
+#[derive(phidiff::Differentiable, Clone, Copy, Debug, Default, PartialEq)]
+pub struct Camera {
+    pub rotation: [f64; 3],
+    pub center: [f64; 3],
+    pub focal: f64,
+    pub principal: [f64; 2],
+    pub distortion: f64,
+}
+
+impl Camera {
+    fn from_flat(x: &[f64]) -> Camera {
+        Camera {
+            rotation: [x[0], x[1], x[2]],
+            center: [x[3], x[4], x[5]],
+            focal: x[6],
+            principal: [x[7], x[8]],
+            distortion: x[9],
+        }
+    }
+
+    fn flat(&self) -> Vec<f64> {
+        let mut v = self.rotation.to_vec();
+        v.extend(self.center);
+        v.push(self.focal);
+        v.extend(self.principal);
+        v.push(self.distortion);
+        v
+    }
+}
+
+/// The weighted reprojection residual of point `x` (two rows): a rotation to first order
+/// about a small axis, or by Rodrigues' formula (a tuple chosen by `if`, `sin_cos`),
+/// perspective division and a radial distortion; both rows in one batched sweep.
+#[differentiate(forward, reverse, reverse(width = 2), wrt(cam, x, w, err))]
+pub fn residual(cam: &Camera, x: &[f64; 3], w: f64, feat: &[f64; 2], err: &mut [f64; 2]) {
+    let (p0, p1, p2) = (x[0] - cam.center[0], x[1] - cam.center[1], x[2] - cam.center[2]);
+    let r = &cam.rotation;
+    let sq = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
+    let (q0, q1, q2) = if sq > 1e-12 {
+        let theta = sq.sqrt();
+        let (s, c) = theta.sin_cos();
+        let (a0, a1, a2) = (r[0] / theta, r[1] / theta, r[2] / theta);
+        let along = (a0 * p0 + a1 * p1 + a2 * p2) * (1.0 - c);
+        (
+            p0 * c + (a1 * p2 - a2 * p1) * s + a0 * along,
+            p1 * c + (a2 * p0 - a0 * p2) * s + a1 * along,
+            p2 * c + (a0 * p1 - a1 * p0) * s + a2 * along,
+        )
+    } else {
+        (
+            p0 + (r[1] * p2 - r[2] * p1),
+            p1 + (r[2] * p0 - r[0] * p2),
+            p2 + (r[0] * p1 - r[1] * p0),
+        )
+    };
+    let (u, v) = (q0 / q2, q1 / q2);
+    let d = 1.0 + cam.distortion * (u * u + v * v);
+    err[0] = w * (cam.focal * d * u + cam.principal[0] - feat[0]);
+    err[1] = w * (cam.focal * d * v + cam.principal[1] - feat[1]);
+}
+
+pub fn batched_rows_of_a_struct() {
+    let feat = [0.3, -0.2];
+    let cams = [
+        // Rodrigues' branch, then the first-order one.
+        [0.1, -0.2, 0.05, 0.5, 0.1, -3.0, 1.3, 0.1, 0.2, 0.01],
+        [0.0, 0.0, 0.0, 0.5, 0.1, -3.0, 1.3, 0.1, 0.2, 0.01],
+    ];
+    for cam0 in cams {
+        let x: Vec<f64> = cam0.iter().copied().chain([0.3, 0.2, 1.0, 0.8]).collect();
+        let split = |x: &[f64]| (Camera::from_flat(x), [x[10], x[11], x[12]], x[13]);
+        let rev = |x: &[f64], w: &[f64]| {
+            let (cam, p, wt) = split(x);
+            let (mut dcam, mut dp, mut e, mut de) = (Camera::default(), [0.0; 3], [0.0; 2], [w[0], w[1]]);
+            let dw = residual_rev(&cam, &mut dcam, &p, &mut dp, wt, &feat, &mut e, &mut de);
+            let mut g = dcam.flat();
+            g.extend(dp);
+            g.push(dw);
+            (e.to_vec(), g)
+        };
+        check_fwd_rev(&Case {
+            name: "residual",
+            x: &x,
+            primal: &|x| {
+                let (cam, p, wt) = split(x);
+                let mut e = [0.0; 2];
+                residual(&cam, &p, wt, &feat, &mut e);
+                e.to_vec()
+            },
+            jvp: &|x, d| {
+                let ((cam, p, wt), (dcam, dp, dw)) = (split(x), split(d));
+                let (mut e, mut de) = ([0.0; 2], [0.0; 2]);
+                residual_fwd(&cam, &dcam, &p, &dp, wt, dw, &feat, &mut e, &mut de);
+                (e.to_vec(), de.to_vec())
+            },
+            vjp: &rev,
+            tols: TOLS,
+        });
+        // Both rows in one sweep: lane l is `_rev` with lane l's seed, bit for bit, and the
+        // shadows accumulate lane by lane.
+        let (cam, p, wt) = split(&x);
+        let mut dcam = [Camera::default(), Camera { focal: 1.0, ..Camera::default() }];
+        let (mut dp0, mut dp1) = ([0.0; 3], [0.5; 3]);
+        let (mut e, mut de0, mut de1) = ([0.0; 2], [1.0, 0.0], [0.0, 1.0]);
+        let [dc0, dc1] = &mut dcam;
+        let dw = residual_rev2(&cam, [dc0, dc1], &p, [&mut dp0, &mut dp1], wt, &feat, &mut e, [&mut de0, &mut de1]);
+        for (lane, seed) in [[1.0, 0.0], [0.0, 1.0]].iter().enumerate() {
+            let (_, g) = rev(&x, seed);
+            let mut want = g;
+            if lane == 1 {
+                want[6] += 1.0;
+                for v in &mut want[10..13] {
+                    *v += 0.5;
+                }
+            }
+            let dp = [dp0, dp1][lane];
+            let mut got = dcam[lane].flat();
+            got.extend(dp);
+            got.push(dw[lane]);
+            assert_eq!(got, want, "residual_rev2: lane {lane}");
+        }
+    }
+}
+
+/// A rotation written with `sin_cos` and quadrant logic choosing a pair by `match` inside
+/// `if` (a diverging arm, a branch reading the names the pattern rebinds).
+#[differentiate(forward, reverse)]
+pub fn turned<T: Float>(x: &[T], quadrant: usize) -> T {
+    let (s, c) = x[0].sin_cos();
+    let (a, b) = (x[1], x[2]);
+    let (a, b) = if quadrant == 0 {
+        (c * a - s * b, s * a + c * b)
+    } else {
+        match quadrant {
+            1 => (b, a),
+            2 => {
+                let t = a * b;
+                (t, -a)
+            }
+            3 => return a * b * s,
+            _ => (a, b),
+        }
+    };
+    a * a + T::from(3.0).unwrap() * b + s * c
+}
+
+pub fn tuples_chosen_by_branches() {
+    let x = [0.7, 1.3, -0.4];
+    for quadrant in 0..5 {
+        let f = |x: &[f64]| turned(x, quadrant);
+        check_generic(&Generic {
+            name: "turned",
+            x: &x,
+            f: &f,
+            f_dual: &|x| turned(x, quadrant),
+            f_hyper: &|x| turned(x, quadrant),
+            grad: &|x| turned_grad(x, quadrant),
+            fwd: &|x, d| turned_fwd(x, d, quadrant),
+            rev: &|x, seed| {
+                let mut g = vec![0.0; x.len()];
+                let v = turned_rev(x, &mut g, quadrant, seed);
+                (v, g)
+            },
+            hvp: &|x, v| {
+                let xd: Vec<phidiff::Dual<f64>> =
+                    x.iter().zip(v).map(|(&a, &b)| phidiff::Dual { re: a, eps: b }).collect();
+                let mut g = vec![phidiff::Dual::constant(0.0); x.len()];
+                turned_rev(&xd, &mut g, quadrant, phidiff::Dual::constant(1.0));
+                g.iter().map(|d| d.eps).collect()
+            },
+        });
+    }
+}
