@@ -14,6 +14,14 @@
 #[path = "../benches/support/functions.rs"]
 mod functions;
 use functions::*;
+#[path = "../benches/support/adbench.rs"]
+mod adbench;
+#[path = "../benches/support/ba.rs"]
+mod ba;
+#[path = "../benches/support/gmm.rs"]
+mod gmm;
+#[path = "../benches/support/lstm.rs"]
+mod lstm;
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -157,6 +165,107 @@ fn main() {
                 .zip(&hp)
                 .all(|(b, p)| (b.pos[0] - p[0]).abs() <= 1e-9 * (1.0 + p[0].abs())),
             "system_energy's positions"
+        );
+    }
+
+    // Issue 47: the ADBench programs as users write them (structs, rows, helpers) against
+    // the flat programs first written for phidiff, on the scoreboard's inputs.
+    let gd = adbench::read_gmm(&adbench::data("gmm/1k/gmm_d10_K25.txt"));
+    let glg = adbench::ln_multigamma(0.5 * (gd.d + gd.m + 1) as f64, gd.d);
+    let theta = gmm::GmmParams::from_flat(&gd.alphas, &gd.means, &gd.icf, gd.d);
+    let gpoints: Vec<Vec<f64>> = gd.x.chunks(gd.d).map(<[f64]>::to_vec).collect();
+    let wishart = gmm::Wishart {
+        gamma: gd.gamma,
+        m: gd.m,
+    };
+    let mut dtheta = phidiff::Differentiable::zero_like(&theta);
+    let (mut gda, mut gdm, mut gdi) = (
+        vec![0.0; gd.alphas.len()],
+        vec![0.0; gd.means.len()],
+        vec![0.0; gd.icf.len()],
+    );
+    let ld = adbench::read_lstm(&adbench::data("lstm/lstm_l2_c1024.txt"));
+    let layers = lstm::layers_from_flat(&ld.main_params, ld.b);
+    let extra = lstm::extra_from_flat(&ld.extra_params, ld.b);
+    let lrows: Vec<Vec<f64>> = ld.sequence.chunks(ld.b).map(<[f64]>::to_vec).collect();
+    let mut dlayers: Vec<lstm::LstmLayer> = layers
+        .iter()
+        .map(phidiff::Differentiable::zero_like)
+        .collect();
+    let mut dextra = phidiff::Differentiable::zero_like(&extra);
+    let (mut ldm, mut lde) = (
+        vec![0.0; ld.main_params.len()],
+        vec![0.0; ld.extra_params.len()],
+    );
+    let bd = adbench::read_ba(&adbench::data("ba/ba1_n49_m7776_p31843.txt"));
+    let (mut bj, mut bj2) = (ba::SparseJ::new(&bd), ba::SparseJ::new(&bd));
+    {
+        let v1 = gmm::gmm_objective_rev(&theta, &mut dtheta, &gpoints, &wishart, glg, 1.0);
+        let v2 = gmm::gmm_objective_flat_rev(
+            &gd.alphas, &mut gda, &gd.means, &mut gdm, &gd.icf, &mut gdi, &gd.x, gd.d, gd.k, gd.n,
+            gd.gamma, gd.m, glg, 1.0,
+        );
+        let mut g1 = vec![0.0; gd.alphas.len() + gd.means.len() + gd.icf.len()];
+        dtheta.write_flat(&mut g1);
+        let g2 = [&gda[..], &gdm, &gdi].concat();
+        assert!(
+            (v1 - v2).abs() <= 1e-12 * v1.abs()
+                && g1
+                    .iter()
+                    .zip(&g2)
+                    .all(|(a, b)| (a - b).abs() <= 1e-9 * (1.0 + b.abs())),
+            "gmm: struct and flat forms"
+        );
+        let mut state = lstm::state_from_flat(&ld.state, ld.b);
+        let mut dstate: Vec<lstm::LayerState> = state
+            .iter()
+            .map(phidiff::Differentiable::zero_like)
+            .collect();
+        let v3 = lstm::lstm_objective_rev(
+            &layers,
+            &mut dlayers,
+            &extra,
+            &mut dextra,
+            &mut state,
+            &mut dstate,
+            &lrows,
+            1.0,
+        );
+        let (mut flat_state, mut dflat_state) = (ld.state.clone(), vec![0.0; ld.state.len()]);
+        let v4 = lstm::lstm_objective_flat_rev(
+            &ld.main_params,
+            &mut ldm,
+            &ld.extra_params,
+            &mut lde,
+            &mut flat_state,
+            &mut dflat_state,
+            &ld.sequence,
+            ld.l,
+            ld.c,
+            ld.b,
+            1.0,
+        );
+        let mut g3 = vec![0.0; ld.main_params.len()];
+        lstm::write_flat(
+            dlayers.iter().flat_map(|l| [&l.weight[..], &l.bias[..]]),
+            &mut g3,
+        );
+        assert!(
+            (v3 - v4).abs() <= 1e-12 * v3.abs()
+                && g3
+                    .iter()
+                    .zip(&ldm)
+                    .all(|(a, b)| (a - b).abs() <= 1e-9 * (1.0 + b.abs())),
+            "lstm: struct and flat forms"
+        );
+        ba::ba_jacobian(&bd, &mut bj);
+        ba::ba_jacobian_flat(&bd, &mut bj2);
+        assert!(
+            bj.vals
+                .iter()
+                .zip(&bj2.vals)
+                .all(|(a, b)| (a - b).abs() <= 1e-9 * (1.0 + b.abs())),
+            "ba: struct and flat forms"
         );
     }
 
@@ -314,6 +423,80 @@ fn main() {
                         black_box(&mut dbmass),
                         1.0,
                     ));
+                }),
+            ],
+        },
+        Bench {
+            function: "ADBench as users write it",
+            variants: vec![
+                Variant::new("gmm struct rev", || {
+                    black_box(gmm::gmm_objective_rev(
+                        black_box(&theta),
+                        black_box(&mut dtheta),
+                        &gpoints,
+                        &wishart,
+                        glg,
+                        1.0,
+                    ));
+                }),
+                Variant::new("gmm flat rev", || {
+                    black_box(gmm::gmm_objective_flat_rev(
+                        black_box(&gd.alphas),
+                        &mut gda,
+                        &gd.means,
+                        &mut gdm,
+                        &gd.icf,
+                        &mut gdi,
+                        &gd.x,
+                        gd.d,
+                        gd.k,
+                        gd.n,
+                        gd.gamma,
+                        gd.m,
+                        glg,
+                        1.0,
+                    ));
+                }),
+                Variant::new("lstm struct rev", || {
+                    let mut state = lstm::state_from_flat(&ld.state, ld.b);
+                    let mut dstate: Vec<lstm::LayerState> = state
+                        .iter()
+                        .map(phidiff::Differentiable::zero_like)
+                        .collect();
+                    black_box(lstm::lstm_objective_rev(
+                        black_box(&layers),
+                        &mut dlayers,
+                        &extra,
+                        &mut dextra,
+                        &mut state,
+                        &mut dstate,
+                        &lrows,
+                        1.0,
+                    ));
+                }),
+                Variant::new("lstm flat rev", || {
+                    let (mut state, mut dstate) = (ld.state.clone(), vec![0.0; ld.state.len()]);
+                    black_box(lstm::lstm_objective_flat_rev(
+                        black_box(&ld.main_params),
+                        &mut ldm,
+                        &ld.extra_params,
+                        &mut lde,
+                        &mut state,
+                        &mut dstate,
+                        &ld.sequence,
+                        ld.l,
+                        ld.c,
+                        ld.b,
+                        1.0,
+                    ));
+                }),
+                Variant::new("ba struct jacobian", || {
+                    ba::ba_jacobian(black_box(&bd), &mut bj);
+                    black_box(&bj);
+                }),
+                Variant::new("ba flat jacobian", || {
+                    ba::ba_jacobian_flat(black_box(&bd), &mut bj2);
+                    black_box(&bj2);
                 }),
             ],
         },
@@ -536,6 +719,40 @@ fn main() {
             fmt_time(m("fields rev")),
             m("bodies rev") / m("fields rev"),
             fastest("bodies rev") / fastest("fields rev"),
+        );
+    }
+    for b in benches
+        .iter()
+        .filter(|b| b.function == "ADBench as users write it")
+    {
+        let m = |name: &str| {
+            b.variants
+                .iter()
+                .find(|v| v.name == name)
+                .map(|v| v.median())
+                .unwrap()
+        };
+        let fastest = |name: &str| {
+            b.variants
+                .iter()
+                .find(|v| v.name == name)
+                .map(|v| v.samples.iter().cloned().fold(f64::INFINITY, f64::min))
+                .unwrap()
+        };
+        let row = |what: &str, a: &str, b: &str| {
+            format!(
+                "{what} {} vs flat {} ({:.3}×, fastest {:.3}×)",
+                fmt_time(m(a)),
+                fmt_time(m(b)),
+                m(a) / m(b),
+                fastest(a) / fastest(b)
+            )
+        };
+        println!(
+            "ADBench as users write it: {}; {}; {}",
+            row("GMM d=10 K=25 rev", "gmm struct rev", "gmm flat rev"),
+            row("LSTM l=2 c=1024 rev", "lstm struct rev", "lstm flat rev"),
+            row("BA ba1 Jacobian", "ba struct jacobian", "ba flat jacobian"),
         );
     }
     for b in benches

@@ -34,22 +34,40 @@ fn ln_gamma_matches_known_values() {
     }
 }
 
+/// The GMM as users write it (`gmm::gmm_objective`) at flat parameters.
+fn gmm_struct(g: &adbench::Gmm, p: &[f64], lg: f64) -> f64 {
+    let (na, nm) = (g.alphas.len(), g.means.len());
+    let theta = gmm::GmmParams::from_flat(&p[..na], &p[na..na + nm], &p[na + nm..], g.d);
+    let x: Vec<Vec<f64>> = g.x.chunks(g.d).map(<[f64]>::to_vec).collect();
+    let wishart = gmm::Wishart {
+        gamma: g.gamma,
+        m: g.m,
+    };
+    gmm::gmm_objective(&theta, &x, &wishart, lg)
+}
+
 #[test]
 fn gmm_objective_matches_adbench_reference() {
     let g = adbench::read_gmm(&adbench::data("gmm/test.txt"));
     assert_eq!((g.d, g.k, g.n), (2, 3, 1));
     let lg = log_gamma_term(&g);
-    let f = gmm::gmm_objective(
+    let flat = gmm::gmm_objective_flat(
         &g.alphas, &g.means, &g.icf, &g.x, g.d, g.k, g.n, g.gamma, g.m, lg,
     );
+    let point = cat(&[&g.alphas, &g.means, &g.icf]);
     // ADBench's published reference objective for gmm/test.txt.
     let reference = 8.073_804_080_049_757_91;
-    assert!(
-        (f - reference).abs() <= 1e-12 * reference.abs(),
-        "objective {f:.17} vs ADBench's {reference}"
-    );
+    for (form, f) in [("flat", flat), ("struct", gmm_struct(&g, &point, lg))] {
+        assert!(
+            (f - reference).abs() <= 1e-12 * reference.abs(),
+            "{form} objective {f:.17} vs ADBench's {reference}"
+        );
+    }
 }
 
+/// The struct form's gradient (`_rev` into a `GmmParams` shadow) against central
+/// differences; the flat form's equals the hand-written adjoint's, itself checked by
+/// finite differences (`tests/adbench_hand_adjoints.rs`).
 #[test]
 fn gmm_gradient_passes_finite_differences() {
     for file in ["gmm/test.txt", "gmm/1k/gmm_d2_K5.txt"] {
@@ -57,47 +75,41 @@ fn gmm_gradient_passes_finite_differences() {
         let lg = log_gamma_term(&g);
         let (na, nm) = (g.alphas.len(), g.means.len());
         let point = cat(&[&g.alphas, &g.means, &g.icf]);
-        let f = |p: &[f64]| {
-            gmm::gmm_objective(
-                &p[..na],
-                &p[na..na + nm],
-                &p[na + nm..],
-                &g.x,
-                g.d,
-                g.k,
-                g.n,
-                g.gamma,
-                g.m,
-                lg,
-            )
+        let x: Vec<Vec<f64>> = g.x.chunks(g.d).map(<[f64]>::to_vec).collect();
+        let wishart = gmm::Wishart {
+            gamma: g.gamma,
+            m: g.m,
         };
         check_grad(
             file,
             &point,
-            &f,
+            &|p| gmm_struct(&g, p, lg),
             &|p| {
-                let (mut da, mut dm, mut di) = (zeros(na), zeros(nm), zeros(p.len() - na - nm));
-                let v = gmm::gmm_objective_rev(
-                    &p[..na],
-                    &mut da,
-                    &p[na..na + nm],
-                    &mut dm,
-                    &p[na + nm..],
-                    &mut di,
-                    &g.x,
-                    g.d,
-                    g.k,
-                    g.n,
-                    g.gamma,
-                    g.m,
-                    lg,
-                    1.0,
-                );
-                (v, cat(&[&da, &dm, &di]))
+                let theta =
+                    gmm::GmmParams::from_flat(&p[..na], &p[na..na + nm], &p[na + nm..], g.d);
+                let mut dtheta = phidiff::Differentiable::zero_like(&theta);
+                let v = gmm::gmm_objective_rev(&theta, &mut dtheta, &x, &wishart, lg, 1.0);
+                let mut grad = zeros(p.len());
+                dtheta.write_flat(&mut grad);
+                (v, grad)
             },
             TOLS,
         );
     }
+}
+
+/// The LSTM as users write it (`lstm::lstm_objective`) at flat parameters, over the first
+/// `c` rows of the sequence.
+fn lstm_struct(p: &adbench::Lstm, q: &[f64], c: usize) -> f64 {
+    let nm = p.main_params.len();
+    let layers = lstm::layers_from_flat(&q[..nm], p.b);
+    let extra = lstm::extra_from_flat(&q[nm..], p.b);
+    let mut state = lstm::state_from_flat(&p.state, p.b);
+    let rows: Vec<Vec<f64>> = p.sequence[..c * p.b]
+        .chunks(p.b)
+        .map(<[f64]>::to_vec)
+        .collect();
+    lstm::lstm_objective(&layers, &extra, &mut state, &rows)
 }
 
 #[test]
@@ -105,7 +117,7 @@ fn lstm_objective_matches_adbench_reference() {
     let p = adbench::read_lstm(&adbench::data("lstm/lstm_l2_c1024.txt"));
     assert_eq!((p.l, p.c, p.b), (2, 1024, 14));
     let mut state = p.state.clone();
-    let loss = lstm::lstm_objective(
+    let flat = lstm::lstm_objective_flat(
         &p.main_params,
         &p.extra_params,
         &mut state,
@@ -114,48 +126,61 @@ fn lstm_objective_matches_adbench_reference() {
         p.c,
         p.b,
     );
+    let point = cat(&[&p.main_params, &p.extra_params]);
     // ADBench's published reference objective for lstm_l2_c1024 (8 significant digits).
     let reference = 0.666_665_18;
-    assert!(
-        (loss - reference).abs() <= 5e-9,
-        "loss {loss:.10} vs ADBench's {reference}"
-    );
+    for (form, loss) in [("flat", flat), ("struct", lstm_struct(&p, &point, p.c))] {
+        assert!(
+            (loss - reference).abs() <= 5e-9,
+            "{form} loss {loss:.10} vs ADBench's {reference}"
+        );
+    }
 }
 
+/// The struct form's gradient against central differences (the flat form's equals the
+/// hand-written adjoint's, `tests/adbench_hand_adjoints.rs`).
 #[test]
 fn lstm_gradient_passes_finite_differences() {
     // A shorter sequence of the same file keeps the finite differences quick.
     let p = adbench::read_lstm(&adbench::data("lstm/lstm_l2_c1024.txt"));
     let c = 6;
-    let sequence = &p.sequence[..c * p.b];
     let nm = p.main_params.len();
     let point = cat(&[&p.main_params, &p.extra_params]);
-    let f = |q: &[f64]| {
-        let mut state = p.state.clone();
-        lstm::lstm_objective(&q[..nm], &q[nm..], &mut state, sequence, p.l, c, p.b)
-    };
+    let rows: Vec<Vec<f64>> = p.sequence[..c * p.b]
+        .chunks(p.b)
+        .map(<[f64]>::to_vec)
+        .collect();
     check_grad(
         "lstm (6 steps)",
         &point,
-        &f,
+        &|q| lstm_struct(&p, q, c),
         &|q| {
-            let mut state = p.state.clone();
-            let mut dstate = zeros(state.len());
-            let (mut dm, mut de) = (zeros(nm), zeros(q.len() - nm));
+            use phidiff::Differentiable;
+            let layers = lstm::layers_from_flat(&q[..nm], p.b);
+            let extra = lstm::extra_from_flat(&q[nm..], p.b);
+            let mut state = lstm::state_from_flat(&p.state, p.b);
+            let mut dlayers: Vec<lstm::LstmLayer> = layers.iter().map(|l| l.zero_like()).collect();
+            let mut dextra = extra.zero_like();
+            let mut dstate: Vec<lstm::LayerState> = state.iter().map(|s| s.zero_like()).collect();
             let v = lstm::lstm_objective_rev(
-                &q[..nm],
-                &mut dm,
-                &q[nm..],
-                &mut de,
+                &layers,
+                &mut dlayers,
+                &extra,
+                &mut dextra,
                 &mut state,
                 &mut dstate,
-                sequence,
-                p.l,
-                c,
-                p.b,
+                &rows,
                 1.0,
             );
-            (v, cat(&[&dm, &de]))
+            let mut grad = zeros(q.len());
+            let weights = dlayers.iter().flat_map(|l| [&l.weight[..], &l.bias[..]]);
+            let extras = [
+                &dextra.in_scale[..],
+                &dextra.out_scale[..],
+                &dextra.out_bias[..],
+            ];
+            lstm::write_flat(weights.chain(extras), &mut grad);
+            (v, grad)
         },
         TOLS,
     );

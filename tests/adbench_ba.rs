@@ -264,24 +264,66 @@ fn hand_jacobian_equals_phidiff_jacobian() {
     }
 }
 
+/// The struct form (`Camera`, arrays, a tuple chosen by `if`) and the flat form as first
+/// written give the same Jacobian (rounding apart: `sin_cos`, the order of a few sums).
+#[test]
+fn struct_and_flat_forms_agree() {
+    for (name, ba) in [
+        ("test.txt", test_problem()),
+        ("zero rotation", zero_rotation_problem()),
+    ] {
+        let a = jacobian(&ba, ba::ba_jacobian);
+        let b = jacobian(&ba, ba::ba_jacobian_flat);
+        let scale = b.vals.iter().fold(0.0_f64, |m, v| m.max(v.abs()));
+        assert_all_close(name, &a.vals, &b.vals, 1e-13, 1e-15 * scale);
+    }
+}
+
 /// The flat inputs of one reprojection: camera (11), point (3), weight, and the initial
 /// `err` (2, overwritten); the output is the final `err`.
 const REPROJ_LENS: [usize; 4] = [N_CAM, 3, 1, 2];
 
+/// The camera struct of eleven numbers, and back.
+fn cam(p: &[f64]) -> ba::Camera {
+    ba::Camera::from_params(p)
+}
+
+fn params(c: &ba::Camera) -> Vec<f64> {
+    let mut v = zeros(N_CAM);
+    c.write_params(&mut v);
+    v
+}
+
+fn a3(v: &[f64]) -> [f64; 3] {
+    v.try_into().expect("3 numbers")
+}
+
+fn a2(v: &[f64]) -> [f64; 2] {
+    v.try_into().expect("2 numbers")
+}
+
 fn reproj_primal(feat: &[f64], x: &[f64]) -> Vec<f64> {
     let p = split(x, &REPROJ_LENS);
-    let mut err = p[3].to_vec();
-    ba::reproj_error(p[0], p[1], p[2][0], feat, &mut err);
-    err
+    let mut err = a2(p[3]);
+    ba::reproj_error(&cam(p[0]), &a3(p[1]), p[2][0], &a2(feat), &mut err);
+    err.to_vec()
 }
 
 fn reproj_jvp(feat: &[f64], x: &[f64], dx: &[f64]) -> (Vec<f64>, Vec<f64>) {
     let (p, d) = (split(x, &REPROJ_LENS), split(dx, &REPROJ_LENS));
-    let (mut err, mut derr) = (p[3].to_vec(), d[3].to_vec());
+    let (mut err, mut derr) = (a2(p[3]), a2(d[3]));
     ba::reproj_error_fwd(
-        p[0], d[0], p[1], d[1], p[2][0], d[2][0], feat, &mut err, &mut derr,
+        &cam(p[0]),
+        &cam(d[0]),
+        &a3(p[1]),
+        &a3(d[1]),
+        p[2][0],
+        d[2][0],
+        &a2(feat),
+        &mut err,
+        &mut derr,
     );
-    (err, derr)
+    (err.to_vec(), derr.to_vec())
 }
 
 #[test]
@@ -298,13 +340,20 @@ fn reproj_error_fwd_and_rev_agree() {
         let jvp = |x: &[f64], dx: &[f64]| reproj_jvp(&feat, x, dx);
         let vjp = |x: &[f64], w: &[f64]| {
             let p = split(x, &REPROJ_LENS);
-            let (mut dcam, mut dx) = (zeros(N_CAM), zeros(3));
-            let mut err = p[3].to_vec();
-            let mut derr = w.to_vec();
+            let (mut dcam, mut dx) = (ba::Camera::default(), [0.0; 3]);
+            let mut err = a2(p[3]);
+            let mut derr = a2(w);
             let dw = ba::reproj_error_rev(
-                p[0], &mut dcam, p[1], &mut dx, p[2][0], &feat, &mut err, &mut derr,
+                &cam(p[0]),
+                &mut dcam,
+                &a3(p[1]),
+                &mut dx,
+                p[2][0],
+                &feat,
+                &mut err,
+                &mut derr,
             );
-            (err, cat(&[&dcam, &dx, &[dw], &derr]))
+            (err.to_vec(), cat(&[&params(&dcam), &dx, &[dw], &derr]))
         };
         check_fwd_rev(&Case {
             name,
@@ -335,24 +384,24 @@ fn reproj_error_rev2_lanes_agree() {
         let x0 = cat(&[&ba.cams[..N_CAM], &ba.x[..3], &[ba.w[0]], &[0.0, 0.0]]);
         let batched = |x: &[f64], seeds: [&[f64]; 2]| {
             let p = split(x, &REPROJ_LENS);
-            let (mut dcam, mut dx) = ([zeros(N_CAM), zeros(N_CAM)], [zeros(3), zeros(3)]);
-            let mut derr = [seeds[0].to_vec(), seeds[1].to_vec()];
-            let mut err = p[3].to_vec();
+            let (mut dcam, mut dx) = ([ba::Camera::default(); 2], [[0.0; 3]; 2]);
+            let mut derr = [a2(seeds[0]), a2(seeds[1])];
+            let mut err = a2(p[3]);
             let [c0, c1] = &mut dcam;
             let [x0, x1] = &mut dx;
             let [e0, e1] = &mut derr;
             let dw = ba::reproj_error_rev2(
-                p[0],
+                &cam(p[0]),
                 [c0, c1],
-                p[1],
+                &a3(p[1]),
                 [x0, x1],
                 p[2][0],
                 &feat,
                 &mut err,
                 [e0, e1],
             );
-            let lane = |l: usize| cat(&[&dcam[l], &dx[l], &[dw[l]], &derr[l]]);
-            (err, [lane(0), lane(1)])
+            let lane = |l: usize| cat(&[&params(&dcam[l]), &dx[l], &[dw[l]], &derr[l]]);
+            (err.to_vec(), [lane(0), lane(1)])
         };
         let primal = |x: &[f64]| reproj_primal(&feat, x);
         let jvp = |x: &[f64], dx: &[f64]| reproj_jvp(&feat, x, dx);
@@ -380,14 +429,21 @@ fn reproj_error_rev2_lanes_agree() {
         let (_, lanes) = batched(&x0, [&seeds[0], &seeds[1]]);
         for lane in 0..2 {
             let p = split(&x0, &REPROJ_LENS);
-            let (mut dcam, mut dx) = (zeros(N_CAM), zeros(3));
-            let (mut err, mut derr) = (p[3].to_vec(), seeds[lane].to_vec());
+            let (mut dcam, mut dx) = (ba::Camera::default(), [0.0; 3]);
+            let (mut err, mut derr) = (a2(p[3]), seeds[lane]);
             let dw = ba::reproj_error_rev(
-                p[0], &mut dcam, p[1], &mut dx, p[2][0], &feat, &mut err, &mut derr,
+                &cam(p[0]),
+                &mut dcam,
+                &a3(p[1]),
+                &mut dx,
+                p[2][0],
+                &feat,
+                &mut err,
+                &mut derr,
             );
             assert_eq!(
                 lanes[lane],
-                cat(&[&dcam, &dx, &[dw], &derr]),
+                cat(&[&params(&dcam), &dx, &[dw], &derr]),
                 "{name}: lane {lane} of reproj_error_rev2 and reproj_error_rev"
             );
         }

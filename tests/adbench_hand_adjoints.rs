@@ -96,12 +96,12 @@ fn gmm_hand(g: &adbench::Gmm, alphas: &[f64], means: &[f64], icf: &[f64]) -> (f6
 fn gmm_hand_adjoint_equals_generated_gradient() {
     for (file, g) in gmm_cases() {
         let lg = log_gamma_term(&g);
-        let primal = gmm::gmm_objective(
+        let primal = gmm::gmm_objective_flat(
             &g.alphas, &g.means, &g.icf, &g.x, g.d, g.k, g.n, g.gamma, g.m, lg,
         );
         let (hand_value, hand) = gmm_hand(&g, &g.alphas, &g.means, &g.icf);
         let (mut da, mut dm, mut di) = (zeros(g.k), zeros(g.means.len()), zeros(g.icf.len()));
-        gmm::gmm_objective_rev(
+        gmm::gmm_objective_flat_rev(
             &g.alphas, &mut da, &g.means, &mut dm, &g.icf, &mut di, &g.x, g.d, g.k, g.n, g.gamma,
             g.m, lg, 1.0,
         );
@@ -116,6 +116,44 @@ fn gmm_hand_adjoint_equals_generated_gradient() {
     }
 }
 
+/// The GMM as users write it (a parameter struct, rows, a helper call, iterator chains):
+/// its objective and `_rev` gradient equal the hand-written adjoint's, which shares none of
+/// its code and passes finite differences below.
+#[test]
+fn gmm_struct_form_equals_hand_adjoint() {
+    for (file, g) in gmm_cases() {
+        let lg = log_gamma_term(&g);
+        let theta = gmm::GmmParams::from_flat(&g.alphas, &g.means, &g.icf, g.d);
+        let x: Vec<Vec<f64>> = g.x.chunks(g.d).map(<[f64]>::to_vec).collect();
+        let wishart = gmm::Wishart {
+            gamma: g.gamma,
+            m: g.m,
+        };
+        let (hand_value, hand) = gmm_hand(&g, &g.alphas, &g.means, &g.icf);
+        let primal = gmm::gmm_objective(&theta, &x, &wishart, lg);
+        let mut dtheta = phidiff::Differentiable::zero_like(&theta);
+        let v = gmm::gmm_objective_rev(&theta, &mut dtheta, &x, &wishart, lg, 1.0);
+        assert_close(&format!("{file}: struct objective"), v, primal, 0.0, 0.0);
+        assert_close(
+            &format!("{file}: struct objective vs hand"),
+            primal,
+            hand_value,
+            1e-13,
+            0.0,
+        );
+        let mut flat = zeros(hand.len());
+        dtheta.write_flat(&mut flat);
+        assert_same_gradient(&format!("{file}: struct gradient vs hand"), &hand, &flat);
+        // `_grad` returns the struct.
+        let (gv, grad) = gmm::gmm_objective_grad(&theta, &x, &wishart, lg);
+        assert_eq!(
+            (gv, &grad),
+            (v, &dtheta),
+            "{file}: _grad is _rev with seed 1"
+        );
+    }
+}
+
 #[test]
 fn gmm_hand_adjoint_passes_finite_differences() {
     for (file, g) in gmm_cases() {
@@ -125,7 +163,7 @@ fn gmm_hand_adjoint_passes_finite_differences() {
         let f = |p: &[f64]| {
             let (alphas, rest) = p.split_at(na);
             let (means, icf) = rest.split_at(nm);
-            gmm::gmm_objective(alphas, means, icf, &g.x, g.d, g.k, g.n, g.gamma, g.m, lg)
+            gmm::gmm_objective_flat(alphas, means, icf, &g.x, g.d, g.k, g.n, g.gamma, g.m, lg)
         };
         let (_, hand) = gmm_hand(&g, &g.alphas, &g.means, &g.icf);
         assert_directional_fd(&file, &point, &f, &hand);
@@ -153,11 +191,74 @@ fn lstm_hand(p: &adbench::Lstm, d_state_seed: &[f64]) -> (f64, Vec<f64>, Vec<f64
     (v, state, cat(&[&dm, &de, &d_state]))
 }
 
+/// The LSTM as users write it (slices of layer and state structs walked together, the
+/// sequence as rows, a `sigmoid` closure): objective, final state and `_rev` gradient (plain,
+/// and with a random seed on the final state) equal the hand-written adjoint's.
+#[test]
+fn lstm_struct_form_equals_hand_adjoint() {
+    let p = adbench::read_lstm(&adbench::data("lstm/lstm_l2_c1024.txt"));
+    let layers = lstm::layers_from_flat(&p.main_params, p.b);
+    let extra = lstm::extra_from_flat(&p.extra_params, p.b);
+    let sequence: Vec<Vec<f64>> = p.sequence.chunks(p.b).map(<[f64]>::to_vec).collect();
+    let seeds = [
+        zeros(p.state.len()),
+        check::random_vector(7100, p.state.len()),
+    ];
+    for (n, seed) in seeds.iter().enumerate() {
+        let (hand_value, hand_state, hand) = lstm_hand(&p, seed);
+        let mut state = lstm::state_from_flat(&p.state, p.b);
+        let mut d_state = lstm::state_from_flat(seed, p.b);
+        let mut dlayers: Vec<lstm::LstmLayer> = layers
+            .iter()
+            .map(phidiff::Differentiable::zero_like)
+            .collect();
+        let mut dextra = phidiff::Differentiable::zero_like(&extra);
+        let v = lstm::lstm_objective_rev(
+            &layers,
+            &mut dlayers,
+            &extra,
+            &mut dextra,
+            &mut state,
+            &mut d_state,
+            &sequence,
+            1.0,
+        );
+        let what = format!("lstm_l2_c1024 as users write it (final-state seed {n})");
+        assert_close(&format!("{what}: objective"), v, hand_value, 1e-13, 0.0);
+        let mut flat_state = zeros(p.state.len());
+        lstm::write_flat(
+            state.iter().flat_map(|s| [&s.hidden[..], &s.cell[..]]),
+            &mut flat_state,
+        );
+        assert_all_close(
+            &format!("{what}: final state"),
+            &flat_state,
+            &hand_state,
+            1e-13,
+            0.0,
+        );
+        let mut g = zeros(hand.len());
+        lstm::write_flat(
+            dlayers
+                .iter()
+                .flat_map(|l| [&l.weight[..], &l.bias[..]])
+                .chain([
+                    &dextra.in_scale[..],
+                    &dextra.out_scale[..],
+                    &dextra.out_bias[..],
+                ])
+                .chain(d_state.iter().flat_map(|s| [&s.hidden[..], &s.cell[..]])),
+            &mut g,
+        );
+        assert_same_gradient(&format!("{what}: gradient"), &hand, &g);
+    }
+}
+
 #[test]
 fn lstm_hand_adjoint_equals_generated_gradient() {
     let p = adbench::read_lstm(&adbench::data("lstm/lstm_l2_c1024.txt"));
     let mut primal_state = p.state.clone();
-    let primal = lstm::lstm_objective(
+    let primal = lstm::lstm_objective_flat(
         &p.main_params,
         &p.extra_params,
         &mut primal_state,
@@ -177,7 +278,7 @@ fn lstm_hand_adjoint_equals_generated_gradient() {
         let mut state = p.state.clone();
         let mut d_state = seed.clone();
         let (mut dm, mut de) = (zeros(p.main_params.len()), zeros(p.extra_params.len()));
-        lstm::lstm_objective_rev(
+        lstm::lstm_objective_flat_rev(
             &p.main_params,
             &mut dm,
             &p.extra_params,
@@ -222,7 +323,7 @@ fn lstm_hand_adjoint_passes_finite_differences() {
         let (main, rest) = q.split_at(nm);
         let (extra, initial) = rest.split_at(ne);
         let mut state = initial.to_vec();
-        lstm::lstm_objective(main, extra, &mut state, &p.sequence, p.l, p.c, p.b)
+        lstm::lstm_objective_flat(main, extra, &mut state, &p.sequence, p.l, p.c, p.b)
     };
     let (_, _, hand) = lstm_hand(&p, &zeros(p.state.len()));
     assert_directional_fd("lstm_l2_c1024", &point, &f, &hand);

@@ -13,18 +13,92 @@
 #![allow(dead_code)]
 
 use crate::adbench::Ba;
-use phidiff::differentiate;
+use phidiff::{differentiate, Differentiable};
 
 /// Parameters per camera.
 pub const N_CAM: usize = 11;
 /// Nonzeros of one reprojection row: 11 camera parameters, 3 point coordinates, 1 weight.
 pub const N_ROW: usize = N_CAM + 3 + 1;
 
+/// A camera: Rodrigues rotation, centre, focal length, principal point, radial distortion
+/// (ADBench's eleven numbers, in that order).
+#[derive(Differentiable, Clone, Copy, Debug, Default, PartialEq)]
+pub struct Camera {
+    pub rotation: [f64; 3],
+    pub center: [f64; 3],
+    pub focal: f64,
+    pub principal: [f64; 2],
+    pub distortion: [f64; 2],
+}
+
+impl Camera {
+    /// The camera of ADBench's eleven numbers.
+    pub fn from_params(c: &[f64]) -> Camera {
+        Camera {
+            rotation: [c[0], c[1], c[2]],
+            center: [c[3], c[4], c[5]],
+            focal: c[6],
+            principal: [c[7], c[8]],
+            distortion: [c[9], c[10]],
+        }
+    }
+
+    /// ADBench's eleven numbers, written into `out`.
+    pub fn write_params(&self, out: &mut [f64]) {
+        out[..3].copy_from_slice(&self.rotation);
+        out[3..6].copy_from_slice(&self.center);
+        out[6] = self.focal;
+        out[7..9].copy_from_slice(&self.principal);
+        out[9..11].copy_from_slice(&self.distortion);
+    }
+}
+
 /// The weighted reprojection error of point `x` seen by camera `cam` with weight `w` at
-/// the measured feature `feat` (ADBench's `computeReprojError`).
+/// the measured feature `feat` (ADBench's `computeReprojError`), written the way a Rust
+/// user writes it: a `Camera` struct, fixed-size arrays, the rotation chosen by an `if`
+/// that yields a tuple.
+#[differentiate(forward, reverse, reverse(width = 2), wrt(cam, x, w, err))]
+pub fn reproj_error(cam: &Camera, x: &[f64; 3], w: f64, feat: &[f64; 2], err: &mut [f64; 2]) {
+    // The point relative to the camera centre.
+    let (p0, p1, p2) = (
+        x[0] - cam.center[0],
+        x[1] - cam.center[1],
+        x[2] - cam.center[2],
+    );
+    // Rodrigues: rotate by |r| about r/|r|; to first order at r = 0.
+    let r = &cam.rotation;
+    let sqtheta = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
+    let (q0, q1, q2) = if sqtheta != 0.0 {
+        let theta = sqtheta.sqrt();
+        let (sintheta, costheta) = theta.sin_cos();
+        let (a0, a1, a2) = (r[0] / theta, r[1] / theta, r[2] / theta);
+        let along = (a0 * p0 + a1 * p1 + a2 * p2) * (1.0 - costheta);
+        (
+            p0 * costheta + (a1 * p2 - a2 * p1) * sintheta + a0 * along,
+            p1 * costheta + (a2 * p0 - a0 * p2) * sintheta + a1 * along,
+            p2 * costheta + (a0 * p1 - a1 * p0) * sintheta + a2 * along,
+        )
+    } else {
+        (
+            p0 + (r[1] * p2 - r[2] * p1),
+            p1 + (r[2] * p0 - r[0] * p2),
+            p2 + (r[0] * p1 - r[1] * p0),
+        )
+    };
+    // Perspective division, radial distortion, focal length and principal point.
+    let (u, v) = (q0 / q2, q1 / q2);
+    let rsq = u * u + v * v;
+    let [k1, k2] = cam.distortion;
+    let distortion = 1.0 + k1 * rsq + k2 * rsq * rsq;
+    err[0] = w * (u * distortion * cam.focal + cam.principal[0] - feat[0]);
+    err[1] = w * (v * distortion * cam.focal + cam.principal[1] - feat[1]);
+}
+
+/// [`reproj_error`] as first written for phidiff, the camera an 11-number slice (kept to
+/// measure the struct form against, in one run, and for the finite-difference baseline).
 #[differentiate(forward, reverse, reverse(width = 2), wrt(cam, x, w, err))]
 #[allow(unused_assignments)]
-pub fn reproj_error(cam: &[f64], x: &[f64], w: f64, feat: &[f64], err: &mut [f64]) {
+pub fn reproj_error_flat(cam: &[f64], x: &[f64], w: f64, feat: &[f64], err: &mut [f64]) {
     // The point relative to the camera centre.
     let p0 = x[0] - cam[3];
     let p1 = x[1] - cam[4];
@@ -78,6 +152,27 @@ pub fn observation(ba: &Ba, i: usize) -> (&[f64], &[f64], f64, &[f64]) {
     )
 }
 
+/// The cameras of `ba` as structs.
+pub fn cameras(ba: &Ba) -> Vec<Camera> {
+    ba.cams
+        .chunks_exact(N_CAM)
+        .map(Camera::from_params)
+        .collect()
+}
+
+/// The camera's index, the point, the weight and the feature of observation `i`, as
+/// [`reproj_error`] takes them.
+pub fn observed(ba: &Ba, i: usize) -> (usize, &[f64; 3], f64, &[f64; 2]) {
+    let (c, p) = (ba.obs[2 * i], ba.obs[2 * i + 1]);
+    let x = ba.x[3 * p..3 * p + 3]
+        .try_into()
+        .expect("three coordinates");
+    let feat = ba.feats[2 * i..2 * i + 2]
+        .try_into()
+        .expect("two coordinates");
+    (c, x, ba.w[i], feat)
+}
+
 /// All residuals: `2p` reprojection errors (observation by observation), then `p` weight
 /// errors, the row order of the Jacobian.
 pub fn ba_residuals(ba: &Ba, out: &mut [f64]) {
@@ -87,9 +182,10 @@ pub fn ba_residuals(ba: &Ba, out: &mut [f64]) {
         "ba_residuals: `out` must hold 3p values"
     );
     let (reproj, weights) = out.split_at_mut(2 * ba.p);
+    let cams = cameras(ba);
     for (i, err) in reproj.chunks_exact_mut(2).enumerate() {
-        let (cam, x, w, feat) = observation(ba, i);
-        reproj_error(cam, x, w, feat, err);
+        let (c, x, w, feat) = observed(ba, i);
+        reproj_error(&cams[c], x, w, feat, err.try_into().expect("two residuals"));
     }
     for (e, &w) in weights.iter_mut().zip(&ba.w) {
         *e = weight_error(w);
@@ -104,9 +200,10 @@ pub fn ba_objective(ba: &Ba, reproj_err: &mut [f64], w_err: &mut [f64]) {
         "ba_objective: `reproj_err` must hold 2p"
     );
     assert_eq!(w_err.len(), ba.p, "ba_objective: `w_err` must hold p");
+    let cams = cameras(ba);
     for (i, err) in reproj_err.chunks_exact_mut(2).enumerate() {
-        let (cam, x, w, feat) = observation(ba, i);
-        reproj_error(cam, x, w, feat, err);
+        let (c, x, w, feat) = observed(ba, i);
+        reproj_error(&cams[c], x, w, feat, err.try_into().expect("two residuals"));
     }
     for (e, &w) in w_err.iter_mut().zip(&ba.w) {
         *e = weight_error(w);
@@ -186,6 +283,42 @@ impl SparseJ {
 pub fn ba_jacobian(ba: &Ba, j: &mut SparseJ) {
     j.check_shape(ba, "ba_jacobian");
     let (reproj, weights) = j.vals.split_at_mut(2 * ba.p * N_ROW);
+    let cams = cameras(ba);
+    let mut err = [0.0; 2];
+    for (i, block) in reproj.chunks_exact_mut(2 * N_ROW).enumerate() {
+        let (c, x, w, feat) = observed(ba, i);
+        let mut dcam = [Camera::default(); 2];
+        let mut dx = [[0.0; 3]; 2];
+        let (mut seed0, mut seed1) = ([1.0, 0.0], [0.0, 1.0]);
+        let [dcam0, dcam1] = &mut dcam;
+        let [dx0, dx1] = &mut dx;
+        let dw = reproj_error_rev2(
+            &cams[c],
+            [dcam0, dcam1],
+            x,
+            [dx0, dx1],
+            w,
+            feat,
+            &mut err,
+            [&mut seed0, &mut seed1],
+        );
+        for (lane, row) in block.chunks_exact_mut(N_ROW).enumerate() {
+            dcam[lane].write_params(&mut row[..N_CAM]);
+            row[N_CAM..N_CAM + 3].copy_from_slice(&dx[lane]);
+            row[N_CAM + 3] = dw[lane];
+        }
+    }
+    for (d, &w) in weights.iter_mut().zip(&ba.w) {
+        *d = weight_error_grad(w).1;
+    }
+}
+
+/// [`ba_jacobian`] through [`reproj_error_flat`], the program as first written for phidiff
+/// (the camera an 11-number slice whose adjoints land straight in the rows): the
+/// baseline the struct form is measured against.
+pub fn ba_jacobian_flat(ba: &Ba, j: &mut SparseJ) {
+    j.check_shape(ba, "ba_jacobian_flat");
+    let (reproj, weights) = j.vals.split_at_mut(2 * ba.p * N_ROW);
     let mut err = [0.0; 2];
     for (i, block) in reproj.chunks_exact_mut(2 * N_ROW).enumerate() {
         let (cam, x, w, feat) = observation(ba, i);
@@ -196,7 +329,7 @@ pub fn ba_jacobian(ba: &Ba, j: &mut SparseJ) {
         let (dcam1, rest1) = row1.split_at_mut(N_CAM);
         let (dx1, dw1) = rest1.split_at_mut(3);
         let (mut seed0, mut seed1) = ([1.0, 0.0], [0.0, 1.0]);
-        let dw = reproj_error_rev2(
+        let dw = reproj_error_flat_rev2(
             cam,
             [dcam0, dcam1],
             x,

@@ -17,7 +17,7 @@
 // Index loops mirror `gmm.rs` term by term, so the objective rounds exactly as there.
 #![allow(clippy::needless_range_loop)]
 
-/// The objective of `gmm::gmm_objective` (same value, same rounding), with its gradient
+/// The objective of `gmm::gmm_objective_flat` (same value, same rounding), with its gradient
 /// w.r.t. `alphas`, `means` and `icf` *added* into `d_alphas`, `d_means`, `d_icf` (the
 /// convention of the generated `_rev` with seed 1).
 #[allow(clippy::too_many_arguments)]

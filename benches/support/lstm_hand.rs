@@ -35,7 +35,7 @@ struct CellRecord {
     tanh_cell: f64,
 }
 
-/// The objective of `lstm::lstm_objective` (same value, same rounding; `state` is left
+/// The objective of `lstm::lstm_objective_flat` (same value, same rounding; `state` is left
 /// at its final value as there). The gradient w.r.t. `main_params` and `extra_params` is
 /// *added* into `d_main` and `d_extra`; `d_state` follows the generated `_rev`'s
 /// convention for a `&mut` slice: on entry it holds the adjoint of the final state (zero

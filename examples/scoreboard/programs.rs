@@ -384,12 +384,32 @@ fn write_gmm(inputs: &Inputs, d: usize, k: usize, n: usize) -> PathBuf {
 struct GmmProblem {
     g: adbench::Gmm,
     lg: f64,
+    /// The points as rows and the prior, for phidiff's program as users write it
+    /// (`gmm::gmm_objective` on a `GmmParams` struct).
+    points: Vec<Vec<f64>>,
+    wishart: gmm::Wishart,
 }
 
 impl GmmProblem {
     fn new(g: adbench::Gmm) -> Self {
         let lg = adbench::ln_multigamma(0.5 * (g.d + g.m + 1) as f64, g.d);
-        GmmProblem { g, lg }
+        let points = g.x.chunks(g.d).map(<[f64]>::to_vec).collect();
+        let wishart = gmm::Wishart {
+            gamma: g.gamma,
+            m: g.m,
+        };
+        GmmProblem {
+            g,
+            lg,
+            points,
+            wishart,
+        }
+    }
+
+    /// The parameters at the flat point `p` as the struct phidiff's program takes.
+    fn theta(&self, p: &[f64]) -> gmm::GmmParams {
+        let (a, m, i) = self.parts(p);
+        gmm::GmmParams::from_flat(a, m, i, self.g.d)
     }
 
     fn parts<'a, T>(&self, p: &'a [T]) -> (&'a [T], &'a [T], &'a [T]) {
@@ -420,18 +440,17 @@ fn gmm_bench(inputs: &mut Inputs, path: &Path, d: usize, k: usize) -> Bench {
     let x = [&g.alphas[..], &g.means, &g.icf].concat();
     let primal: Primal = {
         let pb = pb.clone();
-        Rc::new(move |p: &[f64]| {
-            let ((a, m, i), g) = (pb.parts(p), &pb.g);
-            gmm::gmm_objective(a, m, i, &g.x, g.d, g.k, g.n, g.gamma, g.m, pb.lg)
-        })
+        Rc::new(move |p: &[f64]| gmm::gmm_objective(&pb.theta(p), &pb.points, &pb.wishart, pb.lg))
     };
     let grad: Gradient = {
         let pb = pb.clone();
         Box::new(move |p: &[f64], out: &mut [f64]| {
-            let ((a, m, i), (da, dm, di), g) = (pb.parts(p), pb.parts_mut(out), &pb.g);
-            gmm::gmm_objective_rev(
-                a, da, m, dm, i, di, &g.x, g.d, g.k, g.n, g.gamma, g.m, pb.lg, 1.0,
-            )
+            let theta = pb.theta(p);
+            let mut dtheta = phidiff::Differentiable::zero_like(&theta);
+            let v =
+                gmm::gmm_objective_rev(&theta, &mut dtheta, &pb.points, &pb.wishart, pb.lg, 1.0);
+            dtheta.write_flat(out);
+            v
         })
     };
     let hand: Gradient = {
@@ -471,33 +490,45 @@ fn lstm_bench(inputs: &mut Inputs) -> Bench {
     let s = Rc::new(adbench::read_lstm(&path));
     let nm = s.main_params.len();
     let x = [&s.main_params[..], &s.extra_params].concat();
+    // phidiff's program as users write it: layer and state structs, the sequence as rows.
+    let rows: Rc<Vec<Vec<f64>>> = Rc::new(s.sequence.chunks(s.b).map(<[f64]>::to_vec).collect());
     let primal: Primal = {
-        let s = s.clone();
+        let (s, rows) = (s.clone(), rows.clone());
         Rc::new(move |p: &[f64]| {
-            let mut state = s.state.clone();
-            lstm::lstm_objective(&p[..nm], &p[nm..], &mut state, &s.sequence, s.l, s.c, s.b)
+            let layers = lstm::layers_from_flat(&p[..nm], s.b);
+            let extra = lstm::extra_from_flat(&p[nm..], s.b);
+            let mut state = lstm::state_from_flat(&s.state, s.b);
+            lstm::lstm_objective(&layers, &extra, &mut state, &rows)
         })
     };
     let grad: Gradient = {
         let s = s.clone();
-        let mut dstate = vec![0.0; s.state.len()];
         Box::new(move |p: &[f64], out: &mut [f64]| {
-            let mut state = s.state.clone();
-            dstate.fill(0.0);
-            let (dm, de) = out.split_at_mut(nm);
-            lstm::lstm_objective_rev(
-                &p[..nm],
-                dm,
-                &p[nm..],
-                de,
+            use phidiff::Differentiable;
+            let layers = lstm::layers_from_flat(&p[..nm], s.b);
+            let extra = lstm::extra_from_flat(&p[nm..], s.b);
+            let mut state = lstm::state_from_flat(&s.state, s.b);
+            let mut dlayers: Vec<lstm::LstmLayer> = layers.iter().map(|l| l.zero_like()).collect();
+            let mut dextra = extra.zero_like();
+            let mut dstate: Vec<lstm::LayerState> = state.iter().map(|l| l.zero_like()).collect();
+            let v = lstm::lstm_objective_rev(
+                &layers,
+                &mut dlayers,
+                &extra,
+                &mut dextra,
                 &mut state,
                 &mut dstate,
-                &s.sequence,
-                s.l,
-                s.c,
-                s.b,
+                &rows,
                 1.0,
-            )
+            );
+            let weights = dlayers.iter().flat_map(|l| [&l.weight[..], &l.bias[..]]);
+            let extras = [
+                &dextra.in_scale[..],
+                &dextra.out_scale[..],
+                &dextra.out_bias[..],
+            ];
+            lstm::write_flat(weights.chain(extras), out);
+            v
         })
     };
     let hand: Gradient = {
@@ -800,9 +831,9 @@ fn ba_jacobian_fd(b: &adbench::Ba, j: &mut ba::SparseJ) {
             for c in 0..15 {
                 let h = 1e-6 * q[c].abs().max(1.0);
                 qq[c] = q[c] + h;
-                ba::reproj_error(&qq[..11], &qq[11..14], qq[14], feat, &mut ep);
+                ba::reproj_error_flat(&qq[..11], &qq[11..14], qq[14], feat, &mut ep);
                 qq[c] = q[c] - h;
-                ba::reproj_error(&qq[..11], &qq[11..14], qq[14], feat, &mut em);
+                ba::reproj_error_flat(&qq[..11], &qq[11..14], qq[14], feat, &mut em);
                 qq[c] = q[c];
                 block[c] = (ep[0] - em[0]) / (2.0 * h);
                 block[ba::N_ROW + c] = (ep[1] - em[1]) / (2.0 * h);
