@@ -341,6 +341,8 @@ numeric_tests! {
         zipped_slices_of_structs,
         batched_rows_of_a_struct,
         tuples_chosen_by_branches,
+        batched_mut_struct,
+        trait_impls,
     ],
     /// Issue 46: functions mixing `f32` and `f64`.
     idiomatic_floats: [

@@ -59,11 +59,12 @@ pub fn expand_in(
     if let (Some(r), None) = (item_fn.sig.receiver(), &imp) {
         let mut primal = item_fn.clone();
         let _ = checkpoint::strip(&mut primal);
-        let err = syn::Error::new_spanned(
-            r,
-            "phidiff: the impl block of this method was not found in its file (phidiff reads it to learn `Self`): put `#[phidiff::differentiate]` on the `impl` block too (its methods keep their own attributes)",
-        )
-        .to_compile_error();
+        let in_trait = source.is_some_and(|s| crate::aggregate::in_trait_impl(&item_fn, s.text));
+        let msg = match in_trait {
+            true => "phidiff: this method is in a trait impl, which cannot hold its derivatives: put `#[phidiff::differentiate]` on the `impl Trait for Type` block too (its methods keep their own attributes; the derivatives go to an inherent impl beside it)",
+            false => "phidiff: the impl block of this method was not found in its file (phidiff reads it to learn `Self`): put `#[phidiff::differentiate]` on the `impl` block too (its methods keep their own attributes)",
+        };
+        let err = syn::Error::new_spanned(r, msg).to_compile_error();
         return quote!(#primal #err);
     }
     expand_fn(args, &item_fn, &item, imp.as_ref(), source)

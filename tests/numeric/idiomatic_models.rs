@@ -334,3 +334,181 @@ pub fn tuples_chosen_by_branches() {
         });
     }
 }
+
+/// A swing's state, updated in place.
+#[derive(phidiff::Differentiable, Clone, Debug, Default, PartialEq)]
+pub struct Swing {
+    pub angle: f64,
+    pub speed: f64,
+    pub trail: Vec<f64>,
+}
+
+/// A `&mut` struct in a batched sweep: its float fields are one-element lanes, its `Vec`
+/// field a buffer per lane.
+#[differentiate(forward, reverse, reverse(width = 2))]
+pub fn swing(s: &mut Swing, k: f64) {
+    s.angle += k * s.speed.sin();
+    s.speed -= k * s.angle;
+    s.trail[0] *= s.angle;
+    s.trail[1] = s.trail[0] + s.speed * s.speed;
+}
+
+pub fn batched_mut_struct() {
+    let from = |x: &[f64]| Swing {
+        angle: x[0],
+        speed: x[1],
+        trail: x[2..4].to_vec(),
+    };
+    let flat = |s: &Swing| vec![s.angle, s.speed, s.trail[0], s.trail[1]];
+    let rev = |x: &[f64], w: &[f64]| {
+        let (mut s, mut ds) = (from(x), from(w));
+        let dk = swing_rev(&mut s, &mut ds, x[4]);
+        let mut g = flat(&ds);
+        g.push(dk);
+        (flat(&s), g)
+    };
+    let x = [0.4, -0.7, 1.1, 0.3, 0.25];
+    check_fwd_rev(&Case {
+        name: "swing",
+        x: &x,
+        primal: &|x| {
+            let mut s = from(x);
+            swing(&mut s, x[4]);
+            flat(&s)
+        },
+        jvp: &|x, d| {
+            let (mut s, mut ds) = (from(x), from(d));
+            swing_fwd(&mut s, &mut ds, x[4], d[4]);
+            (flat(&s), flat(&ds))
+        },
+        vjp: &rev,
+        tols: TOLS,
+    });
+    let seeds = [[1.0, 0.5, -0.3, 0.2], [0.0, -1.0, 0.7, 0.4]];
+    let mut s = from(&x);
+    let mut ds = [from(&seeds[0]), from(&seeds[1])];
+    let [d0, d1] = &mut ds;
+    let dk = swing_rev2(&mut s, [d0, d1], x[4]);
+    for lane in 0..2 {
+        let (y, g) = rev(&x, &seeds[lane]);
+        assert_eq!(flat(&s), y, "swing_rev2: the final state");
+        let mut got = flat(&ds[lane]);
+        got.push(dk[lane]);
+        assert_eq!(got, g, "swing_rev2: lane {lane}");
+    }
+}
+
+/// A potential as a trait, implemented by a model struct.
+pub trait Potential<T> {
+    fn energy(&self, x: &[T]) -> T;
+    fn stretch(&self, d: T) -> T;
+    fn stiffness(&self) -> T;
+}
+
+/// A chain of springs of stiffness `k` with rest positions `rest`.
+#[derive(phidiff::Differentiable, Clone, Debug)]
+pub struct Springs<T> {
+    pub k: T,
+    pub rest: Vec<T>,
+}
+
+/// The trait's methods differentiated where they are: the derivatives (`energy_rev`, ..)
+/// land in an inherent impl of `Springs` beside the trait impl; `energy` calls the trait
+/// method `stretch` of the same impl, and `stiffness` is not differentiated.
+#[differentiate]
+impl<T: Float> Potential<T> for Springs<T> {
+    #[differentiate(forward, reverse)]
+    fn energy(&self, x: &[T]) -> T {
+        let mut e = T::zero();
+        for (&xi, &r) in x.iter().zip(&self.rest) {
+            e = e + self.stretch(xi - r);
+        }
+        T::from(0.5).unwrap() * self.k * e
+    }
+
+    #[differentiate(forward, reverse)]
+    fn stretch(&self, d: T) -> T {
+        d * d + T::from(0.1).unwrap() * self.k * d * d * d * d
+    }
+
+    fn stiffness(&self) -> T {
+        self.k
+    }
+}
+
+/// The energy through the trait, as generic code calls it.
+fn energy_of<T, P: Potential<T>>(p: &P, x: &[T]) -> T {
+    p.energy(x)
+}
+
+pub fn trait_impls() {
+    // Flat: k, two rest positions, two positions.
+    let split = |x: &[f64]| {
+        (
+            Springs {
+                k: x[0],
+                rest: x[1..3].to_vec(),
+            },
+            x[3..5].to_vec(),
+        )
+    };
+    let x = [1.3, 0.2, -0.4, 0.9, 0.1];
+    assert_eq!(split(&x).0.stiffness(), 1.3);
+    fn nd_split<D: Float>(x: &[D]) -> (Springs<D>, Vec<D>) {
+        (
+            Springs {
+                k: x[0],
+                rest: x[1..3].to_vec(),
+            },
+            x[3..5].to_vec(),
+        )
+    }
+    check_generic(&Generic {
+        name: "Springs::energy",
+        x: &x,
+        f: &|x| {
+            let (s, p) = split(x);
+            energy_of(&s, &p)
+        },
+        f_dual: &|x| {
+            let (s, p) = nd_split(x);
+            energy_of(&s, &p)
+        },
+        f_hyper: &|x| {
+            let (s, p) = nd_split(x);
+            energy_of(&s, &p)
+        },
+        grad: &|x| {
+            let (s, p) = split(x);
+            let (v, (ds, dp)) = s.energy_grad(&p);
+            let mut g = vec![ds.k];
+            g.extend(ds.rest);
+            g.extend(dp);
+            (v, g)
+        },
+        fwd: &|x, d| {
+            let ((s, p), (ds, dp)) = (split(x), split(d));
+            s.energy_fwd(&ds, &p, &dp)
+        },
+        rev: &|x, seed| {
+            let (s, p) = split(x);
+            let (mut ds, mut dp) = (s.zero_like(), vec![0.0; 2]);
+            let v = s.energy_rev(&mut ds, &p, &mut dp, seed);
+            let mut g = vec![ds.k];
+            g.extend(ds.rest);
+            g.extend(dp);
+            (v, g)
+        },
+        hvp: &|x, v| {
+            let xd: Vec<phidiff::Dual<f64>> =
+                x.iter().zip(v).map(|(&a, &b)| phidiff::Dual { re: a, eps: b }).collect();
+            let (s, p) = nd_split(&xd);
+            let (mut ds, mut dp) = (s.zero_like(), vec![phidiff::Dual::constant(0.0); 2]);
+            s.energy_rev(&mut ds, &p, &mut dp, phidiff::Dual::constant(1.0));
+            let mut g = vec![ds.k.eps];
+            g.extend(ds.rest.iter().map(|d| d.eps));
+            g.extend(dp.iter().map(|d| d.eps));
+            g
+        },
+    });
+}

@@ -237,6 +237,20 @@ impl Wrapper<'_> {
         }
     }
 
+    /// The call of the exploded function's derivative `inner_name` with `args`, its results
+    /// bound to `bound` (`__r0`, ..).
+    fn call_inner(&self, inner_name: &Ident, args: &[TokenStream], bound: &[Ident]) -> TokenStream {
+        let question = self.inner.fallible.as_ref().map(|_| quote!(?));
+        let tf = crate::codegen::signature::turbofish(self.inner_generics);
+        let path = self.method.then(|| quote!(Self::));
+        let call = quote!(#path #inner_name #tf (#(#args),*) #question);
+        match bound.len() {
+            0 => quote!(#call;),
+            1 => quote!(let __r0 = #call;),
+            _ => quote!(let (#(#bound),*) = #call;),
+        }
+    }
+
     /// The argument passing field `part` of struct parameter `name` to the exploded function.
     fn field_arg(name: &Ident, form: Form, part: &super::explode::Part) -> TokenStream {
         let m = &part.member;
@@ -385,15 +399,7 @@ impl Wrapper<'_> {
         let bound: Vec<Ident> = (0..returned.len())
             .map(|i| format_ident!("__r{}", i))
             .collect();
-        let question = self.inner.fallible.as_ref().map(|_| quote!(?));
-        let tf = crate::codegen::signature::turbofish(self.inner_generics);
-        let path = self.method.then(|| quote!(Self::));
-        let call = quote!(#path #inner_name #tf (#(#args),*) #question);
-        let bind = match bound.len() {
-            0 => quote!(#call;),
-            1 => quote!(let __r0 = #call;),
-            _ => quote!(let (#(#bound),*) = #call;),
-        };
+        let bind = self.call_inner(inner_name, &args, &bound);
         let (ret, body) = self.result(outs, quote!(#pre #bind #post));
         self.wrap(name, params, ret, body)
     }
@@ -514,15 +520,7 @@ impl Wrapper<'_> {
         }
         outs.extend(per_param_out);
         let bound: Vec<Ident> = (0..returned).map(|i| format_ident!("__r{}", i)).collect();
-        let question = self.inner.fallible.as_ref().map(|_| quote!(?));
-        let tf = crate::codegen::signature::turbofish(self.inner_generics);
-        let path = self.method.then(|| quote!(Self::));
-        let call = quote!(#path #inner_name #tf (#(#args),*) #question);
-        let bind = match bound.len() {
-            0 => quote!(#call;),
-            1 => quote!(let __r0 = #call;),
-            _ => quote!(let (#(#bound),*) = #call;),
-        };
+        let bind = self.call_inner(inner_name, &args, &bound);
         let (ret, body) = self.result(outs, quote!(#pre #bind #post));
         Ok(self.wrap(name, params, ret, body))
     }
