@@ -343,6 +343,7 @@ numeric_tests! {
         tuples_chosen_by_branches,
         batched_mut_struct,
         trait_impls,
+        struct_results,
     ],
     /// Issue 46: functions mixing `f32` and `f64`.
     idiomatic_floats: [

@@ -512,3 +512,141 @@ pub fn trait_impls() {
         },
     });
 }
+
+/// A state returned by value.
+#[derive(phidiff::Differentiable, Clone, Copy, Debug, PartialEq)]
+pub struct Phase {
+    pub pos: [f64; 2],
+    pub vel: [f64; 2],
+    pub energy: f64,
+}
+
+impl Phase {
+    fn from_flat(x: &[f64]) -> Phase {
+        Phase {
+            pos: [x[0], x[1]],
+            vel: [x[2], x[3]],
+            energy: x[4],
+        }
+    }
+
+    fn flat(&self) -> Vec<f64> {
+        vec![self.pos[0], self.pos[1], self.vel[0], self.vel[1], self.energy]
+    }
+}
+
+/// A struct result (`-> Phase`): each field an output; array fields from a local array
+/// and an array literal, an early `return` with update syntax (`..*s`).
+#[differentiate(forward, reverse)]
+pub fn stepped(s: &Phase, dt: f64, k: f64) -> Phase {
+    let mut vel = [0.0; 2];
+    for d in 0..2 {
+        vel[d] = s.vel[d] - dt * k * s.pos[d].sin();
+    }
+    let pos = [s.pos[0] + dt * vel[0], s.pos[1] + dt * vel[1]];
+    let e = 0.5 * (vel[0] * vel[0] + vel[1] * vel[1]) + k * (2.0 - pos[0].cos() - pos[1].cos());
+    if e > 100.0 {
+        return Phase { energy: e, ..*s };
+    }
+    Phase { pos, vel, energy: e }
+}
+
+/// A point in polar form.
+#[derive(phidiff::Differentiable, Clone, Debug, PartialEq)]
+pub struct Polar<T> {
+    pub r: T,
+    pub theta: T,
+}
+
+#[differentiate]
+impl<T: Float> Polar<T> {
+    /// A method returning `Self`, generic over the float type.
+    #[differentiate(forward, reverse)]
+    pub fn warped(&self, by: T) -> Self {
+        let (s, c) = by.sin_cos();
+        Polar {
+            r: self.r * (c + s * s * self.theta),
+            theta: self.theta + by * self.r,
+        }
+    }
+}
+
+pub fn struct_results() {
+    // x: the phase (5), dt, k; outputs: the new phase. Both paths (the early return at a
+    // large energy).
+    for scale in [1.0, 80.0] {
+        let x = [0.4 * scale, -0.3, 0.2 * scale, 0.5, 0.0, 0.1, 1.5];
+        let early = stepped(&Phase::from_flat(&x), x[5], x[6]).pos == [x[0], x[1]];
+        assert_eq!(early, scale > 1.0, "stepped: the path taken");
+        check_fwd_rev(&Case {
+            name: "stepped",
+            x: &x,
+            primal: &|x| stepped(&Phase::from_flat(x), x[5], x[6]).flat(),
+            jvp: &|x, d| {
+                let (v, t) = stepped_fwd(
+                    &Phase::from_flat(x),
+                    &Phase::from_flat(d),
+                    x[5],
+                    d[5],
+                    x[6],
+                    d[6],
+                );
+                (v.flat(), t.flat())
+            },
+            vjp: &|x, w| {
+                let s = Phase::from_flat(x);
+                let mut ds = s.zero_like();
+                let (v, ddt, dk) = stepped_rev(&s, &mut ds, x[5], x[6], Phase::from_flat(w));
+                let mut g = ds.flat();
+                g.extend([ddt, dk]);
+                (v.flat(), g)
+            },
+            tols: TOLS,
+        });
+    }
+    // The generic method against num-dual, output by output.
+    let x = [1.3, 0.4, 0.7];
+    let polar = |x: &[f64]| Polar { r: x[0], theta: x[1] };
+    check_fwd_rev(&Case {
+        name: "Polar::warped",
+        x: &x,
+        primal: &|x| {
+            let p = polar(x).warped(x[2]);
+            vec![p.r, p.theta]
+        },
+        jvp: &|x, d| {
+            let (v, t) = polar(x).warped_fwd(&polar(d), x[2], d[2]);
+            (vec![v.r, v.theta], vec![t.r, t.theta])
+        },
+        vjp: &|x, w| {
+            let p = polar(x);
+            let mut dp = p.zero_like();
+            let (v, dby) = p.warped_rev(&mut dp, x[2], Polar { r: w[0], theta: w[1] });
+            (vec![v.r, v.theta], vec![dp.r, dp.theta, dby])
+        },
+        tols: TOLS,
+    });
+    for (out, seed) in [[1.0, 0.0], [0.0, 1.0]].iter().enumerate() {
+        let p = polar(&x);
+        let mut dp = p.zero_like();
+        let (_, dby) = p.warped_rev(&mut dp, x[2], Polar { r: seed[0], theta: seed[1] });
+        let g = [dp.r, dp.theta, dby];
+        for k in 0..3 {
+            let mut e = [0.0; 3];
+            e[k] = 1.0;
+            let (_, d) = nd::directional(
+                |v: &[Nd<Dual64>]| {
+                    let q = Polar { r: v[0], theta: v[1] }.warped(v[2]);
+                    if out == 0 {
+                        q.r
+                    } else {
+                        q.theta
+                    }
+                },
+                &x,
+                &e,
+            );
+            assert_close(&format!("Polar::warped: output {out}, ∂/∂x[{k}] vs num-dual"), g[k], d, 0.0, 1e-13);
+        }
+    }
+}

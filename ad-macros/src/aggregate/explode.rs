@@ -85,8 +85,108 @@ pub struct Exploded {
     /// The functions and methods called with structs (now their split functions).
     pub calls: Vec<(Ident, proc_macro2::Span)>,
     /// The element types of a tuple result (the exploded function writes them into
-    /// one-element slices `__out0`, `__out1`, .. after its parameters and returns `()`).
+    /// one-element slices `__out0`, `__out1`, .. after its parameters and returns `()`), or
+    /// of a struct result's fields (an array field into a slice of its length).
     pub outputs: Vec<Type>,
+    /// A struct result (`-> State`): its fields are the outputs.
+    pub result: Option<super::outputs::StructResult>,
+}
+
+/// The struct result of `item` (`-> State`, `-> State<f64>`) when its layout is known:
+/// every field a float or an array of floats (an output with a derivative each).
+fn struct_result(
+    item: &syn::ItemFn,
+    layouts: &HashMap<String, syn::ItemStruct>,
+    self_ty: Option<&Type>,
+) -> syn::Result<Option<super::outputs::StructResult>> {
+    let syn::ReturnType::Type(_, t) = &item.sig.output else {
+        return Ok(None);
+    };
+    let Type::Path(written) = crate::parse::signature::ungroup(t) else {
+        return Ok(None);
+    };
+    let mut p = written;
+    // `-> Self` of a method: the impl's type.
+    if let (true, Some(Type::Path(sp))) = (p.path.is_ident("Self"), self_ty) {
+        p = sp;
+    }
+    let key: Vec<String> = p
+        .path
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect();
+    let Some(layout) = layouts.get(&key.join("::")) else {
+        return Ok(None);
+    };
+    // The struct's type parameters, as the result names them (`State<f64>`: `T` is `f64`).
+    let args: Vec<Type> = match &p.path.segments.last().expect("a path").arguments {
+        syn::PathArguments::AngleBracketed(a) => a
+            .args
+            .iter()
+            .filter_map(|g| match g {
+                syn::GenericArgument::Type(t) => Some(t.clone()),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    let params: Vec<Ident> = layout
+        .generics
+        .type_params()
+        .map(|t| t.ident.clone())
+        .collect();
+    let subst = |ty: &Type| -> Type {
+        match ty {
+            Type::Path(tp) if tp.qself.is_none() => params
+                .iter()
+                .position(|g| tp.path.is_ident(g))
+                .and_then(|i| args.get(i).cloned())
+                .unwrap_or_else(|| ty.clone()),
+            other => other.clone(),
+        }
+    };
+    let mut fields = Vec::new();
+    for (n, f) in layout.fields.iter().enumerate() {
+        let member = match &f.ident {
+            Some(i) => syn::Member::Named(i.clone()),
+            None => syn::Member::Unnamed(syn::Index::from(n)),
+        };
+        let shape = match super::shape::is_skipped(&f.attrs)? {
+            true => Shape::Constant,
+            false => shape_of(&f.ty, &params),
+        };
+        let out = match (&shape, crate::parse::signature::ungroup(&f.ty)) {
+            (Shape::Float, _) => super::outputs::OutField {
+                member,
+                elem: subst(&f.ty),
+                len: None,
+            },
+            (Shape::Seq { vec: false, elem }, Type::Array(a)) if **elem == Shape::Float => {
+                super::outputs::OutField {
+                    member,
+                    elem: subst(&a.elem),
+                    len: Some(a.len.clone()),
+                }
+            }
+            _ => {
+                return Err(syn::Error::new_spanned(
+                    t,
+                    format!(
+                        "phidiff: a struct result holds floats and arrays of floats (each an output with a derivative); `{}.{}` is not one: return it through a `&mut` parameter",
+                        layout.ident,
+                        member_text(&member)
+                    ),
+                ))
+            }
+        };
+        fields.push(out);
+    }
+    Ok(Some(super::outputs::StructResult {
+        ty: (**t).clone(),
+        name: layout.ident.to_string(),
+        fields,
+    }))
 }
 
 /// The element types of a tuple type (through one reference), with its form.
@@ -367,15 +467,21 @@ pub fn explode(
     }
     let mut block = (*item.block).clone();
     crate::desugar::tuples::desugar(&mut block);
+    let result = struct_result(item, layouts, self_ty)?;
+    if let Some(r) = &result {
+        // Before the fields are split, so the values written are rewritten with the body.
+        super::outputs::write_struct_outputs(&mut block, r)?;
+    }
     let calls = super::rewrite::rewrite(&mut block, roots, layouts)?;
-    let outputs: Vec<Type> = match &item.sig.output {
-        syn::ReturnType::Type(_, t) => match crate::parse::signature::ungroup(t) {
+    let outputs: Vec<Type> = match (&result, &item.sig.output) {
+        (Some(r), _) => r.fields.iter().map(|f| f.elem.clone()).collect(),
+        (None, syn::ReturnType::Type(_, t)) => match crate::parse::signature::ungroup(t) {
             Type::Tuple(t) if t.elems.len() >= 2 => t.elems.iter().cloned().collect(),
             _ => Vec::new(),
         },
-        syn::ReturnType::Default => Vec::new(),
+        (None, syn::ReturnType::Default) => Vec::new(),
     };
-    if !outputs.is_empty() {
+    if !outputs.is_empty() && result.is_none() {
         let floats: Vec<Ident> = item
             .sig
             .generics
@@ -423,6 +529,7 @@ pub fn explode(
         params,
         calls,
         outputs,
+        result,
     })
 }
 

@@ -100,6 +100,28 @@ pub fn needed(
             out.push((p, span));
         }
     }
+    // A struct result (`-> State`): its fields are outputs.
+    if let syn::ReturnType::Type(_, t) = &item.sig.output {
+        if let syn::Type::Path(p) = crate::parse::signature::ungroup(t) {
+            let generic = item
+                .sig
+                .generics
+                .type_params()
+                .chain(imp.iter().flat_map(|i| i.generics.type_params()))
+                .any(|g| p.path.is_ident(&g.ident));
+            let user = matches!(shape::shape_of(t, &[]), shape::Shape::Nested(_))
+                && !p.path.is_ident("Self");
+            if user && !generic {
+                let mut path = p.path.clone();
+                for s in path.segments.iter_mut() {
+                    s.arguments = syn::PathArguments::None;
+                }
+                if !out.iter().any(|(q, _)| q == &path) {
+                    out.push((path, t.span()));
+                }
+            }
+        }
+    }
     // The types of struct literals in the body (`let b = Body { .. };`).
     for (p, span) in struct_literals(&item.block) {
         if !out.iter().any(|(q, _)| q == &p) && p.get_ident().is_none_or(|i| i != "Self") {
@@ -424,6 +446,7 @@ pub fn derivatives(
         inner_generics: &item.sig.generics,
         method: imp.is_some(),
         outputs: &exploded.outputs,
+        result: exploded.result.as_ref(),
         krate: &opts.krate,
     };
     let mut out = hide(inner_tokens, imp);

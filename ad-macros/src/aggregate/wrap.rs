@@ -22,6 +22,8 @@ pub struct Wrapper<'a> {
     /// The element types of a tuple result (outputs of the exploded function, after its
     /// parameters).
     pub outputs: &'a [syn::Type],
+    /// A struct result, whose fields are the outputs.
+    pub result: Option<&'a super::outputs::StructResult>,
     pub krate: &'a syn::Path,
 }
 
@@ -140,6 +142,73 @@ impl Wrapper<'_> {
                 let ok = f.success(quote!((#val)));
                 (quote!(-> #around), quote!(#body #ok))
             }
+        }
+    }
+
+    /// The type of the outputs together: the tuple, or the struct.
+    fn output_ty(&self) -> TokenStream {
+        match self.result {
+            Some(r) => r.ty.to_token_stream(),
+            None => {
+                let tys = self.outputs;
+                quote!((#(#tys),*))
+            }
+        }
+    }
+
+    /// The array type of output `k` (one element, or an array field's length) and its zero.
+    fn output_buffer(&self, k: usize) -> (TokenStream, TokenStream) {
+        let (t, zero) = (&self.outputs[k], self.zero());
+        match self.result.and_then(|r| r.fields[k].len.as_ref()) {
+            Some(n) => (quote!([#t; #n]), quote!([#zero; #n])),
+            None => (quote!([#t; 1]), quote!([#zero])),
+        }
+    }
+
+    /// Output `k` of the value `v` (a seed) as an array, as the output is passed.
+    fn output_part(&self, k: usize, v: &Ident) -> TokenStream {
+        match self.result {
+            Some(r) => {
+                let m = &r.fields[k].member;
+                match r.fields[k].len {
+                    Some(_) => quote!(#v.#m),
+                    None => quote!([#v.#m]),
+                }
+            }
+            None => {
+                let k = syn::Index::from(k);
+                quote!([#v.#k])
+            }
+        }
+    }
+
+    /// The tuple or struct of the outputs held in the arrays `arrays`.
+    fn output_value(&self, arrays: &[Ident]) -> TokenStream {
+        match self.result {
+            Some(r) => {
+                let fields = r.fields.iter().zip(arrays).map(|(f, a)| {
+                    let m = &f.member;
+                    match f.len {
+                        Some(_) => quote!(#m: #a),
+                        None => quote!(#m: #a[0]),
+                    }
+                });
+                let name = r.ty.to_token_stream();
+                // The struct's path as an expression (`State::<f64> { .. }`).
+                let path: syn::Path = match syn::parse2::<syn::TypePath>(name.clone()) {
+                    Ok(mut p) => {
+                        if let Some(last) = p.path.segments.last_mut() {
+                            if let syn::PathArguments::AngleBracketed(a) = &mut last.arguments {
+                                a.colon2_token = Some(Default::default());
+                            }
+                        }
+                        p.path
+                    }
+                    Err(_) => syn::parse_quote!(Self),
+                };
+                quote!(#path { #(#fields),* })
+            }
+            None => quote!((#(#arrays[0]),*)),
         }
     }
 
@@ -378,22 +447,19 @@ impl Wrapper<'_> {
             outs.push((rt, quote!(__r0)));
         }
         if !self.outputs.is_empty() {
-            // Each output and its adjoint (the seed's element) as one-element slices.
-            let tys = self.outputs;
-            params.push(quote!(#seed: (#(#tys),*)));
-            let zero = self.zero();
+            // Each output and its adjoint (the seed's element) as slices.
+            let ty = self.output_ty();
+            params.push(quote!(#seed: #ty));
             let mut values = Vec::new();
-            for (k, t) in tys.iter().enumerate() {
+            for k in 0..self.outputs.len() {
                 let (o, d) = (format_ident!("__o{}", k), format_ident!("__s{}", k));
-                let k = syn::Index::from(k);
-                pre.extend(
-                    quote!(let mut #o: [#t; 1] = [#zero]; let mut #d: [#t; 1] = [#seed.#k];),
-                );
+                let ((ty, zero), seed_k) = (self.output_buffer(k), self.output_part(k, &seed));
+                pre.extend(quote!(let mut #o: #ty = #zero; let mut #d: #ty = #seed_k;));
                 args.push(quote!(&mut #o));
                 args.push(quote!(&mut #d));
-                values.push(quote!(#o[0]));
+                values.push(o);
             }
-            outs.push((quote!((#(#tys),*)), quote!((#(#values),*))));
+            outs.push((self.output_ty(), self.output_value(&values)));
         }
         outs.extend(per_param_out.into_iter().flatten());
         let bound: Vec<Ident> = (0..returned.len())
@@ -595,22 +661,20 @@ impl Wrapper<'_> {
             false => vec![],
         };
         if !self.outputs.is_empty() {
-            // Each output and its tangent as one-element slices.
-            let tys = self.outputs;
-            let zero = self.zero();
+            // Each output and its tangent as slices.
             let (mut values, mut tangents) = (Vec::new(), Vec::new());
-            for (k, t) in tys.iter().enumerate() {
+            for k in 0..self.outputs.len() {
                 let (o, d) = (format_ident!("__o{}", k), format_ident!("__t{}", k));
-                pre.extend(quote!(let mut #o: [#t; 1] = [#zero]; let mut #d: [#t; 1] = [#zero];));
+                let (ty, zero) = self.output_buffer(k);
+                pre.extend(quote!(let mut #o: #ty = #zero; let mut #d: #ty = #zero;));
                 args.push(quote!(&mut #o));
                 args.push(quote!(&mut #d));
-                values.push(quote!(#o[0]));
-                tangents.push(quote!(#d[0]));
+                values.push(o);
+                tangents.push(d);
             }
-            outs.push((
-                quote!(((#(#tys),*), (#(#tys),*))),
-                quote!(((#(#values),*), (#(#tangents),*))),
-            ));
+            let ty = self.output_ty();
+            let (v, t) = (self.output_value(&values), self.output_value(&tangents));
+            outs.push((quote!((#ty, #ty)), quote!((#v, #t))));
         }
         let call = quote!(#path #inner_name #tf (#(#args),*) #question);
         let bind = match self.inner.returns_float {
