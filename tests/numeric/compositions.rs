@@ -2,9 +2,10 @@
 //! `compositions_file_is_current` test with `PHIDIFF_BLESS=1` after changing the
 //! generator): random compositions of rayon loops with `for`/`while` loops, branches,
 //! checkpointed loops and calls of differentiated helpers, each beside its serial
-//! twin. `compositions_match_serial_twins` checks every one against its twin (rel
-//! 1e-10), finite differences and the dot-product test (`TOLS`), and on 1, 2 and 8
-//! threads (bitwise where no helper's primal sums with rayon's own `sum`).
+//! twin and its form on a struct of its inputs. `compositions_match_serial_twins`
+//! checks every one against its twin (rel 1e-10), its struct form (rel 1e-12),
+//! finite differences and the dot-product test (`TOLS`), and on 1, 2 and 8 threads
+//! (bitwise where no helper's primal sums with rayon's own `sum`).
 
 // Not every composition writes `v` or the carried `s`.
 #![allow(unused_mut)]
@@ -12,6 +13,15 @@
 use super::differentiate;
 use crate::common::*;
 use rayon::prelude::*;
+
+/// The compositions' inputs as a struct: each `composition_K_struct` reads them as
+/// `p.u0` and `p.a` (structs in checkpointed, parallel and serial loops, passed to
+/// calls by field).
+#[derive(phidiff::Differentiable, Clone, Debug)]
+pub struct Knobs {
+    pub u0: Vec<f64>,
+    pub a: f64,
+}
 
 /// A parallel sum of a smooth function of the state and its neighbour.
 #[differentiate(forward, reverse)]
@@ -84,6 +94,24 @@ pub fn composition_0_serial(u0: &[f64], a: f64) -> f64 {
     r
 }
 
+/// [`composition_0`] on a struct of its inputs.
+#[differentiate(forward, reverse)]
+pub fn composition_0_struct(p: &Knobs) -> f64 {
+    let n = p.u0.len();
+    let mut u = p.u0.to_vec();
+    let mut v = vec![0.0; n];
+    let mut s = 0.5 * p.a;
+    #[checkpoint(online(snapshots = 2))]
+    for _ in 0..5 {
+        s = (s + 0.3 * ring_energy(&u, p.a)).sin();
+    }
+    let mut r = s;
+    for i in 0..n {
+        r += u[i] * u[i] + 0.5 * v[i];
+    }
+    r
+}
+
 /// copy after a parallel writer, par_iter sum, parallel in while, parallel writer.
 #[differentiate(forward, reverse)]
 pub fn composition_1(u0: &[f64], a: f64) -> f64 {
@@ -126,6 +154,30 @@ pub fn composition_1_serial(u0: &[f64], a: f64) -> f64 {
             let x = u[i];
             e1 += (a * x * x).tanh();
         }
+        s = (s + 0.267 * e1).sin();
+        k += 1;
+    }
+    let mut r = s;
+    for i in 0..n {
+        r += u[i] * u[i] + 0.5 * v[i];
+    }
+    r
+}
+
+/// [`composition_1`] on a struct of its inputs.
+#[differentiate(forward, reverse)]
+pub fn composition_1_struct(p: &Knobs) -> f64 {
+    let n = p.u0.len();
+    let mut u = p.u0.to_vec();
+    let mut v = vec![0.0; n];
+    let mut s = 0.5 * p.a;
+    let mut k = 0;
+    while k < 2 && s.abs() < 50.0 {
+        v.par_iter_mut().enumerate().for_each(|(i, vi)| {
+            *vi = (u[n - 1 - i] * u[(i + 1) % n] + 0.291 * p.a).tanh();
+        });
+        u.copy_from_slice(&v);
+        let e1: f64 = u.par_iter().map(|x| (p.a * x * x).tanh()).sum();
         s = (s + 0.267 * e1).sin();
         k += 1;
     }
@@ -198,6 +250,36 @@ pub fn composition_2_serial(u0: &[f64], a: f64) -> f64 {
     r
 }
 
+/// [`composition_2`] on a struct of its inputs.
+#[differentiate(forward, reverse)]
+pub fn composition_2_struct(p: &Knobs) -> f64 {
+    let n = p.u0.len();
+    let mut u = p.u0.to_vec();
+    let mut v = vec![0.0; n];
+    let mut s = 0.5 * p.a;
+    let mut k = 0;
+    while k < 2 && s.abs() < 50.0 {
+        let e1 = (0..n).into_par_iter().map(|i| (p.a * u[n - 1 - i] + 0.396 * u[n - 1 - i] * s).sin()).sum::<f64>();
+        s = (s + 0.185 * e1).sin();
+        k += 1;
+    }
+    #[checkpoint(revolve(snapshots = 2))]
+    for _ in 0..3 {
+        for i in 0..n {
+            u[i] = (u[i] + 0.3 * s * v[i] + 0.1 * p.a).sin();
+        }
+        for i in 0..n {
+            u[i] = (u[i] + 0.3 * s * v[i] + 0.1 * p.a).sin();
+        }
+        s = (s + 0.3 * ring_energy(&u, p.a)).sin();
+    }
+    let mut r = s;
+    for i in 0..n {
+        r += u[i] * u[i] + 0.5 * v[i];
+    }
+    r
+}
+
 /// par_iter sum, parallel in for, parallel in nested for.
 #[differentiate(forward, reverse)]
 pub fn composition_3(u0: &[f64], a: f64) -> f64 {
@@ -260,6 +342,33 @@ pub fn composition_3_serial(u0: &[f64], a: f64) -> f64 {
     r
 }
 
+/// [`composition_3`] on a struct of its inputs.
+#[differentiate(forward, reverse)]
+pub fn composition_3_struct(p: &Knobs) -> f64 {
+    let n = p.u0.len();
+    let mut u = p.u0.to_vec();
+    let mut v = vec![0.0; n];
+    let mut s = 0.5 * p.a;
+    for _ in 0..1 {
+        for _ in 0..1 {
+            let e1: f64 = u.par_iter().map(|x| (p.a * x * x).tanh()).sum();
+            s = (s + 0.326 * e1).sin();
+        }
+        let e2: f64 = u.par_iter().map(|x| (p.a * x * x).sin()).sum();
+        s = (s + 0.310 * e2).sin();
+    }
+    for _ in 0..2 {
+        for i in 0..n {
+            u[i] = (u[i] + 0.3 * s * v[i] + 0.1 * p.a).sin();
+        }
+    }
+    let mut r = s;
+    for i in 0..n {
+        r += u[i] * u[i] + 0.5 * v[i];
+    }
+    r
+}
+
 /// par_iter sum, parallel in nested for, parallel writer, swap after a parallel writer.
 #[differentiate(forward, reverse)]
 pub fn composition_4(u0: &[f64], a: f64) -> f64 {
@@ -303,6 +412,30 @@ pub fn composition_4_serial(u0: &[f64], a: f64) -> f64 {
         for i in 0..n {
             v[i] = (0.529 * u[i] + a * u[i] * u[i]).tanh();
         }
+        std::mem::swap(&mut u, &mut v);
+    }
+    let mut r = s;
+    for i in 0..n {
+        r += u[i] * u[i] + 0.5 * v[i];
+    }
+    r
+}
+
+/// [`composition_4`] on a struct of its inputs.
+#[differentiate(forward, reverse)]
+pub fn composition_4_struct(p: &Knobs) -> f64 {
+    let n = p.u0.len();
+    let mut u = p.u0.to_vec();
+    let mut v = vec![0.0; n];
+    let mut s = 0.5 * p.a;
+    for _ in 0..2 {
+        for _ in 0..2 {
+            let e1: f64 = u.par_iter().map(|x| (p.a * x * x).tanh()).sum();
+            s = (s + 0.343 * e1).sin();
+        }
+        v.par_iter_mut().enumerate().for_each(|(i, vi)| {
+            *vi = (0.529 * u[i] + p.a * u[i] * u[i]).tanh();
+        });
         std::mem::swap(&mut u, &mut v);
     }
     let mut r = s;
@@ -376,6 +509,40 @@ pub fn composition_5_serial(u0: &[f64], a: f64) -> f64 {
     s = (s + 0.3 * ring_energy_serial(&u, a)).sin();
     for i in 0..n {
         u[i] = (u[i] + 0.3 * s * v[i] + 0.1 * a).sin();
+    }
+    let mut r = s;
+    for i in 0..n {
+        r += u[i] * u[i] + 0.5 * v[i];
+    }
+    r
+}
+
+/// [`composition_5`] on a struct of its inputs.
+#[differentiate(forward, reverse)]
+pub fn composition_5_struct(p: &Knobs) -> f64 {
+    let n = p.u0.len();
+    let mut u = p.u0.to_vec();
+    let mut v = vec![0.0; n];
+    let mut s = 0.5 * p.a;
+    for t in 0..4 {
+        if t % 2 == 0 {
+            v.par_iter_mut().enumerate().for_each(|(i, vi)| {
+                *vi = (*vi * u[i] + 0.428 * p.a).tanh();
+            });
+            for i in 0..n {
+                u[i] = (u[i] + 0.3 * s * v[i] + 0.1 * p.a).sin();
+            }
+        } else {
+            let e1: f64 = u.par_iter().map(|x| (p.a * x * x).sin()).sum();
+            s = (s + 0.152 * e1).sin();
+        }
+    }
+    v.par_iter_mut().enumerate().for_each(|(i, vi)| {
+        *vi = (u[n - 1 - i] * *vi + 0.318 * p.a).sin();
+    });
+    s = (s + 0.3 * ring_energy(&u, p.a)).sin();
+    for i in 0..n {
+        u[i] = (u[i] + 0.3 * s * v[i] + 0.1 * p.a).sin();
     }
     let mut r = s;
     for i in 0..n {
@@ -475,6 +642,45 @@ pub fn composition_6_serial(u0: &[f64], a: f64) -> f64 {
     r
 }
 
+/// [`composition_6`] on a struct of its inputs.
+#[differentiate(forward, reverse)]
+pub fn composition_6_struct(p: &Knobs) -> f64 {
+    let n = p.u0.len();
+    let mut u = p.u0.to_vec();
+    let mut v = vec![0.0; n];
+    let mut s = 0.5 * p.a;
+    for t in 0..3 {
+        if t % 2 == 0 {
+            let e1: f64 = u.par_iter().map(|x| (p.a * x * x).sin()).sum();
+            s = (s + 0.264 * e1).sin();
+            v.par_iter_mut().enumerate().for_each(|(i, vi)| {
+                *vi = (u[n - 1 - i] * (u[(i + 1) % n] + s)).tanh();
+            });
+            let e2 = (0..n).into_par_iter().map(|i| (u[i] * u[i] + 0.652 * p.a).sin()).sum::<f64>();
+            s = (s + 0.342 * e2).sin();
+        } else {
+            mirror_step(&u, &mut v, p.a);
+            std::mem::swap(&mut u, &mut v);
+        }
+    }
+    for _ in 0..2 {
+        for _ in 0..2 {
+            let e3 = (0..n).into_par_iter().map(|i| (0.441 * u[n - 1 - i] + p.a * u[i] * u[i]).tanh()).sum::<f64>();
+            for i in 0..n {
+                u[i] = (u[i] * (1.0 + 0.352 * e3)).tanh();
+            }
+            s = (s + 0.3 * ring_energy(&u, p.a)).sin();
+        }
+        let e4 = (0..n).into_par_iter().map(|i| (0.283 * u[(i + 1) % n] + p.a * u[i] * u[i]).sin()).sum::<f64>();
+        s = (s + 0.170 * e4).sin();
+    }
+    let mut r = s;
+    for i in 0..n {
+        r += u[i] * u[i] + 0.5 * v[i];
+    }
+    r
+}
+
 /// call with a parallel step, into_par_iter sum, par_iter sum, parallel in a branch in a loop, parallel in for.
 #[differentiate(forward, reverse)]
 pub fn composition_7(u0: &[f64], a: f64) -> f64 {
@@ -549,6 +755,38 @@ pub fn composition_7_serial(u0: &[f64], a: f64) -> f64 {
     r
 }
 
+/// [`composition_7`] on a struct of its inputs.
+#[differentiate(forward, reverse)]
+pub fn composition_7_struct(p: &Knobs) -> f64 {
+    let n = p.u0.len();
+    let mut u = p.u0.to_vec();
+    let mut v = vec![0.0; n];
+    let mut s = 0.5 * p.a;
+    for _ in 0..3 {
+        let e1: f64 = u.par_iter().map(|x| (p.a * x * x).sin()).sum();
+        s = (s + 0.116 * e1).sin();
+        let e2 = (0..n).into_par_iter().map(|i| (u[n - 1 - i] * u[i] + 0.796 * p.a).sin()).sum::<f64>();
+        s = (s + 0.135 * e2).sin();
+    }
+    for t in 0..2 {
+        if t % 2 == 0 {
+            for i in 0..n {
+                u[i] = (u[i] + 0.3 * s * v[i] + 0.1 * p.a).sin();
+            }
+            mirror_step(&u, &mut v, p.a);
+            std::mem::swap(&mut u, &mut v);
+        } else {
+            let e3 = (0..n).into_par_iter().map(|i| (0.752 * u[i] + p.a * u[i] * u[i]).sin()).sum::<f64>();
+            s = (s + 0.312 * e3).sin();
+        }
+    }
+    let mut r = s;
+    for i in 0..n {
+        r += u[i] * u[i] + 0.5 * v[i];
+    }
+    r
+}
+
 /// call with a parallel step, into_par_iter sum, parallel in a checkpointed loop.
 #[differentiate(forward, reverse)]
 pub fn composition_8(u0: &[f64], a: f64) -> f64 {
@@ -599,6 +837,30 @@ pub fn composition_8_serial(u0: &[f64], a: f64) -> f64 {
     r
 }
 
+/// [`composition_8`] on a struct of its inputs.
+#[differentiate(forward, reverse)]
+pub fn composition_8_struct(p: &Knobs) -> f64 {
+    let n = p.u0.len();
+    let mut u = p.u0.to_vec();
+    let mut v = vec![0.0; n];
+    let mut s = 0.5 * p.a;
+    #[checkpoint(periodic(every = 2))]
+    for _ in 0..5 {
+        for i in 0..n {
+            u[i] = (u[i] + 0.3 * s * v[i] + 0.1 * p.a).sin();
+        }
+        mirror_step(&u, &mut v, p.a);
+        std::mem::swap(&mut u, &mut v);
+        let e1 = (0..n).into_par_iter().map(|i| (0.671 * u[i] + p.a * u[i] * u[i]).sin()).sum::<f64>();
+        s = (s + 0.148 * e1).sin();
+    }
+    let mut r = s;
+    for i in 0..n {
+        r += u[i] * u[i] + 0.5 * v[i];
+    }
+    r
+}
+
 /// call with a parallel step, parallel at the top.
 #[differentiate(forward, reverse)]
 pub fn composition_9(u0: &[f64], a: f64) -> f64 {
@@ -623,6 +885,22 @@ pub fn composition_9_serial(u0: &[f64], a: f64) -> f64 {
     let mut v = vec![0.0; n];
     let mut s = 0.5 * a;
     mirror_step_serial(&u, &mut v, a);
+    std::mem::swap(&mut u, &mut v);
+    let mut r = s;
+    for i in 0..n {
+        r += u[i] * u[i] + 0.5 * v[i];
+    }
+    r
+}
+
+/// [`composition_9`] on a struct of its inputs.
+#[differentiate(forward, reverse)]
+pub fn composition_9_struct(p: &Knobs) -> f64 {
+    let n = p.u0.len();
+    let mut u = p.u0.to_vec();
+    let mut v = vec![0.0; n];
+    let mut s = 0.5 * p.a;
+    mirror_step(&u, &mut v, p.a);
     std::mem::swap(&mut u, &mut v);
     let mut r = s;
     for i in 0..n {
@@ -661,6 +939,26 @@ pub fn composition_10_serial(u0: &[f64], a: f64) -> f64 {
     for _ in 0..5 {
         for i in 0..n {
             u[i] = (u[i] + 0.3 * s * v[i] + 0.1 * a).sin();
+        }
+    }
+    let mut r = s;
+    for i in 0..n {
+        r += u[i] * u[i] + 0.5 * v[i];
+    }
+    r
+}
+
+/// [`composition_10`] on a struct of its inputs.
+#[differentiate(forward, reverse)]
+pub fn composition_10_struct(p: &Knobs) -> f64 {
+    let n = p.u0.len();
+    let mut u = p.u0.to_vec();
+    let mut v = vec![0.0; n];
+    let mut s = 0.5 * p.a;
+    #[checkpoint(revolve(snapshots = 2))]
+    for _ in 0..5 {
+        for i in 0..n {
+            u[i] = (u[i] + 0.3 * s * v[i] + 0.1 * p.a).sin();
         }
     }
     let mut r = s;
@@ -727,6 +1025,36 @@ pub fn composition_11_serial(u0: &[f64], a: f64) -> f64 {
             for i in 0..n {
                 e2 += (0.404 * u[n - 1 - i] + a * u[(i + 1) % n] * u[(i + 1) % n]).sin();
             }
+            s = (s + 0.207 * e2).sin();
+        }
+    }
+    let mut r = s;
+    for i in 0..n {
+        r += u[i] * u[i] + 0.5 * v[i];
+    }
+    r
+}
+
+/// [`composition_11`] on a struct of its inputs.
+#[differentiate(forward, reverse)]
+pub fn composition_11_struct(p: &Knobs) -> f64 {
+    let n = p.u0.len();
+    let mut u = p.u0.to_vec();
+    let mut v = vec![0.0; n];
+    let mut s = 0.5 * p.a;
+    for t in 0..2 {
+        if t % 2 == 0 {
+            s = (s + 0.3 * ring_energy(&u, p.a)).sin();
+            let e1: f64 = u.par_iter().map(|x| (p.a * x * x).tanh()).sum();
+            for i in 0..n {
+                u[i] = (u[i] * (1.0 + 0.227 * e1)).tanh();
+            }
+            v.par_iter_mut().enumerate().for_each(|(i, vi)| {
+                *vi = (p.a * u[n - 1 - i] + 0.362 * u[i] * s).sin();
+            });
+            std::mem::swap(&mut u, &mut v);
+        } else {
+            let e2 = (0..n).into_par_iter().map(|i| (0.404 * u[n - 1 - i] + p.a * u[(i + 1) % n] * u[(i + 1) % n]).sin()).sum::<f64>();
             s = (s + 0.207 * e2).sin();
         }
     }
@@ -811,6 +1139,40 @@ pub fn composition_12_serial(u0: &[f64], a: f64) -> f64 {
     r
 }
 
+/// [`composition_12`] on a struct of its inputs.
+#[differentiate(forward, reverse)]
+pub fn composition_12_struct(p: &Knobs) -> f64 {
+    let n = p.u0.len();
+    let mut u = p.u0.to_vec();
+    let mut v = vec![0.0; n];
+    let mut s = 0.5 * p.a;
+    for t in 0..3 {
+        if t % 2 == 0 {
+            v.par_iter_mut().enumerate().for_each(|(i, vi)| {
+                *vi = (u[i] * (*vi + s)).tanh();
+            });
+            u.copy_from_slice(&v);
+            let e1 = (0..n).into_par_iter().map(|i| (0.708 * u[i] + p.a * u[(i + 1) % n] * u[(i + 1) % n]).sin()).sum::<f64>();
+            for i in 0..n {
+                u[i] = (u[i] * (1.0 + 0.307 * e1)).tanh();
+            }
+            let e2 = (0..n).into_par_iter().map(|i| (u[i] * u[i] + 0.473 * p.a).tanh()).sum::<f64>();
+            for i in 0..n {
+                u[i] = (u[i] * (1.0 + 0.398 * e2)).tanh();
+            }
+        } else {
+            for i in 0..n {
+                u[i] = (u[i] + 0.3 * s * v[i] + 0.1 * p.a).sin();
+            }
+        }
+    }
+    let mut r = s;
+    for i in 0..n {
+        r += u[i] * u[i] + 0.5 * v[i];
+    }
+    r
+}
+
 /// into_par_iter sum, parallel in a checkpointed loop.
 #[differentiate(forward, reverse)]
 pub fn composition_13(u0: &[f64], a: f64) -> f64 {
@@ -851,33 +1213,55 @@ pub fn composition_13_serial(u0: &[f64], a: f64) -> f64 {
     r
 }
 
+/// [`composition_13`] on a struct of its inputs.
+#[differentiate(forward, reverse)]
+pub fn composition_13_struct(p: &Knobs) -> f64 {
+    let n = p.u0.len();
+    let mut u = p.u0.to_vec();
+    let mut v = vec![0.0; n];
+    let mut s = 0.5 * p.a;
+    #[checkpoint(online(snapshots = 2))]
+    for _ in 0..5 {
+        let e1 = (0..n).into_par_iter().map(|i| (p.a * u[i] + 0.652 * u[i] * s).sin()).sum::<f64>();
+        s = (s + 0.189 * e1).sin();
+    }
+    let mut r = s;
+    for i in 0..n {
+        r += u[i] * u[i] + 0.5 * v[i];
+    }
+    r
+}
+
 type Primal = fn(&[f64], f64) -> f64;
 type Grad = fn(&[f64], f64) -> (f64, (Vec<f64>, f64));
 type Fwd = fn(&[f64], &[f64], f64, f64) -> (f64, f64);
 type Rev = fn(&[f64], &mut [f64], f64, f64) -> (f64, f64);
+type StructPrimal = fn(&Knobs) -> f64;
+type StructGrad = fn(&Knobs) -> (f64, Knobs);
 
 /// Each composition and its twin: (name, primal, _fwd, _rev, _grad, twin's primal,
 /// twin's _grad, whether its derivatives are bitwise reproducible: not where it calls a
-/// helper, whose primal sums with rayon's own `sum`, in an order rayon does not fix).
-const COMPOSITIONS: &[(&str, Primal, Fwd, Rev, Grad, Primal, Grad, bool)] = &[
-    ("composition_0", composition_0, composition_0_fwd, composition_0_rev, composition_0_grad, composition_0_serial, composition_0_serial_grad, false),
-    ("composition_1", composition_1, composition_1_fwd, composition_1_rev, composition_1_grad, composition_1_serial, composition_1_serial_grad, true),
-    ("composition_2", composition_2, composition_2_fwd, composition_2_rev, composition_2_grad, composition_2_serial, composition_2_serial_grad, false),
-    ("composition_3", composition_3, composition_3_fwd, composition_3_rev, composition_3_grad, composition_3_serial, composition_3_serial_grad, true),
-    ("composition_4", composition_4, composition_4_fwd, composition_4_rev, composition_4_grad, composition_4_serial, composition_4_serial_grad, true),
-    ("composition_5", composition_5, composition_5_fwd, composition_5_rev, composition_5_grad, composition_5_serial, composition_5_serial_grad, false),
-    ("composition_6", composition_6, composition_6_fwd, composition_6_rev, composition_6_grad, composition_6_serial, composition_6_serial_grad, false),
-    ("composition_7", composition_7, composition_7_fwd, composition_7_rev, composition_7_grad, composition_7_serial, composition_7_serial_grad, false),
-    ("composition_8", composition_8, composition_8_fwd, composition_8_rev, composition_8_grad, composition_8_serial, composition_8_serial_grad, false),
-    ("composition_9", composition_9, composition_9_fwd, composition_9_rev, composition_9_grad, composition_9_serial, composition_9_serial_grad, false),
-    ("composition_10", composition_10, composition_10_fwd, composition_10_rev, composition_10_grad, composition_10_serial, composition_10_serial_grad, true),
-    ("composition_11", composition_11, composition_11_fwd, composition_11_rev, composition_11_grad, composition_11_serial, composition_11_serial_grad, false),
-    ("composition_12", composition_12, composition_12_fwd, composition_12_rev, composition_12_grad, composition_12_serial, composition_12_serial_grad, true),
-    ("composition_13", composition_13, composition_13_fwd, composition_13_rev, composition_13_grad, composition_13_serial, composition_13_serial_grad, true),
+/// helper, whose primal sums with rayon's own `sum`, in an order rayon does not fix;
+/// the struct form and its _grad).
+const COMPOSITIONS: &[(&str, Primal, Fwd, Rev, Grad, Primal, Grad, bool, StructPrimal, StructGrad)] = &[
+    ("composition_0", composition_0, composition_0_fwd, composition_0_rev, composition_0_grad, composition_0_serial, composition_0_serial_grad, false, composition_0_struct, composition_0_struct_grad),
+    ("composition_1", composition_1, composition_1_fwd, composition_1_rev, composition_1_grad, composition_1_serial, composition_1_serial_grad, true, composition_1_struct, composition_1_struct_grad),
+    ("composition_2", composition_2, composition_2_fwd, composition_2_rev, composition_2_grad, composition_2_serial, composition_2_serial_grad, false, composition_2_struct, composition_2_struct_grad),
+    ("composition_3", composition_3, composition_3_fwd, composition_3_rev, composition_3_grad, composition_3_serial, composition_3_serial_grad, true, composition_3_struct, composition_3_struct_grad),
+    ("composition_4", composition_4, composition_4_fwd, composition_4_rev, composition_4_grad, composition_4_serial, composition_4_serial_grad, true, composition_4_struct, composition_4_struct_grad),
+    ("composition_5", composition_5, composition_5_fwd, composition_5_rev, composition_5_grad, composition_5_serial, composition_5_serial_grad, false, composition_5_struct, composition_5_struct_grad),
+    ("composition_6", composition_6, composition_6_fwd, composition_6_rev, composition_6_grad, composition_6_serial, composition_6_serial_grad, false, composition_6_struct, composition_6_struct_grad),
+    ("composition_7", composition_7, composition_7_fwd, composition_7_rev, composition_7_grad, composition_7_serial, composition_7_serial_grad, false, composition_7_struct, composition_7_struct_grad),
+    ("composition_8", composition_8, composition_8_fwd, composition_8_rev, composition_8_grad, composition_8_serial, composition_8_serial_grad, false, composition_8_struct, composition_8_struct_grad),
+    ("composition_9", composition_9, composition_9_fwd, composition_9_rev, composition_9_grad, composition_9_serial, composition_9_serial_grad, false, composition_9_struct, composition_9_struct_grad),
+    ("composition_10", composition_10, composition_10_fwd, composition_10_rev, composition_10_grad, composition_10_serial, composition_10_serial_grad, true, composition_10_struct, composition_10_struct_grad),
+    ("composition_11", composition_11, composition_11_fwd, composition_11_rev, composition_11_grad, composition_11_serial, composition_11_serial_grad, false, composition_11_struct, composition_11_struct_grad),
+    ("composition_12", composition_12, composition_12_fwd, composition_12_rev, composition_12_grad, composition_12_serial, composition_12_serial_grad, true, composition_12_struct, composition_12_struct_grad),
+    ("composition_13", composition_13, composition_13_fwd, composition_13_rev, composition_13_grad, composition_13_serial, composition_13_serial_grad, true, composition_13_struct, composition_13_struct_grad),
 ];
 
 pub fn compositions_match_serial_twins() {
-    for &(name, primal, fwd, rev, grad, twin, twin_grad, reproducible) in COMPOSITIONS {
+    for &(name, primal, fwd, rev, grad, twin, twin_grad, reproducible, on_struct, struct_grad) in COMPOSITIONS {
         for n in [1, 4, 1100] {
             let mut p: Vec<f64> = (0..n).map(|i| 0.7 * (1.3 * i as f64 + 0.4).sin()).collect();
             p.push(0.8);
@@ -889,6 +1273,12 @@ pub fn compositions_match_serial_twins() {
             assert_close(&format!("{name}: primal (n = {n})"), primal(u0, a), twin(u0, a), 1e-12, 1e-12);
             assert_all_close(&format!("{name}: ∂/∂u0 vs twin (n = {n})"), &g, &g_twin, 0.0, 1e-10 * scale + 1e-14);
             assert_close(&format!("{name}: ∂/∂a vs twin (n = {n})"), ga, ga_twin, 0.0, 1e-10 * scale + 1e-14);
+            let knobs = Knobs { u0: u0.to_vec(), a };
+            assert_eq!(on_struct(&knobs), primal(u0, a), "{name}: primal on a struct (n = {n})");
+            let (v_s, g_s) = struct_grad(&knobs);
+            assert_close(&format!("{name}: value on a struct (n = {n})"), v_s, v, 1e-12, 1e-12);
+            assert_all_close(&format!("{name}: ∂/∂p.u0 (n = {n})"), &g_s.u0, &g, 0.0, 1e-12 * scale + 1e-14);
+            assert_close(&format!("{name}: ∂/∂p.a (n = {n})"), g_s.a, ga, 0.0, 1e-12 * scale + 1e-14);
             if reproducible {
                 super::parallel::same_on_1_2_8_threads(name, super::parallel::Across::Rounding, || grad(u0, a));
             }

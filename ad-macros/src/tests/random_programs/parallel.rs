@@ -136,14 +136,23 @@ fn compiled_file() -> String {
          //! `compositions_file_is_current` test with `PHIDIFF_BLESS=1` after changing the\n\
          //! generator): random compositions of rayon loops with `for`/`while` loops, branches,\n\
          //! checkpointed loops and calls of differentiated helpers, each beside its serial\n\
-         //! twin. `compositions_match_serial_twins` checks every one against its twin (rel\n\
-         //! 1e-10), finite differences and the dot-product test (`TOLS`), and on 1, 2 and 8\n\
-         //! threads (bitwise where no helper's primal sums with rayon's own `sum`).\n\n\
+         //! twin and its form on a struct of its inputs. `compositions_match_serial_twins`\n\
+         //! checks every one against its twin (rel 1e-10), its struct form (rel 1e-12),\n\
+         //! finite differences and the dot-product test (`TOLS`), and on 1, 2 and 8 threads\n\
+         //! (bitwise where no helper's primal sums with rayon's own `sum`).\n\n\
          // Not every composition writes `v` or the carried `s`.\n\
          #![allow(unused_mut)]\n\n\
          use super::differentiate;\n\
          use crate::common::*;\n\
-         use rayon::prelude::*;\n\n",
+         use rayon::prelude::*;\n\n\
+         /// The compositions' inputs as a struct: each `composition_K_struct` reads them as\n\
+         /// `p.u0` and `p.a` (structs in checkpointed, parallel and serial loops, passed to\n\
+         /// calls by field).\n\
+         #[derive(phidiff::Differentiable, Clone, Debug)]\n\
+         pub struct Knobs {\n\
+         \x20   pub u0: Vec<f64>,\n\
+         \x20   pub a: f64,\n\
+         }\n\n",
     );
     out.push_str(HELPERS);
     let mut names = Vec::new();
@@ -152,10 +161,11 @@ fn compiled_file() -> String {
         let c = composition(k, Flavour::Compiled, &name);
         let features: Vec<&str> = c.parallel.features.iter().copied().collect();
         out.push_str(&format!(
-            "\n/// {}.\n#[differentiate(forward, reverse)]\n{}\n/// [`{name}`] with serial loops.\n#[differentiate(forward, reverse)]\n{}",
+            "\n/// {}.\n#[differentiate(forward, reverse)]\n{}\n/// [`{name}`] with serial loops.\n#[differentiate(forward, reverse)]\n{}\n/// [`{name}`] on a struct of its inputs.\n#[differentiate(forward, reverse)]\n{}",
             features.join(", "),
             c.parallel.src,
-            c.serial
+            c.serial,
+            on_struct(&c.parallel.src, &name),
         ));
         // A callee's primal runs the user's rayon `sum`, whose order rayon does not fix.
         let calls = c.parallel.features.iter().any(|f| f.starts_with("call"));
@@ -165,21 +175,24 @@ fn compiled_file() -> String {
         "\ntype Primal = fn(&[f64], f64) -> f64;\n\
          type Grad = fn(&[f64], f64) -> (f64, (Vec<f64>, f64));\n\
          type Fwd = fn(&[f64], &[f64], f64, f64) -> (f64, f64);\n\
-         type Rev = fn(&[f64], &mut [f64], f64, f64) -> (f64, f64);\n\n\
+         type Rev = fn(&[f64], &mut [f64], f64, f64) -> (f64, f64);\n\
+         type StructPrimal = fn(&Knobs) -> f64;\n\
+         type StructGrad = fn(&Knobs) -> (f64, Knobs);\n\n\
          /// Each composition and its twin: (name, primal, _fwd, _rev, _grad, twin's primal,\n\
          /// twin's _grad, whether its derivatives are bitwise reproducible: not where it calls a\n\
-         /// helper, whose primal sums with rayon's own `sum`, in an order rayon does not fix).\n\
-         const COMPOSITIONS: &[(&str, Primal, Fwd, Rev, Grad, Primal, Grad, bool)] = &[\n",
+         /// helper, whose primal sums with rayon's own `sum`, in an order rayon does not fix;\n\
+         /// the struct form and its _grad).\n\
+         const COMPOSITIONS: &[(&str, Primal, Fwd, Rev, Grad, Primal, Grad, bool, StructPrimal, StructGrad)] = &[\n",
     );
     for (name, reproducible) in &names {
         out.push_str(&format!(
-            "    (\"{name}\", {name}, {name}_fwd, {name}_rev, {name}_grad, {name}_serial, {name}_serial_grad, {reproducible}),\n"
+            "    (\"{name}\", {name}, {name}_fwd, {name}_rev, {name}_grad, {name}_serial, {name}_serial_grad, {reproducible}, {name}_struct, {name}_struct_grad),\n"
         ));
     }
     out.push_str(
         "];\n\n\
          pub fn compositions_match_serial_twins() {\n\
-         \x20   for &(name, primal, fwd, rev, grad, twin, twin_grad, reproducible) in COMPOSITIONS {\n\
+         \x20   for &(name, primal, fwd, rev, grad, twin, twin_grad, reproducible, on_struct, struct_grad) in COMPOSITIONS {\n\
          \x20       for n in [1, 4, 1100] {\n\
          \x20           let mut p: Vec<f64> = (0..n).map(|i| 0.7 * (1.3 * i as f64 + 0.4).sin()).collect();\n\
          \x20           p.push(0.8);\n\
@@ -191,6 +204,12 @@ fn compiled_file() -> String {
          \x20           assert_close(&format!(\"{name}: primal (n = {n})\"), primal(u0, a), twin(u0, a), 1e-12, 1e-12);\n\
          \x20           assert_all_close(&format!(\"{name}: ∂/∂u0 vs twin (n = {n})\"), &g, &g_twin, 0.0, 1e-10 * scale + 1e-14);\n\
          \x20           assert_close(&format!(\"{name}: ∂/∂a vs twin (n = {n})\"), ga, ga_twin, 0.0, 1e-10 * scale + 1e-14);\n\
+         \x20           let knobs = Knobs { u0: u0.to_vec(), a };\n\
+         \x20           assert_eq!(on_struct(&knobs), primal(u0, a), \"{name}: primal on a struct (n = {n})\");\n\
+         \x20           let (v_s, g_s) = struct_grad(&knobs);\n\
+         \x20           assert_close(&format!(\"{name}: value on a struct (n = {n})\"), v_s, v, 1e-12, 1e-12);\n\
+         \x20           assert_all_close(&format!(\"{name}: ∂/∂p.u0 (n = {n})\"), &g_s.u0, &g, 0.0, 1e-12 * scale + 1e-14);\n\
+         \x20           assert_close(&format!(\"{name}: ∂/∂p.a (n = {n})\"), g_s.a, ga, 0.0, 1e-12 * scale + 1e-14);\n\
          \x20           if reproducible {\n\
          \x20               super::parallel::same_on_1_2_8_threads(name, super::parallel::Across::Rounding, || grad(u0, a));\n\
          \x20           }\n\
@@ -235,6 +254,39 @@ fn compiled_file() -> String {
          \x20   }\n\
          }\n",
     );
+    out
+}
+
+/// The composition `src` (`fn NAME(u0: &[f64], a: f64) -> f64`) as `fn NAME_struct(p:
+/// &Knobs) -> f64`, reading `p.u0` and `p.a` (every identifier `u0` and `a` of the body; the
+/// generator binds no other).
+fn on_struct(src: &str, name: &str) -> String {
+    let head = format!("pub fn {name}(u0: &[f64], a: f64) -> f64 {{");
+    assert!(src.starts_with(&head), "a composition's head: {src}");
+    let body = &src[head.len()..];
+    let mut out = format!("pub fn {name}_struct(p: &Knobs) -> f64 {{");
+    let chars: Vec<char> = body.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let starts = (c.is_alphabetic() || c == '_')
+            && (i == 0
+                || !(chars[i - 1].is_alphanumeric() || chars[i - 1] == '_' || chars[i - 1] == '.'));
+        if !starts {
+            out.push(c);
+            i += 1;
+            continue;
+        }
+        let end = (i..chars.len())
+            .find(|&j| !(chars[j].is_alphanumeric() || chars[j] == '_'))
+            .unwrap_or(chars.len());
+        let word: String = chars[i..end].iter().collect();
+        match word.as_str() {
+            "u0" | "a" => out.push_str(&format!("p.{word}")),
+            _ => out.push_str(&word),
+        }
+        i = end;
+    }
     out
 }
 
