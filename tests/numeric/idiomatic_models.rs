@@ -194,7 +194,7 @@ impl Camera {
 /// The weighted reprojection residual of point `x` (two rows): a rotation to first order
 /// about a small axis, or by Rodrigues' formula (a tuple chosen by `if`, `sin_cos`),
 /// perspective division and a radial distortion; both rows in one batched sweep.
-#[differentiate(forward, reverse, reverse(width = 2), wrt(cam, x, w, err))]
+#[differentiate(forward, reverse, reverse(width = 2), forward(width = 2), wrt(cam, x, w, err))]
 pub fn residual(cam: &Camera, x: &[f64; 3], w: f64, feat: &[f64; 2], err: &mut [f64; 2]) {
     let (p0, p1, p2) = (x[0] - cam.center[0], x[1] - cam.center[1], x[2] - cam.center[2]);
     let r = &cam.rotation;
@@ -282,6 +282,19 @@ pub fn batched_rows_of_a_struct() {
             got.push(dw[lane]);
             assert_eq!(got, want, "residual_rev2: lane {lane}");
         }
+        // Two tangents in one sweep: lane l is `_fwd` with lane l's tangents, bit for bit.
+        let dirs = [
+            Camera { focal: 1.0, rotation: [0.3, 0.0, -0.2], ..Camera::default() },
+            Camera { center: [0.1, 0.5, 0.0], distortion: 2.0, ..Camera::default() },
+        ];
+        let (dps, dws) = ([[0.2, 0.0, 0.1], [0.0, -0.4, 0.0]], [0.5, 0.0]);
+        let (mut e2, mut t0, mut t1) = ([0.0; 2], [0.0; 2], [0.0; 2]);
+        residual_fwd2(&cam, [&dirs[0], &dirs[1]], &p, [&dps[0], &dps[1]], wt, dws, &feat, &mut e2, [&mut t0, &mut t1]);
+        for (lane, t) in [t0, t1].iter().enumerate() {
+            let (mut e1, mut t1) = ([0.0; 2], [0.0; 2]);
+            residual_fwd(&cam, &dirs[lane], &p, &dps[lane], wt, dws[lane], &feat, &mut e1, &mut t1);
+            assert_eq!((e2, *t), (e1, t1), "residual_fwd2: lane {lane}");
+        }
     }
 }
 
@@ -345,7 +358,7 @@ pub struct Swing {
 
 /// A `&mut` struct in a batched sweep: its float fields are one-element lanes, its `Vec`
 /// field a buffer per lane.
-#[differentiate(forward, reverse, reverse(width = 2))]
+#[differentiate(forward, reverse, reverse(width = 2), forward(width = 2))]
 pub fn swing(s: &mut Swing, k: f64) {
     s.angle += k * s.speed.sin();
     s.speed -= k * s.angle;
@@ -395,6 +408,16 @@ pub fn batched_mut_struct() {
         let mut got = flat(&ds[lane]);
         got.push(dk[lane]);
         assert_eq!(got, g, "swing_rev2: lane {lane}");
+    }
+    // Tangents of a `&mut` struct, two per sweep, each lane updated in place as `_fwd` does.
+    let mut s2 = from(&x);
+    let mut dirs = [from(&seeds[0]), from(&seeds[1])];
+    let [t0, t1] = &mut dirs;
+    swing_fwd2(&mut s2, [t0, t1], x[4], [0.5, -1.0]);
+    for (lane, dk) in [0.5, -1.0].iter().enumerate() {
+        let (mut s1, mut t1) = (from(&x), from(&seeds[lane]));
+        swing_fwd(&mut s1, &mut t1, x[4], *dk);
+        assert_eq!((&s2, &dirs[lane]), (&s1, &t1), "swing_fwd2: lane {lane}");
     }
 }
 

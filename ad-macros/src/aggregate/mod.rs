@@ -385,13 +385,6 @@ pub fn derivatives(
     source: Option<SourceFile<'_>>,
 ) -> syn::Result<TokenStream> {
     opts.resolve_names(&item.sig.ident);
-    if let Some(b) = opts.batched.iter().find(|b| b.forward) {
-        let name = b.name.as_ref().expect("names are resolved");
-        return Err(syn::Error::new(
-            name.span(),
-            "phidiff: `forward(width = N)` is not generated for functions taking structs yet; use `forward`",
-        ));
-    }
     if opts.cuda {
         return Err(syn::Error::new_spanned(
             &item.sig.ident,
@@ -430,7 +423,8 @@ pub fn derivatives(
         .map(|_| format_ident!("{}_rev", inner_name));
     inner_opts.wrt = Some(active_parts(&exploded, opts.wrt.as_deref())?);
     for b in &mut inner_opts.batched {
-        b.name = Some(format_ident!("{}_rev{}", inner_name, b.width));
+        let suffix = if b.forward { "fwd" } else { "rev" };
+        b.name = Some(format_ident!("{}_{}{}", inner_name, suffix, b.width));
     }
     let inner_tokens = crate::expand::derive_all(&inner_opts, &exploded.inner, source)?;
     let diag = crate::diagnostics::Diagnostics::default();
@@ -466,7 +460,10 @@ pub fn derivatives(
             name.expect("names are resolved"),
             inner.expect("named above"),
         );
-        out.extend(w.reverse_batched(name, inner, b.width)?);
+        out.extend(match b.forward {
+            true => w.forward_batched(name, inner, b.width)?,
+            false => w.reverse_batched(name, inner, b.width)?,
+        });
     }
     Ok(out)
 }

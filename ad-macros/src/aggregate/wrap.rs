@@ -470,6 +470,57 @@ impl Wrapper<'_> {
         self.wrap(name, params, ret, body)
     }
 
+    /// An error at `name` (of `mode(width = N)`) where the batched wrapper is not written
+    /// yet: slices of structs, structs by value, several outputs.
+    fn batchable(&self, name: &Ident, mode: &str) -> syn::Result<()> {
+        let what = if !self.outputs.is_empty() {
+            Some("several outputs")
+        } else {
+            self.params.iter().find_map(|p| match p {
+                Param::Struct { seq: true, .. } => Some("slices of structs"),
+                Param::Struct {
+                    form: Form::Value, ..
+                } => Some("structs by value"),
+                _ => None,
+            })
+        };
+        match what {
+            Some(what) => Err(syn::Error::new(
+                name.span(),
+                format!("phidiff: `{mode}(width = N)` is not generated for functions taking {what} yet; use `{mode}`"),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// The derivative of struct parameter `k` (`sname`) as `width` lanes of type `lane_ty`
+    /// (`d: [&mut S; N]`, length-checked lane by lane, then taken apart into the names it
+    /// returns), where the struct is active.
+    fn struct_lanes(
+        &self,
+        k: usize,
+        sname: &Ident,
+        lane_ty: TokenStream,
+        width: usize,
+        params: &mut Vec<TokenStream>,
+        pre: &mut TokenStream,
+    ) -> Vec<Ident> {
+        let d = self.derivative_name(&sname.to_string());
+        let lanes: Vec<Ident> = (0..width)
+            .map(|l| format_ident!("__{}_l{}", d, l))
+            .collect();
+        if self.struct_active(k) {
+            let w = proc_macro2::Literal::usize_unsuffixed(width);
+            params.push(quote!(#d: [#lane_ty; #w]));
+            for l in 0..width {
+                let l = proc_macro2::Literal::usize_unsuffixed(l);
+                pre.extend(self.field_checks(k, &quote!(#d[#l])));
+            }
+            pre.extend(quote!(let [#(#lanes),*] = #d;));
+        }
+        lanes
+    }
+
     /// The batched `f_rev<N>` of `reverse(width = N)`: a struct by reference gets
     /// `dp: [&mut S; N]`, one shadow per lane, whose fields go to the exploded function's
     /// lanes (`[&mut dp0.w[..], &mut dp1.w[..]]`); a float field's adjoints come back as
@@ -481,15 +532,7 @@ impl Wrapper<'_> {
         inner_name: &Ident,
         width: usize,
     ) -> syn::Result<TokenStream> {
-        let not_yet = |what: &str| {
-            Err(syn::Error::new(
-                name.span(),
-                format!("phidiff: `reverse(width = N)` is not generated for functions taking {what} yet; use `reverse`"),
-            ))
-        };
-        if !self.outputs.is_empty() {
-            return not_yet("several outputs");
-        }
+        self.batchable(name, "reverse")?;
         let inner_layout = Layout::reverse(self.inner);
         let has_shadow = |j: usize| {
             inner_layout
@@ -497,11 +540,6 @@ impl Wrapper<'_> {
                 .contains(&crate::codegen::signature::Slot::Derivative(j))
         };
         let w = proc_macro2::Literal::usize_unsuffixed(width);
-        let lanes = |d: &Ident| -> Vec<Ident> {
-            (0..width)
-                .map(|l| format_ident!("__{}_l{}", d, l))
-                .collect()
-        };
         let index = self.inner_index();
         let (mut params, mut args, mut pre, mut post) = (vec![], vec![], quote!(), quote!());
         let mut returned = 0usize;
@@ -531,10 +569,6 @@ impl Wrapper<'_> {
                         per_param_out.push((quote!([#t; #w]), quote!(#r)));
                     }
                 }
-                Param::Struct { seq: true, .. } => return not_yet("slices of structs"),
-                Param::Struct {
-                    form: Form::Value, ..
-                } => return not_yet("structs by value"),
                 Param::Struct {
                     name: sname,
                     ty,
@@ -545,16 +579,8 @@ impl Wrapper<'_> {
                     ..
                 } => {
                     params.push(Self::struct_param_tokens(sname, ty, *mutable));
-                    let d = self.derivative_name(&sname.to_string());
-                    let ls = lanes(&d);
-                    if self.struct_active(k) {
-                        params.push(quote!(#d: [&mut #struct_ty; #w]));
-                        for l in 0..width {
-                            let l = proc_macro2::Literal::usize_unsuffixed(l);
-                            pre.extend(self.field_checks(k, &quote!(#d[#l])));
-                        }
-                        pre.extend(quote!(let [#(#ls),*] = #d;));
-                    }
+                    let lane_ty = quote!(&mut #struct_ty);
+                    let ls = self.struct_lanes(k, sname, lane_ty, width, &mut params, &mut pre);
                     for (i, part) in parts.iter().enumerate() {
                         let j = index[k] + i;
                         args.push(Self::field_arg(sname, *form, part));
@@ -683,6 +709,73 @@ impl Wrapper<'_> {
         };
         let (ret, body) = self.result(outs, quote!(#pre #bind #post));
         self.wrap(name, params, ret, body)
+    }
+
+    /// The batched `f_fwd<N>` of `forward(width = N)`: a struct by reference gets
+    /// `dp: [&S; N]` (`[&mut S; N]` for `&mut S`), one tangent per lane, whose fields go to
+    /// the exploded function's lanes. Structs by value, slices of structs and several
+    /// outputs are not batched yet (an error at the option).
+    pub fn forward_batched(
+        &self,
+        name: &Ident,
+        inner_name: &Ident,
+        width: usize,
+    ) -> syn::Result<TokenStream> {
+        self.batchable(name, "forward")?;
+        let w = proc_macro2::Literal::usize_unsuffixed(width);
+        let index = self.inner_index();
+        let (mut params, mut args, mut pre) = (vec![], vec![], quote!());
+        for (k, p) in self.params.iter().enumerate() {
+            match p {
+                Param::Plain(_) => {
+                    let ps = &self.inner.params[index[k]];
+                    params.push(param_tokens(ps));
+                    let n = &ps.name;
+                    args.push(quote!(#n));
+                    if ps.active {
+                        let d = self.derivative_name(&n.to_string());
+                        let ty = &ps.ty;
+                        params.push(quote!(#d: [#ty; #w]));
+                        args.push(quote!(#d));
+                    }
+                }
+                Param::Struct {
+                    name: sname,
+                    ty,
+                    struct_ty,
+                    form,
+                    mutable,
+                    parts,
+                    ..
+                } => {
+                    params.push(Self::struct_param_tokens(sname, ty, *mutable));
+                    let lane_ty = match form {
+                        Form::Mut => quote!(&mut #struct_ty),
+                        _ => quote!(&#struct_ty),
+                    };
+                    let lanes = self.struct_lanes(k, sname, lane_ty, width, &mut params, &mut pre);
+                    for (i, part) in parts.iter().enumerate() {
+                        args.push(Self::field_arg(sname, *form, part));
+                        if self.inner.params[index[k] + i].active {
+                            let each = lanes.iter().map(|l| Self::field_arg(l, *form, part));
+                            args.push(quote!([#(#each),*]));
+                        }
+                    }
+                }
+            }
+        }
+        let rt = self.result_ty();
+        let outs = match self.inner.returns_float {
+            true => vec![(quote!((#rt, [#rt; #w])), quote!(__r0))],
+            false => vec![],
+        };
+        let bound = match self.inner.returns_float {
+            true => vec![format_ident!("__r0")],
+            false => vec![],
+        };
+        let bind = self.call_inner(inner_name, &args, &bound);
+        let (ret, body) = self.result(outs, quote!(#pre #bind));
+        Ok(self.wrap(name, params, ret, body))
     }
 
     /// `f_grad`: seed 1 into fresh zeroed shadows (`zero_like` for a struct); the value and
