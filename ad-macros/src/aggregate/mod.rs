@@ -722,19 +722,21 @@ pub fn expand_impl(
     let self_ty = &imp.self_ty;
     let unsafety = &imp.unsafety;
     let defaultness = &imp.defaultness;
-    let inherent = quote! {
-        #defaultness #unsafety impl #impl_g #self_ty #where_g {
-            #(#out)*
-        }
-    };
     match &imp.trait_ {
+        // The inherent impl beside a trait impl is never `unsafe` or `default`.
         Some((bang, path, for_token)) => quote! {
             #(#attrs)* #defaultness #unsafety impl #impl_g #bang #path #for_token #self_ty #where_g {
                 #(#trait_items)*
             }
-            #inherent
+            impl #impl_g #self_ty #where_g {
+                #(#out)*
+            }
         },
-        None => quote!(#(#attrs)* #inherent),
+        None => quote! {
+            #(#attrs)* #defaultness #unsafety impl #impl_g #self_ty #where_g {
+                #(#out)*
+            }
+        },
     }
 }
 
