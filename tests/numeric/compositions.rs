@@ -3,7 +3,7 @@
 //! generator): random compositions of rayon loops with `for`/`while` loops, branches,
 //! checkpointed loops and calls of differentiated helpers, each beside its serial
 //! twin and its form on a struct of its inputs. `compositions_match_serial_twins`
-//! checks every one against its twin (rel 1e-10), its struct form (rel 1e-12),
+//! checks every one against its twin and its struct form (rel 1e-10),
 //! finite differences and the dot-product test (`TOLS`), and on 1, 2 and 8 threads
 //! (bitwise where no helper's primal sums with rayon's own `sum`).
 
@@ -1274,11 +1274,12 @@ pub fn compositions_match_serial_twins() {
             assert_all_close(&format!("{name}: ∂/∂u0 vs twin (n = {n})"), &g, &g_twin, 0.0, 1e-10 * scale + 1e-14);
             assert_close(&format!("{name}: ∂/∂a vs twin (n = {n})"), ga, ga_twin, 0.0, 1e-10 * scale + 1e-14);
             let knobs = Knobs { u0: u0.to_vec(), a };
-            assert_eq!(on_struct(&knobs), primal(u0, a), "{name}: primal on a struct (n = {n})");
+            // Rounding apart: rayon's `sum` in a helper's primal fixes no order.
+            assert_close(&format!("{name}: primal on a struct (n = {n})"), on_struct(&knobs), primal(u0, a), 1e-12, 1e-12);
             let (v_s, g_s) = struct_grad(&knobs);
             assert_close(&format!("{name}: value on a struct (n = {n})"), v_s, v, 1e-12, 1e-12);
-            assert_all_close(&format!("{name}: ∂/∂p.u0 (n = {n})"), &g_s.u0, &g, 0.0, 1e-12 * scale + 1e-14);
-            assert_close(&format!("{name}: ∂/∂p.a (n = {n})"), g_s.a, ga, 0.0, 1e-12 * scale + 1e-14);
+            assert_all_close(&format!("{name}: ∂/∂p.u0 (n = {n})"), &g_s.u0, &g, 0.0, 1e-10 * scale + 1e-14);
+            assert_close(&format!("{name}: ∂/∂p.a (n = {n})"), g_s.a, ga, 0.0, 1e-10 * scale + 1e-14);
             if reproducible {
                 super::parallel::same_on_1_2_8_threads(name, super::parallel::Across::Rounding, || grad(u0, a));
             }
