@@ -109,8 +109,15 @@ pub fn needed(
                 .type_params()
                 .chain(imp.iter().flat_map(|i| i.generics.type_params()))
                 .any(|g| p.path.is_ident(&g.ident));
+            // Not a fallible result (`FitResult<f64>`, an alias of `Result`) nor an alias
+            // the file defines (`type Real = f64;`).
+            let last = p.path.segments.last().map(|l| l.ident.to_string());
+            let last = last.unwrap_or_default();
             let user = matches!(shape::shape_of(t, &[]), shape::Shape::Nested(_))
-                && !p.path.is_ident("Self");
+                && !p.path.is_ident("Self")
+                && !last.ends_with("Result")
+                && !last.ends_with("Option")
+                && !text.is_some_and(|text| defines_alias(text, &last));
             if user && !generic {
                 let mut path = p.path.clone();
                 for s in path.segments.iter_mut() {
@@ -865,6 +872,21 @@ pub fn missing_derive(
 }
 
 /// The names of the structs `text` derives `Differentiable` for.
+/// Whether the file defines a type alias `name` (`type Real = f64;`), in any inline module.
+fn defines_alias(text: &str, name: &str) -> bool {
+    fn walk(items: &[syn::Item], name: &str) -> bool {
+        items.iter().any(|i| match i {
+            syn::Item::Type(t) => t.ident == name,
+            syn::Item::Mod(m) => m
+                .content
+                .as_ref()
+                .is_some_and(|(_, items)| walk(items, name)),
+            _ => false,
+        })
+    }
+    syn::parse_file(text).is_ok_and(|f| walk(&f.items, name))
+}
+
 fn derived_structs(text: &str) -> Vec<String> {
     let Ok(file) = syn::parse_file(text) else {
         return Vec::new();
