@@ -32,7 +32,8 @@ pub struct Cell<T> {
 
 /// A stack of small recurrent layers fed a sequence: each layer walked together with its
 /// state (`layers.iter().zip(cells.iter_mut())`), then an enumerated zip of a sub-slice
-/// with a shorter walk (`layers[1..]` with `&cells[..]`: the zip stops at the shorter).
+/// with a shorter walk (`layers[1..]` with `&cells[..]`: the zip stops at the shorter), and
+/// slices of structs zipped with plain buffers.
 #[differentiate(forward, reverse)]
 pub fn stacked<T: Float>(layers: &[Layer<T>], cells: &mut [Cell<T>], xs: &[T]) -> T {
     let half = T::from(0.5).unwrap();
@@ -55,6 +56,17 @@ pub fn stacked<T: Float>(layers: &[Layer<T>], cells: &mut [Cell<T>], xs: &[T]) -
     }
     for (i, (layer, cell)) in layers[1..].iter().zip(&cells[..]).enumerate() {
         total = total + T::from(i + 1).unwrap() * layer.b * cell.c;
+    }
+    // Zipped with plain buffers: read by value (`&x`), by reference, written (`iter_mut`).
+    for (layer, &x) in layers.iter().zip(xs) {
+        total = total + x * layer.b;
+    }
+    let mut squares = vec![T::zero(); cells.len()];
+    for ((cell, sq), x) in cells.iter().zip(squares.iter_mut()).zip(xs.iter()) {
+        *sq = cell.c * cell.c * *x;
+    }
+    for v in &squares {
+        total = total + *v;
     }
     total
 }

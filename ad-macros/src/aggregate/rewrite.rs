@@ -292,17 +292,18 @@ impl Rewriter<'_> {
         }
     }
 
-    /// One slice of structs walked by a loop: `xs.iter()`, `xs.iter_mut()`, `&xs`,
-    /// `&mut xs[a..]`, `xs[..n].iter()`, or `xs` (as `zip`'s argument); its name and range.
-    fn walked(&self, e: &Expr) -> Option<(Ident, Option<syn::ExprRange>)> {
-        let walked = match e {
+    /// One slice walked by a loop: `xs.iter()`, `xs.iter_mut()`, `&xs`, `&mut xs[a..]`,
+    /// `xs[..n].iter()`, or `xs` (as `zip`'s argument); its name, range, and for a buffer
+    /// that is not a slice of structs (zipped with one) whether it is walked mutably.
+    fn walked(&self, e: &Expr) -> Option<(Ident, Option<syn::ExprRange>, Option<bool>)> {
+        let (walked, mutable) = match e {
             Expr::MethodCall(m)
                 if (m.method == "iter" || m.method == "iter_mut") && m.args.is_empty() =>
             {
-                &*m.receiver
+                (&*m.receiver, m.method == "iter_mut")
             }
-            Expr::Reference(r) => &*r.expr,
-            other => other,
+            Expr::Reference(r) => (&*r.expr, r.mutability.is_some()),
+            other => (other, false),
         };
         let (seq, range) = match walked {
             Expr::Index(ix) => match (name_of(&ix.expr), &*ix.index) {
@@ -311,8 +312,8 @@ impl Rewriter<'_> {
             },
             other => (name_of(other)?, None),
         };
-        self.len_of(&seq)?;
-        Some((seq, range))
+        let plain = self.len_of(&seq).is_none().then_some(mutable);
+        Some((seq, range, plain))
     }
 
     /// `for b in xs.iter_mut()` (also `&xs`, `&mut xs[a..]`, `xs[..n].iter()`, slices of
@@ -347,6 +348,9 @@ impl Rewriter<'_> {
             }
         }
         walks.reverse();
+        if walks.iter().all(|w| w.2.is_some()) {
+            return false; // no slice of structs: the compiler's own loops
+        }
         // The pattern: `(i, p)` when enumerated; `p` is `b`, or `((a, b), c)` for zips.
         let (mut pat, counter) = match (&*f.pat, enumerate) {
             (syn::Pat::Tuple(t), true) if t.elems.len() == 2 => {
@@ -355,28 +359,39 @@ impl Rewriter<'_> {
             (p, false) => (p, None),
             _ => return self.bad_walk_pattern(&f.pat),
         };
-        let mut elems = Vec::new();
+        let mut pats = Vec::new();
         for _ in 1..walks.len() {
             match pat {
-                syn::Pat::Tuple(t) if t.elems.len() == 2 => match &t.elems[1] {
-                    syn::Pat::Ident(p) => {
-                        elems.push(p.ident.clone());
-                        pat = &t.elems[0];
-                    }
-                    _ => return self.bad_walk_pattern(&f.pat),
-                },
+                syn::Pat::Tuple(t) if t.elems.len() == 2 => {
+                    pats.push(t.elems[1].clone());
+                    pat = &t.elems[0];
+                }
                 _ => return self.bad_walk_pattern(&f.pat),
             }
         }
-        match pat {
-            syn::Pat::Ident(p) => elems.push(p.ident.clone()),
-            _ => return self.bad_walk_pattern(&f.pat),
+        pats.push(pat.clone());
+        pats.reverse();
+        // A struct element is a name; a buffer's element a name or `&name`.
+        let mut elems = Vec::new();
+        for (p, w) in pats.iter().zip(&walks) {
+            match (p, w.2) {
+                (syn::Pat::Ident(pi), _) => elems.push(pi.ident.clone()),
+                (syn::Pat::Reference(r), Some(_)) if matches!(&*r.pat, syn::Pat::Ident(_)) => {
+                    let syn::Pat::Ident(pi) = &*r.pat else {
+                        unreachable!()
+                    };
+                    elems.push(pi.ident.clone());
+                }
+                _ => return self.bad_walk_pattern(&f.pat),
+            }
         }
-        elems.reverse();
         // Each walk's bounds.
         let mut bounds = Vec::new();
-        for (seq, range) in &walks {
-            let len = self.len_of(seq).expect("a walked slice of structs");
+        for (seq, range, plain) in &walks {
+            let len = match plain {
+                Some(_) => seq.clone(),
+                None => self.len_of(seq).expect("a walked slice of structs"),
+            };
             let (mut lo, mut hi): (Expr, Expr) =
                 (syn::parse_quote!(0), syn::parse_quote!(#len.len()));
             if let Some(r) = range {
@@ -398,13 +413,19 @@ impl Rewriter<'_> {
         if walks.len() == 1 {
             // One walk: the loop runs over its indices.
             let (lo, hi) = &bounds[0];
-            let (k, ()) =
-                self.in_elements(&elems, &walks, |_| None, |r| r.visit_block_mut(&mut f.body));
+            let (k, ()) = self.in_elements(
+                &elems,
+                &[walks[0].0.clone()],
+                |_| None,
+                |r| r.visit_block_mut(&mut f.body),
+            );
             let body = &f.body;
             let bind = counter.map(|c| quote!(let #c = #k - (#lo);));
             *f = syn::parse_quote!(#label for #k in (#lo)..(#hi) { #bind #body });
         } else {
-            // Zipped: the loop runs over the shortest; walk `w` is at `lo_w + k`.
+            // Zipped: the loop runs over the shortest; walk `w` is at `lo_w + k`. A buffer's
+            // element is bound at the top of the body (`let v = xs[i];` for `&v`, else
+            // `let v = &xs[i];` or `&mut xs[i]`).
             let lens: Vec<Expr> = bounds
                 .iter()
                 .map(|(lo, hi)| syn::parse_quote!(((#hi) - (#lo))))
@@ -412,17 +433,33 @@ impl Rewriter<'_> {
             let first = &lens[0];
             let rest = &lens[1..];
             let count: Expr = syn::parse_quote!(#first #(.min(#rest))*);
+            let structs: Vec<usize> = (0..walks.len()).filter(|&w| walks[w].2.is_none()).collect();
+            let (s_elems, s_walks): (Vec<Ident>, Vec<Ident>) = structs
+                .iter()
+                .map(|&w| (elems[w].clone(), walks[w].0.clone()))
+                .unzip();
             let (k, ()) = self.in_elements(
-                &elems,
-                &walks,
-                |(w, k)| {
-                    let lo = &bounds[w].0;
+                &s_elems,
+                &s_walks,
+                |(i, k)| {
+                    let lo = &bounds[structs[i]].0;
                     Some(syn::parse_quote!((#lo) + #k))
                 },
                 |r| r.visit_block_mut(&mut f.body),
             );
+            let mut buffers = quote!();
+            for (w, (seq, _, plain)) in walks.iter().enumerate() {
+                let Some(mutable) = plain else { continue };
+                let (lo, v) = (&bounds[w].0, &elems[w]);
+                buffers.extend(match (&pats[w], mutable) {
+                    (syn::Pat::Reference(_), _) => quote!(let #v = #seq[(#lo) + #k];),
+                    (_, true) => quote!(let #v = &mut #seq[(#lo) + #k];),
+                    (_, false) => quote!(let #v = &#seq[(#lo) + #k];),
+                });
+            }
             let body = &f.body;
-            let bind = counter.map(|c| quote!(let #c = #k;));
+            let bind = counter.map(|c| quote!(let #c = #k; #buffers));
+            let bind = bind.unwrap_or(buffers);
             *f = syn::parse_quote!(#label for #k in 0..#count { #bind #body });
         }
         true
@@ -595,28 +632,23 @@ impl Rewriter<'_> {
         seq: &Ident,
         f: impl FnOnce(&mut Self) -> R,
     ) -> (Ident, R) {
-        self.in_elements(
-            std::slice::from_ref(elem),
-            &[(seq.clone(), None)],
-            |_| None,
-            f,
-        )
+        self.in_elements(std::slice::from_ref(elem), &[seq.clone()], |_| None, f)
     }
 
-    /// Runs `f` with each of `elems` naming an element of its slice of structs (of
-    /// `walks`) at a fresh index variable `k` (returned) or at `at((w, k))` where that
-    /// gives an index, then the names as they were.
+    /// Runs `f` with each of `elems` naming an element of its slice of structs (of `seqs`)
+    /// at a fresh index variable `k` (returned) or at `at((w, k))` where that gives an
+    /// index, then the names as they were.
     fn in_elements<R>(
         &mut self,
         elems: &[Ident],
-        walks: &[(Ident, Option<syn::ExprRange>)],
+        seqs: &[Ident],
         at: impl Fn((usize, &Ident)) -> Option<Expr>,
         f: impl FnOnce(&mut Self) -> R,
     ) -> (Ident, R) {
         let k = format_ident!("__k_{}_{}", elems[0], self.fresh);
         self.fresh += 1;
         let mut previous = Vec::new();
-        for (w, (elem, (seq, _))) in elems.iter().zip(walks).enumerate() {
+        for (w, (elem, seq)) in elems.iter().zip(seqs).enumerate() {
             let index = at((w, &k)).unwrap_or_else(|| syn::parse_quote!(#k));
             let root = Root::Elem {
                 seq: seq.to_string(),
@@ -677,6 +709,14 @@ impl Rewriter<'_> {
                         (tts.get(i + 1), tts.get(i + 2))
                     {
                         let is_call = matches!(tts.get(i + 3), Some(TokenTree::Group(g)) if g.delimiter() == proc_macro2::Delimiter::Parenthesis);
+                        // `xs.len()` of a slice of structs: the length of a field buffer.
+                        if let (true, true, Some(len)) =
+                            (is_call, field == "len", self.len_of(root))
+                        {
+                            out.push(TokenTree::Ident(len));
+                            i += 1;
+                            continue;
+                        }
                         if dot.as_char() == '.' && !is_call {
                             let e: Expr =
                                 syn::parse2(quote!(#root.#field)).expect("a field access");
