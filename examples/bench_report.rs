@@ -74,9 +74,14 @@ impl<'a> Variant<'a> {
         s[s.len() / 2]
     }
 
+    /// The fastest repetition, less moved by a noisy machine than the median.
+    fn fastest(&self) -> f64 {
+        self.samples.iter().cloned().fold(f64::INFINITY, f64::min)
+    }
+
     /// (max − min) / median over the repetitions: the noise of this variant.
     fn spread(&self) -> f64 {
-        let lo = self.samples.iter().cloned().fold(f64::INFINITY, f64::min);
+        let lo = self.fastest();
         let hi = self.samples.iter().cloned().fold(0.0, f64::max);
         (hi - lo) / self.median()
     }
@@ -85,6 +90,16 @@ impl<'a> Variant<'a> {
 struct Bench<'a> {
     function: &'static str,
     variants: Vec<Variant<'a>>,
+}
+
+impl<'a> Bench<'a> {
+    /// The variant called `name`.
+    fn variant(&self, name: &str) -> &Variant<'a> {
+        self.variants
+            .iter()
+            .find(|v| v.name == name)
+            .unwrap_or_else(|| panic!("{}: no variant {name}", self.function))
+    }
 }
 
 fn fmt_time(s: f64) -> String {
@@ -246,10 +261,7 @@ fn main() {
             1.0,
         );
         let mut g3 = vec![0.0; ld.main_params.len()];
-        lstm::write_flat(
-            dlayers.iter().flat_map(|l| [&l.weight[..], &l.bias[..]]),
-            &mut g3,
-        );
+        lstm::write_params(&dlayers, &dextra, &mut g3);
         assert!(
             (v3 - v4).abs() <= 1e-12 * v3.abs()
                 && g3
@@ -671,13 +683,7 @@ fn main() {
         .iter()
         .filter(|b| b.variants.iter().any(|v| v.name == "primal"))
     {
-        let m = |name: &str| {
-            b.variants
-                .iter()
-                .find(|v| v.name == name)
-                .map(|v| v.median())
-                .unwrap()
-        };
+        let m = |name: &str| b.variant(name).median();
         let (p, f, rv, h, fd) = (m("primal"), m("fwd"), m("rev"), m("hand"), m("fd"));
         println!(
             "| {} | {} | {} | {} | {} | {} | {:.2}× | {:.2}× | {:.2}× | {:.2}× |",
@@ -695,20 +701,8 @@ fn main() {
     }
     println!();
     for b in benches.iter().filter(|b| b.function == "struct forms") {
-        let m = |name: &str| {
-            b.variants
-                .iter()
-                .find(|v| v.name == name)
-                .map(|v| v.median())
-                .unwrap()
-        };
-        let fastest = |name: &str| {
-            b.variants
-                .iter()
-                .find(|v| v.name == name)
-                .map(|v| v.samples.iter().cloned().fold(f64::INFINITY, f64::min))
-                .unwrap()
-        };
+        let m = |name: &str| b.variant(name).median();
+        let fastest = |name: &str| b.variant(name).fastest();
         println!(
             "struct forms: poly_loss(p: &Poly) rev {} vs fields as parameters {} ({:.3}×, fastest {:.3}×); energy(&[Body]) rev {} vs one slice per field {} ({:.3}×, fastest {:.3}×)",
             fmt_time(m("struct rev")),
@@ -725,20 +719,8 @@ fn main() {
         .iter()
         .filter(|b| b.function == "ADBench as users write it")
     {
-        let m = |name: &str| {
-            b.variants
-                .iter()
-                .find(|v| v.name == name)
-                .map(|v| v.median())
-                .unwrap()
-        };
-        let fastest = |name: &str| {
-            b.variants
-                .iter()
-                .find(|v| v.name == name)
-                .map(|v| v.samples.iter().cloned().fold(f64::INFINITY, f64::min))
-                .unwrap()
-        };
+        let m = |name: &str| b.variant(name).median();
+        let fastest = |name: &str| b.variant(name).fastest();
         let row = |what: &str, a: &str, b: &str| {
             format!(
                 "{what} {} vs flat {} ({:.3}×, fastest {:.3}×)",
@@ -759,13 +741,7 @@ fn main() {
         .iter()
         .filter(|b| b.function.starts_with("iterator"))
     {
-        let m = |name: &str| {
-            b.variants
-                .iter()
-                .find(|v| v.name == name)
-                .map(|v| v.median())
-                .unwrap()
-        };
+        let m = |name: &str| b.variant(name).median();
         println!(
             "iterator forms (n=1e6): rosenbrock zip(skip(1)) rev {} vs index loop {} ({:.3}×; primals {:.3}×); fold rev {} vs for loop {} ({:.3}×); pushed Vec rev {} vs vec![0.0; n] {} ({:.3}×); rows as views (xᵀMx, 1000×1000) rev {} vs index loops {} ({:.3}×)",
             fmt_time(m("rosen zip rev")),
@@ -783,13 +759,7 @@ fn main() {
             m("rows iter rev") / m("rows index rev"),
         );
         // The fastest repetition of each, less moved by a noisy machine than the median.
-        let fastest = |name: &str| {
-            b.variants
-                .iter()
-                .find(|v| v.name == name)
-                .map(|v| v.samples.iter().cloned().fold(f64::INFINITY, f64::min))
-                .unwrap()
-        };
+        let fastest = |name: &str| b.variant(name).fastest();
         let ratio = |a: &str, b: &str| fastest(a) / fastest(b);
         println!(
             "iterator forms, fastest repetitions: zip(skip(1)) {:.3}×, fold {:.3}×, pushed Vec {:.3}×, rows as views {:.3}×",

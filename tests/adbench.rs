@@ -173,13 +173,7 @@ fn lstm_gradient_passes_finite_differences() {
                 1.0,
             );
             let mut grad = zeros(q.len());
-            let weights = dlayers.iter().flat_map(|l| [&l.weight[..], &l.bias[..]]);
-            let extras = [
-                &dextra.in_scale[..],
-                &dextra.out_scale[..],
-                &dextra.out_bias[..],
-            ];
-            lstm::write_flat(weights.chain(extras), &mut grad);
+            lstm::write_params(&dlayers, &dextra, &mut grad);
             (v, grad)
         },
         TOLS,

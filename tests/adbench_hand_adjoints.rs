@@ -226,10 +226,7 @@ fn lstm_struct_form_equals_hand_adjoint() {
         let what = format!("lstm_l2_c1024 as users write it (final-state seed {n})");
         assert_close(&format!("{what}: objective"), v, hand_value, 1e-13, 0.0);
         let mut flat_state = zeros(p.state.len());
-        lstm::write_flat(
-            state.iter().flat_map(|s| [&s.hidden[..], &s.cell[..]]),
-            &mut flat_state,
-        );
+        lstm::write_state(&state, &mut flat_state);
         assert_all_close(
             &format!("{what}: final state"),
             &flat_state,
@@ -237,19 +234,11 @@ fn lstm_struct_form_equals_hand_adjoint() {
             1e-13,
             0.0,
         );
+        // (main, extra, initial state), the hand adjoint's layout.
+        let n_params = hand.len() - p.state.len();
         let mut g = zeros(hand.len());
-        lstm::write_flat(
-            dlayers
-                .iter()
-                .flat_map(|l| [&l.weight[..], &l.bias[..]])
-                .chain([
-                    &dextra.in_scale[..],
-                    &dextra.out_scale[..],
-                    &dextra.out_bias[..],
-                ])
-                .chain(d_state.iter().flat_map(|s| [&s.hidden[..], &s.cell[..]])),
-            &mut g,
-        );
+        lstm::write_params(&dlayers, &dextra, &mut g[..n_params]);
+        lstm::write_state(&d_state, &mut g[n_params..]);
         assert_same_gradient(&format!("{what}: gradient"), &hand, &g);
     }
 }

@@ -66,11 +66,31 @@ pub fn state_from_flat(state: &[f64], b: usize) -> Vec<LayerState> {
         .collect()
 }
 
-/// ADBench's flat layouts of layers, extra parameters or states, written into `out`.
-pub fn write_flat<'a>(rows: impl IntoIterator<Item = &'a [f64]>, out: &mut [f64]) {
+/// `rows` one after the other into `out` (as far as `out` reaches).
+fn write_flat<'a>(rows: impl IntoIterator<Item = &'a [f64]>, out: &mut [f64]) {
     for (o, v) in out.iter_mut().zip(rows.into_iter().flatten()) {
         *o = *v;
     }
+}
+
+/// ADBench's flat parameters of `layers` and `extra` (the main ones, then the extra ones)
+/// written into `out`; an `out` of the main ones' length takes only those.
+pub fn write_params(layers: &[LstmLayer], extra: &Extra, out: &mut [f64]) {
+    let main = layers.iter().flat_map(|l| [&l.weight[..], &l.bias[..]]);
+    let extras = [
+        &extra.in_scale[..],
+        &extra.out_scale[..],
+        &extra.out_bias[..],
+    ];
+    write_flat(main.chain(extras), out);
+}
+
+/// ADBench's flat state of `states` (each layer's hidden state, then its cell).
+pub fn write_state(states: &[LayerState], out: &mut [f64]) {
+    write_flat(
+        states.iter().flat_map(|s| [&s.hidden[..], &s.cell[..]]),
+        out,
+    );
 }
 
 /// The objective; `state` evolves over the sequence (`c` rows of `b`).

@@ -521,13 +521,7 @@ fn lstm_bench(inputs: &mut Inputs) -> Bench {
                 &rows,
                 1.0,
             );
-            let weights = dlayers.iter().flat_map(|l| [&l.weight[..], &l.bias[..]]);
-            let extras = [
-                &dextra.in_scale[..],
-                &dextra.out_scale[..],
-                &dextra.out_bias[..],
-            ];
-            lstm::write_flat(weights.chain(extras), out);
+            lstm::write_params(&dlayers, &dextra, out);
             v
         })
     };
