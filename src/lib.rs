@@ -406,6 +406,7 @@ pub mod __private {
     pub use ad_core::__private::*;
     pub use ad_macros::differentiate_coarsen_off;
     pub use ad_macros::differentiate_resume;
+    pub use ad_macros::layout_chain;
     #[cfg(feature = "rayon")]
     pub use ad_rayon as par;
 }

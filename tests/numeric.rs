@@ -345,6 +345,13 @@ numeric_tests! {
         trait_impls,
         struct_results,
     ],
+    /// Issue 47: structs inside structs, and `Vec`s of structs inside structs.
+    idiomatic_nested: [
+        nested_model,
+        nested_mut_state_checkpointed,
+        nested_in_rayon_closures,
+        nested_by_value_and_in_slices,
+    ],
     /// Issue 46: functions mixing `f32` and `f64`.
     idiomatic_floats: [
         f32_data_f64_arithmetic,

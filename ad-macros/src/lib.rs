@@ -167,6 +167,13 @@ pub fn derive_differentiable(input: TokenStream) -> TokenStream {
     aggregate::derive::derive(input.into()).into()
 }
 
+/// Where a struct's derive resumes once a struct in its fields has given its layout.
+#[doc(hidden)]
+#[proc_macro]
+pub fn layout_chain(input: TokenStream) -> TokenStream {
+    aggregate::derive::chain(input.into()).into()
+}
+
 /// Where `#[differentiate]` resumes once a struct's derive has given its fields.
 #[doc(hidden)]
 #[proc_macro]

@@ -84,8 +84,44 @@ fn derive_inner(input: TokenStream) -> syn::Result<TokenStream> {
             }
         }
     };
-    let layout = layout_macro(&item);
+    let nested = nested_fields(&item, data, &floats)?;
+    let layout = layout_macro(&item, &krate, &nested);
     Ok(quote!(#imp #layout))
+}
+
+/// The fields holding structs of other types (`inner: Inner<T>`, `layers: Vec<Layer>`):
+/// member, the struct's path without generic arguments, and the field type's span. A field
+/// of the struct's own type (through a `Vec`) is left out: its layout is the one being made.
+fn nested_fields(
+    item: &syn::DeriveInput,
+    data: &syn::DataStruct,
+    floats: &[syn::Ident],
+) -> syn::Result<Vec<(syn::Member, syn::Path, proc_macro2::Span)>> {
+    let mut out = Vec::new();
+    for (n, field) in data.fields.iter().enumerate() {
+        if is_skipped(&field.attrs)? {
+            continue;
+        }
+        let mut shape = shape_of(&field.ty, floats);
+        while let Shape::Seq { elem, .. } = shape {
+            shape = *elem;
+        }
+        let Shape::Nested(mut path) = shape else {
+            continue;
+        };
+        if path.segments.last().is_some_and(|s| s.ident == item.ident) {
+            continue;
+        }
+        for s in path.segments.iter_mut() {
+            s.arguments = syn::PathArguments::None;
+        }
+        let member = match &field.ident {
+            Some(i) => syn::Member::Named(i.clone()),
+            None => syn::Member::Unnamed(syn::Index::from(n)),
+        };
+        out.push((member, path, field.ty.span()));
+    }
+    Ok(out)
 }
 
 /// `#[differentiable(crate = path)]` on the struct, else `::phidiff`.
@@ -157,9 +193,18 @@ fn zero_of(
     }
 }
 
-/// The hidden `macro_rules!` that hands the struct's definition to a callback, imported
-/// under the struct's name.
-fn layout_macro(item: &syn::DeriveInput) -> TokenStream {
+/// The hidden `macro_rules!` that hands the struct's definition (and the layouts of the
+/// structs in its fields) to a callback, imported under the struct's name.
+///
+/// A struct holding other structs (`inner: Inner<T>`) first asks for their layouts where
+/// their names resolve, here at the struct's own site: `Inner! { [layout_chain] .. }` hands
+/// `Inner`'s layout to [`chain`], which asks for the next one or, with all known, defines
+/// the macro with `struct Outer { .. } inner => { struct Inner { .. } }`.
+fn layout_macro(
+    item: &syn::DeriveInput,
+    krate: &syn::Path,
+    nested: &[(syn::Member, syn::Path, proc_macro2::Span)],
+) -> TokenStream {
     let name = &item.ident;
     let mut definition = item.clone();
     definition.attrs.clear();
@@ -183,9 +228,42 @@ fn layout_macro(item: &syn::DeriveInput) -> TokenStream {
         count
     );
     let exported = matches!(item.vis, syn::Visibility::Public(_));
+    let Some((_, first, span)) = nested.first() else {
+        return define_layout(&macro_name, name, exported, &definition);
+    };
+    let first = respan(first.to_token_stream(), *span);
+    let pending = nested.iter().map(|(m, p, span)| {
+        let p = respan(p.to_token_stream(), *span);
+        quote!(#m => #p ;)
+    });
+    let exported = syn::LitBool::new(exported, proc_macro2::Span::call_site());
+    quote! {
+        #first! { [#krate::__private::layout_chain] {#krate} {#macro_name} {#exported} {#name} {#definition} {#(#pending)*} {} }
+    }
+}
+
+/// `tokens` with every token at `span` (a missing layout is reported at the field's type).
+fn respan(tokens: TokenStream, span: proc_macro2::Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut t| {
+            t.set_span(span);
+            t
+        })
+        .collect()
+}
+
+/// The layout macro `macro_name` handing `content` (the struct's definition, then the
+/// layouts of its nested structs by field) to callbacks, imported as `name`.
+fn define_layout(
+    macro_name: &syn::Ident,
+    name: &syn::Ident,
+    exported: bool,
+    content: &TokenStream,
+) -> TokenStream {
     let body = quote! {
         ([$($cb:tt)*] $($rest:tt)*) => {
-            $($cb)*! { @layout { #definition } $($rest)* }
+            $($cb)*! { @layout { #content } $($rest)* }
         };
     };
     if exported {
@@ -205,6 +283,89 @@ fn layout_macro(item: &syn::DeriveInput) -> TokenStream {
             #[allow(unused_imports)]
             pub(crate) use #macro_name as #name;
         }
+    }
+}
+
+/// The input of `layout_chain!`: a nested struct's layout, then what [`layout_macro`] set out.
+struct Chain {
+    layout: TokenStream,
+    krate: syn::Path,
+    macro_name: syn::Ident,
+    exported: bool,
+    name: syn::Ident,
+    definition: TokenStream,
+    /// `member => Path ;`, the first being the one whose layout came.
+    pending: Vec<(TokenStream, syn::Path)>,
+    /// `member => { layout }` so far.
+    known: TokenStream,
+}
+
+impl syn::parse::Parse for Chain {
+    fn parse(input: syn::parse::ParseStream) -> syn::Result<Self> {
+        fn braced(input: syn::parse::ParseStream) -> syn::Result<TokenStream> {
+            let content;
+            syn::braced!(content in input);
+            content.parse()
+        }
+        input.parse::<syn::Token![@]>()?;
+        input.parse::<syn::Ident>()?;
+        let layout = braced(input)?;
+        let krate = syn::parse2(braced(input)?)?;
+        let macro_name = syn::parse2(braced(input)?)?;
+        let exported: syn::LitBool = syn::parse2(braced(input)?)?;
+        let name = syn::parse2(braced(input)?)?;
+        let definition = braced(input)?;
+        let pending = syn::parse::Parser::parse2(
+            |s: syn::parse::ParseStream| {
+                let mut v = Vec::new();
+                while !s.is_empty() {
+                    let m: syn::Member = s.parse()?;
+                    s.parse::<syn::Token![=>]>()?;
+                    let p = s.call(syn::Path::parse_mod_style)?;
+                    s.parse::<syn::Token![;]>()?;
+                    v.push((m.into_token_stream(), p));
+                }
+                Ok(v)
+            },
+            braced(input)?,
+        )?;
+        let known = braced(input)?;
+        Ok(Chain {
+            layout,
+            krate,
+            macro_name,
+            exported: exported.value,
+            name,
+            definition,
+            pending,
+            known,
+        })
+    }
+}
+
+/// `layout_chain!`: one more nested layout of a deriving struct; the next request, or the
+/// struct's layout macro.
+pub fn chain(input: TokenStream) -> TokenStream {
+    let c: Chain = match syn::parse2(input) {
+        Ok(c) => c,
+        Err(e) => return e.to_compile_error(),
+    };
+    let Some(((member, _), rest)) = c.pending.split_first() else {
+        return quote!(compile_error!("phidiff internal: a layout nobody asked for"););
+    };
+    let layout = &c.layout;
+    let mut known = c.known.clone();
+    known.extend(quote!(#member => { #layout }));
+    let (krate, macro_name, name, definition) = (&c.krate, &c.macro_name, &c.name, &c.definition);
+    match rest.first() {
+        Some((_, next)) => {
+            let pending = rest.iter().map(|(m, p)| quote!(#m => #p ;));
+            let exported = syn::LitBool::new(c.exported, proc_macro2::Span::call_site());
+            quote! {
+                #next! { [#krate::__private::layout_chain] {#krate} {#macro_name} {#exported} {#name} {#definition} {#(#pending)*} {#known} }
+            }
+        }
+        None => define_layout(macro_name, name, c.exported, &quote!(#definition #known)),
     }
 }
 
@@ -249,8 +410,55 @@ mod tests {
             out.contains("inner : :: phidiff :: Differentiable :: zero_like (& self . inner)"),
             "{out}"
         );
+        // A struct holding another asks for its layout first.
+        assert!(
+            out.contains("Inner ! { [:: phidiff :: __private :: layout_chain]"),
+            "{out}"
+        );
+        assert!(!out.contains("macro_rules"), "{out}");
+        let out = derive(quote! { pub struct Inner<T> { x: T } }).to_string();
         assert!(out.contains("# [macro_export]"), "{out}");
-        assert!(out.contains("pub use __phidiff_layout_Params_"), "{out}");
+        assert!(out.contains("pub use __phidiff_layout_Inner_"), "{out}");
+    }
+
+    #[test]
+    fn nested_layouts_are_chained() {
+        // `Outer { a: A, bs: Vec<B> }`: `A`'s layout comes, `B` is asked for next.
+        let step = chain(quote! {
+            @layout { struct A { x: f64 } }
+            {::phidiff} {__phidiff_layout_Outer_0} {true} {Outer}
+            {struct Outer { a: A, bs: Vec<B> }}
+            {a => A ; bs => m::B ;} {}
+        })
+        .to_string();
+        assert!(
+            step.starts_with("m :: B ! { [:: phidiff :: __private :: layout_chain]"),
+            "{step}"
+        );
+        assert!(
+            step.contains("{ bs => m :: B ; } { a => { struct A { x : f64 } } }"),
+            "{step}"
+        );
+        // The last one defines the macro, with the nested layouts after the definition.
+        let done = chain(quote! {
+            @layout { struct B { y: f64 } }
+            {::phidiff} {__phidiff_layout_Outer_0} {false} {Outer}
+            {struct Outer { a: A, bs: Vec<B> }}
+            {bs => m::B ;} {a => { struct A { x: f64 } }}
+        })
+        .to_string();
+        assert!(
+            done.contains("macro_rules ! __phidiff_layout_Outer_0"),
+            "{done}"
+        );
+        assert!(
+            done.contains("@ layout { struct Outer { a : A , bs : Vec < B > } a => { struct A { x : f64 } } bs => { struct B { y : f64 } } }"),
+            "{done}"
+        );
+        assert!(
+            done.contains("pub (crate) use __phidiff_layout_Outer_0 as Outer"),
+            "{done}"
+        );
     }
 
     #[test]

@@ -34,22 +34,49 @@ pub struct Part {
     /// Its type as a parameter of the exploded function (`&f64`, `&Vec<f64>`, `usize`; for
     /// a slice of structs `&[f64]`, `&mut [[f64; 3]]`, `Vec<f64>`).
     pub ty: Type,
+    /// The members from the parameter (from an element, for a slice of structs) to the
+    /// struct holding the field: `[inner]` for `p.inner.x`, `[]` for `p.k`.
+    pub at: Vec<syn::Member>,
+    /// A field of the structs in a `Vec` or array field of a struct parameter
+    /// (`m.layers[k].w`): how many members of `at` lead to that field (`at[..n]`).
+    pub seq_at: Option<usize>,
+    /// Whether the exploded function holds the field as one buffer over the elements of a
+    /// sequence of structs (a slice parameter, or a `Vec` field).
+    pub seq: bool,
 }
 
 impl Part {
     /// Whether the exploded function holds this field of a struct passed by `form` through
     /// a reference (and reads it as `(*p__k)`): a buffer of a borrowed struct, and a float
     /// of a mutably borrowed one; numbers of a shared struct are passed by value (and
-    /// their adjoints returned to the wrapper, which adds them into the shadow).
+    /// their adjoints returned to the wrapper, which adds them into the shadow). A field of
+    /// a sequence of structs is a buffer held by reference unless the structs are owned.
     pub fn by_reference(&self, form: Form) -> bool {
-        by_reference(form, &self.shape)
+        match self.seq {
+            true => form != Form::Value,
+            false => by_reference(form, &self.shape),
+        }
     }
 
     /// Whether the exploded function holds this field (a float of a `&mut` struct) as a
     /// one-element slice `&mut [T]`, read as `s__k[0]`: the buffer form the compiler
     /// passes on to calls and snapshots, as it does a `&mut f64` parameter inside.
     pub fn one_element(&self, form: Form) -> bool {
-        form == Form::Mut && self.shape == Shape::Float
+        !self.seq && form == Form::Mut && self.shape == Shape::Float
+    }
+
+    /// The field's place below its parameter (or an element): `inner.x`, `k`.
+    pub fn path(&self) -> TokenStream {
+        let (at, m) = (&self.at, &self.member);
+        quote!(#(#at.)* #m)
+    }
+
+    /// For a field of the structs in a `Vec` field: the members to the `Vec` (`layers`) and
+    /// from an element to the field (`gate.b`).
+    pub fn seq_path(&self) -> Option<(TokenStream, TokenStream)> {
+        let n = self.seq_at?;
+        let (outer, inner, m) = (&self.at[..n], &self.at[n..], &self.member);
+        Some((quote!(#(#outer).*), quote!(#(#inner.)* #m)))
     }
 }
 
@@ -361,41 +388,42 @@ pub fn explode(
             }
             continue;
         };
-        let floats: Vec<Ident> = layout
-            .generics
-            .type_params()
-            .map(|t| t.ident.clone())
-            .collect();
         let lifetime = match crate::parse::signature::ungroup(&ty) {
             Type::Reference(r) => r.lifetime.clone(),
             _ => None,
         };
-        let parts: Vec<Part> = fields_of(layout, &path)?
-            .into_iter()
-            .filter(|(_, shape, _, written)| holdable(shape, written, &floats))
-            .map(|(member, shape, fty, _)| {
-                let ident = match (&part_names, &member) {
-                    (Some(names), syn::Member::Unnamed(i)) => names[i.index as usize].clone(),
-                    _ => format_ident!("{}__{}", name, member_text(&member), span = name.span()),
-                };
-                let ty: Type = match (seq, form, &shape) {
-                    (true, Form::Ref, _) => syn::parse_quote!(& #lifetime [#fty]),
-                    (true, Form::Mut, _) => syn::parse_quote!(& #lifetime mut [#fty]),
-                    (true, Form::Value, _) => syn::parse_quote!(Vec<#fty>),
-                    (false, _, _) if !by_reference(form, &shape) => fty.clone(),
-                    (false, Form::Mut, Shape::Float) => syn::parse_quote!(& #lifetime mut [#fty]),
-                    (false, Form::Mut, _) => syn::parse_quote!(& #lifetime mut #fty),
-                    (false, _, _) => syn::parse_quote!(& #lifetime #fty),
-                };
-                Part {
-                    ident,
-                    member,
-                    shape,
-                    field_ty: fty,
-                    ty,
+        let struct_path = match arg {
+            syn::FnArg::Receiver(_) => quote!(Self),
+            syn::FnArg::Typed(_) => {
+                let mut p = path.path.clone();
+                for s in p.segments.iter_mut() {
+                    s.arguments = syn::PathArguments::None;
                 }
-            })
-            .collect();
+                p.into_token_stream()
+            }
+        };
+        let site = Site {
+            layouts,
+            form,
+            lifetime,
+            seq,
+            part_names: part_names.as_deref(),
+        };
+        let key = match tuple.is_some() {
+            true => String::new(),
+            false => layout_key(&path),
+        };
+        let parts = site.flatten(
+            &key,
+            layout,
+            &path,
+            &name.to_string(),
+            name.span(),
+            Vec::new(),
+            None,
+            struct_path,
+            &mut roots,
+        )?;
         if seq && parts.is_empty() {
             return Err(syn::Error::new_spanned(
                 &ty,
@@ -405,37 +433,6 @@ pub fn explode(
                 ),
             ));
         }
-        let all: Vec<(syn::Member, Shape)> = fields_of(layout, &path)?
-            .into_iter()
-            .map(|(m, s, _, _)| (m, s))
-            .collect();
-        roots.insert(
-            name.to_string(),
-            match seq {
-                false => super::rewrite::Root::Struct {
-                    form,
-                    path: match arg {
-                        syn::FnArg::Receiver(_) => quote!(Self),
-                        syn::FnArg::Typed(_) => {
-                            let mut p = path.path.clone();
-                            for s in p.segments.iter_mut() {
-                                s.arguments = syn::PathArguments::None;
-                            }
-                            p.into_token_stream()
-                        }
-                    },
-                    parts: parts.clone(),
-                    all,
-                    struct_name: layout.ident.to_string(),
-                },
-                true => super::rewrite::Root::Seq {
-                    form,
-                    parts: parts.clone(),
-                    all,
-                    struct_name: layout.ident.to_string(),
-                },
-            },
-        );
         let (ty, struct_ty) = match arg {
             // The wrappers are methods: `self: &Self`, and `Self` for the struct.
             syn::FnArg::Receiver(_) => {
@@ -533,6 +530,156 @@ pub fn explode(
     })
 }
 
+/// How the fields of a struct parameter are held by the exploded function.
+struct Site<'a> {
+    layouts: &'a HashMap<String, syn::ItemStruct>,
+    form: Form,
+    lifetime: Option<syn::Lifetime>,
+    /// The parameter is a slice, array or `Vec` of structs.
+    seq: bool,
+    /// A tuple parameter written as a pattern: its elements' names.
+    part_names: Option<&'a [Ident]>,
+}
+
+impl Site<'_> {
+    /// The parts of the struct `layout` (its layout under `key`, used at type `path`) found
+    /// at the members `at` of the parameter, named `prefix__field`: its fields the exploded
+    /// function holds, then (in field order) those of the structs in its fields, each of
+    /// which becomes a root of its own (`p__inner`, or the sequence `m__layers` for a `Vec`
+    /// of structs, whose fields `seq_at` marks), registered in `roots` as `prefix` is.
+    #[allow(clippy::too_many_arguments)]
+    fn flatten(
+        &self,
+        key: &str,
+        layout: &syn::ItemStruct,
+        path: &syn::TypePath,
+        prefix: &str,
+        span: proc_macro2::Span,
+        at: Vec<syn::Member>,
+        seq_at: Option<usize>,
+        struct_path: TokenStream,
+        roots: &mut HashMap<String, super::rewrite::Root>,
+    ) -> syn::Result<Vec<Part>> {
+        let floats: Vec<Ident> = layout
+            .generics
+            .type_params()
+            .map(|t| t.ident.clone())
+            .collect();
+        let in_seq = self.seq || seq_at.is_some();
+        let lifetime = &self.lifetime;
+        let fields = fields_of(layout, path)?;
+        let mut parts = Vec::new();
+        let mut nested = Vec::new();
+        for (member, shape, fty, written) in &fields {
+            if !holdable(shape, written, &floats) {
+                nested.push((member, shape, fty));
+                continue;
+            }
+            let ident = match (self.part_names, member, at.is_empty()) {
+                (Some(names), syn::Member::Unnamed(i), true) => names[i.index as usize].clone(),
+                _ => format_ident!("{}__{}", prefix, member_text(member), span = span),
+            };
+            let ty: Type = match (in_seq, self.form, shape) {
+                (true, Form::Ref, _) => syn::parse_quote!(& #lifetime [#fty]),
+                (true, Form::Mut, _) => syn::parse_quote!(& #lifetime mut [#fty]),
+                (true, Form::Value, _) => syn::parse_quote!(Vec<#fty>),
+                (false, _, _) if !by_reference(self.form, shape) => fty.clone(),
+                (false, Form::Mut, Shape::Float) => syn::parse_quote!(& #lifetime mut [#fty]),
+                (false, Form::Mut, _) => syn::parse_quote!(& #lifetime mut #fty),
+                (false, _, _) => syn::parse_quote!(& #lifetime #fty),
+            };
+            parts.push(Part {
+                ident,
+                member: member.clone(),
+                shape: shape.clone(),
+                field_ty: fty.clone(),
+                ty,
+                at: at.clone(),
+                seq_at,
+                seq: in_seq,
+            });
+        }
+        for (member, shape, fty) in nested {
+            let nested_key = format!("{key}.{}", member_text(member));
+            let Some(inner) = self.layouts.get(&nested_key) else {
+                continue;
+            };
+            // `inner: Inner<T>`, or `layers: Vec<Layer<T>>` / `[Layer<T>; N]` outside any
+            // other sequence.
+            let (elem, sequence) = match shape {
+                Shape::Nested(_) => (Some(fty), false),
+                Shape::Seq { elem, .. } if matches!(**elem, Shape::Nested(_)) && !in_seq => {
+                    (seq_elem(fty), true)
+                }
+                _ => (None, false),
+            };
+            let Some(Type::Path(elem)) = elem.map(crate::parse::signature::ungroup) else {
+                continue;
+            };
+            let mut below = at.clone();
+            below.push(member.clone());
+            let name = format!("{prefix}__{}", member_text(member));
+            let seq_at = match sequence {
+                true => Some(below.len()),
+                false => seq_at,
+            };
+            let mut elem_path = elem.path.clone();
+            for s in elem_path.segments.iter_mut() {
+                s.arguments = syn::PathArguments::None;
+            }
+            let sub = self.flatten(
+                &nested_key,
+                inner,
+                elem,
+                &name,
+                span,
+                below.clone(),
+                seq_at,
+                elem_path.into_token_stream(),
+                roots,
+            )?;
+            parts.extend(sub);
+        }
+        let all: Vec<(syn::Member, Shape)> =
+            fields.into_iter().map(|(m, s, _, _)| (m, s)).collect();
+        let mine: Vec<Part> = parts.clone();
+        let root = match in_seq {
+            false => super::rewrite::Root::Struct {
+                form: self.form,
+                path: struct_path,
+                parts: mine,
+                all,
+                struct_name: layout.ident.to_string(),
+                at,
+            },
+            true => super::rewrite::Root::Seq {
+                form: self.form,
+                parts: mine,
+                all,
+                struct_name: layout.ident.to_string(),
+                at,
+            },
+        };
+        roots.insert(prefix.to_string(), root);
+        Ok(parts)
+    }
+}
+
+/// The element type of a `Vec<E>` or `[E; N]`.
+fn seq_elem(ty: &Type) -> Option<&Type> {
+    match crate::parse::signature::ungroup(ty) {
+        Type::Array(a) => Some(&a.elem),
+        Type::Path(p) => match &p.path.segments.last()?.arguments {
+            syn::PathArguments::AngleBracketed(a) => match a.args.first()? {
+                syn::GenericArgument::Type(t) => Some(t),
+                _ => None,
+            },
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// The fields of a struct-valued local `name` of the struct `layout` (written `path` in its
 /// literal): each an owned local `name__field`; with every field of the struct, for
 /// messages.
@@ -560,6 +707,9 @@ pub fn local_parts(
             shape,
             field_ty: fty.clone(),
             ty: fty,
+            at: Vec::new(),
+            seq_at: None,
+            seq: false,
         })
         .collect();
     Ok((parts, all))

@@ -255,7 +255,9 @@ fn respan(tokens: TokenStream, span: proc_macro2::Span) -> TokenStream {
 
 /// The input of `differentiate_resume!`.
 struct Resume {
-    layout: syn::ItemStruct,
+    /// The struct's definition, then the layouts of the structs in its fields
+    /// (`member => { .. }`).
+    layout: TokenStream,
     args: TokenStream,
     pending: Vec<syn::Path>,
     /// Layouts received before: `path => { struct }`.
@@ -281,7 +283,7 @@ impl Parse for Resume {
                 "phidiff internal: expected `@layout`",
             ));
         }
-        let layout = syn::parse2(braced(input)?)?;
+        let layout = braced(input)?;
         let args = braced(input)?;
         let pending_tokens = braced(input)?;
         let pending = syn::parse::Parser::parse2(
@@ -313,17 +315,36 @@ impl Parse for Resume {
     }
 }
 
-/// `path => { struct .. }` pairs.
+/// `path => { struct .. member => { struct .. } .. }` pairs: each struct under its path
+/// (`model::Params`), the structs in its fields under the path and the members
+/// (`model::Params.inner`, `model::Params.inner.deep`).
 fn parse_known(tokens: TokenStream) -> syn::Result<HashMap<String, syn::ItemStruct>> {
+    fn layout(
+        s: ParseStream,
+        key: &str,
+        m: &mut HashMap<String, syn::ItemStruct>,
+    ) -> syn::Result<()> {
+        m.insert(key.to_string(), s.parse()?);
+        while !s.is_empty() {
+            let member: syn::Member = s.parse()?;
+            s.parse::<syn::Token![=>]>()?;
+            let content;
+            syn::braced!(content in s);
+            let key = format!("{key}.{}", explode::member_text(&member));
+            layout(&content, &key, m)?;
+        }
+        Ok(())
+    }
     syn::parse::Parser::parse2(
         |s: ParseStream| {
             let mut m = HashMap::new();
             while !s.is_empty() {
                 let p = s.call(syn::Path::parse_mod_style)?;
                 s.parse::<syn::Token![=>]>()?;
-                let def: syn::ItemStruct = syn::parse2(braced(s)?)?;
+                let content;
+                syn::braced!(content in s);
                 let key: Vec<String> = p.segments.iter().map(|s| s.ident.to_string()).collect();
-                m.insert(key.join("::"), def);
+                layout(&content, &key.join("::"), &mut m)?;
             }
             Ok(m)
         },
@@ -341,7 +362,7 @@ pub fn resume(input: TokenStream, source: Option<SourceFile<'_>>) -> TokenStream
         Some(x) => x,
         None => return quote!(compile_error!("phidiff internal: a layout nobody asked for");),
     };
-    let layout = r.layout.to_token_stream();
+    let layout = &r.layout;
     let mut known = r.known.clone();
     known.extend(quote!(#head => { #layout }));
     let item: syn::ItemFn = match syn::parse2(r.item.clone()) {

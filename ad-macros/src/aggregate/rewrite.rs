@@ -27,6 +27,10 @@ pub enum Root {
         /// Every field of the struct (for messages about the ones not passed).
         all: Vec<(syn::Member, Shape)>,
         struct_name: String,
+        /// The members from its parameter to it (`[inner]` for the root `p__inner` of
+        /// `p.inner`): the `at` of its own fields among `parts`, which also holds the fields
+        /// of the structs inside it.
+        at: Vec<syn::Member>,
     },
     /// A slice, array or `Vec` of structs: each field a buffer.
     Seq {
@@ -34,6 +38,7 @@ pub enum Root {
         parts: Vec<Part>,
         all: Vec<(syn::Member, Shape)>,
         struct_name: String,
+        at: Vec<syn::Member>,
     },
     /// An element of a slice of structs: `b` of `for b in bodies.iter()` or of
     /// `let b = &bodies[i];`, at index `index`.
@@ -47,6 +52,7 @@ pub fn rewrite(
     roots: HashMap<String, Root>,
     layouts: &HashMap<String, syn::ItemStruct>,
 ) -> syn::Result<Vec<(Ident, proc_macro2::Span)>> {
+    Nest { roots: &roots }.visit_block_mut(block);
     let mut r = Rewriter {
         roots,
         layouts,
@@ -61,6 +67,76 @@ pub fn rewrite(
     }) {
         Some(e) => Err(e),
         None => Ok(r.calls),
+    }
+}
+
+/// `p.inner` → `p__inner` where `p.inner` is a struct, or a `Vec` or array of structs,
+/// inside a struct parameter: the root of its fields, so that the rewrite reads
+/// `p.inner.x`, `&p.inner`, `p.layers[k].w` and `p.layers.iter()` as it reads them on a
+/// parameter of their own.
+struct Nest<'a> {
+    roots: &'a HashMap<String, Root>,
+}
+
+impl Nest<'_> {
+    /// The root of `base.member` where `base` is a struct root with one inside it there.
+    fn below(&self, base: &Ident, member: &str) -> Option<Ident> {
+        if !matches!(self.roots.get(&base.to_string()), Some(Root::Struct { .. })) {
+            return None;
+        }
+        let below = format!("{base}__{member}");
+        self.roots
+            .contains_key(&below)
+            .then(|| Ident::new(&below, base.span()))
+    }
+
+    /// The same in a macro's tokens (`vec![0.0; p.layers.len()]`).
+    fn tokens(&self, tokens: TokenStream) -> TokenStream {
+        let mut out: Vec<TokenTree> = Vec::new();
+        for t in tokens {
+            let t = match t {
+                TokenTree::Group(g) => {
+                    let mut ng = proc_macro2::Group::new(g.delimiter(), self.tokens(g.stream()));
+                    ng.set_span(g.span());
+                    TokenTree::Group(ng)
+                }
+                t => t,
+            };
+            // `base . member` just pushed, with `base` not itself after a dot.
+            if let (TokenTree::Ident(member), [.., TokenTree::Ident(base), TokenTree::Punct(dot)]) =
+                (&t, out.as_slice())
+            {
+                let after_dot = out.len() >= 3
+                    && matches!(&out[out.len() - 3], TokenTree::Punct(p) if p.as_char() == '.');
+                if dot.as_char() == '.' && !after_dot {
+                    if let Some(below) = self.below(base, &member.to_string()) {
+                        out.truncate(out.len() - 2);
+                        out.push(TokenTree::Ident(below));
+                        continue;
+                    }
+                }
+            }
+            out.push(t);
+        }
+        out.into_iter().collect()
+    }
+}
+
+impl VisitMut for Nest<'_> {
+    fn visit_expr_mut(&mut self, e: &mut Expr) {
+        syn::visit_mut::visit_expr_mut(self, e);
+        if let Expr::Field(f) = e {
+            if let Some(below) =
+                name_of(&f.base).and_then(|base| self.below(&base, &member_text(&f.member)))
+            {
+                let below = Ident::new(&below.to_string(), f.span());
+                *e = syn::parse_quote!(#below);
+            }
+        }
+    }
+
+    fn visit_macro_mut(&mut self, m: &mut syn::Macro) {
+        m.tokens = self.tokens(m.tokens.clone());
     }
 }
 
@@ -145,10 +221,11 @@ impl Rewriter<'_> {
         parts: &'p [Part],
         all: &[(syn::Member, Shape)],
         struct_name: &str,
+        at: &[syn::Member],
         members: &[syn::Member],
     ) -> Result<&'p Part, Option<Expr>> {
         let m = &members[0];
-        if let Some(part) = parts.iter().find(|p| p.member == *m) {
+        if let Some(part) = parts.iter().find(|p| p.member == *m && p.at == at) {
             if members.len() > 1 {
                 let msg = format!(
                     "phidiff: field `{}` of `{struct_name}` has no fields",
@@ -161,12 +238,17 @@ impl Rewriter<'_> {
         let msg = match all.iter().find(|(f, _)| f == m).map(|(_, s)| s) {
             None => format!("phidiff: `{struct_name}` has no field `{}`", member_text(m)),
             Some(Shape::Nested(_)) => format!(
-                "phidiff cannot differentiate `{}` here yet: fields of a struct inside a struct are not split; pass `{}` as its own parameter",
+                "phidiff cannot differentiate `{}` here: `{}` is a struct inside {}; its fields are split where the struct is a parameter (`p.inner.x`), a slice of structs or a `Vec` field's element, not in a struct literal; pass `{}` as its own parameter",
                 text(e),
+                member_text(m),
+                match struct_name {
+                    "__Tuple" => "a tuple".to_string(),
+                    _ => format!("`{struct_name}`"),
+                },
                 member_text(m)
             ),
             Some(Shape::Seq { .. }) => format!(
-                "phidiff cannot differentiate `{}` here yet: a `Vec` or array of structs inside a struct is not split; pass it as its own parameter",
+                "phidiff cannot differentiate `{}` here yet: a `Vec` or array of structs is split inside a struct parameter, not inside a slice of structs, a `Vec` of structs or a struct literal; pass it as its own parameter",
                 text(e)
             ),
             Some(Shape::Unsupported(why)) => format!("phidiff: field `{}` of `{struct_name}`: {why}", member_text(m)),
@@ -194,11 +276,17 @@ impl Rewriter<'_> {
                     parts,
                     all,
                     struct_name,
+                    at,
                     ..
                 } => {
-                    let (form, parts, all, struct_name) =
-                        (*form, parts.clone(), all.clone(), struct_name.clone());
-                    let part = match self.part_of(e, &parts, &all, &struct_name, &members) {
+                    let (form, parts, all, struct_name, at) = (
+                        *form,
+                        parts.clone(),
+                        all.clone(),
+                        struct_name.clone(),
+                        at.clone(),
+                    );
+                    let part = match self.part_of(e, &parts, &all, &struct_name, &at, &members) {
                         Ok(p) => p.clone(),
                         Err(failed) => return failed,
                     };
@@ -206,16 +294,27 @@ impl Rewriter<'_> {
                 }
             },
         };
+        // `xs[i].inner.x`: the field buffers of the structs inside the elements.
+        let (mut seq, mut members) = (seq, members);
+        while members.len() > 1 {
+            let below = format!("{seq}__{}", member_text(&members[0]));
+            if !matches!(self.roots.get(&below), Some(Root::Seq { .. })) {
+                break;
+            }
+            seq = Ident::new(&below, seq.span());
+            members.remove(0);
+        }
         let Some(Root::Seq {
             parts,
             all,
             struct_name,
+            at,
             ..
         }) = self.roots.get(&seq.to_string()).cloned()
         else {
             return None;
         };
-        let part = match self.part_of(e, &parts, &all, &struct_name, &members) {
+        let part = match self.part_of(e, &parts, &all, &struct_name, &at, &members) {
             Ok(p) => p.clone(),
             Err(failed) => return failed,
         };
@@ -309,17 +408,17 @@ impl Rewriter<'_> {
             Expr::Reference(r) => name_of(&r.expr)?,
             other => name_of(other)?,
         };
-        let Some(Root::Struct { parts, .. }) = self.roots.get(&root.to_string()) else {
+        let Some(Root::Struct { parts, at, .. }) = self.roots.get(&root.to_string()) else {
             return None;
         };
-        let parts = parts.clone();
+        let (parts, at) = (parts.clone(), at.clone());
         let mut stmts = Vec::new();
         for f in &ps.fields {
             let member = &f.member;
             let pat = &f.pat;
             let buffer = parts
                 .iter()
-                .find(|p| p.member == *member)
+                .find(|p| p.member == *member && p.at == at)
                 .is_some_and(|p| matches!(p.shape, Shape::Seq { .. }));
             let mut access: Expr = match buffer {
                 true => syn::parse_quote_spanned!(f.span()=> &#root.#member),
@@ -377,7 +476,14 @@ impl Rewriter<'_> {
             let given = lit.fields.iter().find(|f| f.member == *member);
             let Some(part) = parts.iter().find(|q| q.member == *member) else {
                 if let Some(f) = given {
-                    self.error(f, format!("phidiff cannot hold field `{}` of a struct literal: the derivative code keeps a struct's floats, integers and float buffers", member_text(member)));
+                    let nested = all.iter().any(|(m, s)| {
+                        m == member && (matches!(s, Shape::Nested(_)) || s.is_active())
+                    });
+                    let msg = match nested {
+                        true => format!("phidiff cannot hold field `{}` of a struct literal yet: a struct literal's fields holding structs are not split (those of a struct parameter are); keep the inner struct in a local of its own", member_text(member)),
+                        false => format!("phidiff cannot hold field `{}` of a struct literal: the derivative code keeps a struct's floats, integers and float buffers", member_text(member)),
+                    };
+                    self.error(f, msg);
                 }
                 continue;
             };
@@ -402,6 +508,7 @@ impl Rewriter<'_> {
                 parts,
                 all,
                 struct_name: layout.ident.to_string(),
+                at: Vec::new(),
             },
         );
         Some(stmts)
@@ -473,9 +580,8 @@ impl Rewriter<'_> {
             Expr::Reference(r) => (name_of(&r.expr)?, Borrow::Shared),
             other => (name_of(other)?, Borrow::None),
         };
-        let (form, parts, seq) = match self.roots.get(&name.to_string())? {
-            Root::Struct { form, parts, .. } => (*form, parts, false),
-            Root::Seq { form, parts, .. } => (*form, parts, true),
+        let (form, parts) = match self.roots.get(&name.to_string())? {
+            Root::Struct { form, parts, .. } | Root::Seq { form, parts, .. } => (*form, parts),
             Root::Elem { .. } => return None,
         };
         // The callee holds each field as its split parameter of the argument's type does.
@@ -484,10 +590,7 @@ impl Rewriter<'_> {
             Borrow::Shared => Form::Ref,
             Borrow::Mut => Form::Mut,
         };
-        let held = |form: Form, p: &Part| match seq {
-            true => form != Form::Value,
-            false => p.by_reference(form),
-        };
+        let held = |form: Form, p: &Part| p.by_reference(form);
         let span = arg.span();
         Some(
             parts
@@ -495,10 +598,10 @@ impl Rewriter<'_> {
                 .map(|p| {
                     let id = Ident::new(&p.ident.to_string(), span);
                     let tokens = match (held(form, p), held(callee, p)) {
-                        _ if !seq && p.one_element(form) && p.one_element(callee) => {
+                        _ if p.one_element(form) && p.one_element(callee) => {
                             quote_spanned!(span=> #id)
                         }
-                        _ if !seq && p.one_element(form) => quote_spanned!(span=> #id[0]),
+                        _ if p.one_element(form) => quote_spanned!(span=> #id[0]),
                         (true, false) => quote_spanned!(span=> (*#id)),
                         (false, false) => quote_spanned!(span=> #id),
                         (true, true) if form == Form::Mut && callee == Form::Ref => {
@@ -598,7 +701,10 @@ impl Rewriter<'_> {
     }
 
     fn whole_use(&mut self, name: &Ident) {
-        let msg = match self.roots.get(&name.to_string()) {
+        let (key, span) = (name.to_string(), name.span());
+        // `p__inner`, the root of `p.inner`, as written.
+        let name = key.replace("__", ".");
+        let msg = match self.roots.get(&key) {
             Some(Root::Seq { .. }) => format!(
                 "phidiff cannot differentiate this use of the slice of structs `{name}` yet: index it (`{name}[i].field`), take its `len()`, or walk it with `for b in {name}.iter()` / `.iter_mut()` / `.iter().enumerate()` / `.iter().zip(ys.iter_mut())`"
             ),
@@ -609,7 +715,7 @@ impl Rewriter<'_> {
                 "phidiff cannot differentiate a use of the struct `{name}` as a whole here yet (copying, matching or returning it): use its fields (`{name}.field`); passing it to a function or method with `#[differentiate]` works"
             ),
         };
-        self.errors.push(syn::Error::new(name.span(), msg));
+        self.errors.push(syn::Error::new(span, msg));
     }
 }
 
@@ -619,8 +725,8 @@ impl VisitMut for Rewriter<'_> {
         let mut stmts = Vec::new();
         for mut s in std::mem::take(&mut b.stmts) {
             if let syn::Stmt::Local(l) = &s {
-                if let Some(bind) = self.element_binding(l) {
-                    stmts.push(bind);
+                if let Some(binds) = self.element_binding(l) {
+                    stmts.extend(binds);
                     continue;
                 }
                 if let Some(binds) = self.struct_pattern(l) {

@@ -230,8 +230,8 @@ impl Wrapper<'_> {
         let mut out = quote!();
         for (i, part) in parts.iter().enumerate() {
             let is_vec = matches!(part.shape, super::shape::Shape::Seq { vec: true, .. });
-            if self.inner.params[start + i].active && is_vec {
-                let m = &part.member;
+            if self.inner.params[start + i].active && is_vec && part.seq_at.is_none() {
+                let m = part.path();
                 let (label, dlabel) = (
                     format!("{name}.{}", m.to_token_stream()),
                     format!("{}.{}", d.to_string().replace(' ', ""), m.to_token_stream()),
@@ -247,6 +247,7 @@ impl Wrapper<'_> {
     /// after it; the derivative `d` (a shadow or tangent of the same shape, where the
     /// exploded function takes one: `takes(j)` for its parameter `j`) likewise, and always
     /// back after it.
+    #[allow(clippy::too_many_arguments)]
     fn seq_copies(
         &self,
         k: usize,
@@ -269,41 +270,49 @@ impl Wrapper<'_> {
             let (label, dlabel) = (name.to_string(), d.to_string());
             pre.extend(quote!(#rt::__private::check_len(#label, #dlabel, #name.len(), #d.len());));
         }
-        let pass = |v: &Ident| match form {
-            Form::Ref => quote!(&#v),
-            Form::Mut => quote!(&mut #v),
-            Form::Value => quote!(#v),
-        };
         for (i, part) in parts.iter().enumerate() {
-            let (m, fty) = (&part.member, &part.field_ty);
-            let c = format_ident!("__c_{}_{}", name, super::explode::member_text(m));
-            pre.extend(quote! {
-                let mut #c: Vec<#fty> = #name.iter().map(|__e| ::core::clone::Clone::clone(&__e.#m)).collect();
-            });
-            args.push(pass(&c));
-            if *form == Form::Mut {
-                post.extend(quote! {
-                    for (__e, __v) in #name.iter_mut().zip(#c) { __e.#m = __v; }
-                });
-            }
-            let Some(d) = d.filter(|_| takes(start + i)) else {
-                continue;
+            let d = d.filter(|_| takes(start + i)).map(|d| quote!(#d));
+            let copy = SeqCopy {
+                base: quote!(#name),
+                d,
+                elem: part.path(),
             };
-            let dc = format_ident!("__d_{}_{}", name, super::explode::member_text(m));
-            pre.extend(quote! {
-                let mut #dc: Vec<#fty> = #d.iter().map(|__e| ::core::clone::Clone::clone(&__e.#m)).collect();
-            });
-            // A shadow is `&mut` and goes back; a tangent is passed like its primal.
-            args.push(match shadow {
-                true => quote!(&mut #dc),
-                false => pass(&dc),
-            });
-            if shadow || *form == Form::Mut {
-                post.extend(quote! {
-                    for (__e, __v) in #d.iter_mut().zip(#dc) { __e.#m = __v; }
-                });
-            }
+            copy.emit(part, *form, shadow, pre, args, post);
         }
+    }
+
+    /// A field of the structs in a `Vec` field of struct parameter `name` (`m.layers`):
+    /// copied out like a field of a slice of structs, its lengths checked where the
+    /// derivative `d` (`dm`) takes it.
+    #[allow(clippy::too_many_arguments)]
+    fn seq_field_copies(
+        &self,
+        name: &Ident,
+        form: Form,
+        part: &super::explode::Part,
+        d: Option<&TokenStream>,
+        shadow: bool,
+        pre: &mut TokenStream,
+        args: &mut Vec<TokenStream>,
+        post: &mut TokenStream,
+    ) {
+        let (outer, elem) = part.seq_path().expect("a field of a `Vec` of structs");
+        let rt = self.krate;
+        if let Some(d) = d {
+            let label = format!("{name}.{}", outer.to_string().replace(' ', ""));
+            let dlabel = format!(
+                "{}.{}",
+                d.to_string().replace(' ', ""),
+                outer.to_string().replace(' ', "")
+            );
+            pre.extend(quote!(#rt::__private::check_len(#label, #dlabel, #name.#outer.len(), #d.#outer.len());));
+        }
+        let copy = SeqCopy {
+            base: quote!(#name.#outer),
+            d: d.map(|d| quote!(#d.#outer)),
+            elem,
+        };
+        copy.emit(part, form, shadow, pre, args, post);
     }
 
     /// The call of the exploded function's derivative `inner_name` with `args`, its results
@@ -322,7 +331,7 @@ impl Wrapper<'_> {
 
     /// The argument passing field `part` of struct parameter `name` to the exploded function.
     fn field_arg(name: &Ident, form: Form, part: &super::explode::Part) -> TokenStream {
-        let m = &part.member;
+        let m = part.path();
         if part.one_element(form) {
             return quote!(::core::slice::from_mut(&mut #name.#m));
         }
@@ -422,8 +431,15 @@ impl Wrapper<'_> {
                     };
                     for (i, part) in parts.iter().enumerate() {
                         let j = index[k] + i;
+                        if part.seq_at.is_some() {
+                            let d = has_shadow(j).then_some(&d);
+                            self.seq_field_copies(
+                                name, *form, part, d, true, &mut pre, &mut args, &mut post,
+                            );
+                            continue;
+                        }
                         args.push(Self::field_arg(name, *form, part));
-                        let m = &part.member;
+                        let m = part.path();
                         if has_shadow(j) {
                             args.push(match part.one_element(*form) {
                                 true => quote!(::core::slice::from_mut(&mut #d.#m)),
@@ -478,6 +494,9 @@ impl Wrapper<'_> {
         } else {
             self.params.iter().find_map(|p| match p {
                 Param::Struct { seq: true, .. } => Some("slices of structs"),
+                Param::Struct { parts, .. } if parts.iter().any(|q| q.seq_at.is_some()) => {
+                    Some("structs holding `Vec`s of structs")
+                }
                 Param::Struct {
                     form: Form::Value, ..
                 } => Some("structs by value"),
@@ -584,7 +603,7 @@ impl Wrapper<'_> {
                     for (i, part) in parts.iter().enumerate() {
                         let j = index[k] + i;
                         args.push(Self::field_arg(sname, *form, part));
-                        let m = &part.member;
+                        let m = part.path();
                         if has_shadow(j) {
                             args.push(match part.one_element(*form) {
                                 true => quote!([#(::core::slice::from_mut(&mut #ls.#m)),*]),
@@ -670,8 +689,23 @@ impl Wrapper<'_> {
                         pre.extend(self.field_checks(k, &quote!(#d)));
                     }
                     for (i, part) in parts.iter().enumerate() {
+                        let active = self.inner.params[index[k] + i].active;
+                        if part.seq_at.is_some() {
+                            let d = active.then(|| quote!(#d));
+                            self.seq_field_copies(
+                                name,
+                                *form,
+                                part,
+                                d.as_ref(),
+                                false,
+                                &mut pre,
+                                &mut args,
+                                &mut post,
+                            );
+                            continue;
+                        }
                         args.push(Self::field_arg(name, *form, part));
-                        if self.inner.params[index[k] + i].active {
+                        if active {
                             args.push(Self::field_arg(&d, *form, part));
                         }
                     }
@@ -891,5 +925,62 @@ impl Wrapper<'_> {
         };
         let (ret, body) = self.result(vec![(quote!((#rty, #gt)), quote!((__value, #g)))], body);
         self.wrap(name, params, ret, body)
+    }
+}
+
+/// One field of a sequence of structs passed as a buffer of its own: the sequence `base`
+/// (`bodies`, `m.layers`), its derivative `d` where the exploded function takes one, and
+/// the field's place in an element (`pos`, `gate.b`).
+struct SeqCopy {
+    base: TokenStream,
+    d: Option<TokenStream>,
+    elem: TokenStream,
+}
+
+impl SeqCopy {
+    /// The copies out before the call (`__c_..`, `__d_..`), the arguments, and the copies
+    /// back after it (for `&mut`, and always for a shadow).
+    fn emit(
+        &self,
+        part: &super::explode::Part,
+        form: Form,
+        shadow: bool,
+        pre: &mut TokenStream,
+        args: &mut Vec<TokenStream>,
+        post: &mut TokenStream,
+    ) {
+        let (base, m, fty) = (&self.base, &self.elem, &part.field_ty);
+        let pass = |v: &Ident| match form {
+            Form::Ref => quote!(&#v),
+            Form::Mut => quote!(&mut #v),
+            Form::Value => quote!(#v),
+        };
+        let c = format_ident!("__c_{}", part.ident);
+        pre.extend(quote! {
+            let mut #c: Vec<#fty> = #base.iter().map(|__e| ::core::clone::Clone::clone(&__e.#m)).collect();
+        });
+        args.push(pass(&c));
+        if form == Form::Mut {
+            post.extend(quote! {
+                for (__e, __v) in #base.iter_mut().zip(#c) { __e.#m = __v; }
+            });
+        }
+        let Some(d) = &self.d else {
+            return;
+        };
+        let dc = format_ident!("__d_{}", part.ident);
+        pre.extend(quote! {
+            let mut #dc: Vec<#fty> = #d.iter().map(|__e| ::core::clone::Clone::clone(&__e.#m)).collect();
+        });
+        // A shadow is `&mut` and goes back; a tangent is passed like its primal.
+        args.push(match shadow {
+            true => quote!(&mut #dc),
+            false => pass(&dc),
+        });
+        if shadow || form == Form::Mut {
+            post.extend(quote! {
+                for (__e, __v) in #d.iter_mut().zip(#dc) { __e.#m = __v; }
+            });
+        }
     }
 }

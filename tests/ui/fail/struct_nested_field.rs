@@ -11,10 +11,12 @@ pub struct Outer {
     pub inner: Inner,
 }
 
-// Fields of a struct inside a struct are not split yet.
+// Fields of a struct inside a struct parameter are split (`p.inner.x`); inside a struct
+// literal they are not yet.
 #[differentiate(forward, reverse)]
 fn f(p: &Outer, a: f64) -> f64 {
-    p.scale * p.inner.x * a
+    let q = Outer { scale: a, inner: Inner { x: a } };
+    p.scale * p.inner.x * q.inner.x
 }
 
 fn main() {}

@@ -279,8 +279,10 @@ impl Rewriter<'_> {
     }
 
     /// `let b = &xs[i];` (or `&mut xs[i]`) of a slice of structs: `b` names that element
-    /// for the rest of the block; the statement binds the index once.
-    pub(super) fn element_binding(&mut self, local: &syn::Local) -> Option<syn::Stmt> {
+    /// for the rest of the block; the statement binds the index once. Likewise a struct
+    /// inside an element (`let s = &b.state;`, `&xs[i].state`), and a struct inside a
+    /// struct parameter (`let o = &m.origin;`, which names the root of its fields).
+    pub(super) fn element_binding(&mut self, local: &syn::Local) -> Option<Vec<syn::Stmt>> {
         let syn::Pat::Ident(p) = &local.pat else {
             return None;
         };
@@ -288,6 +290,51 @@ impl Rewriter<'_> {
         let Expr::Reference(r) = &*init.expr else {
             return None;
         };
+        if local.init.as_ref().is_some_and(|i| i.diverge.is_some()) {
+            return None;
+        }
+        // `&m__origin` (the root of `m.origin`, see `Nest`): another name for it.
+        if let Some(n) = name_of(&r.expr) {
+            let key = n.to_string();
+            if key.contains("__") {
+                if let Some(root @ (Root::Struct { .. } | Root::Seq { .. })) =
+                    self.roots.get(&key).cloned()
+                {
+                    self.roots.insert(p.ident.to_string(), root);
+                    return Some(Vec::new());
+                }
+            }
+        }
+        // `&b.state` / `&xs[i].state`: an element of the buffers of the nested struct.
+        if let Expr::Field(f) = &*r.expr {
+            let (seq, index) = match &*f.base {
+                Expr::Index(ix) => {
+                    let seq = name_of(&ix.expr)?;
+                    self.len_of(&seq)?;
+                    let mut index = (*ix.index).clone();
+                    self.visit_expr_mut(&mut index);
+                    (seq.to_string(), index)
+                }
+                other => match self.roots.get(&name_of(other)?.to_string())? {
+                    Root::Elem { seq, index } => (seq.clone(), index.clone()),
+                    _ => return None,
+                },
+            };
+            let below = format!("{seq}__{}", super::member_text(&f.member));
+            if !matches!(self.roots.get(&below), Some(Root::Seq { .. })) {
+                return None;
+            }
+            let k = format_ident!("__k_{}_{}", p.ident, self.fresh);
+            self.fresh += 1;
+            self.roots.insert(
+                p.ident.to_string(),
+                Root::Elem {
+                    seq: below,
+                    index: syn::parse_quote!(#k),
+                },
+            );
+            return Some(vec![syn::parse_quote!(let #k = #index;)]);
+        }
         let Expr::Index(ix) = &*r.expr else {
             return None;
         };
@@ -304,6 +351,6 @@ impl Rewriter<'_> {
                 index: syn::parse_quote!(#k),
             },
         );
-        Some(syn::parse_quote!(let #k = #index;))
+        Some(vec![syn::parse_quote!(let #k = #index;)])
     }
 }
