@@ -30,7 +30,11 @@
 //! as are scratch slots and two-dimensional buffers (the tapes of loops nested in
 //! parallel loops among them), except, in serial code, a row whose index is fixed for
 //! the loop (`m[i][t]` in `for t`, as `row.iter().zip(x)` over a row view gives):
-//! `&m[i][lo..hi]`, one window per row read, one row at most for a buffer written. A one-dimensional tape is windowed like a buffer: a loop over a plain range
+//! `&m[i][lo..hi]`, one window per row read, one row at most for a buffer written (the row
+//! index a value from outside the loop, or a cell the loop reads and does not set). A loop
+//! that reaches a two-dimensional buffer only at one such row, also in its inner loops or
+//! at several offsets, binds the row once before it (a row view, `let _rv = &mut m[i][..];`)
+//! and indexes the view, as do the windows of its inner loops. A one-dimensional tape is windowed like a buffer: a loop over a plain range
 //! saves iteration `t` at `k₀ + (t − s)` and its reverse reads slot `base + t`
 //! (`derivative::reverse`), after the tape was sized for the loop.
 
@@ -107,12 +111,20 @@ impl Affine {
     }
 }
 
+/// The row of a two-dimensional buffer fixed for a loop: a value defined outside it, or a
+/// cell the loop reads but does not set (each read of it a value of its own).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Row {
+    Value(Value),
+    Cell(Cell),
+}
+
 /// One window, declared before its loop.
 pub struct Decl {
     pub name: Ident,
     buf: Buf,
     /// The row of a two-dimensional buffer the window is part of (fixed for the loop).
-    row: Option<Value>,
+    row: Option<Row>,
     mutable: bool,
     /// The index at `t = 0` (without `t`).
     base: Affine,
@@ -121,6 +133,22 @@ pub struct Decl {
     /// Some access reads the index off a loop-carried counter, so the loop index itself
     /// may be of another integer type than `usize`: its range is converted.
     cast: bool,
+    /// The row view of an enclosing loop the window is sliced from (instead of `m[i]`).
+    view: Option<Ident>,
+}
+
+/// A row of a two-dimensional buffer bound once before a loop that reaches no other row of
+/// it (`let _rv = &mut m[i][..];`): the accesses inside the loop and the windows of its
+/// inner loops index the view, so the row's pointer is neither bounds-checked nor reloaded
+/// at each of them (a store through one row may, for all the compiler knows, have changed
+/// the outer buffer's row pointers).
+pub struct RowView {
+    name: Ident,
+    buf: Buf,
+    row: Row,
+    mutable: bool,
+    start: Value,
+    end: Value,
 }
 
 /// An access through a window: `name[t - start]`.
@@ -137,6 +165,10 @@ pub struct Windows {
     pub before: HashMap<Inst, Vec<Decl>>,
     /// The accesses that go through a window.
     pub access: HashMap<Inst, Access>,
+    /// The row views bound before each loop.
+    pub views: HashMap<Inst, Vec<RowView>>,
+    /// The accesses that index a row view: `view[col]`.
+    pub via_view: HashMap<Inst, Ident>,
     /// The expressions of the [`Term::Inner`] parts of the bases.
     inner: HashMap<String, Expr>,
 }
@@ -159,13 +191,21 @@ impl Windows {
         let mut out = Vec::new();
         for d in self.before.values().flatten() {
             out.extend([d.start, d.end]);
-            out.extend(d.row);
+            if let Some(Row::Value(r)) = d.row {
+                out.push(r);
+            }
             for t in d.base.terms.keys() {
                 match t {
                     Term::Value(v) => out.push(*v),
                     Term::Inner(key) => leaves(&self.inner[key], &mut out),
                     Term::Cell(_) => {}
                 }
+            }
+        }
+        for v in self.views.values().flatten() {
+            out.extend([v.start, v.end]);
+            if let Row::Value(r) = v.row {
+                out.push(r);
             }
         }
         out.extend(self.access.values().map(|a| a.start));
@@ -177,6 +217,18 @@ impl Windows {
 pub fn plan(f: &Function) -> Windows {
     let mut w = Windows::default();
     visit(f, f.body, &mut w, None);
+    // The windows of inner loops on a row an enclosing loop views are sliced from the view.
+    let mut from_view: HashMap<Ident, Ident> = HashMap::new();
+    for (i, a) in &w.access {
+        if let Some(v) = w.via_view.get(i) {
+            from_view.insert(a.name.clone(), v.clone());
+        }
+    }
+    for d in w.before.values_mut().flatten() {
+        if d.row.is_some() {
+            d.view = from_view.get(&d.name).cloned();
+        }
+    }
     w
 }
 
@@ -265,7 +317,7 @@ fn plan_loop(f: &Function, l: Inst, w: &mut Windows, shared: Option<&HashSet<Buf
     // Per buffer (and row of a 2-D one): the candidate accesses with their `base` (and
     // whether it came through a counter); the buffers written in the loop; those accessed
     // in any other way.
-    let mut cands: BTreeMap<(Buf, Option<Value>), Vec<(Inst, Affine, bool)>> = BTreeMap::new();
+    let mut cands: BTreeMap<(Buf, Option<Row>), Vec<(Inst, Affine, bool)>> = BTreeMap::new();
     let mut written: HashSet<Buf> = HashSet::new();
     let mut other: HashSet<Buf> = HashSet::new();
     // The lanes of an interleaved group are one buffer here: one window serves them all.
@@ -295,13 +347,13 @@ fn plan_loop(f: &Function, l: Inst, w: &mut Windows, shared: Option<&HashSet<Buf
         let row = (data.rank == 2
             && idx.len() == 2
             && shared.is_none()
-            && cx.invariant(idx[0])
             && matches!(
                 data.kind,
                 BufKind::Param(_) | BufKind::Local | BufKind::Shadow
             )
             && !f.interleaved.contains_key(&buf))
-        .then(|| idx[0]);
+        .then(|| cx.row(idx[0]))
+        .flatten();
         let eligible = top.contains(&i)
             && ((idx.len() == 1 && data.rank == 1) || row.is_some())
             && matches!(
@@ -377,8 +429,95 @@ fn plan_loop(f: &Function, l: Inst, w: &mut Windows, shared: Option<&HashSet<Buf
                 start: range.start,
                 end: range.end,
                 cast,
+                view: None,
             });
         }
+    }
+    if shared.is_none() {
+        plan_views(f, l, &cx, w, range.start, range.end);
+    }
+}
+
+/// The row views of loop `l`: each two-dimensional buffer that every instruction inside
+/// the loop (inner loops included) reaches only by loads and stores of one row fixed for
+/// the loop, unless the loop windows it itself or an enclosing loop already views it.
+fn plan_views(f: &Function, l: Inst, cx: &Cx, w: &mut Windows, start: Value, end: Value) {
+    let windowed: HashSet<Buf> = w
+        .before
+        .get(&l)
+        .into_iter()
+        .flatten()
+        .map(|d| d.buf)
+        .collect();
+    let mut rows: BTreeMap<Buf, Option<Row>> = BTreeMap::new();
+    let mut blocked: HashSet<Buf> = HashSet::new();
+    let mut accesses: Vec<(Inst, Buf)> = Vec::new();
+    let mut written: HashSet<Buf> = HashSet::new();
+    let InstKind::For { body, .. } = &f.inst(l).kind else {
+        return;
+    };
+    // Checkpointing closures and parallel bodies hold their buffers their own way.
+    let mut apart = false;
+    f.walk(*body, &mut |i| {
+        apart |= is_checkpoint(f, i) || f.parallel.contains_key(&i);
+    });
+    if apart {
+        return;
+    }
+    f.walk(*body, &mut |i| {
+        let (buf, idx, writes) = match &f.inst(i).kind {
+            InstKind::Load(b, idx) => (*b, idx, false),
+            InstKind::Store(b, idx, _) | InstKind::StoreAdd(b, idx, _) => (*b, idx, true),
+            _ => {
+                blocked.extend(crate::derivative::reverse::touched(f, i));
+                return;
+            }
+        };
+        let data = f.buf(buf);
+        let row = (data.rank == 2
+            && idx.len() == 2
+            && matches!(
+                data.kind,
+                BufKind::Param(_) | BufKind::Local | BufKind::Shadow
+            )
+            && !f.interleaved.contains_key(&buf)
+            && !f.scatter.contains_key(&i))
+        .then(|| cx.row(idx[0]))
+        .flatten();
+        let Some(row) = row else {
+            blocked.insert(buf);
+            return;
+        };
+        if rows.entry(buf).or_insert(Some(row)) != &Some(row) {
+            blocked.insert(buf);
+        }
+        if writes {
+            written.insert(buf);
+        }
+        accesses.push((i, buf));
+    });
+    for (buf, row) in rows {
+        let Some(row) = row else { continue };
+        let covered = accesses
+            .iter()
+            .any(|(i, b)| *b == buf && w.via_view.contains_key(i));
+        if blocked.contains(&buf) || windowed.contains(&buf) || covered {
+            continue;
+        }
+        let name = format_ident!("_rv_{}_{}", f.buf(buf).name, l.0);
+        for (i, b) in &accesses {
+            if *b == buf {
+                w.via_view.insert(*i, name.clone());
+            }
+        }
+        w.views.entry(l).or_default().push(RowView {
+            name,
+            buf,
+            row,
+            mutable: written.contains(&buf),
+            start,
+            end,
+        });
     }
 }
 
@@ -400,6 +539,20 @@ struct Cx<'a> {
 }
 
 impl Cx<'_> {
+    /// `v` as the fixed row of a two-dimensional access, if it is fixed for the loop.
+    fn row(&self, v: Value) -> Option<Row> {
+        if self.invariant(v) {
+            return Some(Row::Value(v));
+        }
+        match self.f.value(v).def {
+            ValueDef::Result(i, 0) => match self.f.inst(i).kind {
+                InstKind::CellGet(c) if !self.set_cells.contains(&c) => Some(Row::Cell(c)),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     fn invariant(&self, v: Value) -> bool {
         match self.f.value(v).def {
             ValueDef::Result(i, _) => !self.inside.contains(&i),
@@ -534,10 +687,28 @@ impl super::Ctx<'_> {
     /// when the loop does not run). Where the index was read off a counter, `base` holds
     /// `−s` and the loop index may not be a `usize`: `&buf[lo..lo + (e − s) as usize]`.
     pub(super) fn window_decls(&self, l: Inst) -> TokenStream {
-        let Some(decls) = self.windows.before.get(&l) else {
-            return quote!();
-        };
         let mut out = quote!();
+        for v in self.windows.views.get(&l).into_iter().flatten() {
+            let (n, name) = (self.buf(v.buf), &v.name);
+            let (s, e) = (self.val(v.start), self.val(v.end));
+            let r = match v.row {
+                Row::Value(r) => self.val(r),
+                Row::Cell(c) => {
+                    let c = self.cell(c);
+                    quote!(#c)
+                }
+            };
+            // An empty view when the loop does not run (the row itself may not exist then).
+            out.extend(match v.mutable {
+                true => {
+                    quote!(let #name: &mut [_] = if #e > #s { &mut #n[#r][..] } else { &mut [] };)
+                }
+                false => quote!(let #name: &[_] = if #e > #s { &#n[#r][..] } else { &[] };),
+            });
+        }
+        let Some(decls) = self.windows.before.get(&l) else {
+            return out;
+        };
         for d in decls {
             let n = self.buf(d.buf);
             let (s, e) = (self.val(d.start), self.val(d.end));
@@ -550,12 +721,17 @@ impl super::Ctx<'_> {
             let name = &d.name;
             // A row's window: an empty one when the loop does not run (the row itself may
             // not exist then).
-            let n = match d.row {
-                Some(r) => {
+            let n = match (&d.view, d.row) {
+                (Some(v), _) => quote!(#v),
+                (None, Some(Row::Value(r))) => {
                     let r = self.val(r);
                     quote!(#n[#r])
                 }
-                None => quote!(#n),
+                (None, Some(Row::Cell(c))) => {
+                    let c = self.cell(c);
+                    quote!(#n[#c])
+                }
+                (None, None) => quote!(#n),
             };
             out.extend(match (d.mutable, d.row.is_some()) {
                 (true, false) => {
@@ -577,7 +753,18 @@ impl super::Ctx<'_> {
 
     /// The window access replacing `buf[idx]` in instruction `i`, if it has one.
     pub(super) fn window_index(&self, i: Inst) -> Option<TokenStream> {
-        let a = self.windows.access.get(&i)?;
+        let Some(a) = self.windows.access.get(&i) else {
+            // An access of a row view: `view[col]`.
+            let v = self.windows.via_view.get(&i)?;
+            let (InstKind::Load(_, idx)
+            | InstKind::Store(_, idx, _)
+            | InstKind::StoreAdd(_, idx, _)) = &self.f.inst(i).kind
+            else {
+                return None;
+            };
+            let col = self.val(idx[1]);
+            return Some(quote!(#v[#col]));
+        };
         let name = &a.name;
         let t = self.val(a.index);
         let s = (int_const(self.f, a.start) != Some(0)).then(|| self.val(a.start));
@@ -757,5 +944,68 @@ mod tests {
         });
         assert_eq!(windowed(&fwd, "x").1, 0, "a read inside a branch");
         assert_eq!(windowed(&fwd, "w").1, 0, "one loop, two mutable windows");
+    }
+
+    /// The accesses to `name` that index a row view (directly or through a window sliced
+    /// from one), and all of them.
+    fn viewed(f: &Function, name: &str) -> (usize, usize) {
+        let plan = plan(f);
+        let from_view: HashSet<&Ident> = plan
+            .before
+            .values()
+            .flatten()
+            .filter(|d| d.view.is_some())
+            .map(|d| &d.name)
+            .collect();
+        let (mut all, mut through) = (0, 0);
+        f.walk(f.body, &mut |i| {
+            if let InstKind::Load(b, _) | InstKind::Store(b, ..) | InstKind::StoreAdd(b, ..) =
+                f.inst(i).kind
+            {
+                if f.buf(b).name == name {
+                    all += 1;
+                    let windowed = plan
+                        .access
+                        .get(&i)
+                        .is_some_and(|a| from_view.contains(&a.name));
+                    through += usize::from(plan.via_view.contains_key(&i) || windowed);
+                }
+            }
+        });
+        (all, through)
+    }
+
+    #[test]
+    fn rows_fixed_for_a_loop_are_bound_once() {
+        // A row read in a nested loop (`m[i]` across `for c`, windowed in `for r`), and a row
+        // of the adjoint written at several offsets in one loop (`dg[i][j]`, `dg[i][n + j]`).
+        let [fwd, rev] = programs(quote! {
+            fn f(m: &[Vec<f64>], g: &[Vec<f64>], x: &[f64], n: usize) -> f64 {
+                let mut s = 0.0;
+                for i in 0..m.len() {
+                    for c in 0..n {
+                        for r in c..n {
+                            s += m[i][r] * x[c];
+                        }
+                    }
+                    for j in 0..n {
+                        s += (g[i][j] * x[j]).sin() + g[i][n + j] * x[j];
+                    }
+                }
+                s
+            }
+        });
+        for (f, what) in [(&fwd, "forward"), (&rev, "reverse")] {
+            let (all, through) = viewed(f, "m");
+            assert!(
+                all > 0 && through == all,
+                "{what}: {through} of {all} accesses of `m`"
+            );
+        }
+        let (all, through) = viewed(&rev, "dg");
+        assert!(
+            all > 0 && through == all,
+            "{through} of {all} adds into `dg`"
+        );
     }
 }
