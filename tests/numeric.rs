@@ -352,6 +352,13 @@ numeric_tests! {
         nested_in_rayon_closures,
         nested_by_value_and_in_slices,
     ],
+    /// Issue 47: several results (tuples, structs) taken apart by the caller.
+    idiomatic_results: [
+        tuple_results_taken_apart,
+        generic_results_taken_apart,
+        struct_results_taken_apart,
+        results_in_loops,
+    ],
     /// Issue 46: functions mixing `f32` and `f64`.
     idiomatic_floats: [
         f32_data_f64_arithmetic,

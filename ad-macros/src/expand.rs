@@ -85,7 +85,9 @@ pub fn expand_fn(
     let misplaced = checkpoint::strip(&mut primal);
     // A function reading the fields of structs first asks for their layouts.
     let needed = crate::aggregate::needed(&item_fn, imp, source.map(|s| s.text));
-    if needed.is_empty() && (imp.is_some() || crate::aggregate::has_tuples(&item_fn)) {
+    if needed.is_empty()
+        && (imp.is_some() || crate::aggregate::has_tuples(&item_fn, source.map(|s| s.text)))
+    {
         // Tuples (and a method of a struct whose fields are not read) need no layout.
         let derivatives = syn::parse2::<Options>(args.clone()).and_then(|opts| {
             crate::aggregate::derivatives(opts, &item_fn, &Default::default(), imp, source)

@@ -303,6 +303,8 @@ pub fn explode(
     item: &syn::ItemFn,
     layouts: &HashMap<String, syn::ItemStruct>,
     self_ty: Option<&Type>,
+    returns: &HashMap<String, super::returned::Returned>,
+    zero: &TokenStream,
 ) -> syn::Result<Exploded> {
     let mut params = Vec::new();
     let mut roots = HashMap::new();
@@ -463,13 +465,15 @@ pub fn explode(
         });
     }
     let mut block = (*item.block).clone();
+    let taken_apart = super::returned::take_apart(&mut block, returns, layouts, zero)?;
     crate::desugar::tuples::desugar(&mut block);
     let result = struct_result(item, layouts, self_ty)?;
     if let Some(r) = &result {
         // Before the fields are split, so the values written are rewritten with the body.
         super::outputs::write_struct_outputs(&mut block, r)?;
     }
-    let calls = super::rewrite::rewrite(&mut block, roots, layouts)?;
+    let mut calls = super::rewrite::rewrite(&mut block, roots, layouts)?;
+    calls.extend(taken_apart);
     let outputs: Vec<Type> = match (&result, &item.sig.output) {
         (Some(r), _) => r.fields.iter().map(|f| f.elem.clone()).collect(),
         (None, syn::ReturnType::Type(_, t)) => match crate::parse::signature::ungroup(t) {
@@ -585,6 +589,16 @@ impl Site<'_> {
                 (true, Form::Value, _) => syn::parse_quote!(Vec<#fty>),
                 (false, _, _) if !by_reference(self.form, shape) => fty.clone(),
                 (false, Form::Mut, Shape::Float) => syn::parse_quote!(& #lifetime mut [#fty]),
+                // An array of floats as a slice: a caller may pass the field of a struct
+                // it built (a buffer of its own), and a borrowed array coerces.
+                (false, Form::Mut, _) if float_array(shape, fty).is_some() => {
+                    let e = float_array(shape, fty);
+                    syn::parse_quote!(& #lifetime mut [#e])
+                }
+                (false, _, _) if float_array(shape, fty).is_some() => {
+                    let e = float_array(shape, fty);
+                    syn::parse_quote!(& #lifetime [#e])
+                }
                 (false, Form::Mut, _) => syn::parse_quote!(& #lifetime mut #fty),
                 (false, _, _) => syn::parse_quote!(& #lifetime #fty),
             };
@@ -662,6 +676,16 @@ impl Site<'_> {
         };
         roots.insert(prefix.to_string(), root);
         Ok(parts)
+    }
+}
+
+/// The element type of a field that is an array of floats (`[T; 3]`).
+fn float_array<'t>(shape: &Shape, ty: &'t Type) -> Option<&'t Type> {
+    match (shape, crate::parse::signature::ungroup(ty)) {
+        (Shape::Seq { vec: false, elem }, Type::Array(a)) if **elem == Shape::Float => {
+            Some(&a.elem)
+        }
+        _ => None,
     }
 }
 

@@ -13,6 +13,7 @@
 pub mod derive;
 pub mod explode;
 mod outputs;
+pub mod returned;
 mod rewrite;
 pub mod shape;
 mod wrap;
@@ -129,6 +130,21 @@ pub fn needed(
             }
         }
     }
+    // The struct results of calls taken apart (`let n = stepped(&s, dt);`).
+    if let Some(text) = text {
+        let returns = returned::returned(text);
+        for (r, span) in returned::calls(&item.block, &returns) {
+            if let returned::Returned::Struct(p) = r {
+                let mut path = p.path.clone();
+                for s in path.segments.iter_mut() {
+                    s.arguments = syn::PathArguments::None;
+                }
+                if !out.iter().any(|(q, _)| q == &path) {
+                    out.push((path, span));
+                }
+            }
+        }
+    }
     // The types of struct literals in the body (`let b = Body { .. };`).
     for (p, span) in struct_literals(&item.block) {
         if !out.iter().any(|(q, _)| q == &p) && p.get_ident().is_none_or(|i| i != "Self") {
@@ -160,8 +176,13 @@ fn struct_literals(block: &syn::Block) -> Vec<(syn::Path, proc_macro2::Span)> {
     f.0
 }
 
-/// Whether the function takes or returns tuples (split like structs, without layouts).
-pub fn has_tuples(item: &syn::ItemFn) -> bool {
+/// Whether the function takes or returns tuples (split like structs, without layouts), or
+/// takes apart the several results of a call (`let (m, v) = stats(x);`).
+pub fn has_tuples(item: &syn::ItemFn, text: Option<&str>) -> bool {
+    let returns = text.map(returned::returned).unwrap_or_default();
+    if !returned::calls(&item.block, &returns).is_empty() {
+        return true;
+    }
     let tuple_param = item.sig.inputs.iter().any(|a| match a {
         syn::FnArg::Typed(pt) => explode::tuple_param(&pt.ty).is_some(),
         syn::FnArg::Receiver(_) => false,
@@ -419,7 +440,11 @@ pub fn derivatives(
             "phidiff: `cuda` element functions take slices and scalars, not structs",
         ));
     }
-    let mut exploded = explode::explode(item, layouts, imp.map(|i| &*i.self_ty))?;
+    let returns = source
+        .map(|s| returned::returned(s.text))
+        .unwrap_or_default();
+    let zero = returned::caller_zero(item, imp);
+    let mut exploded = explode::explode(item, layouts, imp.map(|i| &*i.self_ty), &returns, &zero)?;
     if let Some(e) = source.and_then(|s| unannotated_callees(&exploded.calls, s.text)) {
         return Err(e);
     }
@@ -908,7 +933,7 @@ fn defines_alias(text: &str, name: &str) -> bool {
     syn::parse_file(text).is_ok_and(|f| walk(&f.items, name))
 }
 
-fn derived_structs(text: &str) -> Vec<String> {
+pub(super) fn derived_structs(text: &str) -> Vec<String> {
     let Ok(file) = syn::parse_file(text) else {
         return Vec::new();
     };

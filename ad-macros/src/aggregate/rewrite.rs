@@ -626,8 +626,11 @@ impl Rewriter<'_> {
         }
         let mut path = f.path.clone();
         let last = path.segments.last_mut()?;
-        self.calls.push((last.ident.clone(), c.span()));
-        last.ident = format_ident!("__phidiff_{}", last.ident, span = last.ident.span());
+        // A call whose results are taken apart is already of the split function.
+        if !last.ident.to_string().starts_with("__phidiff_") {
+            self.calls.push((last.ident.clone(), c.span()));
+            last.ident = format_ident!("__phidiff_{}", last.ident, span = last.ident.span());
+        }
         let args = self.call_args(&c.args);
         Some(syn::parse_quote_spanned!(c.span()=> #path(#(#args),*)))
     }
@@ -667,8 +670,13 @@ impl Rewriter<'_> {
         };
         let mut args = self.struct_arg(&recv)?;
         args.extend(self.call_args(&m.args));
-        self.calls.push((m.method.clone(), m.span()));
-        let method = format_ident!("__phidiff_{}", m.method, span = m.method.span());
+        let method = match m.method.to_string().starts_with("__phidiff_") {
+            true => m.method.clone(),
+            false => {
+                self.calls.push((m.method.clone(), m.span()));
+                format_ident!("__phidiff_{}", m.method, span = m.method.span())
+            }
+        };
         let turbofish = &m.turbofish;
         Some(syn::parse_quote_spanned!(m.span()=> #path::#method #turbofish(#(#args),*)))
     }
