@@ -100,7 +100,7 @@ pub fn generic_results_taken_apart() {
     });
 }
 
-/// A state returned by value.
+/// A state returned by value, with an array field.
 #[derive(phidiff::Differentiable, Clone, Copy, Debug, PartialEq)]
 pub struct Phase {
     pub pos: [f64; 2],
@@ -115,31 +115,47 @@ pub fn stepped(s: &Phase, dt: f64) -> Phase {
     }
 }
 
-/// A struct result taken apart, and passed on to the next call.
+/// A struct result taken apart (its fields read), twice.
 #[differentiate(forward, reverse)]
 pub fn two_steps(s: &Phase, dt: f64) -> f64 {
     let a = stepped(s, dt);
-    let b = stepped(&a, dt);
-    b.pos[0] * b.pos[1] + b.energy * a.energy
+    let e = stepped(s, 2.0 * dt).energy;
+    a.pos[0] * a.pos[1] + a.energy * e
+}
+
+/// A pendulum's state (floats only).
+#[derive(phidiff::Differentiable, Clone, Copy, Debug, PartialEq)]
+pub struct Swing {
+    pub angle: f64,
+    pub speed: f64,
 }
 
 #[differentiate]
-impl Phase {
+impl Swing {
     #[differentiate(forward, reverse)]
     pub fn advanced(&self, dt: f64) -> Self {
-        Phase {
-            pos: [self.pos[0] + dt * self.pos[1], self.pos[1] * (1.0 - dt)],
-            energy: self.energy + dt * self.pos[0] * self.pos[0],
+        Swing {
+            angle: self.angle + dt * self.speed,
+            speed: self.speed - dt * self.angle.sin(),
         }
     }
 
-    /// A method taking apart another method's `Self` result.
+    /// A method taking apart another method's `Self` result and calling it on the result.
     #[differentiate(forward, reverse)]
     pub fn advanced_twice(&self, dt: f64) -> f64 {
         let a = self.advanced(dt);
         let b = a.advanced(dt);
-        b.energy * b.pos[1] + a.pos[0]
+        b.angle * b.speed + a.angle
     }
+}
+
+/// A struct result passed on to the next call.
+#[differentiate(forward, reverse)]
+pub fn three_swings(s: &Swing, dt: f64) -> f64 {
+    let a = s.advanced(dt);
+    let b = a.advanced(dt);
+    let c = b.advanced(dt);
+    c.angle + c.speed * b.speed
 }
 
 fn phase_from(x: &[f64]) -> Phase {
@@ -153,40 +169,78 @@ fn phase_flat(p: &Phase) -> Vec<f64> {
     vec![p.pos[0], p.pos[1], p.energy]
 }
 
-pub fn struct_results_taken_apart() {
-    let x = [0.4, -0.2, 1.5, 0.1];
-    type Value = fn(&Phase, f64) -> f64;
-    type Fwd = fn(&Phase, &Phase, f64, f64) -> (f64, f64);
-    type Rev = fn(&Phase, &mut Phase, f64, f64) -> (f64, f64);
-    let forms: [(&str, Value, Fwd, Rev); 2] = [
-        ("two_steps", two_steps, two_steps_fwd, two_steps_rev),
-        (
-            "Phase::advanced_twice",
-            |s, dt| s.advanced_twice(dt),
-            |s, ds, dt, ddt| s.advanced_twice_fwd(ds, dt, ddt),
-            |s, ds, dt, seed| s.advanced_twice_rev(ds, dt, seed),
-        ),
-    ];
-    for (name, value, fwd, rev) in forms {
-        check_fwd_rev(&Case {
-            name,
-            x: &x,
-            primal: &|x| vec![value(&phase_from(x), x[3])],
-            jvp: &|x, d| {
-                let (v, t) = fwd(&phase_from(x), &phase_from(d), x[3], d[3]);
-                (vec![v], vec![t])
-            },
-            vjp: &|x, w| {
-                let s = phase_from(x);
-                let mut ds = s.zero_like();
-                let (v, ddt) = rev(&s, &mut ds, x[3], w[0]);
-                let mut g = phase_flat(&ds);
-                g.push(ddt);
-                (vec![v], g)
-            },
-            tols: TOLS,
-        });
+fn swing_from(x: &[f64]) -> Swing {
+    Swing {
+        angle: x[0],
+        speed: x[1],
     }
+}
+
+fn swing_flat(s: &Swing) -> Vec<f64> {
+    vec![s.angle, s.speed]
+}
+
+/// FD and dot product of `value(s, dt)` over the flat state `x` (the state, then `dt`).
+#[allow(clippy::type_complexity)]
+fn check_state_fn<S: Differentiable>(
+    name: &str,
+    x: &[f64],
+    from: fn(&[f64]) -> S,
+    flat: fn(&S) -> Vec<f64>,
+    value: &dyn Fn(&S, f64) -> f64,
+    fwd: &dyn Fn(&S, &S, f64, f64) -> (f64, f64),
+    rev: &dyn Fn(&S, &mut S, f64, f64) -> (f64, f64),
+) {
+    let n = x.len() - 1;
+    check_fwd_rev(&Case {
+        name,
+        x,
+        primal: &|x| vec![value(&from(x), x[n])],
+        jvp: &|x, d| {
+            let (v, t) = fwd(&from(x), &from(d), x[n], d[n]);
+            (vec![v], vec![t])
+        },
+        vjp: &|x, w| {
+            let s = from(x);
+            let mut ds = s.zero_like();
+            let (v, ddt) = rev(&s, &mut ds, x[n], w[0]);
+            let mut g = flat(&ds);
+            g.push(ddt);
+            (vec![v], g)
+        },
+        tols: TOLS,
+    });
+}
+
+pub fn struct_results_taken_apart() {
+    check_state_fn(
+        "two_steps",
+        &[0.4, -0.2, 1.5, 0.1],
+        phase_from,
+        phase_flat,
+        &two_steps,
+        &two_steps_fwd,
+        &two_steps_rev,
+    );
+    let x = [0.7, -0.3, 0.2];
+    check_state_fn(
+        "Swing::advanced_twice",
+        &x,
+        swing_from,
+        swing_flat,
+        &|s, dt| s.advanced_twice(dt),
+        &|s, ds, dt, ddt| s.advanced_twice_fwd(ds, dt, ddt),
+        &|s, ds, dt, seed| s.advanced_twice_rev(ds, dt, seed),
+    );
+    check_state_fn(
+        "three_swings",
+        &x,
+        swing_from,
+        swing_flat,
+        &three_swings,
+        &three_swings_fwd,
+        &three_swings_rev,
+    );
 }
 
 /// A rotation by `a`, scaled.

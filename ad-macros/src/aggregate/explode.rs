@@ -589,16 +589,6 @@ impl Site<'_> {
                 (true, Form::Value, _) => syn::parse_quote!(Vec<#fty>),
                 (false, _, _) if !by_reference(self.form, shape) => fty.clone(),
                 (false, Form::Mut, Shape::Float) => syn::parse_quote!(& #lifetime mut [#fty]),
-                // An array of floats as a slice: a caller may pass the field of a struct
-                // it built (a buffer of its own), and a borrowed array coerces.
-                (false, Form::Mut, _) if float_array(shape, fty).is_some() => {
-                    let e = float_array(shape, fty);
-                    syn::parse_quote!(& #lifetime mut [#e])
-                }
-                (false, _, _) if float_array(shape, fty).is_some() => {
-                    let e = float_array(shape, fty);
-                    syn::parse_quote!(& #lifetime [#e])
-                }
                 (false, Form::Mut, _) => syn::parse_quote!(& #lifetime mut #fty),
                 (false, _, _) => syn::parse_quote!(& #lifetime #fty),
             };
@@ -676,16 +666,6 @@ impl Site<'_> {
         };
         roots.insert(prefix.to_string(), root);
         Ok(parts)
-    }
-}
-
-/// The element type of a field that is an array of floats (`[T; 3]`).
-fn float_array<'t>(shape: &Shape, ty: &'t Type) -> Option<&'t Type> {
-    match (shape, crate::parse::signature::ungroup(ty)) {
-        (Shape::Seq { vec: false, elem }, Type::Array(a)) if **elem == Shape::Float => {
-            Some(&a.elem)
-        }
-        _ => None,
     }
 }
 

@@ -59,6 +59,7 @@ pub fn rewrite(
         errors: Vec::new(),
         fresh: 0,
         calls: Vec::new(),
+        locals: Default::default(),
     };
     r.visit_block_mut(block);
     match r.errors.into_iter().reduce(|mut a, b| {
@@ -149,6 +150,8 @@ struct Rewriter<'l> {
     fresh: usize,
     /// The callees whose split functions the body now calls.
     calls: Vec<(Ident, proc_macro2::Span)>,
+    /// The struct-valued locals (`let b = Body { .. };`), whose fields are locals.
+    locals: std::collections::HashSet<String>,
 }
 
 /// Where a field access stands.
@@ -500,6 +503,7 @@ impl Rewriter<'_> {
         for s in path_tokens.segments.iter_mut() {
             s.arguments = syn::PathArguments::None;
         }
+        self.locals.insert(p.ident.to_string());
         self.roots.insert(
             p.ident.to_string(),
             Root::Struct {
@@ -635,10 +639,42 @@ impl Rewriter<'_> {
         Some(syn::parse_quote_spanned!(c.span()=> #path(#(#args),*)))
     }
 
+    /// A struct-valued local passed to a call while it holds an array field: the derivative
+    /// code keeps the field as a buffer of its own, which the callee's split function does
+    /// not take for an array.
+    fn local_with_array(&mut self, arg: &Expr) -> bool {
+        let name = match arg {
+            Expr::Reference(r) => name_of(&r.expr),
+            other => name_of(other),
+        };
+        let Some(name) = name.filter(|n| self.locals.contains(&n.to_string())) else {
+            return false;
+        };
+        let Some(Root::Struct { parts, .. }) = self.roots.get(&name.to_string()) else {
+            return false;
+        };
+        let Some(array) = parts
+            .iter()
+            .find(|p| matches!(p.shape, Shape::Seq { vec: false, .. }))
+        else {
+            return false;
+        };
+        let msg = format!(
+            "phidiff cannot pass `{name}` to a call yet: it is built in this function and holds an array field (`{}`), which the derivative code keeps as a buffer of its own; pass the struct the function received, or read its fields here",
+            member_text(&array.member)
+        );
+        self.error(arg, msg);
+        true
+    }
+
     /// Call arguments, a struct one split into its fields.
     fn call_args<'a>(&mut self, args: impl IntoIterator<Item = &'a Expr>) -> Vec<Expr> {
         let mut out = Vec::new();
         for a in args {
+            if self.local_with_array(a) {
+                out.push(Expr::Verbatim(quote!(())));
+                continue;
+            }
             match self.struct_arg(a) {
                 Some(parts) => out.extend(parts),
                 None => {
@@ -664,6 +700,9 @@ impl Rewriter<'_> {
             return None;
         }
         let (path, form) = (path.clone(), *form);
+        if self.local_with_array(&m.receiver) {
+            return Some(Expr::Verbatim(quote!()));
+        }
         let recv: Expr = match form {
             Form::Value => syn::parse_quote_spanned!(m.receiver.span()=> &#name),
             _ => syn::parse_quote_spanned!(m.receiver.span()=> #name),
