@@ -14,12 +14,18 @@ use super::differentiate;
 use crate::common::*;
 use rayon::prelude::*;
 
-/// The compositions' inputs as a struct: each `composition_K_struct` reads them as
-/// `p.u0` and `p.a` (structs in checkpointed, parallel and serial loops, passed to
-/// calls by field).
+/// The compositions' initial profile, inside [`Knobs`].
+#[derive(phidiff::Differentiable, Clone, Debug)]
+pub struct Profile {
+    pub u0: Vec<f64>,
+}
+
+/// The compositions' inputs as a struct holding a struct: each `composition_K_struct`
+/// reads them as `p.init.u0` and `p.a` (structs and structs inside them in
+/// checkpointed, parallel and serial loops, passed to calls by field).
 #[derive(phidiff::Differentiable, Clone, Debug)]
 pub struct Knobs {
-    pub u0: Vec<f64>,
+    pub init: Profile,
     pub a: f64,
 }
 
@@ -97,8 +103,8 @@ pub fn composition_0_serial(u0: &[f64], a: f64) -> f64 {
 /// [`composition_0`] on a struct of its inputs.
 #[differentiate(forward, reverse)]
 pub fn composition_0_struct(p: &Knobs) -> f64 {
-    let n = p.u0.len();
-    let mut u = p.u0.to_vec();
+    let n = p.init.u0.len();
+    let mut u = p.init.u0.to_vec();
     let mut v = vec![0.0; n];
     let mut s = 0.5 * p.a;
     #[checkpoint(online(snapshots = 2))]
@@ -167,8 +173,8 @@ pub fn composition_1_serial(u0: &[f64], a: f64) -> f64 {
 /// [`composition_1`] on a struct of its inputs.
 #[differentiate(forward, reverse)]
 pub fn composition_1_struct(p: &Knobs) -> f64 {
-    let n = p.u0.len();
-    let mut u = p.u0.to_vec();
+    let n = p.init.u0.len();
+    let mut u = p.init.u0.to_vec();
     let mut v = vec![0.0; n];
     let mut s = 0.5 * p.a;
     let mut k = 0;
@@ -253,8 +259,8 @@ pub fn composition_2_serial(u0: &[f64], a: f64) -> f64 {
 /// [`composition_2`] on a struct of its inputs.
 #[differentiate(forward, reverse)]
 pub fn composition_2_struct(p: &Knobs) -> f64 {
-    let n = p.u0.len();
-    let mut u = p.u0.to_vec();
+    let n = p.init.u0.len();
+    let mut u = p.init.u0.to_vec();
     let mut v = vec![0.0; n];
     let mut s = 0.5 * p.a;
     let mut k = 0;
@@ -345,8 +351,8 @@ pub fn composition_3_serial(u0: &[f64], a: f64) -> f64 {
 /// [`composition_3`] on a struct of its inputs.
 #[differentiate(forward, reverse)]
 pub fn composition_3_struct(p: &Knobs) -> f64 {
-    let n = p.u0.len();
-    let mut u = p.u0.to_vec();
+    let n = p.init.u0.len();
+    let mut u = p.init.u0.to_vec();
     let mut v = vec![0.0; n];
     let mut s = 0.5 * p.a;
     for _ in 0..1 {
@@ -424,8 +430,8 @@ pub fn composition_4_serial(u0: &[f64], a: f64) -> f64 {
 /// [`composition_4`] on a struct of its inputs.
 #[differentiate(forward, reverse)]
 pub fn composition_4_struct(p: &Knobs) -> f64 {
-    let n = p.u0.len();
-    let mut u = p.u0.to_vec();
+    let n = p.init.u0.len();
+    let mut u = p.init.u0.to_vec();
     let mut v = vec![0.0; n];
     let mut s = 0.5 * p.a;
     for _ in 0..2 {
@@ -520,8 +526,8 @@ pub fn composition_5_serial(u0: &[f64], a: f64) -> f64 {
 /// [`composition_5`] on a struct of its inputs.
 #[differentiate(forward, reverse)]
 pub fn composition_5_struct(p: &Knobs) -> f64 {
-    let n = p.u0.len();
-    let mut u = p.u0.to_vec();
+    let n = p.init.u0.len();
+    let mut u = p.init.u0.to_vec();
     let mut v = vec![0.0; n];
     let mut s = 0.5 * p.a;
     for t in 0..4 {
@@ -645,8 +651,8 @@ pub fn composition_6_serial(u0: &[f64], a: f64) -> f64 {
 /// [`composition_6`] on a struct of its inputs.
 #[differentiate(forward, reverse)]
 pub fn composition_6_struct(p: &Knobs) -> f64 {
-    let n = p.u0.len();
-    let mut u = p.u0.to_vec();
+    let n = p.init.u0.len();
+    let mut u = p.init.u0.to_vec();
     let mut v = vec![0.0; n];
     let mut s = 0.5 * p.a;
     for t in 0..3 {
@@ -758,8 +764,8 @@ pub fn composition_7_serial(u0: &[f64], a: f64) -> f64 {
 /// [`composition_7`] on a struct of its inputs.
 #[differentiate(forward, reverse)]
 pub fn composition_7_struct(p: &Knobs) -> f64 {
-    let n = p.u0.len();
-    let mut u = p.u0.to_vec();
+    let n = p.init.u0.len();
+    let mut u = p.init.u0.to_vec();
     let mut v = vec![0.0; n];
     let mut s = 0.5 * p.a;
     for _ in 0..3 {
@@ -840,8 +846,8 @@ pub fn composition_8_serial(u0: &[f64], a: f64) -> f64 {
 /// [`composition_8`] on a struct of its inputs.
 #[differentiate(forward, reverse)]
 pub fn composition_8_struct(p: &Knobs) -> f64 {
-    let n = p.u0.len();
-    let mut u = p.u0.to_vec();
+    let n = p.init.u0.len();
+    let mut u = p.init.u0.to_vec();
     let mut v = vec![0.0; n];
     let mut s = 0.5 * p.a;
     #[checkpoint(periodic(every = 2))]
@@ -896,8 +902,8 @@ pub fn composition_9_serial(u0: &[f64], a: f64) -> f64 {
 /// [`composition_9`] on a struct of its inputs.
 #[differentiate(forward, reverse)]
 pub fn composition_9_struct(p: &Knobs) -> f64 {
-    let n = p.u0.len();
-    let mut u = p.u0.to_vec();
+    let n = p.init.u0.len();
+    let mut u = p.init.u0.to_vec();
     let mut v = vec![0.0; n];
     let mut s = 0.5 * p.a;
     mirror_step(&u, &mut v, p.a);
@@ -951,8 +957,8 @@ pub fn composition_10_serial(u0: &[f64], a: f64) -> f64 {
 /// [`composition_10`] on a struct of its inputs.
 #[differentiate(forward, reverse)]
 pub fn composition_10_struct(p: &Knobs) -> f64 {
-    let n = p.u0.len();
-    let mut u = p.u0.to_vec();
+    let n = p.init.u0.len();
+    let mut u = p.init.u0.to_vec();
     let mut v = vec![0.0; n];
     let mut s = 0.5 * p.a;
     #[checkpoint(revolve(snapshots = 2))]
@@ -1038,8 +1044,8 @@ pub fn composition_11_serial(u0: &[f64], a: f64) -> f64 {
 /// [`composition_11`] on a struct of its inputs.
 #[differentiate(forward, reverse)]
 pub fn composition_11_struct(p: &Knobs) -> f64 {
-    let n = p.u0.len();
-    let mut u = p.u0.to_vec();
+    let n = p.init.u0.len();
+    let mut u = p.init.u0.to_vec();
     let mut v = vec![0.0; n];
     let mut s = 0.5 * p.a;
     for t in 0..2 {
@@ -1142,8 +1148,8 @@ pub fn composition_12_serial(u0: &[f64], a: f64) -> f64 {
 /// [`composition_12`] on a struct of its inputs.
 #[differentiate(forward, reverse)]
 pub fn composition_12_struct(p: &Knobs) -> f64 {
-    let n = p.u0.len();
-    let mut u = p.u0.to_vec();
+    let n = p.init.u0.len();
+    let mut u = p.init.u0.to_vec();
     let mut v = vec![0.0; n];
     let mut s = 0.5 * p.a;
     for t in 0..3 {
@@ -1216,8 +1222,8 @@ pub fn composition_13_serial(u0: &[f64], a: f64) -> f64 {
 /// [`composition_13`] on a struct of its inputs.
 #[differentiate(forward, reverse)]
 pub fn composition_13_struct(p: &Knobs) -> f64 {
-    let n = p.u0.len();
-    let mut u = p.u0.to_vec();
+    let n = p.init.u0.len();
+    let mut u = p.init.u0.to_vec();
     let mut v = vec![0.0; n];
     let mut s = 0.5 * p.a;
     #[checkpoint(online(snapshots = 2))]
@@ -1273,12 +1279,12 @@ pub fn compositions_match_serial_twins() {
             assert_close(&format!("{name}: primal (n = {n})"), primal(u0, a), twin(u0, a), 1e-12, 1e-12);
             assert_all_close(&format!("{name}: ∂/∂u0 vs twin (n = {n})"), &g, &g_twin, 0.0, 1e-10 * scale + 1e-14);
             assert_close(&format!("{name}: ∂/∂a vs twin (n = {n})"), ga, ga_twin, 0.0, 1e-10 * scale + 1e-14);
-            let knobs = Knobs { u0: u0.to_vec(), a };
+            let knobs = Knobs { init: Profile { u0: u0.to_vec() }, a };
             // Rounding apart: rayon's `sum` in a helper's primal fixes no order.
             assert_close(&format!("{name}: primal on a struct (n = {n})"), on_struct(&knobs), primal(u0, a), 1e-12, 1e-12);
             let (v_s, g_s) = struct_grad(&knobs);
             assert_close(&format!("{name}: value on a struct (n = {n})"), v_s, v, 1e-12, 1e-12);
-            assert_all_close(&format!("{name}: ∂/∂p.u0 (n = {n})"), &g_s.u0, &g, 0.0, 1e-10 * scale + 1e-14);
+            assert_all_close(&format!("{name}: ∂/∂p.init.u0 (n = {n})"), &g_s.init.u0, &g, 0.0, 1e-10 * scale + 1e-14);
             assert_close(&format!("{name}: ∂/∂p.a (n = {n})"), g_s.a, ga, 0.0, 1e-10 * scale + 1e-14);
             if reproducible {
                 super::parallel::same_on_1_2_8_threads(name, super::parallel::Across::Rounding, || grad(u0, a));

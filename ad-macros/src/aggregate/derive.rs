@@ -231,26 +231,15 @@ fn layout_macro(
     let Some((_, first, span)) = nested.first() else {
         return define_layout(&macro_name, name, exported, &definition);
     };
-    let first = respan(first.to_token_stream(), *span);
+    let first = super::respan(first.to_token_stream(), *span);
     let pending = nested.iter().map(|(m, p, span)| {
-        let p = respan(p.to_token_stream(), *span);
+        let p = super::respan(p.to_token_stream(), *span);
         quote!(#m => #p ;)
     });
     let exported = syn::LitBool::new(exported, proc_macro2::Span::call_site());
     quote! {
         #first! { [#krate::__private::layout_chain] {#krate} {#macro_name} {#exported} {#name} {#definition} {#(#pending)*} {} }
     }
-}
-
-/// `tokens` with every token at `span` (a missing layout is reported at the field's type).
-fn respan(tokens: TokenStream, span: proc_macro2::Span) -> TokenStream {
-    tokens
-        .into_iter()
-        .map(|mut t| {
-            t.set_span(span);
-            t
-        })
-        .collect()
 }
 
 /// The layout macro `macro_name` handing `content` (the struct's definition, then the

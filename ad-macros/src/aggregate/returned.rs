@@ -32,16 +32,8 @@ pub fn returned(text: &str) -> HashMap<String, Returned> {
     };
     let derived = super::derived_structs(text);
     let mut out = HashMap::new();
-    fn annotated(attrs: &[syn::Attribute]) -> bool {
-        attrs.iter().any(|a| {
-            a.path()
-                .segments
-                .last()
-                .is_some_and(|s| s.ident.to_string().starts_with("differentiate"))
-        })
-    }
     let mut note = |sig: &syn::Signature, attrs: &[syn::Attribute], self_ty: Option<&Type>| {
-        if !annotated(attrs) {
+        if !super::annotated(attrs) {
             return;
         }
         let syn::ReturnType::Type(_, t) = &sig.output else {

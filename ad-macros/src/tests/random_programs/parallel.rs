@@ -145,12 +145,17 @@ fn compiled_file() -> String {
          use super::differentiate;\n\
          use crate::common::*;\n\
          use rayon::prelude::*;\n\n\
-         /// The compositions' inputs as a struct: each `composition_K_struct` reads them as\n\
-         /// `p.u0` and `p.a` (structs in checkpointed, parallel and serial loops, passed to\n\
-         /// calls by field).\n\
+         /// The compositions' initial profile, inside [`Knobs`].\n\
+         #[derive(phidiff::Differentiable, Clone, Debug)]\n\
+         pub struct Profile {\n\
+         \x20   pub u0: Vec<f64>,\n\
+         }\n\n\
+         /// The compositions' inputs as a struct holding a struct: each `composition_K_struct`\n\
+         /// reads them as `p.init.u0` and `p.a` (structs and structs inside them in\n\
+         /// checkpointed, parallel and serial loops, passed to calls by field).\n\
          #[derive(phidiff::Differentiable, Clone, Debug)]\n\
          pub struct Knobs {\n\
-         \x20   pub u0: Vec<f64>,\n\
+         \x20   pub init: Profile,\n\
          \x20   pub a: f64,\n\
          }\n\n",
     );
@@ -204,12 +209,12 @@ fn compiled_file() -> String {
          \x20           assert_close(&format!(\"{name}: primal (n = {n})\"), primal(u0, a), twin(u0, a), 1e-12, 1e-12);\n\
          \x20           assert_all_close(&format!(\"{name}: ∂/∂u0 vs twin (n = {n})\"), &g, &g_twin, 0.0, 1e-10 * scale + 1e-14);\n\
          \x20           assert_close(&format!(\"{name}: ∂/∂a vs twin (n = {n})\"), ga, ga_twin, 0.0, 1e-10 * scale + 1e-14);\n\
-         \x20           let knobs = Knobs { u0: u0.to_vec(), a };\n\
+         \x20           let knobs = Knobs { init: Profile { u0: u0.to_vec() }, a };\n\
          \x20           // Rounding apart: rayon's `sum` in a helper's primal fixes no order.\n\
          \x20           assert_close(&format!(\"{name}: primal on a struct (n = {n})\"), on_struct(&knobs), primal(u0, a), 1e-12, 1e-12);\n\
          \x20           let (v_s, g_s) = struct_grad(&knobs);\n\
          \x20           assert_close(&format!(\"{name}: value on a struct (n = {n})\"), v_s, v, 1e-12, 1e-12);\n\
-         \x20           assert_all_close(&format!(\"{name}: ∂/∂p.u0 (n = {n})\"), &g_s.u0, &g, 0.0, 1e-10 * scale + 1e-14);\n\
+         \x20           assert_all_close(&format!(\"{name}: ∂/∂p.init.u0 (n = {n})\"), &g_s.init.u0, &g, 0.0, 1e-10 * scale + 1e-14);\n\
          \x20           assert_close(&format!(\"{name}: ∂/∂p.a (n = {n})\"), g_s.a, ga, 0.0, 1e-10 * scale + 1e-14);\n\
          \x20           if reproducible {\n\
          \x20               super::parallel::same_on_1_2_8_threads(name, super::parallel::Across::Rounding, || grad(u0, a));\n\
@@ -259,8 +264,8 @@ fn compiled_file() -> String {
 }
 
 /// The composition `src` (`fn NAME(u0: &[f64], a: f64) -> f64`) as `fn NAME_struct(p:
-/// &Knobs) -> f64`, reading `p.u0` and `p.a` (every identifier `u0` and `a` of the body; the
-/// generator binds no other).
+/// &Knobs) -> f64`, reading `p.init.u0` and `p.a` (every identifier `u0` and `a` of the body;
+/// the generator binds no other).
 fn on_struct(src: &str, name: &str) -> String {
     let head = format!("pub fn {name}(u0: &[f64], a: f64) -> f64 {{");
     assert!(src.starts_with(&head), "a composition's head: {src}");
@@ -283,7 +288,8 @@ fn on_struct(src: &str, name: &str) -> String {
             .unwrap_or(chars.len());
         let word: String = chars[i..end].iter().collect();
         match word.as_str() {
-            "u0" | "a" => out.push_str(&format!("p.{word}")),
+            "u0" => out.push_str("p.init.u0"),
+            "a" => out.push_str("p.a"),
             _ => out.push_str(&word),
         }
         i = end;
