@@ -91,7 +91,8 @@ fn derive_inner(input: TokenStream) -> syn::Result<TokenStream> {
 
 /// The fields holding structs of other types (`inner: Inner<T>`, `layers: Vec<Layer>`):
 /// member, the struct's path without generic arguments, and the field type's span. A field
-/// of the struct's own type (through a `Vec`) is left out: its layout is the one being made.
+/// of the struct's own type (through a `Vec`) is left out: its layout is the one being made;
+/// so is a `Dual`, whose `Differentiable` impl has no layout.
 fn nested_fields(
     item: &syn::DeriveInput,
     data: &syn::DataStruct,
@@ -109,7 +110,13 @@ fn nested_fields(
         let Shape::Nested(mut path) = shape else {
             continue;
         };
-        if path.segments.last().is_some_and(|s| s.ident == item.ident) {
+        // Its own type (a recursive struct), and phidiff's `Dual`, whose `Differentiable`
+        // impl is written by hand (no layout; a field of it is not split).
+        if path
+            .segments
+            .last()
+            .is_some_and(|s| s.ident == item.ident || s.ident == "Dual")
+        {
             continue;
         }
         for s in path.segments.iter_mut() {
@@ -408,6 +415,16 @@ mod tests {
         let out = derive(quote! { pub struct Inner<T> { x: T } }).to_string();
         assert!(out.contains("# [macro_export]"), "{out}");
         assert!(out.contains("pub use __phidiff_layout_Inner_"), "{out}");
+    }
+
+    #[test]
+    fn recursive_and_dual_fields_ask_for_no_layout() {
+        let out = derive(quote! {
+            pub struct Tree { w: f64, children: Vec<Tree>, d: phidiff::Dual<f64> }
+        })
+        .to_string();
+        assert!(!out.contains("layout_chain"), "{out}");
+        assert!(out.contains("macro_rules"), "{out}");
     }
 
     #[test]
