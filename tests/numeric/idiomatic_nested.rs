@@ -374,8 +374,8 @@ pub struct Center {
     pub weight: f64,
 }
 
-/// A slice of structs with nested fields (`b.state.x[0]`, `bodies[i].state.v[1]`) and a
-/// struct by value holding one (`c.p.x`).
+/// A slice of structs with nested fields (`b.state.x[0]`, `bodies[i].state.v[1]`,
+/// `let st = &bodies[i].state;`) and a struct by value holding one (`c.p.x`).
 #[differentiate(forward, reverse)]
 pub fn spread(bodies: &[Body], c: Center) -> f64 {
     let mut s = 0.0;
@@ -385,7 +385,8 @@ pub fn spread(bodies: &[Body], c: Center) -> f64 {
         s += b.mass * (dx * dx + dy * dy);
     }
     for i in 0..bodies.len() {
-        s += c.weight * bodies[i].state.v[1] * bodies[i].state.v[0];
+        let st = &bodies[i].state;
+        s += c.weight * bodies[i].state.v[1] * st.v[0];
     }
     s
 }

@@ -308,15 +308,9 @@ impl Rewriter<'_> {
         // `&b.state` / `&xs[i].state`: an element of the buffers of the nested struct.
         if let Expr::Field(f) = &*r.expr {
             let (seq, index) = match &*f.base {
-                Expr::Index(ix) => {
-                    let seq = name_of(&ix.expr)?;
-                    self.len_of(&seq)?;
-                    let mut index = (*ix.index).clone();
-                    self.visit_expr_mut(&mut index);
-                    (seq.to_string(), index)
-                }
+                Expr::Index(ix) => (name_of(&ix.expr)?.to_string(), None),
                 other => match self.roots.get(&name_of(other)?.to_string())? {
-                    Root::Elem { seq, index } => (seq.clone(), index.clone()),
+                    Root::Elem { seq, index } => (seq.clone(), Some(index.clone())),
                     _ => return None,
                 },
             };
@@ -324,6 +318,15 @@ impl Rewriter<'_> {
             if !matches!(self.roots.get(&below), Some(Root::Seq { .. })) {
                 return None;
             }
+            let index = match (index, &*f.base) {
+                (Some(index), _) => index,
+                (None, Expr::Index(ix)) => {
+                    let mut index = (*ix.index).clone();
+                    self.visit_expr_mut(&mut index);
+                    index
+                }
+                (None, _) => return None,
+            };
             let k = format_ident!("__k_{}_{}", p.ident, self.fresh);
             self.fresh += 1;
             self.roots.insert(
