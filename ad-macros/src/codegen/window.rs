@@ -881,21 +881,30 @@ mod tests {
         [c.forward, c.reverse]
     }
 
-    /// The accesses to the buffer named `name`, and how many of them go through a window.
-    fn windowed(f: &Function, name: &str) -> (usize, usize) {
+    /// The accesses to the buffer named `name`, and how many of them `through` counts.
+    fn counted(
+        f: &Function,
+        name: &str,
+        through: impl Fn(&Windows, Inst) -> bool,
+    ) -> (usize, usize) {
         let plan = plan(f);
-        let (mut all, mut through) = (0, 0);
+        let (mut all, mut n) = (0, 0);
         f.walk(f.body, &mut |i| {
             if let InstKind::Load(b, _) | InstKind::Store(b, ..) | InstKind::StoreAdd(b, ..) =
                 f.inst(i).kind
             {
                 if f.buf(b).name == name {
                     all += 1;
-                    through += usize::from(plan.access.contains_key(&i));
+                    n += usize::from(through(&plan, i));
                 }
             }
         });
-        (all, through)
+        (all, n)
+    }
+
+    /// The accesses to `name`, and how many of them go through a window.
+    fn windowed(f: &Function, name: &str) -> (usize, usize) {
+        counted(f, name, |plan, i| plan.access.contains_key(&i))
     }
 
     #[test]
@@ -946,33 +955,18 @@ mod tests {
         assert_eq!(windowed(&fwd, "w").1, 0, "one loop, two mutable windows");
     }
 
-    /// The accesses to `name` that index a row view (directly or through a window sliced
-    /// from one), and all of them.
+    /// The accesses to `name`, and how many of them index a row view (directly or through a
+    /// window sliced from one).
     fn viewed(f: &Function, name: &str) -> (usize, usize) {
-        let plan = plan(f);
-        let from_view: HashSet<&Ident> = plan
-            .before
-            .values()
-            .flatten()
-            .filter(|d| d.view.is_some())
-            .map(|d| &d.name)
-            .collect();
-        let (mut all, mut through) = (0, 0);
-        f.walk(f.body, &mut |i| {
-            if let InstKind::Load(b, _) | InstKind::Store(b, ..) | InstKind::StoreAdd(b, ..) =
-                f.inst(i).kind
-            {
-                if f.buf(b).name == name {
-                    all += 1;
-                    let windowed = plan
-                        .access
-                        .get(&i)
-                        .is_some_and(|a| from_view.contains(&a.name));
-                    through += usize::from(plan.via_view.contains_key(&i) || windowed);
-                }
-            }
-        });
-        (all, through)
+        counted(f, name, |plan, i| {
+            let from_view = |a: &Access| {
+                plan.before
+                    .values()
+                    .flatten()
+                    .any(|d| d.view.is_some() && d.name == a.name)
+            };
+            plan.via_view.contains_key(&i) || plan.access.get(&i).is_some_and(from_view)
+        })
     }
 
     #[test]
