@@ -642,3 +642,57 @@ fn cpu_reference_row_peak() {
     // The adjoint reaches the entry that won, at a computed index.
     assert!(row_peak_cuda::ADJOINT.contains("atomicAdd(&da[v"));
 }
+
+/// A plain helper (no attribute), inlined into the element function and so into both
+/// kernels (issue 48).
+fn flux(left: f64, right: f64, k: f64) -> f64 {
+    k * (right - left) * (1.0 + 0.5 * (left * right).tanh())
+}
+
+/// A conservative update through the helper, fixed ends.
+#[phidiff::differentiate(forward, reverse, cuda)]
+pub fn conserve(i: usize, u: &[f64], out: &mut [f64], k: f64) {
+    let n = u.len();
+    if i == 0 || i == n - 1 {
+        out[i] = u[i];
+        return;
+    }
+    out[i] = u[i] + flux(u[i], u[i + 1], k) - flux(u[i - 1], u[i], k);
+}
+
+#[test]
+fn helper_in_a_kernel() {
+    assert!(!conserve_cuda::ADJOINT.contains("flux"));
+    if nvrtc_available() {
+        for (name, source) in [
+            (conserve_cuda::PRIMAL_NAME, conserve_cuda::PRIMAL),
+            (conserve_cuda::ADJOINT_NAME, conserve_cuda::ADJOINT),
+        ] {
+            compile(name, source).unwrap_or_else(|e| panic!("{e}\n{source}"));
+        }
+    }
+    // Inputs: u, k; outputs: out.
+    let point: Vec<f64> = (0..N + 1).map(|k| (0.41 * k as f64).cos() * 0.8).collect();
+    check_fwd_rev(&Case {
+        name: "conserve kernel (CPU)",
+        x: &point,
+        primal: &|p| {
+            let mut out = zeros(N);
+            conserve_cuda::cpu(N, &p[..N], &mut out, p[N]);
+            out
+        },
+        jvp: &|p, v| {
+            let (mut out, mut dout) = (zeros(N), zeros(N));
+            for i in 0..N {
+                conserve_fwd(i, &p[..N], &v[..N], &mut out, &mut dout, p[N], v[N]);
+            }
+            (out, dout)
+        },
+        vjp: &|p, w| {
+            let (mut du, mut out, mut dout) = (zeros(N), zeros(N), w.to_vec());
+            let dk = conserve_cuda::cpu_rev(N, &p[..N], &mut du, &mut out, &mut dout, p[N]);
+            (out, cat(&[&du, &[dk]]))
+        },
+        tols: TOLS,
+    });
+}

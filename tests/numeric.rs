@@ -359,6 +359,13 @@ numeric_tests! {
         struct_results_taken_apart,
         results_in_loops,
     ],
+    /// Issue 48: helpers without attributes, differentiated where they are called.
+    idiomatic_helpers: [
+        helper_chains,
+        generic_helpers,
+        helpers_in_loops,
+        custom_rules_beat_inlining,
+    ],
     /// Issue 46: functions mixing `f32` and `f64`.
     idiomatic_floats: [
         f32_data_f64_arithmetic,

@@ -11,7 +11,7 @@ use crate::diagnostics::Diagnostics;
 use crate::ir::{self, verify::verify};
 use crate::parse::{checkpoint, signature, Options};
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote};
+use quote::{format_ident, quote, ToTokens};
 
 /// `#[differentiate(args)] item` → the item followed by its derivative functions; on error
 /// the item followed by the errors, so the rest of the crate keeps compiling. (The
@@ -79,10 +79,22 @@ pub fn expand_fn(
     imp: Option<&syn::ItemImpl>,
     source: Option<SourceFile<'_>>,
 ) -> TokenStream {
-    let item_fn = item_fn.clone();
     // The primal as written, less the `#[checkpoint]`s rustc would reject.
     let mut primal = item_fn.clone();
     let misplaced = checkpoint::strip(&mut primal);
+    // The calls of plain helpers of the same module, inlined (the primal keeps them).
+    let float = crate::desugar::inline::caller_float(item_fn, imp);
+    let inlined = match source.map(|s| crate::desugar::inline::helpers(item_fn, s.text, &float)) {
+        Some(Err(e)) => {
+            let err = e.to_compile_error();
+            return quote!(#primal #err);
+        }
+        Some(Ok(Some(f))) => Some(f),
+        _ => None,
+    };
+    let item_fn = inlined.clone().unwrap_or_else(|| item_fn.clone());
+    let inlined_tokens = inlined.as_ref().map(|f| f.to_token_stream());
+    let item = inlined_tokens.as_ref().unwrap_or(item);
     // A function reading the fields of structs first asks for their layouts.
     let needed = crate::aggregate::needed(&item_fn, imp, source.map(|s| s.text));
     if needed.is_empty()

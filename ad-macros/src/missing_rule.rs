@@ -352,12 +352,25 @@ mod tests {
         #[differentiate(forward, reverse)]
         fn f(x: &[f64], a: f64) -> f64 { helper(a) * x[0] }";
 
+    /// A helper the inliner leaves as a call (an early `return`).
+    const RETURNING: &str = "fn helper(v: f64) -> f64 { if v < 0.0 { return 0.0; } v * v }";
+
     #[test]
     fn a_plain_helper_of_the_same_module_is_flagged() {
-        let src = format!("fn helper(v: f64) -> f64 {{ v * v }}\n{CALLER}");
+        let src = format!("{RETURNING}\n{CALLER}");
         assert!(flags(&src));
-        let nested = format!("mod m {{ fn helper(v: f64) -> f64 {{ v * v }}\n{CALLER} }}");
+        let nested = format!("mod m {{ {RETURNING}\n{CALLER} }}");
         assert!(flags(&nested));
+    }
+
+    #[test]
+    fn a_plain_helper_that_inlines_is_not_called() {
+        let out = expansion(&format!("fn helper(v: f64) -> f64 {{ v * v }}\n{CALLER}"));
+        assert!(
+            !out.contains("helper_rev") && !out.contains("helper_fwd"),
+            "{out}"
+        );
+        assert!(!out.contains("has no derivative"), "{out}");
     }
 
     #[test]

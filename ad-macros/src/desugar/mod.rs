@@ -24,6 +24,7 @@
 pub mod arrays;
 pub mod fallible;
 pub mod growable;
+pub mod inline;
 pub mod pipeline;
 pub mod scan;
 pub mod tuples;

@@ -1,0 +1,327 @@
+//! Issue 48, calls as users write them: helpers without attributes. Only the functions
+//! called from outside carry `#[differentiate]`; the helpers below them are plain Rust
+//! (scalar helpers, slice helpers with `&mut` outputs, a generic helper, a chain three
+//! deep) and are differentiated where they are called: in loops, iterator chains, a
+//! Revolve-checkpointed loop and rayon closures, from two differentiated functions each.
+//!
+//! Each is checked by finite differences and the dot-product test (`TOLS`); the generic
+//! one also against num-dual and its `Dual` H·v against hyper-dual numbers
+//! (`check_generic`). A helper with a hand-written `_rev` keeps it (counted).
+
+use super::differentiate;
+use crate::common::*;
+use num_traits::Float;
+use rayon::prelude::*;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+fn sigmoid(v: f64) -> f64 {
+    1.0 / (1.0 + (-v).exp())
+}
+
+/// ln(1 + eᵛ), stable for both signs.
+fn softplus(v: f64) -> f64 {
+    if v > 0.0 {
+        v + (-v).exp().ln_1p()
+    } else {
+        v.exp().ln_1p()
+    }
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for i in 0..a.len() {
+        s += a[i] * b[i];
+    }
+    s
+}
+
+/// One neuron: softplus of an affine map (a chain: neuron → dot, softplus).
+fn neuron(w: &[f64], x: &[f64], b: f64) -> f64 {
+    softplus(dot(w, x) + b)
+}
+
+/// A layer of `out.len()` neurons reading the rows of `w` (a chain three deep:
+/// layer → neuron → dot / softplus).
+fn layer(w: &[f64], x: &[f64], b: &[f64], out: &mut [f64]) {
+    let n = x.len();
+    for k in 0..out.len() {
+        out[k] = neuron(&w[k * n..(k + 1) * n], x, b[k]);
+    }
+}
+
+/// Parameters named like the caller's arguments, in the other order.
+fn lerp(x: f64, y: f64, t: f64) -> f64 {
+    x + t * (y - x)
+}
+
+/// Two layers and a logistic read-out: every helper called from one function.
+#[differentiate(forward, reverse)]
+pub fn mlp(w1: &[f64], b1: &[f64], w2: &[f64], x: &[f64]) -> f64 {
+    let mut h = vec![0.0; b1.len()];
+    layer(w1, x, b1, &mut h);
+    let z = dot(w2, &h);
+    let y = sigmoid(z);
+    lerp(y, z, 0.25)
+}
+
+/// The same helpers from a second differentiated function, in an iterator chain and
+/// with sub-slices.
+#[differentiate(forward, reverse)]
+pub fn scores(x: &[f64], a: f64) -> f64 {
+    let head = dot(&x[..2], &x[1..3]);
+    let s: f64 = x.iter().map(|&v| sigmoid(a * v)).sum();
+    let mut t = 0.0;
+    for i in 0..x.len() {
+        let y = x[x.len() - 1 - i];
+        t += lerp(y, x[i], a);
+    }
+    head * s + softplus(t - 1.0)
+}
+
+pub fn helper_chains() {
+    let (w1, b1, w2, x) = (
+        [0.3, -0.2, 0.5, 0.1, 0.7, -0.4],
+        [0.05, -0.1],
+        [0.8, -0.6],
+        [0.9, -1.1, 0.4],
+    );
+    let flat = cat(&[&w1, &b1, &w2, &x]);
+    let lens = [6, 2, 2, 3];
+    check_grad(
+        "mlp",
+        &flat,
+        &|p| {
+            let s = split(p, &lens);
+            mlp(s[0], s[1], s[2], s[3])
+        },
+        &|p| {
+            let s = split(p, &lens);
+            let (v, g) = mlp_grad(s[0], s[1], s[2], s[3]);
+            (v, cat(&[&g.0, &g.1, &g.2, &g.3]))
+        },
+        TOLS,
+    );
+    check_fwd_rev(&Case {
+        name: "mlp",
+        x: &flat,
+        primal: &|p| {
+            let s = split(p, &lens);
+            vec![mlp(s[0], s[1], s[2], s[3])]
+        },
+        jvp: &|p, d| {
+            let (s, t) = (split(p, &lens), split(d, &lens));
+            let (v, dv) = mlp_fwd(s[0], t[0], s[1], t[1], s[2], t[2], s[3], t[3]);
+            (vec![v], vec![dv])
+        },
+        vjp: &|p, w| {
+            let s = split(p, &lens);
+            let mut g: Vec<Vec<f64>> = lens.iter().map(|&n| zeros(n)).collect();
+            let [g0, g1, g2, g3] = &mut g[..] else {
+                unreachable!()
+            };
+            let v = mlp_rev(s[0], g0, s[1], g1, s[2], g2, s[3], g3, w[0]);
+            (vec![v], g.concat())
+        },
+        tols: TOLS,
+    });
+    let x = [0.4, -0.3, 1.2, 0.8, -0.9];
+    let p = cat(&[&x, &[0.7]]);
+    check_grad(
+        "scores",
+        &p,
+        &|p| scores(&p[..5], p[5]),
+        &|p| {
+            let (v, (dx, da)) = scores_grad(&p[..5], p[5]);
+            (v, cat(&[&dx, &[da]]))
+        },
+        TOLS,
+    );
+    check_fwd_rev(&Case {
+        name: "scores",
+        x: &p,
+        primal: &|p| vec![scores(&p[..5], p[5])],
+        jvp: &|p, d| {
+            let (v, t) = scores_fwd(&p[..5], &d[..5], p[5], d[5]);
+            (vec![v], vec![t])
+        },
+        vjp: &|p, w| {
+            let mut dx = zeros(5);
+            let (v, da) = scores_rev(&p[..5], &mut dx, p[5], w[0]);
+            (vec![v], cat(&[&dx, &[da]]))
+        },
+        tols: TOLS,
+    });
+}
+
+/// A generic helper at the caller's float type, also at `Dual<f64>` (H·v).
+fn smooth_abs<T: Float>(v: T, eps: T) -> T {
+    (v * v + eps * eps).sqrt() - eps
+}
+
+/// A generic helper calling a generic helper.
+fn penalty<T: Float>(x: &[T], k: usize) -> T {
+    let eps = T::from(0.1).unwrap();
+    let mut s = T::zero();
+    for i in 0..x.len() - k {
+        s = s + smooth_abs(x[i + k] - x[i], eps);
+    }
+    s
+}
+
+#[differentiate(forward, reverse)]
+pub fn total_variation<T: Float>(x: &[T]) -> T {
+    let half = T::from(0.5).unwrap();
+    penalty(x, 1) + half * penalty::<T>(x, 2) + smooth_abs(x[0], half)
+}
+
+pub fn generic_helpers() {
+    let x = [0.3, 1.2, -0.7, 0.4, 0.45];
+    check_generic(&Generic {
+        name: "total_variation",
+        x: &x,
+        f: &|x| total_variation(x),
+        f_dual: &|x| total_variation(x),
+        f_hyper: &|x| total_variation(x),
+        grad: &|x| total_variation_grad(x),
+        fwd: &|x, d| total_variation_fwd(x, d),
+        rev: &|x, seed| {
+            let mut dx = zeros(x.len());
+            let v = total_variation_rev(x, &mut dx, seed);
+            (v, dx)
+        },
+        hvp: &|x, v| hvp_of(&|x, dx, s| total_variation_rev(x, dx, s), x, v),
+    });
+}
+
+/// One explicit Euler step of a logistic growth law, written into `next`.
+fn growth_step(u: &[f64], rate: f64, dt: f64, next: &mut [f64]) {
+    for i in 0..u.len() {
+        next[i] = u[i] + dt * rate * u[i] * (1.0 - sigmoid(u[i]));
+    }
+}
+
+/// Helpers in each step of a Revolve-checkpointed loop.
+#[differentiate(forward, reverse)]
+pub fn grown(u0: &[f64], rate: f64, steps: usize) -> f64 {
+    let mut u = u0.to_vec();
+    let mut next = vec![0.0; u0.len()];
+    #[checkpoint(revolve(snapshots = 3))]
+    for _ in 0..steps {
+        growth_step(&u, rate, 0.05, &mut next);
+        u.copy_from_slice(&next);
+    }
+    dot(&u, &u)
+}
+
+/// Helpers in rayon closures, inside a time loop.
+#[differentiate(forward, reverse)]
+pub fn relaxed(x: &[f64], a: f64, sweeps: usize) -> f64 {
+    let mut u = x.to_vec();
+    let mut v = vec![0.0; x.len()];
+    for _ in 0..sweeps {
+        v.par_iter_mut().enumerate().for_each(|(i, vi)| {
+            *vi = lerp(u[i], sigmoid(a * u[i]), 0.5);
+        });
+        u.copy_from_slice(&v);
+    }
+    u.par_iter().map(|&w| softplus(w)).sum::<f64>()
+}
+
+pub fn helpers_in_loops() {
+    let u0 = [0.2, 0.5, 0.9, 1.4];
+    let (rate, steps) = (0.8, 13);
+    let p = cat(&[&u0, &[rate]]);
+    check_fwd_rev(&Case {
+        name: "grown",
+        x: &p,
+        primal: &|p| vec![grown(&p[..4], p[4], steps)],
+        jvp: &|p, d| {
+            let (v, t) = grown_fwd(&p[..4], &d[..4], p[4], d[4], steps);
+            (vec![v], vec![t])
+        },
+        vjp: &|p, w| {
+            let mut du = zeros(4);
+            let (v, dr) = grown_rev(&p[..4], &mut du, p[4], steps, w[0]);
+            (vec![v], cat(&[&du, &[dr]]))
+        },
+        tols: TOLS,
+    });
+    let x = [0.3, -0.8, 1.1, 0.05, 0.6];
+    let p = cat(&[&x, &[1.3]]);
+    check_fwd_rev(&Case {
+        name: "relaxed",
+        x: &p,
+        primal: &|p| vec![relaxed(&p[..5], p[5], 4)],
+        jvp: &|p, d| {
+            let (v, t) = relaxed_fwd(&p[..5], &d[..5], p[5], d[5], 4);
+            (vec![v], vec![t])
+        },
+        vjp: &|p, w| {
+            let mut dx = zeros(5);
+            let (v, da) = relaxed_rev(&p[..5], &mut dx, p[5], 4, w[0]);
+            (vec![v], cat(&[&dx, &[da]]))
+        },
+        tols: TOLS,
+    });
+}
+
+static CLAMPED_REV_CALLS: AtomicUsize = AtomicUsize::new(0);
+static CLAMPED_FWD_CALLS: AtomicUsize = AtomicUsize::new(0);
+
+/// A helper with hand-written derivatives: they are called, its body is not inlined.
+fn clamped_log(v: f64) -> f64 {
+    v.max(1e-3).ln()
+}
+
+fn clamped_log_fwd(v: f64, dv: f64) -> (f64, f64) {
+    CLAMPED_FWD_CALLS.fetch_add(1, Ordering::Relaxed);
+    let d = if v > 1e-3 { dv / v } else { 0.0 };
+    (clamped_log(v), d)
+}
+
+fn clamped_log_rev(v: f64, seed: f64) -> (f64, f64) {
+    CLAMPED_REV_CALLS.fetch_add(1, Ordering::Relaxed);
+    let d = if v > 1e-3 { seed / v } else { 0.0 };
+    (clamped_log(v), d)
+}
+
+#[differentiate(forward, reverse)]
+pub fn log_likelihood(x: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for i in 0..x.len() {
+        s += clamped_log(sigmoid(x[i]));
+    }
+    s
+}
+
+pub fn custom_rules_beat_inlining() {
+    let x = [0.3, -1.2, 2.0];
+    let (rev0, fwd0) = (
+        CLAMPED_REV_CALLS.load(Ordering::Relaxed),
+        CLAMPED_FWD_CALLS.load(Ordering::Relaxed),
+    );
+    check_grad(
+        "log_likelihood",
+        &x,
+        &|x| log_likelihood(x),
+        &|x| log_likelihood_grad(x),
+        TOLS,
+    );
+    check_fwd_rev(&Case {
+        name: "log_likelihood",
+        x: &x,
+        primal: &|x| vec![log_likelihood(x)],
+        jvp: &|x, d| {
+            let (v, t) = log_likelihood_fwd(x, d);
+            (vec![v], vec![t])
+        },
+        vjp: &|x, w| {
+            let mut dx = zeros(x.len());
+            let v = log_likelihood_rev(x, &mut dx, w[0]);
+            (vec![v], dx)
+        },
+        tols: TOLS,
+    });
+    assert!(CLAMPED_REV_CALLS.load(Ordering::Relaxed) > rev0);
+    assert!(CLAMPED_FWD_CALLS.load(Ordering::Relaxed) > fwd0);
+}
