@@ -365,6 +365,7 @@ numeric_tests! {
         generic_helpers,
         helpers_in_loops,
         custom_rules_beat_inlining,
+        helpers_across_modules,
     ],
     /// Issue 46: functions mixing `f32` and `f64`.
     idiomatic_floats: [

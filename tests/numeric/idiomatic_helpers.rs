@@ -4,6 +4,11 @@
 //! deep) and are differentiated where they are called: in loops, iterator chains, a
 //! Revolve-checkpointed loop and rayon closures, from two differentiated functions each.
 //!
+//! Helpers of other modules are inlined too, with what they name there: `numerics` (a file
+//! of its own) calls `act::deep::gate` (an inline module) calling `act::softsign` and
+//! `act::leaky`, which reads `act`'s private `LEAK`; the caller's module has a `LEAK` of
+//! its own, which the inlined body must not read.
+//!
 //! Each is checked by finite differences and the dot-product test (`TOLS`); the generic
 //! one also against num-dual and its `Dual` H·v against hyper-dual numbers
 //! (`check_generic`). A helper with a hand-written `_rev` keeps it (counted).
@@ -324,4 +329,69 @@ pub fn custom_rules_beat_inlining() {
     });
     assert!(CLAMPED_REV_CALLS.load(Ordering::Relaxed) > rev0);
     assert!(CLAMPED_FWD_CALLS.load(Ordering::Relaxed) > fwd0);
+}
+
+/// Activations in an inline module.
+mod act {
+    const LEAK: f64 = 0.01;
+
+    pub fn softsign(v: f64) -> f64 {
+        v / (1.0 + v.abs())
+    }
+
+    pub fn leaky(v: f64) -> f64 {
+        if v > 0.0 {
+            v
+        } else {
+            LEAK * v
+        }
+    }
+
+    pub mod deep {
+        pub fn gate(a: f64, b: f64) -> f64 {
+            super::softsign(a) * super::leaky(b)
+        }
+    }
+}
+
+mod numerics;
+
+/// Not `act`'s: an inlined `leaky` must read its own module's.
+#[allow(dead_code)]
+const LEAK: f64 = 100.0;
+
+#[differentiate(forward, reverse)]
+pub fn coupled(x: &[f64]) -> f64 {
+    let n = x.len() / 2;
+    numerics::pair_energy(&x[..n], &x[n..]) + act::leaky(x[0] - 1.0)
+}
+
+pub fn helpers_across_modules() {
+    let x = [0.4, -1.3, 2.1, -0.6, 0.9, -0.2];
+    // `leaky` with `act`'s LEAK: written out, as a value that shares no generated code.
+    let leaky = |v: f64| if v > 0.0 { v } else { 0.01 * v };
+    let softsign = |v: f64| v / (1.0 + v.abs());
+    let by_hand: f64 = 0.5 * (0..3).map(|i| softsign(x[i]) * leaky(x[i + 3])).sum::<f64>()
+        + leaky(x[0] - 1.0);
+    assert_close("coupled", coupled(&x), by_hand, 1e-15, 1e-15);
+    check_grad("coupled", &x, &|x| coupled(x), &|x| coupled_grad(x), TOLS);
+    check_fwd_rev(&Case {
+        name: "coupled",
+        x: &x,
+        primal: &|x| vec![coupled(x)],
+        jvp: &|x, d| {
+            let (v, t) = coupled_fwd(x, d);
+            (vec![v], vec![t])
+        },
+        vjp: &|x, w| {
+            let mut dx = zeros(x.len());
+            let v = coupled_rev(x, &mut dx, w[0]);
+            (vec![v], dx)
+        },
+        tols: TOLS,
+    });
+    // x[0] - 1.0 < 0: the derivative of leaky there is act's LEAK, 0.01, not 100.
+    let (_, g) = coupled_grad(&x);
+    let d_softsign = 1.0 / (1.0 + x[0].abs()).powi(2);
+    assert_close("∂coupled/∂x0", g[0], 0.5 * d_softsign * leaky(x[3]) + 0.01, 1e-14, 1e-15);
 }

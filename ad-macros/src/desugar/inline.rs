@@ -22,44 +22,43 @@
 //! scalar parameters, several results, `return` and `?` in the body. A helper calling
 //! itself, directly or through others, is an error at the call that closes the cycle.
 
+use crate::expand::SourceFile;
+use crate::lower::consts::{self, Module};
 use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::{format_ident, quote, quote_spanned, ToTokens};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
+use std::path::Path;
+use std::rc::Rc;
 use syn::spanned::Spanned;
 use syn::visit::Visit;
 use syn::visit_mut::VisitMut;
 use syn::{Expr, Type};
 
-/// `item` with the calls of its module's plain helpers inlined; `None` when it calls none
-/// (or the file does not show `item`'s module). `float` is the caller's float type.
+/// `item` with the calls of plain helpers inlined; `None` when it calls none (or the file
+/// does not show `item`'s module). `float` is the caller's float type.
 pub fn helpers(
     item: &syn::ItemFn,
-    source: &str,
+    source: SourceFile<'_>,
     float: &TokenStream,
 ) -> syn::Result<Option<syn::ItemFn>> {
-    let Ok(file) = syn::parse_file(source) else {
+    let Ok(file) = syn::parse_file(source.text) else {
         return Ok(None);
     };
-    let Some(module) = caller_module(&file.items, &item.sig.ident.to_string()) else {
+    let Some(path) = caller_path(&file.items, &item.sig.ident.to_string()) else {
         return Ok(None);
     };
     let file_idents = idents(file.to_token_stream());
-    let mut found = BTreeMap::new();
-    for it in module {
-        let syn::Item::Fn(f) = it else { continue };
-        let name = f.sig.ident.to_string();
-        let has_rule = ["_fwd", "_rev"]
-            .iter()
-            .any(|s| file_idents.contains(&format!("{name}{s}")));
-        if !has_rule && !mentions_differentiate(&f.attrs) && inlinable(f) {
-            found.insert(name, f);
-        }
-    }
-    if found.is_empty() {
+    let root = Module {
+        items: Rc::new(file.items),
+        file: source.path.map(Path::to_path_buf),
+        inline: Vec::new(),
+    };
+    let Some(module) = root.descend(&path) else {
         return Ok(None);
-    }
+    };
     let mut inliner = Inliner {
-        helpers: found,
+        module,
+        file_idents,
         float: float.clone(),
         stack: vec![item.sig.ident.to_string()],
         bound: bound_names(item),
@@ -79,8 +78,11 @@ pub fn helpers(
 }
 
 /// Inlines helper calls in the function it visits.
-struct Inliner<'a> {
-    helpers: BTreeMap<String, &'a syn::ItemFn>,
+struct Inliner {
+    /// The module the visited code is in (the caller's, then each helper's).
+    module: Module,
+    /// The identifiers of the caller's file (a hand-written `g_rev` there keeps `g` a call).
+    file_idents: HashSet<String>,
     /// The float type a generic helper is instantiated at.
     float: TokenStream,
     /// The functions being inlined into, outermost first (the caller, then helpers).
@@ -92,26 +94,35 @@ struct Inliner<'a> {
     changed: bool,
 }
 
-impl VisitMut for Inliner<'_> {
+impl VisitMut for Inliner {
     fn visit_expr_mut(&mut self, e: &mut Expr) {
         syn::visit_mut::visit_expr_mut(self, e);
         let Expr::Call(c) = e else { return };
         let Expr::Path(p) = &*c.func else { return };
-        if p.qself.is_some() || p.path.segments.len() != 1 || p.path.leading_colon.is_some() {
+        if p.qself.is_some() || p.path.leading_colon.is_some() {
             return;
         }
-        let seg = &p.path.segments[0];
-        let name = seg.ident.to_string();
-        let Some(&helper) = self.helpers.get(&name) else {
+        let segs: Vec<String> = p
+            .path
+            .segments
+            .iter()
+            .map(|s| s.ident.to_string())
+            .collect();
+        if segs.len() == 1 && self.bound.contains(&segs[0]) {
+            return;
+        }
+        let Some((helper, module)) = self.helper(&segs) else {
             return;
         };
-        if self.bound.contains(&name) || helper.sig.inputs.len() != c.args.len() {
+        if helper.sig.inputs.len() != c.args.len() {
             return;
         }
-        if let Some(at) = self.stack.iter().position(|s| *s == name) {
+        let name = helper.sig.ident.to_string();
+        let key = self.key(&module, &name);
+        if let Some(at) = self.stack.iter().position(|s| *s == key) {
             let cycle: Vec<&str> = self.stack[at..]
                 .iter()
-                .map(String::as_str)
+                .map(|k| k.rsplit("::").next().unwrap_or(k))
                 .chain([name.as_str()])
                 .collect();
             self.errors.push(syn::Error::new_spanned(
@@ -127,7 +138,8 @@ impl VisitMut for Inliner<'_> {
             ));
             return;
         }
-        let float = match &seg.arguments {
+        let last = p.path.segments.last().expect("a path has a segment");
+        let float = match &last.arguments {
             syn::PathArguments::AngleBracketed(a) => match a.args.first() {
                 Some(syn::GenericArgument::Type(t)) => t.to_token_stream(),
                 _ => self.float.clone(),
@@ -137,11 +149,11 @@ impl VisitMut for Inliner<'_> {
         // The file's text gives the helper's tokens no place in it: they take the call's
         // (the outermost one's, for a chain), so what is reported inside points there.
         let span = c.span();
-        let Some(body) = self.prepared(helper, &float, span) else {
+        let Some(body) = self.prepared(&helper, &module, key, &float, span) else {
             return;
         };
         // The helper's free names must mean at the call what they mean in the module.
-        if free_names(helper, &body)
+        if free_names(&helper, &body)
             .iter()
             .any(|n| self.bound.contains(n))
         {
@@ -154,9 +166,8 @@ impl VisitMut for Inliner<'_> {
         for (k, (arg, input)) in c.args.iter().zip(&helper.sig.inputs).enumerate() {
             let syn::FnArg::Typed(pt) = input else { return };
             let t = format_ident!("__pd_call{}_{}", n, k, span = arg.span());
-            let pat = &pt.pat;
             temps.extend(quote_spanned!(arg.span()=> let #t = #arg;));
-            let pat = respan(pat.to_token_stream(), span);
+            let pat = respan(pt.pat.to_token_stream(), span);
             binds.extend(quote_spanned!(span=> let #pat = #t;));
         }
         let stmts = &body.stmts;
@@ -174,12 +185,40 @@ impl VisitMut for Inliner<'_> {
     }
 }
 
-impl Inliner<'_> {
-    /// The body of `helper` at the float type `float`, with its own helper calls inlined.
-    /// Its tokens are at `span`.
+impl Inliner {
+    /// The helper a call's path names from the visited module, with its module: a plain
+    /// function (no `#[differentiate]`, no hand-written `_fwd`/`_rev` beside it) that
+    /// [`inlinable`] takes.
+    fn helper(&self, path: &[String]) -> Option<(syn::ItemFn, Module)> {
+        let (f, m) = resolve_fn(&self.module, path, 0)?;
+        let name = f.sig.ident.to_string();
+        let module_idents = idents(m.items.iter().map(ToTokens::to_token_stream).collect());
+        let has_rule = ["_fwd", "_rev"].iter().any(|s| {
+            let rule = format!("{name}{s}");
+            self.file_idents.contains(&rule) || module_idents.contains(&rule)
+        });
+        (!has_rule && !mentions_differentiate(&f.attrs) && inlinable(&f)).then_some((f, m))
+    }
+
+    /// A name for `name` of `module`, unique in the crate.
+    fn key(&self, module: &Module, name: &str) -> String {
+        let file = module
+            .file
+            .as_ref()
+            .map(|f| f.display().to_string())
+            .unwrap_or_default();
+        format!("{file}::{}::{name}", module.inline.join("::"))
+    }
+
+    /// The body of `helper` (of `module`) at the float type `float`, with its own helper
+    /// calls inlined, and the constants of its module it names defined inside it when
+    /// that module is not the visited one. Its tokens are at `span`. `None` when it names
+    /// an item of another module that cannot be brought along.
     fn prepared(
         &mut self,
         helper: &syn::ItemFn,
+        module: &Module,
+        key: String,
         float: &TokenStream,
         span: Span,
     ) -> Option<syn::Block> {
@@ -194,14 +233,171 @@ impl Inliner<'_> {
             tokens = replace_ident(tokens, &g, float);
         }
         let mut block: syn::Block = syn::parse2(tokens).ok()?;
-        let name = helper.sig.ident.to_string();
+        let outer_module = std::mem::replace(&mut self.module, module.clone());
         let outer_bound = std::mem::replace(&mut self.bound, bound_names(helper));
-        self.stack.push(name);
+        self.stack.push(key);
         let before = self.errors.len();
         self.visit_block_mut(&mut block);
         self.stack.pop();
         self.bound = outer_bound;
-        (self.errors.len() == before).then_some(block)
+        self.module = outer_module;
+        if self.errors.len() != before {
+            return None;
+        }
+        if same_module(module, &self.module) {
+            return Some(block);
+        }
+        let free = free_names(helper, &block);
+        let mut consts = Vec::new();
+        for name in &free {
+            if let Some((k, m)) = consts::resolve(module, std::slice::from_ref(name), 0) {
+                consts.push((name.clone(), k, m));
+            } else if defines(module, name) {
+                return None;
+            }
+        }
+        let mut defined = quote!();
+        for (name, k, m) in consts {
+            let fresh = self.fresh_const(&name);
+            rename_path(&mut block, &name, &fresh);
+            defined.extend(self.bring_const(fresh, k, &m, span, 0)?);
+        }
+        let stmts = &block.stmts;
+        syn::parse2(quote_spanned!(span=> { #defined #(#stmts)* })).ok()
+    }
+
+    fn fresh_const(&mut self, name: &str) -> syn::Ident {
+        self.next += 1;
+        format_ident!("__PD_CONST{}_{}", self.next, name)
+    }
+
+    /// `const fresh: TY = EXPR;` for the constant `k` of module `m`, preceded by the
+    /// constants its expression names (of `m`), each under a fresh name.
+    fn bring_const(
+        &mut self,
+        fresh: syn::Ident,
+        mut k: consts::ConstItem,
+        m: &Module,
+        span: Span,
+        depth: usize,
+    ) -> Option<TokenStream> {
+        if depth > 16 {
+            return None;
+        }
+        let mut before = quote!();
+        let named = consts::idents(k.expr.to_token_stream());
+        for name in named {
+            if let Some((inner, im)) = consts::resolve(m, std::slice::from_ref(&name), 0) {
+                let inner_fresh = self.fresh_const(&name);
+                rename_path_expr(&mut k.expr, &name, &inner_fresh);
+                before.extend(self.bring_const(inner_fresh, inner, &im, span, depth + 1)?);
+            }
+        }
+        let ty = respan(k.ty.to_token_stream(), span);
+        let expr = respan(k.expr.to_token_stream(), span);
+        Some(quote_spanned!(span=> #before const #fresh: #ty = #expr;))
+    }
+}
+
+/// Whether two modules are one.
+fn same_module(a: &Module, b: &Module) -> bool {
+    a.file == b.file && a.inline == b.inline
+}
+
+/// Whether `module` defines or imports `name` (an item the inlined body could not reach
+/// from another module by the same name).
+fn defines(module: &Module, name: &str) -> bool {
+    let item = module.items.iter().any(|it| {
+        let ident = match it {
+            syn::Item::Fn(f) => Some(&f.sig.ident),
+            syn::Item::Const(k) => Some(&k.ident),
+            syn::Item::Static(s) => Some(&s.ident),
+            syn::Item::Struct(s) => Some(&s.ident),
+            syn::Item::Enum(e) => Some(&e.ident),
+            syn::Item::Mod(m) => Some(&m.ident),
+            syn::Item::Type(t) => Some(&t.ident),
+            syn::Item::Trait(t) => Some(&t.ident),
+            _ => None,
+        };
+        ident.is_some_and(|i| i == name)
+    });
+    item || consts::imports(&module.items)
+        .iter()
+        .any(|(n, _)| n == name)
+}
+
+/// The plain function `path` names, seen from `from` (`g`, `util::g`, `self::g`,
+/// `super::g`, `crate::a::g`, or a name brought in by `use`), with its module.
+fn resolve_fn(from: &Module, path: &[String], depth: usize) -> Option<(syn::ItemFn, Module)> {
+    if depth > 8 {
+        return None;
+    }
+    let (first, rest) = path.split_first()?;
+    if rest.is_empty() {
+        let own = from.items.iter().find_map(|it| match it {
+            syn::Item::Fn(f) if f.sig.ident == first => Some(f.clone()),
+            _ => None,
+        });
+        if let Some(f) = own {
+            return Some((f, from.clone()));
+        }
+        let imported = consts::imports(&from.items);
+        if let Some((_, target)) = imported.iter().find(|(n, _)| n == first) {
+            return resolve_fn(from, target, depth + 1);
+        }
+        return imported
+            .iter()
+            .filter(|(n, _)| n == "*")
+            .find_map(|(_, prefix)| {
+                let mut full = prefix.clone();
+                full.push(first.clone());
+                resolve_fn(from, &full, depth + 1)
+            });
+    }
+    let next = match first.as_str() {
+        "self" => from.clone(),
+        "super" => from.parent()?,
+        "crate" => from.crate_root()?,
+        name => match from.child(name) {
+            Some(m) => m,
+            None => {
+                let (_, mut full) = consts::imports(&from.items)
+                    .into_iter()
+                    .find(|(n, _)| n == name)?;
+                full.extend(rest.iter().cloned());
+                return resolve_fn(from, &full, depth + 1);
+            }
+        },
+    };
+    resolve_fn(&next, rest, depth + 1)
+}
+
+/// `block` with each path expression `name` (a single identifier) renamed `to`.
+fn rename_path(block: &mut syn::Block, name: &str, to: &syn::Ident) {
+    let mut r = Rename { name, to };
+    r.visit_block_mut(block);
+}
+
+fn rename_path_expr(e: &mut Expr, name: &str, to: &syn::Ident) {
+    let mut r = Rename { name, to };
+    r.visit_expr_mut(e);
+}
+
+struct Rename<'a> {
+    name: &'a str,
+    to: &'a syn::Ident,
+}
+
+impl VisitMut for Rename<'_> {
+    fn visit_expr_path_mut(&mut self, p: &mut syn::ExprPath) {
+        if p.qself.is_none() && p.path.is_ident(self.name) {
+            let span = p.path.segments[0].ident.span();
+            p.path.segments[0].ident = syn::Ident::new(&self.to.to_string(), span);
+        }
+    }
+
+    fn visit_macro_mut(&mut self, m: &mut syn::Macro) {
+        m.tokens = replace_ident(m.tokens.clone(), self.name, &self.to.to_token_stream());
     }
 }
 
@@ -351,8 +547,9 @@ fn free_names(helper: &syn::ItemFn, body: &syn::Block) -> HashSet<String> {
     struct Used(HashSet<String>);
     impl<'a> Visit<'a> for Used {
         fn visit_expr_path(&mut self, p: &'a syn::ExprPath) {
-            if let Some(id) = p.path.get_ident() {
-                self.0.insert(id.to_string());
+            // A name, or the first segment of a path (`phys::G`).
+            if let (None, Some(first)) = (&p.qself, p.path.segments.first()) {
+                self.0.insert(first.ident.to_string());
             }
             syn::visit::visit_expr_path(self, p);
         }
@@ -396,9 +593,9 @@ fn replace_ident(tokens: TokenStream, from: &str, to: &TokenStream) -> TokenStre
     out
 }
 
-/// The items of the module of the file that holds the differentiated function or method
-/// `name` (an inline `mod` or the file itself); `None` unless exactly one module does.
-fn caller_module<'a>(items: &'a [syn::Item], name: &str) -> Option<&'a [syn::Item]> {
+/// The inline modules from the file's top to the module that holds the differentiated
+/// function or method `name`; `None` unless exactly one module does.
+fn caller_path(items: &[syn::Item], name: &str) -> Option<Vec<String>> {
     fn holds(items: &[syn::Item], name: &str) -> bool {
         items.iter().any(|it| match it {
             syn::Item::Fn(f) => f.sig.ident == name && mentions_differentiate(&f.attrs),
@@ -412,22 +609,29 @@ fn caller_module<'a>(items: &'a [syn::Item], name: &str) -> Option<&'a [syn::Ite
             _ => false,
         })
     }
-    fn collect<'a>(items: &'a [syn::Item], name: &str, found: &mut Vec<&'a [syn::Item]>) {
+    fn collect(
+        items: &[syn::Item],
+        name: &str,
+        at: &mut Vec<String>,
+        found: &mut Vec<Vec<String>>,
+    ) {
         if holds(items, name) {
-            found.push(items);
+            found.push(at.clone());
         }
         for it in items {
             if let syn::Item::Mod(m) = it {
                 if let Some((_, inner)) = &m.content {
-                    collect(inner, name, found);
+                    at.push(m.ident.to_string());
+                    collect(inner, name, at, found);
+                    at.pop();
                 }
             }
         }
     }
     let mut found = Vec::new();
-    collect(items, name, &mut found);
+    collect(items, name, &mut Vec::new(), &mut found);
     match found.as_slice() {
-        [one] => Some(one),
+        [one] => Some(one.clone()),
         _ => None,
     }
 }

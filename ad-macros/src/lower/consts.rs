@@ -323,15 +323,15 @@ fn const_of(item: &syn::Item) -> Option<(String, ConstItem)> {
 /// A module seen from a source file: its items, the file (if known), and the inline
 /// modules (`mod a { .. }`) between the file's top and it.
 #[derive(Clone)]
-struct Module {
-    items: Rc<Vec<syn::Item>>,
-    file: Option<PathBuf>,
-    inline: Vec<String>,
+pub(crate) struct Module {
+    pub(crate) items: Rc<Vec<syn::Item>>,
+    pub(crate) file: Option<PathBuf>,
+    pub(crate) inline: Vec<String>,
 }
 
 impl Module {
     /// The module at `path` (names of modules) below this one.
-    fn descend(&self, path: &[String]) -> Option<Module> {
+    pub(crate) fn descend(&self, path: &[String]) -> Option<Module> {
         let mut m = self.clone();
         for name in path {
             m = m.child(name)?;
@@ -340,7 +340,7 @@ impl Module {
     }
 
     /// The child module `name`: inline, or `mod name;` in its own file.
-    fn child(&self, name: &str) -> Option<Module> {
+    pub(crate) fn child(&self, name: &str) -> Option<Module> {
         let declared = self.items.iter().find_map(|it| match it {
             syn::Item::Mod(m) if m.ident == name => Some(m),
             _ => None,
@@ -407,7 +407,7 @@ impl Module {
     /// The crate's root module: this file if it is one, else the root file of the crate
     /// being built (by cargo's `CARGO_CRATE_NAME`: `tests/NAME.rs`, `benches/NAME.rs`,
     /// `examples/NAME.rs`, `src/bin/NAME.rs`, then `src/lib.rs`, `src/main.rs`).
-    fn crate_root(&self) -> Option<Module> {
+    pub(crate) fn crate_root(&self) -> Option<Module> {
         let file = self.file.as_ref()?;
         if is_crate_root(file) {
             return Module::of_file(file);
@@ -421,11 +421,61 @@ impl Module {
         named.chain(plain).find_map(|f| Module::of_file(&f))
     }
 
-    /// The parent module, if it is an inline one of the same file.
-    fn parent(&self) -> Option<Module> {
-        let (_, up) = self.inline.split_last()?;
-        let root = Module::of_file(self.file.as_ref()?)?;
-        root.descend(up)
+    /// The parent module: an inline one of the same file, or the module that declares
+    /// this file (`mod x;` in `dir.rs`, `dir/mod.rs`, or a crate root beside `x.rs`).
+    pub(crate) fn parent(&self) -> Option<Module> {
+        let file = self.file.as_ref()?;
+        if let Some((_, up)) = self.inline.split_last() {
+            return Module::of_file(file)?.descend(up);
+        }
+        if is_crate_root(file) {
+            return None;
+        }
+        let stem = file.file_stem()?.to_str()?;
+        // The directory this module's file is in stands for the parent (`dir/x.rs`), or for
+        // this module itself (`x/mod.rs`, whose parent is then one level up).
+        let (dir, name) = match stem {
+            "mod" => {
+                let dir = file.parent()?;
+                (dir.parent()?, dir.file_name()?.to_str()?)
+            }
+            _ => (file.parent()?, stem),
+        };
+        let dir_name = dir.file_name()?.to_str()?;
+        let candidates = [
+            dir.with_extension("rs"),
+            dir.join("mod.rs"),
+            dir.join("lib.rs"),
+            dir.join("main.rs"),
+        ];
+        let outer = dir.parent()?;
+        let root = candidates
+            .into_iter()
+            .chain([outer.join(format!("{dir_name}.rs"))])
+            .filter(|f| f.is_file())
+            .find_map(|f| Module::of_file(&f))?;
+        // The `mod name;` declaring this file, at any inline depth of the parent's file.
+        fn find(items: &[syn::Item], name: &str, at: &mut Vec<String>) -> bool {
+            for it in items {
+                if let syn::Item::Mod(m) = it {
+                    match &m.content {
+                        None if m.ident == name => return true,
+                        Some((_, inner)) => {
+                            at.push(m.ident.to_string());
+                            if find(inner, name, at) {
+                                return true;
+                            }
+                            at.pop();
+                        }
+                        None => {}
+                    }
+                }
+            }
+            false
+        }
+        let mut at = Vec::new();
+        find(&root.items, name, &mut at).then_some(())?;
+        root.descend(&at)
     }
 }
 
@@ -444,7 +494,7 @@ fn is_crate_root(file: &Path) -> bool {
 /// The constant `path` names, seen from `from` (`G`, `phys::G`, `self::G`, `super::G`,
 /// `crate::a::G`, `Model::G`), following `use` items, with the module that defines it;
 /// `None` if it is not one phidiff can read.
-fn resolve(from: &Module, path: &[String], depth: usize) -> Option<(ConstItem, Module)> {
+pub(crate) fn resolve(from: &Module, path: &[String], depth: usize) -> Option<(ConstItem, Module)> {
     if depth > 8 {
         return None;
     }
@@ -500,7 +550,7 @@ fn resolve(from: &Module, path: &[String], depth: usize) -> Option<(ConstItem, M
 
 /// The names a module's `use` items bring in, each with the path it stands for (a glob
 /// as the name `*` with the module's path).
-fn imports(items: &[syn::Item]) -> Vec<(String, Vec<String>)> {
+pub(crate) fn imports(items: &[syn::Item]) -> Vec<(String, Vec<String>)> {
     fn walk(tree: &syn::UseTree, prefix: &mut Vec<String>, out: &mut Vec<(String, Vec<String>)>) {
         match tree {
             syn::UseTree::Path(p) => {

@@ -4,7 +4,7 @@
 //! region stays single-entry single-exit (structured reverse mode needs nothing else).
 
 mod call;
-mod consts;
+pub(crate) mod consts;
 mod control;
 mod env;
 mod expr;
