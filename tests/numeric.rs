@@ -366,6 +366,7 @@ numeric_tests! {
         helpers_in_loops,
         custom_rules_beat_inlining,
         helpers_across_modules,
+        helpers_with_results_and_returns,
     ],
     /// Issue 46: functions mixing `f32` and `f64`.
     idiomatic_floats: [

@@ -352,8 +352,9 @@ mod tests {
         #[differentiate(forward, reverse)]
         fn f(x: &[f64], a: f64) -> f64 { helper(a) * x[0] }";
 
-    /// A helper the inliner leaves as a call (an early `return`).
-    const RETURNING: &str = "fn helper(v: f64) -> f64 { if v < 0.0 { return 0.0; } v * v }";
+    /// A helper the inliner leaves as a call (a `return` inside a loop).
+    const RETURNING: &str =
+        "fn helper(v: f64) -> f64 { for _ in 0..2 { if v < 0.0 { return 0.0; } } v * v }";
 
     #[test]
     fn a_plain_helper_of_the_same_module_is_flagged() {

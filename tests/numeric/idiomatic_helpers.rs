@@ -395,3 +395,83 @@ pub fn helpers_across_modules() {
     let d_softsign = 1.0 / (1.0 + x[0].abs()).powi(2);
     assert_close("∂coupled/∂x0", g[0], 0.5 * d_softsign * leaky(x[3]) + 0.01, 1e-14, 1e-15);
 }
+
+/// Mean and variance: a tuple result, taken apart by the caller's `let`.
+fn mean_var<T: Float>(y: &[T]) -> (T, T) {
+    let n = T::from(y.len()).unwrap();
+    let m = y.iter().fold(T::zero(), |a, &b| a + b) / n;
+    let mut v = T::zero();
+    for &a in y {
+        v = v + (a - m) * (a - m);
+    }
+    (m, v / n)
+}
+
+/// An array result.
+fn cross(a: &[f64], b: &[f64]) -> [f64; 3] {
+    [
+        a[1] * b[2] - a[2] * b[1],
+        a[2] * b[0] - a[0] * b[2],
+        a[0] * b[1] - a[1] * b[0],
+    ]
+}
+
+/// Early returns (guards), as numerical code writes them.
+fn huber(r: f64, delta: f64) -> f64 {
+    let a = r.abs();
+    if a <= delta {
+        return 0.5 * r * r;
+    }
+    delta * (a - 0.5 * delta)
+}
+
+fn safe_ratio(a: f64, b: f64) -> f64 {
+    if b.abs() < 1e-12 {
+        return 0.0;
+    }
+    a / b
+}
+
+/// Tuple, array and guarded helpers in one objective, also bound whole (`t.0`).
+#[differentiate(forward, reverse)]
+pub fn robust_fit(x: &[f64], delta: f64) -> f64 {
+    let (m, v) = mean_var(x);
+    let t = mean_var(&x[1..]);
+    let c: [f64; 3] = cross(&x[..3], &x[3..6]);
+    let mut loss = 0.0;
+    for i in 0..x.len() {
+        loss += huber(x[i] - m, delta);
+    }
+    loss + v * t.0 + t.1 + c[0] * c[2] + safe_ratio(c[1], m)
+}
+
+pub fn helpers_with_results_and_returns() {
+    // Residuals on both sides of delta, so both branches of `huber` are taken.
+    let x = [0.3, 1.5, -0.9, -0.4, 0.7, 2.2, 0.05];
+    let p = cat(&[&x, &[0.6]]);
+    check_grad(
+        "robust_fit",
+        &p,
+        &|p| robust_fit(&p[..7], p[7]),
+        &|p| {
+            let (v, (dx, dd)) = robust_fit_grad(&p[..7], p[7]);
+            (v, cat(&[&dx, &[dd]]))
+        },
+        TOLS,
+    );
+    check_fwd_rev(&Case {
+        name: "robust_fit",
+        x: &p,
+        primal: &|p| vec![robust_fit(&p[..7], p[7])],
+        jvp: &|p, d| {
+            let (v, t) = robust_fit_fwd(&p[..7], &d[..7], p[7], d[7]);
+            (vec![v], vec![t])
+        },
+        vjp: &|p, w| {
+            let mut dx = zeros(7);
+            let (v, dd) = robust_fit_rev(&p[..7], &mut dx, p[7], w[0]);
+            (vec![v], cat(&[&dx, &[dd]]))
+        },
+        tols: TOLS,
+    });
+}

@@ -814,7 +814,7 @@ pub fn check_syntax(item: &syn::ItemFn) -> syn::Result<()> {
         fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
             let float_fn = matches!(&*c.func, syn::Expr::Path(p) if p.path.segments.len() >= 2);
             if !float_fn {
-                self.fail(&c.func, "a call of another function is not supported in a CUDA kernel (float methods like `x.sin()` are, and plain helpers of floats and slices without `return` are inlined)");
+                self.fail(&c.func, "a call of another function is not supported in a CUDA kernel (float methods like `x.sin()` are, and plain helpers of floats and slices are inlined)");
             }
             syn::visit::visit_expr_call(self, c);
         }

@@ -98,9 +98,62 @@ impl VisitMut for Inliner {
     fn visit_expr_mut(&mut self, e: &mut Expr) {
         syn::visit_mut::visit_expr_mut(self, e);
         let Expr::Call(c) = e else { return };
-        let Expr::Path(p) = &*c.func else { return };
-        if p.qself.is_some() || p.path.leading_colon.is_some() {
+        let Some(call) = self.inline_call(c, false) else {
             return;
+        };
+        let Call {
+            span,
+            temps,
+            binds,
+            body,
+            ..
+        } = call;
+        let stmts = &body.stmts;
+        match syn::parse2::<Expr>(quote_spanned!(span=> { #temps { #binds #(#stmts)* } })) {
+            Ok(inlined) => {
+                *e = inlined;
+                self.changed = true;
+            }
+            Err(err) => self.errors.push(err),
+        }
+    }
+
+    /// `let PAT = g(..);` of a helper returning a tuple or an array literal: its elements
+    /// are assigned to fresh names declared before the inlined body, which PAT then binds.
+    fn visit_block_mut(&mut self, b: &mut syn::Block) {
+        let mut out = Vec::with_capacity(b.stmts.len());
+        for mut stmt in std::mem::take(&mut b.stmts) {
+            self.visit_stmt_mut(&mut stmt);
+            match self.aggregate_let(&stmt) {
+                Some(stmts) => out.extend(stmts),
+                None => out.push(stmt),
+            }
+        }
+        b.stmts = out;
+    }
+
+    fn visit_item_mut(&mut self, _: &mut syn::Item) {
+        // Items nested in a body are not the function's code.
+    }
+}
+
+/// A call ready to inline: the arguments bound to temporaries (in the caller's scope),
+/// the parameters bound to them, and the helper's prepared body.
+struct Call {
+    span: Span,
+    temps: TokenStream,
+    binds: TokenStream,
+    body: syn::Block,
+    n: usize,
+}
+
+impl Inliner {
+    /// `c` as a [`Call`] when it calls a helper this inliner takes: one returning a value
+    /// (or nothing), or with `aggregate` one returning a tuple or an array.
+    fn inline_call(&mut self, c: &syn::ExprCall, aggregate: bool) -> Option<Call> {
+        let Expr::Path(p) = &*c.func else { return None };
+        if p.qself.is_some() || p.path.leading_colon.is_some() {
+            return None;
         }
         let segs: Vec<String> = p
             .path
@@ -109,13 +162,12 @@ impl VisitMut for Inliner {
             .map(|s| s.ident.to_string())
             .collect();
         if segs.len() == 1 && self.bound.contains(&segs[0]) {
-            return;
+            return None;
         }
-        let Some((helper, module)) = self.helper(&segs) else {
-            return;
-        };
-        if helper.sig.inputs.len() != c.args.len() {
-            return;
+        let (helper, module) = self.helper(&segs)?;
+        let returns = inlinable(&helper)?;
+        if helper.sig.inputs.len() != c.args.len() || (returns != Returns::Value) != aggregate {
+            return None;
         }
         let name = helper.sig.ident.to_string();
         let key = self.key(&module, &name);
@@ -136,7 +188,7 @@ impl VisitMut for Inliner {
                     cycle.join(" → ")
                 ),
             ));
-            return;
+            return None;
         }
         let last = p.path.segments.last().expect("a path has a segment");
         let float = match &last.arguments {
@@ -149,43 +201,96 @@ impl VisitMut for Inliner {
         // The file's text gives the helper's tokens no place in it: they take the call's
         // (the outermost one's, for a chain), so what is reported inside points there.
         let span = c.span();
-        let Some(body) = self.prepared(&helper, &module, key, &float, span) else {
-            return;
-        };
+        let body = self.prepared(&helper, &module, key, &float, span)?;
         // The helper's free names must mean at the call what they mean in the module.
         if free_names(&helper, &body)
             .iter()
             .any(|n| self.bound.contains(n))
         {
-            return;
+            return None;
         }
         self.next += 1;
         let n = self.next;
         let mut temps = quote!();
         let mut binds = quote!();
         for (k, (arg, input)) in c.args.iter().zip(&helper.sig.inputs).enumerate() {
-            let syn::FnArg::Typed(pt) = input else { return };
+            let syn::FnArg::Typed(pt) = input else {
+                return None;
+            };
             let t = format_ident!("__pd_call{}_{}", n, k, span = arg.span());
             temps.extend(quote_spanned!(arg.span()=> let #t = #arg;));
             let pat = respan(pt.pat.to_token_stream(), span);
             binds.extend(quote_spanned!(span=> let #pat = #t;));
         }
-        let stmts = &body.stmts;
-        match syn::parse2::<Expr>(quote_spanned!(span=> { #temps { #binds #(#stmts)* } })) {
-            Ok(inlined) => {
-                *e = inlined;
-                self.changed = true;
+        Some(Call {
+            span,
+            temps,
+            binds,
+            body,
+            n,
+        })
+    }
+
+    /// The statements replacing `let PAT = g(..);` when `g` is a helper returning a tuple
+    /// or an array whose body ends in a literal of it.
+    fn aggregate_let(&mut self, stmt: &syn::Stmt) -> Option<Vec<syn::Stmt>> {
+        let syn::Stmt::Local(l) = stmt else {
+            return None;
+        };
+        let init = l.init.as_ref().filter(|i| i.diverge.is_none())?;
+        let Expr::Call(c) = &*init.expr else {
+            return None;
+        };
+        let errors = self.errors.len();
+        let next = self.next;
+        let Some(call) = self.inline_call(c, true) else {
+            return None;
+        };
+        let Call {
+            span,
+            temps,
+            binds,
+            mut body,
+            n,
+        } = call;
+        let tail = match body.stmts.pop() {
+            Some(syn::Stmt::Expr(e, None)) => e,
+            _ => None?,
+        };
+        let (elems, array) = match tail {
+            Expr::Tuple(t) => (t.elems.into_iter().collect::<Vec<_>>(), false),
+            Expr::Array(a) => (a.elems.into_iter().collect(), true),
+            _ => {
+                // Not a literal at the end: the call stays (a missing rule is reported).
+                self.errors.truncate(errors);
+                self.next = next;
+                return None;
             }
-            Err(err) => self.errors.push(err),
-        }
+        };
+        let names: Vec<syn::Ident> = (0..elems.len())
+            .map(|k| format_ident!("__pd_ret{}_{}", n, k, span = span))
+            .collect();
+        let stmts = &body.stmts;
+        let value = match array {
+            true => quote_spanned!(span=> [#(#names),*]),
+            false => quote_spanned!(span=> (#(#names),*)),
+        };
+        let attrs = &l.attrs;
+        // The type (`let c: [f64; 3] = ..`) is the helper's result type: left to the value.
+        let pat = match &l.pat {
+            syn::Pat::Type(t) => &*t.pat,
+            other => other,
+        };
+        let block: syn::Block = syn::parse2(quote_spanned!(span=> {
+            #(let #names;)*
+            { #temps { #binds #(#stmts)* #(#names = #elems;)* } }
+            #(#attrs)* let #pat = #value;
+        }))
+        .ok()?;
+        self.changed = true;
+        Some(block.stmts)
     }
 
-    fn visit_item_mut(&mut self, _: &mut syn::Item) {
-        // Items nested in a body are not the function's code.
-    }
-}
-
-impl Inliner {
     /// The helper a call's path names from the visited module, with its module: a plain
     /// function (no `#[differentiate]`, no hand-written `_fwd`/`_rev` beside it) that
     /// [`inlinable`] takes.
@@ -197,7 +302,8 @@ impl Inliner {
             let rule = format!("{name}{s}");
             self.file_idents.contains(&rule) || module_idents.contains(&rule)
         });
-        (!has_rule && !mentions_differentiate(&f.attrs) && inlinable(&f)).then_some((f, m))
+        (!has_rule && !mentions_differentiate(&f.attrs) && inlinable(&f).is_some())
+            .then_some((f, m))
     }
 
     /// A name for `name` of `module`, unique in the crate.
@@ -233,6 +339,7 @@ impl Inliner {
             tokens = replace_ident(tokens, &g, float);
         }
         let mut block: syn::Block = syn::parse2(tokens).ok()?;
+        block.stmts = lift(&block.stmts)?;
         let outer_module = std::mem::replace(&mut self.module, module.clone());
         let outer_bound = std::mem::replace(&mut self.bound, bound_names(helper));
         self.stack.push(key);
@@ -401,13 +508,23 @@ impl VisitMut for Rename<'_> {
     }
 }
 
-/// Whether `f` is a helper the inliner takes: a plain function of floats, integers and
-/// slices of them (at least one float among them), with one value or none as its result,
-/// generic at most over its float type, and a body without `return` or `?`.
-fn inlinable(f: &syn::ItemFn) -> bool {
+/// What an inlined helper gives back.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Returns {
+    /// One value, or nothing: the inlined block's value.
+    Value,
+    /// A tuple or an array of scalars, taken apart by the `let` it initializes.
+    Aggregate,
+}
+
+/// How `f` returns when it is a helper the inliner takes: a plain function of floats,
+/// integers and slices of them (at least one float among them), returning one value, none,
+/// or a tuple or array of scalars, generic at most over its float type, with a body whose
+/// `return`s [`lift`] can take out and without `?`.
+fn inlinable(f: &syn::ItemFn) -> Option<Returns> {
     let sig = &f.sig;
     if sig.asyncness.is_some() || sig.unsafety.is_some() || sig.variadic.is_some() {
-        return false;
+        return None;
     }
     let mut float_generic = None;
     for p in &sig.generics.params {
@@ -416,7 +533,7 @@ fn inlinable(f: &syn::ItemFn) -> bool {
             syn::GenericParam::Type(t) if float_generic.is_none() && bounded_by_float(t) => {
                 float_generic = Some(t.ident.to_string())
             }
-            _ => return false,
+            _ => return None,
         }
     }
     if sig
@@ -425,24 +542,108 @@ fn inlinable(f: &syn::ItemFn) -> bool {
         .as_ref()
         .is_some_and(|w| !w.predicates.is_empty())
     {
-        return false;
+        return None;
     }
     let g = float_generic.as_deref();
     let mut any_float = false;
     for input in &sig.inputs {
         let syn::FnArg::Typed(pt) = input else {
-            return false;
+            return None;
         };
-        match param_kind(&pt.ty, g) {
-            Some(float) => any_float |= float,
-            None => return false,
+        any_float |= param_kind(&pt.ty, g)?;
+    }
+    let returns = match &sig.output {
+        syn::ReturnType::Default => Returns::Value,
+        syn::ReturnType::Type(_, t) => match &**t {
+            Type::Tuple(tt) if !tt.elems.is_empty() => {
+                for e in &tt.elems {
+                    scalar(e, g)?;
+                }
+                Returns::Aggregate
+            }
+            Type::Array(a) => {
+                scalar(&a.elem, g)?;
+                Returns::Aggregate
+            }
+            other => {
+                scalar(other, g)?;
+                Returns::Value
+            }
+        },
+    };
+    (any_float && plain_body(&f.block) && lift(&f.block.stmts).is_some()).then_some(returns)
+}
+
+/// `stmts` (a function body) with its `return`s taken out: `return e;` ends the list with
+/// `e` as its value, and an `if` holding one becomes the list's last expression, its
+/// branches followed by the statements after it (`if c { return a; } rest` →
+/// `if c { a } else { rest }`). `None` for a `return` anywhere else (in a loop, a `match`,
+/// an expression).
+fn lift(stmts: &[syn::Stmt]) -> Option<Vec<syn::Stmt>> {
+    let semi = |e: Expr| syn::Stmt::Expr(e, Some(Default::default()));
+    let mut out = Vec::new();
+    for (i, st) in stmts.iter().enumerate() {
+        if !returns_in(st) {
+            // Followed by more: an expression statement ends with `;`.
+            match st {
+                syn::Stmt::Expr(e, None) if i + 1 < stmts.len() => out.push(semi(e.clone())),
+                other => out.push(other.clone()),
+            }
+            continue;
+        }
+        match st {
+            syn::Stmt::Expr(Expr::Return(r), _) => {
+                if let Some(e) = &r.expr {
+                    if returns_in(&syn::Stmt::Expr((**e).clone(), None)) {
+                        return None;
+                    }
+                    out.push(syn::Stmt::Expr((**e).clone(), None));
+                }
+                return Some(out);
+            }
+            syn::Stmt::Expr(Expr::If(ifx), _) => {
+                if returns_in(&syn::Stmt::Expr((*ifx.cond).clone(), None)) {
+                    return None;
+                }
+                let rest = &stmts[i + 1..];
+                let branch = |body: &[syn::Stmt]| -> Option<syn::Block> {
+                    let mut all = body.to_vec();
+                    all.extend(rest.iter().cloned());
+                    Some(syn::Block {
+                        brace_token: Default::default(),
+                        stmts: lift(&all)?,
+                    })
+                };
+                let then = branch(&ifx.then_branch.stmts)?;
+                let els = match ifx.else_branch.as_ref().map(|(_, e)| &**e) {
+                    None => branch(&[])?,
+                    Some(Expr::Block(b)) => branch(&b.block.stmts)?,
+                    Some(other) => branch(&[syn::Stmt::Expr(other.clone(), None)])?,
+                };
+                let cond = &ifx.cond;
+                let e: Expr = syn::parse2(quote!(if #cond #then else #els)).ok()?;
+                out.push(syn::Stmt::Expr(e, None));
+                return Some(out);
+            }
+            _ => return None,
         }
     }
-    let result_ok = match &sig.output {
-        syn::ReturnType::Default => true,
-        syn::ReturnType::Type(_, t) => scalar(t, g).is_some(),
-    };
-    result_ok && any_float && plain_body(&f.block)
+    Some(out)
+}
+
+/// Whether `st` holds a `return` (outside closures).
+fn returns_in(st: &syn::Stmt) -> bool {
+    struct Finds(bool);
+    impl<'a> Visit<'a> for Finds {
+        fn visit_expr_return(&mut self, _: &'a syn::ExprReturn) {
+            self.0 = true;
+        }
+        fn visit_expr_closure(&mut self, _: &'a syn::ExprClosure) {}
+        fn visit_item(&mut self, _: &'a syn::Item) {}
+    }
+    let mut f = Finds(false);
+    f.visit_stmt(st);
+    f.0
 }
 
 fn bounded_by_float(t: &syn::TypeParam) -> bool {
@@ -492,13 +693,10 @@ fn param_kind(t: &Type, generic: Option<&str>) -> Option<bool> {
     }
 }
 
-/// Whether a body is free of what inlining cannot keep: `return`, `?`, items, `unsafe`.
+/// Whether a body is free of what inlining cannot keep: `?`, items, `unsafe`.
 fn plain_body(b: &syn::Block) -> bool {
     struct Plain(bool);
     impl<'a> Visit<'a> for Plain {
-        fn visit_expr_return(&mut self, _: &'a syn::ExprReturn) {
-            self.0 = false;
-        }
         fn visit_expr_try(&mut self, _: &'a syn::ExprTry) {
             self.0 = false;
         }

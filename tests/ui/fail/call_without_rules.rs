@@ -1,12 +1,16 @@
 use phidiff::differentiate;
 
-// A helper with an early `return` is not inlined, so the derivative calls `helper_fwd` and
-// `helper_rev`, which nobody wrote.
+// A helper with a `return` inside a loop is not inlined, so the derivative calls
+// `helper_fwd` and `helper_rev`, which nobody wrote.
 fn helper(v: f64) -> f64 {
-    if v < 0.0 {
-        return 0.0;
+    let mut s = v;
+    for _ in 0..3 {
+        if s > 10.0 {
+            return s;
+        }
+        s = s * s;
     }
-    v * v
+    s
 }
 
 #[differentiate(forward, reverse)]
