@@ -124,6 +124,34 @@ fn main() {
     verify_lorenz(&x0, lsteps);
     verify_heat(&u0, r, hsteps);
 
+    // Issue 48: helpers without attributes against the same code written out.
+    let (nh, nx) = (64, 256);
+    let w1: Vec<f64> = (0..nh * nx)
+        .map(|i| 0.01 * (i as f64 * 0.37).sin())
+        .collect();
+    let w2: Vec<f64> = (0..nh).map(|i| 0.1 * (i as f64 * 0.11).cos()).collect();
+    let xin: Vec<f64> = (0..nx).map(|i| (i as f64 * 0.05).sin()).collect();
+    let (mut dw1, mut dw2, mut dxin) = (vec![0.0; nh * nx], vec![0.0; nh], vec![0.0; nx]);
+    let (mut ew1, mut ew2, mut exin) = (vec![0.0; nh * nx], vec![0.0; nh], vec![0.0; nx]);
+    {
+        let (mut a1, mut a2, mut ax) = (vec![0.0; nh * nx], vec![0.0; nh], vec![0.0; nx]);
+        let (mut b1, mut b2, mut bx) = (vec![0.0; nh * nx], vec![0.0; nh], vec![0.0; nx]);
+        let va = two_layer_helpers_rev(&w1, &mut a1, &w2, &mut a2, &xin, &mut ax, 1.0);
+        let vb = two_layer_inline_rev(&w1, &mut b1, &w2, &mut b2, &xin, &mut bx, 1.0);
+        let same = |a: &[f64], b: &[f64]| {
+            a.iter()
+                .zip(b)
+                .all(|(p, q)| (p - q).abs() <= 1e-12 * (1.0 + q.abs()))
+        };
+        assert!(
+            (va - vb).abs() <= 1e-12 * vb.abs()
+                && same(&a1, &b1)
+                && same(&a2, &b2)
+                && same(&ax, &bx),
+            "the helper form and the written-out form differ"
+        );
+    }
+
     // Issue 47: structs against the flat parameters they stand for.
     let poly = Poly {
         bias: 0.3,
@@ -391,6 +419,33 @@ fn main() {
                 }),
                 Variant::new("zero", || {
                     black_box(&mut rz).fill(0.0);
+                }),
+            ],
+        },
+        Bench {
+            function: "helper forms",
+            variants: vec![
+                Variant::new("helpers rev", || {
+                    black_box(two_layer_helpers_rev(
+                        black_box(&w1),
+                        black_box(&mut dw1),
+                        &w2,
+                        &mut dw2,
+                        &xin,
+                        &mut dxin,
+                        1.0,
+                    ));
+                }),
+                Variant::new("written out rev", || {
+                    black_box(two_layer_inline_rev(
+                        black_box(&w1),
+                        black_box(&mut ew1),
+                        &w2,
+                        &mut ew2,
+                        &xin,
+                        &mut exin,
+                        1.0,
+                    ));
                 }),
             ],
         },
@@ -700,6 +755,17 @@ fn main() {
         );
     }
     println!();
+    for b in benches.iter().filter(|b| b.function == "helper forms") {
+        let m = |name: &str| b.variant(name).median();
+        let fastest = |name: &str| b.variant(name).fastest();
+        println!(
+            "helper forms: two_layer with helpers (layer → sigmoid, dot) rev {} vs written out {} ({:.3}×, fastest {:.3}×)",
+            fmt_time(m("helpers rev")),
+            fmt_time(m("written out rev")),
+            m("helpers rev") / m("written out rev"),
+            fastest("helpers rev") / fastest("written out rev"),
+        );
+    }
     for b in benches.iter().filter(|b| b.function == "struct forms") {
         let m = |name: &str| b.variant(name).median();
         let fastest = |name: &str| b.variant(name).fastest();

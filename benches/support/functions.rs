@@ -616,3 +616,54 @@ pub fn system_energy_flat(pos: &[[f64; 3]], vel: &[[f64; 3]], mass: &[f64]) -> f
     }
     e
 }
+
+// ---------------------------------------------------------------------------------------
+// Helpers without attributes (issue 48): a two-layer network written with three small
+// helpers, and the same network written out in one function.
+// ---------------------------------------------------------------------------------------
+
+fn sigmoid_helper(v: f64) -> f64 {
+    1.0 / (1.0 + (-v).exp())
+}
+
+fn dot_helper(a: &[f64], b: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for i in 0..a.len() {
+        s += a[i] * b[i];
+    }
+    s
+}
+
+fn layer_helper(w: &[f64], x: &[f64], out: &mut [f64]) {
+    let n = x.len();
+    for k in 0..out.len() {
+        out[k] = sigmoid_helper(dot_helper(&w[k * n..(k + 1) * n], x));
+    }
+}
+
+/// Σₖ w2[k] σ(w1[k, :] · x), through the helpers.
+#[differentiate(reverse)]
+pub fn two_layer_helpers(w1: &[f64], w2: &[f64], x: &[f64]) -> f64 {
+    let mut h = vec![0.0; w2.len()];
+    layer_helper(w1, x, &mut h);
+    dot_helper(w2, &h)
+}
+
+/// The same, written out as one function.
+#[differentiate(reverse)]
+pub fn two_layer_inline(w1: &[f64], w2: &[f64], x: &[f64]) -> f64 {
+    let n = x.len();
+    let mut h = vec![0.0; w2.len()];
+    for k in 0..h.len() {
+        let mut s = 0.0;
+        for i in 0..n {
+            s += w1[k * n + i] * x[i];
+        }
+        h[k] = 1.0 / (1.0 + (-s).exp());
+    }
+    let mut y = 0.0;
+    for k in 0..h.len() {
+        y += w2[k] * h[k];
+    }
+    y
+}
