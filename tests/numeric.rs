@@ -367,6 +367,7 @@ numeric_tests! {
         custom_rules_beat_inlining,
         helpers_across_modules,
         helpers_with_results_and_returns,
+        methods_without_attributes,
     ],
     /// Issue 46: functions mixing `f32` and `f64`.
     idiomatic_floats: [

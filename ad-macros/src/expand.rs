@@ -84,7 +84,7 @@ pub fn expand_fn(
     let misplaced = checkpoint::strip(&mut primal);
     // The calls of plain helpers of the same module, inlined (the primal keeps them).
     let float = crate::desugar::inline::caller_float(item_fn, imp);
-    let inlined = match source.map(|s| crate::desugar::inline::helpers(item_fn, s, &float)) {
+    let inlined = match source.map(|s| crate::desugar::inline::helpers(item_fn, imp, s, &float)) {
         Some(Err(e)) => {
             let err = e.to_compile_error();
             return quote!(#primal #err);

@@ -16,6 +16,7 @@
 use super::differentiate;
 use crate::common::*;
 use num_traits::Float;
+use phidiff::Differentiable;
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -474,4 +475,117 @@ pub fn helpers_with_results_and_returns() {
         },
         tols: TOLS,
     });
+}
+
+/// A particle with methods and no attributes on them.
+#[derive(Differentiable, Clone, Debug)]
+pub struct Particle<T> {
+    pub pos: [T; 2],
+    pub vel: [T; 2],
+    pub mass: T,
+}
+
+impl<T: Float> Particle<T> {
+    fn kinetic(&self) -> T {
+        let half = T::from(0.5).unwrap();
+        half * self.mass * (self.vel[0] * self.vel[0] + self.vel[1] * self.vel[1])
+    }
+
+    /// Calls an associated function through `Self`.
+    fn potential(&self, g: T) -> T {
+        self.mass * g * self.pos[1] + Self::soft(self.pos[0])
+    }
+
+    fn soft(v: T) -> T {
+        (v * v + T::one()).sqrt()
+    }
+
+    /// A method calling methods.
+    fn energy(&self, g: T) -> T {
+        self.kinetic() + self.potential(g)
+    }
+
+    /// A differentiated method calling the plain ones on `self`.
+    #[differentiate(forward, reverse)]
+    pub fn lagrangian(&self, g: T) -> T {
+        self.kinetic() - self.potential(g)
+    }
+}
+
+/// Methods called on a struct parameter and on the elements of a slice of them.
+#[differentiate(forward, reverse)]
+pub fn system_energy<T: Float>(p: &Particle<T>, others: &[Particle<T>], g: T) -> T {
+    let mut s = p.energy(g);
+    for i in 0..others.len() {
+        s = s + others[i].kinetic() * Particle::soft(others[i].pos[1]);
+    }
+    s
+}
+
+fn particle(x: &[f64]) -> Particle<f64> {
+    Particle {
+        pos: [x[0], x[1]],
+        vel: [x[2], x[3]],
+        mass: x[4],
+    }
+}
+
+fn flat(p: &Particle<f64>) -> Vec<f64> {
+    vec![p.pos[0], p.pos[1], p.vel[0], p.vel[1], p.mass]
+}
+
+pub fn methods_without_attributes() {
+    // Three particles and g, flattened.
+    let x = [
+        0.3, 1.2, 0.5, -0.4, 2.0, 1.0, 0.2, 0.1, 0.9, 1.5, -0.7, 0.4, -0.3, 0.6, 0.8, 9.8,
+    ];
+    let split3 = |x: &[f64]| (particle(&x[..5]), vec![particle(&x[5..10]), particle(&x[10..15])], x[15]);
+    check_grad(
+        "system_energy",
+        &x,
+        &|x| {
+            let (p, o, g) = split3(x);
+            system_energy(&p, &o, g)
+        },
+        &|x| {
+            let (p, o, g) = split3(x);
+            let (v, (dp, dos, dg)) = system_energy_grad(&p, &o, g);
+            (v, cat(&[&flat(&dp), &flat(&dos[0]), &flat(&dos[1]), &[dg]]))
+        },
+        TOLS,
+    );
+    check_fwd_rev(&Case {
+        name: "system_energy",
+        x: &x,
+        primal: &|x| {
+            let (p, o, g) = split3(x);
+            vec![system_energy(&p, &o, g)]
+        },
+        jvp: &|x, d| {
+            let (p, o, g) = split3(x);
+            let (dp, dos, dg) = split3(d);
+            let (v, t) = system_energy_fwd(&p, &dp, &o, &dos, g, dg);
+            (vec![v], vec![t])
+        },
+        vjp: &|x, w| {
+            let (p, o, g) = split3(x);
+            let mut dp = Differentiable::zero_like(&p);
+            let mut dos: Vec<Particle<f64>> = o.iter().map(Differentiable::zero_like).collect();
+            let (v, dg) = system_energy_rev(&p, &mut dp, &o, &mut dos, g, w[0]);
+            (vec![v], cat(&[&flat(&dp), &flat(&dos[0]), &flat(&dos[1]), &[dg]]))
+        },
+        tols: TOLS,
+    });
+    let y = [0.3, 1.2, 0.5, -0.4, 2.0, 9.8];
+    check_grad(
+        "lagrangian",
+        &y,
+        &|y| particle(&y[..5]).lagrangian(y[5]),
+        &|y| {
+            let p = particle(&y[..5]);
+            let (v, (dp, dg)) = p.lagrangian_grad(y[5]);
+            (v, cat(&[&flat(&dp), &[dg]]))
+        },
+        TOLS,
+    );
 }

@@ -38,6 +38,7 @@ use syn::{Expr, Type};
 /// does not show `item`'s module). `float` is the caller's float type.
 pub fn helpers(
     item: &syn::ItemFn,
+    imp: Option<&syn::ItemImpl>,
     source: SourceFile<'_>,
     float: &TokenStream,
 ) -> syn::Result<Option<syn::ItemFn>> {
@@ -58,6 +59,8 @@ pub fn helpers(
     };
     let mut inliner = Inliner {
         module,
+        self_ty: imp.and_then(|i| type_name(&i.self_ty)),
+        structs: struct_params(item),
         file_idents,
         float: float.clone(),
         stack: vec![item.sig.ident.to_string()],
@@ -81,6 +84,10 @@ pub fn helpers(
 struct Inliner {
     /// The module the visited code is in (the caller's, then each helper's).
     module: Module,
+    /// The name of `Self`'s type where the visited code is a method.
+    self_ty: Option<String>,
+    /// The caller's struct parameters: name → (type name, whether a slice of them).
+    structs: std::collections::HashMap<String, (String, bool)>,
     /// The identifiers of the caller's file (a hand-written `g_rev` there keeps `g` a call).
     file_idents: HashSet<String>,
     /// The float type a generic helper is instantiated at.
@@ -97,8 +104,12 @@ struct Inliner {
 impl VisitMut for Inliner {
     fn visit_expr_mut(&mut self, e: &mut Expr) {
         syn::visit_mut::visit_expr_mut(self, e);
-        let Expr::Call(c) = e else { return };
-        let Some(call) = self.inline_call(c, false) else {
+        let call = match e {
+            Expr::Call(c) => self.inline_call(c, false),
+            Expr::MethodCall(m) => self.inline_method(m),
+            _ => None,
+        };
+        let Some(call) = call else {
             return;
         };
         let Call {
@@ -164,7 +175,10 @@ impl Inliner {
         if segs.len() == 1 && self.bound.contains(&segs[0]) {
             return None;
         }
-        let (helper, module) = self.helper(&segs)?;
+        let (helper, module) = match self.helper(&segs) {
+            Some(found) => found,
+            None => self.associated(&segs)?,
+        };
         let returns = inlinable(&helper)?;
         if helper.sig.inputs.len() != c.args.len() || (returns != Returns::Value) != aggregate {
             return None;
@@ -201,7 +215,7 @@ impl Inliner {
         // The file's text gives the helper's tokens no place in it: they take the call's
         // (the outermost one's, for a chain), so what is reported inside points there.
         let span = c.span();
-        let body = self.prepared(&helper, &module, key, &float, span)?;
+        let body = self.prepared(&helper, &module, key, &float, span, None)?;
         // The helper's free names must mean at the call what they mean in the module.
         if free_names(&helper, &body)
             .iter()
@@ -214,6 +228,148 @@ impl Inliner {
         let mut temps = quote!();
         let mut binds = quote!();
         for (k, (arg, input)) in c.args.iter().zip(&helper.sig.inputs).enumerate() {
+            let syn::FnArg::Typed(pt) = input else {
+                return None;
+            };
+            let t = format_ident!("__pd_call{}_{}", n, k, span = arg.span());
+            temps.extend(quote_spanned!(arg.span()=> let #t = #arg;));
+            let pat = respan(pt.pat.to_token_stream(), span);
+            binds.extend(quote_spanned!(span=> let #pat = #t;));
+        }
+        Some(Call {
+            span,
+            temps,
+            binds,
+            body,
+            n,
+        })
+    }
+
+    /// An associated function (`Model::step`, `Self::step`) of an inherent impl of the
+    /// visited module, as a helper: the impl's generic float is its own.
+    fn associated(&self, path: &[String]) -> Option<(syn::ItemFn, Module)> {
+        let [ty, name] = path else { return None };
+        let ty = match ty.as_str() {
+            "Self" => self.self_ty.clone()?,
+            other => other.to_string(),
+        };
+        let (f, _) = self.method_of(&ty, name, false)?;
+        Some((f, self.module.clone()))
+    }
+
+    /// The function `name` of an inherent impl of the type named `ty` in the visited
+    /// module, as a plain function (the impl's generics first, the receiver taken out),
+    /// and whether it is a method (`&self`, `&mut self`); `method` asks for one.
+    fn method_of(&self, ty: &str, name: &str, method: bool) -> Option<(syn::ItemFn, bool)> {
+        for it in self.module.items.iter() {
+            let syn::Item::Impl(imp) = it else { continue };
+            if imp.trait_.is_some() || type_name(&imp.self_ty).as_deref() != Some(ty) {
+                continue;
+            }
+            for i in &imp.items {
+                let syn::ImplItem::Fn(m) = i else { continue };
+                if m.sig.ident != name || mentions_differentiate(&m.attrs) {
+                    continue;
+                }
+                let receiver = m.sig.receiver();
+                if method != receiver.is_some()
+                    || receiver.is_some_and(|r| r.reference.is_none() || r.colon_token.is_some())
+                    || imp.generics.where_clause.is_some()
+                {
+                    return None;
+                }
+                let mut sig = m.sig.clone();
+                sig.inputs = sig
+                    .inputs
+                    .into_iter()
+                    .filter(|a| matches!(a, syn::FnArg::Typed(_)))
+                    .collect();
+                let mut params = imp.generics.params.clone();
+                params.extend(sig.generics.params.iter().cloned());
+                sig.generics.params = params;
+                let f = syn::ItemFn {
+                    attrs: Vec::new(),
+                    vis: syn::Visibility::Inherited,
+                    sig,
+                    block: Box::new(m.block.clone()),
+                };
+                let has_rule = ["_fwd", "_rev"]
+                    .iter()
+                    .any(|s| self.file_idents.contains(&format!("{name}{s}")));
+                return (!has_rule).then_some((f, receiver.is_some()));
+            }
+        }
+        None
+    }
+
+    /// A call of a method of the caller's structs (`self.energy(x)`, `p.kinetic()`,
+    /// `bodies[i].kinetic()`) with no attribute: its body with `self` standing for the
+    /// receiver, a place of the caller.
+    fn inline_method(&mut self, m: &syn::ExprMethodCall) -> Option<Call> {
+        let ty = match &*m.receiver {
+            Expr::Path(p) if p.path.is_ident("self") => self.self_ty.clone()?,
+            Expr::Path(p) => {
+                let (ty, slice) = self.structs.get(&p.path.get_ident()?.to_string())?;
+                (!slice).then(|| ty.clone())?
+            }
+            Expr::Index(ix) => match &*ix.expr {
+                Expr::Path(p) => {
+                    let (ty, slice) = self.structs.get(&p.path.get_ident()?.to_string())?;
+                    slice.then(|| ty.clone())?
+                }
+                _ => return None,
+            },
+            _ => return None,
+        };
+        let name = m.method.to_string();
+        let (helper, _) = self.method_of(&ty, &name, true)?;
+        if inlinable_method(&helper)? != Returns::Value || helper.sig.inputs.len() != m.args.len() {
+            return None;
+        }
+        let key = format!("{}::{ty}::{name}", self.key(&self.module.clone(), ""));
+        if let Some(at) = self.stack.iter().position(|s| *s == key) {
+            let cycle: Vec<&str> = self.stack[at..]
+                .iter()
+                .map(|k| k.rsplit("::").next().unwrap_or(k))
+                .chain([name.as_str()])
+                .collect();
+            self.errors.push(syn::Error::new_spanned(
+                &m.method,
+                format!(
+                    "phidiff cannot differentiate `{name}` here: it calls itself ({}), and phidiff \
+                     differentiates a method without attributes by inlining its body where it is \
+                     called; write the recursion as a loop, or annotate the method with \
+                     `#[differentiate(forward, reverse)]`",
+                    cycle.join(" → ")
+                ),
+            ));
+            return None;
+        }
+        let span = m.span();
+        let float = self.float.clone();
+        let module = self.module.clone();
+        let body = self.prepared(&helper, &module, key, &float, span, Some(ty))?;
+        let receiver = respan(m.receiver.to_token_stream(), span);
+        // The receiver's names must not be the method's own (it binds them inside).
+        let mut inner = bound_names(&helper);
+        inner.extend(bound_names(&syn::ItemFn {
+            block: Box::new(body.clone()),
+            ..helper.clone()
+        }));
+        if idents(receiver.clone()).iter().any(|n| inner.contains(n))
+            || free_names(&helper, &body)
+                .iter()
+                .any(|n| n != "self" && self.bound.contains(n))
+        {
+            return None;
+        }
+        let body: syn::Block =
+            syn::parse2(replace_ident(body.to_token_stream(), "self", &receiver)).ok()?;
+        self.next += 1;
+        let n = self.next;
+        let mut temps = quote!();
+        let mut binds = quote!();
+        for (k, (arg, input)) in m.args.iter().zip(&helper.sig.inputs).enumerate() {
             let syn::FnArg::Typed(pt) = input else {
                 return None;
             };
@@ -320,6 +476,7 @@ impl Inliner {
     /// calls inlined, and the constants of its module it names defined inside it when
     /// that module is not the visited one. Its tokens are at `span`. `None` when it names
     /// an item of another module that cannot be brought along.
+    /// For a method, `self_ty` is its type, which `Self` and `self`'s method calls name.
     fn prepared(
         &mut self,
         helper: &syn::ItemFn,
@@ -327,6 +484,7 @@ impl Inliner {
         key: String,
         float: &TokenStream,
         span: Span,
+        self_ty: Option<String>,
     ) -> Option<syn::Block> {
         let generic = helper
             .sig
@@ -338,14 +496,22 @@ impl Inliner {
         if let Some(g) = generic {
             tokens = replace_ident(tokens, &g, float);
         }
+        if let Some(t) = &self_ty {
+            tokens = replace_ident(tokens, "Self", &format_ident!("{}", t).to_token_stream());
+        }
         let mut block: syn::Block = syn::parse2(tokens).ok()?;
         block.stmts = lift(&block.stmts)?;
         let outer_module = std::mem::replace(&mut self.module, module.clone());
         let outer_bound = std::mem::replace(&mut self.bound, bound_names(helper));
+        let outer_self = std::mem::replace(&mut self.self_ty, self_ty);
+        // A helper's own struct parameters are not the caller's.
+        let outer_structs = std::mem::take(&mut self.structs);
         self.stack.push(key);
         let before = self.errors.len();
         self.visit_block_mut(&mut block);
         self.stack.pop();
+        self.structs = outer_structs;
+        self.self_ty = outer_self;
         self.bound = outer_bound;
         self.module = outer_module;
         if self.errors.len() != before {
@@ -905,4 +1071,66 @@ fn respan(tokens: TokenStream, span: Span) -> TokenStream {
             }
         })
         .collect()
+}
+
+/// The name of a path type (`Body`, `Body<T>`, `geom::Body<T>`: `Body`).
+fn type_name(t: &Type) -> Option<String> {
+    match t {
+        Type::Path(p) if p.qself.is_none() => p.path.segments.last().map(|s| s.ident.to_string()),
+        Type::Paren(p) => type_name(&p.elem),
+        _ => None,
+    }
+}
+
+/// The parameters of `item` that are structs (`p: &Body`, `p: &mut Body<T>`, `p: Body`)
+/// or slices of them (`bs: &[Body]`, `&Vec<Body>`): name → (type name, slice). A type
+/// counts as a struct when its name starts with an upper-case letter and is longer than
+/// one letter (a generic float `T` is not one) and is not `Vec`.
+fn struct_params(item: &syn::ItemFn) -> std::collections::HashMap<String, (String, bool)> {
+    let named = |t: &Type| -> Option<String> {
+        let n = type_name(t)?;
+        let upper = n.chars().next().is_some_and(char::is_uppercase);
+        (upper && n != "Vec" && n.len() > 1).then_some(n)
+    };
+    let mut out = std::collections::HashMap::new();
+    for input in &item.sig.inputs {
+        let syn::FnArg::Typed(pt) = input else {
+            continue;
+        };
+        let syn::Pat::Ident(id) = &*pt.pat else {
+            continue;
+        };
+        let inner = match &*pt.ty {
+            Type::Reference(r) => &*r.elem,
+            other => other,
+        };
+        let found = match inner {
+            Type::Slice(sl) => named(&sl.elem).map(|n| (n, true)),
+            Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "Vec") => {
+                match &p.path.segments.last().expect("a segment").arguments {
+                    syn::PathArguments::AngleBracketed(a) => match a.args.first() {
+                        Some(syn::GenericArgument::Type(e)) => named(e).map(|n| (n, true)),
+                        _ => None,
+                    },
+                    _ => None,
+                }
+            }
+            other => named(other).map(|n| (n, false)),
+        };
+        if let Some(f) = found {
+            out.insert(id.ident.to_string(), f);
+        }
+    }
+    out
+}
+
+/// [`inlinable`] for a method made a plain function (its receiver taken out): it needs no
+/// float among its own parameters, since `self` holds the floats.
+fn inlinable_method(f: &syn::ItemFn) -> Option<Returns> {
+    let mut probe = f.clone();
+    probe
+        .sig
+        .inputs
+        .push(syn::parse_quote!(__pd_self_float: f64));
+    inlinable(&probe)
 }
