@@ -368,6 +368,7 @@ numeric_tests! {
         helpers_across_modules,
         helpers_with_results_and_returns,
         methods_without_attributes,
+        custom_solve_in_a_helper_chain,
     ],
     /// Issue 46: functions mixing `f32` and `f64`.
     idiomatic_floats: [

@@ -589,3 +589,140 @@ pub fn methods_without_attributes() {
         TOLS,
     );
 }
+
+/// `x = A⁻¹ b` (or `A⁻ᵀ b`) for a dense row-major `n × n` matrix, by Gaussian elimination
+/// with partial pivoting on copies. Only the rules below call it.
+fn gauss(a: &[f64], b: &[f64], x: &mut [f64], transpose: bool) {
+    let n = b.len();
+    let mut m: Vec<f64> = (0..n * n)
+        .map(|k| if transpose { a[(k % n) * n + k / n] } else { a[k] })
+        .collect();
+    x.copy_from_slice(b);
+    for c in 0..n {
+        let p = (c..n)
+            .max_by(|&i, &j| m[i * n + c].abs().total_cmp(&m[j * n + c].abs()))
+            .expect("a row");
+        if p != c {
+            for j in 0..n {
+                m.swap(p * n + j, c * n + j);
+            }
+            x.swap(p, c);
+        }
+        for r in c + 1..n {
+            let f = m[r * n + c] / m[c * n + c];
+            for j in c..n {
+                m[r * n + j] -= f * m[c * n + j];
+            }
+            x[r] -= f * x[c];
+        }
+    }
+    for r in (0..n).rev() {
+        let s: f64 = (r + 1..n).map(|j| m[r * n + j] * x[j]).sum();
+        x[r] = (x[r] - s) / m[r * n + r];
+    }
+}
+
+/// Solves `A x = b`. Its derivatives are the custom rules below (a solve's adjoint is a
+/// transposed solve), so phidiff never reads this body.
+pub fn solve(a: &[f64], b: &[f64], x: &mut [f64]) {
+    gauss(a, b, x, false);
+}
+
+static SOLVE_REV_CALLS: AtomicUsize = AtomicUsize::new(0);
+
+/// `ẋ = A⁻¹ (ḃ − Ȧ x)`.
+pub fn solve_fwd(a: &[f64], da: &[f64], b: &[f64], db: &[f64], x: &mut [f64], dx: &mut [f64]) {
+    let n = b.len();
+    gauss(a, b, x, false);
+    let rhs: Vec<f64> = (0..n)
+        .map(|i| db[i] - (0..n).map(|j| da[i * n + j] * x[j]).sum::<f64>())
+        .collect();
+    gauss(a, &rhs, dx, false);
+}
+
+/// `λ = A⁻ᵀ x̄`, `b̄ += λ`, `Ā −= λ xᵀ`; `x` is overwritten, so its adjoint before the call
+/// is zero.
+pub fn solve_rev(a: &[f64], da: &mut [f64], b: &[f64], db: &mut [f64], x: &mut [f64], dx: &mut [f64]) {
+    SOLVE_REV_CALLS.fetch_add(1, Ordering::Relaxed);
+    let n = b.len();
+    gauss(a, b, x, false);
+    let mut lambda = vec![0.0; n];
+    gauss(a, dx, &mut lambda, true);
+    for i in 0..n {
+        db[i] += lambda[i];
+        for j in 0..n {
+            da[i * n + j] -= lambda[i] * x[j];
+        }
+    }
+    dx.fill(0.0);
+}
+
+/// A stiffness matrix `K = K0 + diag(k)` (a helper without attributes).
+fn stiffness(k0: &[f64], k: &[f64], out: &mut [f64]) {
+    let n = k.len();
+    for i in 0..n {
+        for j in 0..n {
+            out[i * n + j] = k0[i * n + j];
+        }
+        out[i * n + i] += k[i];
+    }
+}
+
+/// Displacements under loads `f`: a helper calling the custom-rule `solve`.
+fn displacement(kmat: &[f64], f: &[f64], u: &mut [f64]) {
+    solve(kmat, f, u);
+}
+
+/// The compliance `fᵀ u` with `K u = f`: helpers without attributes around a custom rule.
+#[differentiate(forward, reverse)]
+pub fn compliance(k0: &[f64], k: &[f64], f: &[f64]) -> f64 {
+    let n = k.len();
+    let mut kmat = vec![0.0; n * n];
+    stiffness(k0, k, &mut kmat);
+    let mut u = vec![0.0; n];
+    displacement(&kmat, f, &mut u);
+    dot(f, &u)
+}
+
+pub fn custom_solve_in_a_helper_chain() {
+    let k0 = [4.0, 1.0, 0.5, 1.0, 3.0, -0.2, 0.5, -0.2, 5.0];
+    let (k, f) = ([0.3, 0.7, 0.2], [1.0, -0.5, 0.8]);
+    let p = cat(&[&k0, &k, &f]);
+    let lens = [9, 3, 3];
+    let calls = SOLVE_REV_CALLS.load(Ordering::Relaxed);
+    check_grad(
+        "compliance",
+        &p,
+        &|p| {
+            let s = split(p, &lens);
+            compliance(s[0], s[1], s[2])
+        },
+        &|p| {
+            let s = split(p, &lens);
+            let (v, g) = compliance_grad(s[0], s[1], s[2]);
+            (v, cat(&[&g.0, &g.1, &g.2]))
+        },
+        TOLS,
+    );
+    check_fwd_rev(&Case {
+        name: "compliance",
+        x: &p,
+        primal: &|p| {
+            let s = split(p, &lens);
+            vec![compliance(s[0], s[1], s[2])]
+        },
+        jvp: &|p, d| {
+            let (s, t) = (split(p, &lens), split(d, &lens));
+            let (v, dv) = compliance_fwd(s[0], t[0], s[1], t[1], s[2], t[2]);
+            (vec![v], vec![dv])
+        },
+        vjp: &|p, w| {
+            let s = split(p, &lens);
+            let (mut g0, mut g1, mut g2) = (zeros(9), zeros(3), zeros(3));
+            let v = compliance_rev(s[0], &mut g0, s[1], &mut g1, s[2], &mut g2, w[0]);
+            (vec![v], cat(&[&g0, &g1, &g2]))
+        },
+        tols: TOLS,
+    });
+    assert!(SOLVE_REV_CALLS.load(Ordering::Relaxed) > calls);
+}

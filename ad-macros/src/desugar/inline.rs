@@ -501,6 +501,7 @@ impl Inliner {
         }
         let mut block: syn::Block = syn::parse2(tokens).ok()?;
         block.stmts = lift(&block.stmts)?;
+        reborrow_mut_params(helper, &mut block);
         let outer_module = std::mem::replace(&mut self.module, module.clone());
         let outer_bound = std::mem::replace(&mut self.bound, bound_names(helper));
         let outer_self = std::mem::replace(&mut self.self_ty, self_ty);
@@ -1133,4 +1134,47 @@ fn inlinable_method(f: &syn::ItemFn) -> Option<Returns> {
         .inputs
         .push(syn::parse_quote!(__pd_self_float: f64));
     inlinable(&probe)
+}
+
+/// `block` (the body of `helper`) with each `&mut` slice parameter passed on by name
+/// (`solve(a, b, x)`) passed as `&mut x[..]`: inlined, the parameter is a local view,
+/// which a call takes mutably only when it says so.
+fn reborrow_mut_params(helper: &syn::ItemFn, block: &mut syn::Block) {
+    let names: Vec<syn::Ident> = helper
+        .sig
+        .inputs
+        .iter()
+        .filter_map(|a| match a {
+            syn::FnArg::Typed(pt) => match (&*pt.pat, &*pt.ty) {
+                (syn::Pat::Ident(id), Type::Reference(r)) if r.mutability.is_some() => {
+                    Some(id.ident.clone())
+                }
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    if names.is_empty() {
+        return;
+    }
+    struct Reborrow<'a>(&'a [syn::Ident]);
+    impl Reborrow<'_> {
+        fn args(&self, args: &mut syn::punctuated::Punctuated<Expr, syn::Token![,]>) {
+            for a in args.iter_mut() {
+                if let Expr::Path(p) = a {
+                    if let Some(id) = p.path.get_ident().filter(|i| self.0.contains(i)) {
+                        let id = id.clone();
+                        *a = syn::parse_quote_spanned!(id.span()=> &mut #id[..]);
+                    }
+                }
+            }
+        }
+    }
+    impl VisitMut for Reborrow<'_> {
+        fn visit_expr_call_mut(&mut self, c: &mut syn::ExprCall) {
+            syn::visit_mut::visit_expr_call_mut(self, c);
+            self.args(&mut c.args);
+        }
+    }
+    Reborrow(&names).visit_block_mut(block);
 }
