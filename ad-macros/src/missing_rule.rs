@@ -69,10 +69,20 @@ pub fn check(item: &syn::ItemFn, generated: &TokenStream, source: &str) -> Optio
             .map(|s| if *s == "_fwd" { "forward" } else { "reverse" })
             .collect();
         let names: Vec<String> = suffixes.iter().map(|s| format!("`{callee}{s}`")).collect();
+        let why = module
+            .iter()
+            .find_map(|it| match it {
+                syn::Item::Fn(f) if f.sig.ident == callee => {
+                    crate::desugar::inline::why_not_inlined(f)
+                }
+                _ => None,
+            })
+            .map(|why| format!("phidiff does not inline `{callee}` ({why}), and "))
+            .unwrap_or_default();
         let e = syn::Error::new(
             span,
             format!(
-                "phidiff: `{callee}` has no derivative: the derivative of `{f}` calls {names}, \
+                "phidiff: `{callee}` has no derivative: {why}the derivative of `{f}` calls {names}, \
                  which this file does not define (a call with active arguments is \
                  differentiated by calling the callee's derivative function). Add \
                  `#[differentiate({modes})]` to `fn {callee}`, or write {names} by hand as a \

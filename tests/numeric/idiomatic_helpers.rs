@@ -681,7 +681,7 @@ pub fn compliance(k0: &[f64], k: &[f64], f: &[f64]) -> f64 {
     stiffness(k0, k, &mut kmat);
     let mut u = vec![0.0; n];
     displacement(&kmat, f, &mut u);
-    dot(f, &u)
+    f.iter().zip(&u).map(|(a, b)| a * b).sum()
 }
 
 pub fn custom_solve_in_a_helper_chain() {

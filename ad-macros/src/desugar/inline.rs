@@ -1178,3 +1178,154 @@ fn reborrow_mut_params(helper: &syn::ItemFn, block: &mut syn::Block) {
     }
     Reborrow(&names).visit_block_mut(block);
 }
+
+/// Why phidiff does not inline the plain function `f` (for the error at a call of it that
+/// has no rule); `None` when it would.
+pub fn why_not_inlined(f: &syn::ItemFn) -> Option<String> {
+    if inlinable(f).is_some() {
+        return None;
+    }
+    let sig = &f.sig;
+    if sig.asyncness.is_some() || sig.unsafety.is_some() || sig.variadic.is_some() {
+        return Some("it is `async`, `unsafe` or variadic".into());
+    }
+    let floats: Vec<&syn::TypeParam> = sig.generics.type_params().collect();
+    let other_generics = sig
+        .generics
+        .params
+        .iter()
+        .any(|p| matches!(p, syn::GenericParam::Const(_)));
+    if floats.len() > 1
+        || floats.iter().any(|t| !bounded_by_float(t))
+        || other_generics
+        || sig.generics.where_clause.is_some()
+    {
+        return Some(
+            "it is generic over more than its float type (or has a `where` clause)".into(),
+        );
+    }
+    let g = floats.first().map(|t| t.ident.to_string());
+    for input in &sig.inputs {
+        if let syn::FnArg::Typed(pt) = input {
+            if param_kind(&pt.ty, g.as_deref()).is_none() {
+                return Some(format!(
+                    "its parameter `{}` is not a float, an integer, a `bool` or a slice of them",
+                    crate::diagnostics::source_text(&pt.pat)
+                ));
+            }
+        }
+    }
+    if let syn::ReturnType::Type(_, t) = &sig.output {
+        let mut probe = f.clone();
+        probe.sig.output = syn::ReturnType::Default;
+        probe.sig.inputs.push(syn::parse_quote!(__pd_float: f64));
+        if inlinable(&probe).is_some() {
+            return Some(format!(
+                "it returns `{}` (one value, a tuple or an array of scalars is inlined)",
+                crate::diagnostics::source_text(t)
+            ));
+        }
+    }
+    if !plain_body(&f.block) {
+        return Some("its body uses `?`, `unsafe` or defines an item".into());
+    }
+    if lift(&f.block.stmts).is_none() {
+        return Some("it has a `return` inside a loop, a `match` or an expression".into());
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body(src: &str) -> Vec<syn::Stmt> {
+        syn::parse_str::<syn::Block>(src).expect("a block").stmts
+    }
+
+    fn lifted(src: &str) -> Option<String> {
+        let stmts = lift(&body(src))?;
+        Some(quote!(#(#stmts)*).to_string())
+    }
+
+    #[test]
+    fn guards_become_branches() {
+        let out = lifted("{ let a = v.abs(); if a < 1.0 { return 0.5 * v * v; } a - 0.5 }")
+            .expect("lifted");
+        assert_eq!(
+            out,
+            quote!(let a = v.abs(); if a < 1.0 { 0.5 * v * v } else { a - 0.5 }).to_string()
+        );
+        // Two guards nest; a trailing `return` is the value.
+        let out = lifted("{ if v < 0.0 { return 0.0; } if v > 1.0 { return 1.0; } return v * v; }")
+            .expect("lifted");
+        assert_eq!(
+            out,
+            quote!(if v < 0.0 {
+                0.0
+            } else {
+                if v > 1.0 {
+                    1.0
+                } else {
+                    v * v
+                }
+            })
+            .to_string()
+        );
+        // An `if` that returns in one branch only keeps the rest for the other.
+        let out = lifted("{ let mut s = v; if s > 2.0 { s = 2.0; } else { return s; } s * s }")
+            .expect("lifted");
+        assert_eq!(
+            out,
+            quote!(let mut s = v; if s > 2.0 { s = 2.0; s * s } else { s }).to_string()
+        );
+    }
+
+    #[test]
+    fn returns_elsewhere_are_not_lifted() {
+        assert!(lifted("{ for i in 0..3 { if v > 1.0 { return v; } } v }").is_none());
+        assert!(lifted("{ match n { 0 => return 1.0, _ => {} } v }").is_none());
+        assert!(lifted("{ let a = if v > 0.0 { return v; } else { 1.0 }; a }").is_none());
+        // A closure's `return` is its own.
+        assert!(lifted("{ let f = |t: f64| { return t; }; f(v) }").is_some());
+    }
+
+    fn why(src: &str) -> Option<String> {
+        why_not_inlined(&syn::parse_str(src).expect("a function"))
+    }
+
+    #[test]
+    fn the_reason_a_helper_is_not_inlined_is_named() {
+        assert_eq!(why("fn g(v: f64) -> f64 { v * v }"), None);
+        assert_eq!(
+            why("fn g<T: Float>(x: &[T], n: usize) -> (T, T) { (x[0], x[n]) }"),
+            None
+        );
+        assert!(why("fn g(p: &Params) -> f64 { p.k }")
+            .unwrap()
+            .contains("`p`"));
+        let vec = why("fn g(v: f64) -> Vec<f64> { vec![v] }").unwrap();
+        assert!(vec.contains("returns `Vec"), "{vec}");
+        assert!(why("fn g(v: f64) -> f64 { for _ in 0..2 { return v; } v }")
+            .unwrap()
+            .contains("`return` inside a loop"));
+        assert!(why("fn g<T: Float, U>(v: T, u: U) -> T { v }")
+            .unwrap()
+            .contains("generic"));
+        assert!(why("fn g(v: f64) -> Option<f64> { Some(v.sqrt()?) }").is_some());
+    }
+
+    #[test]
+    fn struct_parameters_are_found_by_type() {
+        let f: syn::ItemFn = syn::parse_str(
+            "fn f<T: Float>(p: &Body<T>, q: Body<T>, bs: &[Body<T>], v: &Vec<geom::Ball>, x: &[T], t: T) {}",
+        )
+        .expect("a function");
+        let s = struct_params(&f);
+        assert_eq!(s.get("p"), Some(&("Body".to_string(), false)));
+        assert_eq!(s.get("q"), Some(&("Body".to_string(), false)));
+        assert_eq!(s.get("bs"), Some(&("Body".to_string(), true)));
+        assert_eq!(s.get("v"), Some(&("Ball".to_string(), true)));
+        assert!(s.get("x").is_none() && s.get("t").is_none());
+    }
+}
