@@ -299,7 +299,7 @@ fn brings_names_in(item: &syn::Item) -> bool {
     }
 }
 
-fn mentions_differentiate(attrs: &[syn::Attribute]) -> bool {
+pub(crate) fn mentions_differentiate(attrs: &[syn::Attribute]) -> bool {
     attrs.iter().any(|a| {
         let mut tokens = TokenStream::new();
         quote::ToTokens::to_tokens(a, &mut tokens);
@@ -310,7 +310,7 @@ fn mentions_differentiate(attrs: &[syn::Attribute]) -> bool {
 }
 
 /// Every identifier in `tokens`, at any depth.
-fn idents(tokens: TokenStream) -> std::collections::HashSet<String> {
+pub(crate) fn idents(tokens: TokenStream) -> std::collections::HashSet<String> {
     let mut out = std::collections::HashSet::new();
     let mut stack = vec![tokens];
     while let Some(ts) = stack.pop() {

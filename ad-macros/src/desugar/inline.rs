@@ -24,6 +24,7 @@
 
 use crate::expand::SourceFile;
 use crate::lower::consts::{self, Module};
+use crate::missing_rule::{idents, mentions_differentiate};
 use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::{format_ident, quote, quote_spanned, ToTokens};
 use std::collections::HashSet;
@@ -185,23 +186,11 @@ impl Inliner {
         }
         let name = helper.sig.ident.to_string();
         let key = self.key(&module, &name);
-        if let Some(at) = self.stack.iter().position(|s| *s == key) {
-            let cycle: Vec<&str> = self.stack[at..]
-                .iter()
-                .map(|k| k.rsplit("::").next().unwrap_or(k))
-                .chain([name.as_str()])
-                .collect();
-            self.errors.push(syn::Error::new_spanned(
-                &c.func,
-                format!(
-                    "phidiff cannot differentiate `{name}` here: it calls itself ({}), and phidiff \
-                     differentiates a helper without attributes by inlining its body where it is \
-                     called; write the recursion as a loop, or give `{name}` hand-written \
-                     derivatives `{name}_fwd`/`{name}_rev` (a custom rule, see the guide, \"Calls \
-                     and custom rules\")",
-                    cycle.join(" → ")
-                ),
-            ));
+        let fix = format!(
+            "give `{name}` hand-written derivatives `{name}_fwd`/`{name}_rev` (a custom rule, \
+             see the guide, \"Calls and custom rules\")"
+        );
+        if self.cycle(&key, &name, &c.func, &fix) {
             return None;
         }
         let last = p.path.segments.last().expect("a path has a segment");
@@ -223,26 +212,7 @@ impl Inliner {
         {
             return None;
         }
-        self.next += 1;
-        let n = self.next;
-        let mut temps = quote!();
-        let mut binds = quote!();
-        for (k, (arg, input)) in c.args.iter().zip(&helper.sig.inputs).enumerate() {
-            let syn::FnArg::Typed(pt) = input else {
-                return None;
-            };
-            let t = format_ident!("__pd_call{}_{}", n, k, span = arg.span());
-            temps.extend(quote_spanned!(arg.span()=> let #t = #arg;));
-            let pat = respan(pt.pat.to_token_stream(), span);
-            binds.extend(quote_spanned!(span=> let #pat = #t;));
-        }
-        Some(Call {
-            span,
-            temps,
-            binds,
-            body,
-            n,
-        })
+        self.bound_call(&c.args, &helper, body, span)
     }
 
     /// An associated function (`Model::step`, `Self::step`) of an inherent impl of the
@@ -327,22 +297,8 @@ impl Inliner {
             return None;
         }
         let key = format!("{}::{ty}::{name}", self.key(&self.module.clone(), ""));
-        if let Some(at) = self.stack.iter().position(|s| *s == key) {
-            let cycle: Vec<&str> = self.stack[at..]
-                .iter()
-                .map(|k| k.rsplit("::").next().unwrap_or(k))
-                .chain([name.as_str()])
-                .collect();
-            self.errors.push(syn::Error::new_spanned(
-                &m.method,
-                format!(
-                    "phidiff cannot differentiate `{name}` here: it calls itself ({}), and phidiff \
-                     differentiates a method without attributes by inlining its body where it is \
-                     called; write the recursion as a loop, or annotate the method with \
-                     `#[differentiate(forward, reverse)]`",
-                    cycle.join(" → ")
-                ),
-            ));
+        let fix = "annotate the method with `#[differentiate(forward, reverse)]`";
+        if self.cycle(&key, &name, &m.method, fix) {
             return None;
         }
         let span = m.span();
@@ -365,11 +321,24 @@ impl Inliner {
         }
         let body: syn::Block =
             syn::parse2(replace_ident(body.to_token_stream(), "self", &receiver)).ok()?;
+        self.bound_call(&m.args, &helper, body, span)
+    }
+
+    /// The [`Call`] of `helper` with `args` and its prepared `body`: each argument bound
+    /// to a fresh temporary first (in the caller's scope, in order), then each parameter's
+    /// pattern to its temporary.
+    fn bound_call(
+        &mut self,
+        args: &syn::punctuated::Punctuated<Expr, syn::Token![,]>,
+        helper: &syn::ItemFn,
+        body: syn::Block,
+        span: Span,
+    ) -> Option<Call> {
         self.next += 1;
         let n = self.next;
         let mut temps = quote!();
         let mut binds = quote!();
-        for (k, (arg, input)) in m.args.iter().zip(&helper.sig.inputs).enumerate() {
+        for (k, (arg, input)) in args.iter().zip(&helper.sig.inputs).enumerate() {
             let syn::FnArg::Typed(pt) = input else {
                 return None;
             };
@@ -385,6 +354,29 @@ impl Inliner {
             body,
             n,
         })
+    }
+
+    /// Whether `key` (`name`, called at `at`) is already being inlined; if so, the error
+    /// naming the cycle and `fix` is recorded.
+    fn cycle(&mut self, key: &str, name: &str, at: &dyn ToTokens, fix: &str) -> bool {
+        let Some(from) = self.stack.iter().position(|s| s == key) else {
+            return false;
+        };
+        let cycle: Vec<&str> = self.stack[from..]
+            .iter()
+            .map(|k| k.rsplit("::").next().unwrap_or(k))
+            .chain([name])
+            .collect();
+        self.errors.push(syn::Error::new_spanned(
+            at,
+            format!(
+                "phidiff cannot differentiate `{name}` here: it calls itself ({}), and phidiff \
+                 differentiates a function without attributes by inlining its body where it is \
+                 called; write the recursion as a loop, or {fix}",
+                cycle.join(" → ")
+            ),
+        ));
+        true
     }
 
     /// The statements replacing `let PAT = g(..);` when `g` is a helper returning a tuple
@@ -999,32 +991,6 @@ fn caller_path(items: &[syn::Item], name: &str) -> Option<Vec<String>> {
         [one] => Some(one.clone()),
         _ => None,
     }
-}
-
-fn mentions_differentiate(attrs: &[syn::Attribute]) -> bool {
-    attrs.iter().any(|a| {
-        idents(a.to_token_stream())
-            .iter()
-            .any(|i| i.starts_with("differentiate"))
-    })
-}
-
-/// Every identifier in `tokens`, at any depth.
-fn idents(tokens: TokenStream) -> HashSet<String> {
-    let mut out = HashSet::new();
-    let mut stack = vec![tokens];
-    while let Some(ts) = stack.pop() {
-        for t in ts {
-            match t {
-                TokenTree::Ident(i) => {
-                    out.insert(i.to_string());
-                }
-                TokenTree::Group(g) => stack.push(g.stream()),
-                _ => {}
-            }
-        }
-    }
-    out
 }
 
 /// The caller's float type: its generic float parameter (also one of its `impl`), else
