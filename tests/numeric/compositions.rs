@@ -36,8 +36,8 @@ pub fn ring_energy(u: &[f64], a: f64) -> f64 {
     (0..n).into_par_iter().map(|i| (a * u[i] * u[(i + 1) % n]).sin()).sum::<f64>()
 }
 
-/// [`ring_energy`] as a serial loop.
-#[differentiate(forward, reverse)]
+/// [`ring_energy`] as a serial loop, a helper without attributes (inlined where the twins
+/// call it).
 pub fn ring_energy_serial(u: &[f64], a: f64) -> f64 {
     let n = u.len();
     let mut e = 0.0;
@@ -56,8 +56,8 @@ pub fn mirror_step(u: &[f64], v: &mut [f64], a: f64) {
     });
 }
 
-/// [`mirror_step`] as a serial loop.
-#[differentiate(forward, reverse)]
+/// [`mirror_step`] as a serial loop, a helper without attributes (inlined where the twins
+/// call it).
 pub fn mirror_step_serial(u: &[f64], v: &mut [f64], a: f64) {
     let n = u.len();
     for i in 0..n {

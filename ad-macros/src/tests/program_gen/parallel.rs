@@ -32,8 +32,10 @@ pub(in crate::tests) struct Composition {
     pub serial: String,
 }
 
-/// Differentiated helpers the compiled flavour calls: a parallel sum and a parallel step,
-/// each beside its serial twin (the twins of the programs call the twins).
+/// Helpers the compiled flavour calls: a parallel sum and a parallel step, differentiated,
+/// each beside its serial twin, a plain function phidiff inlines (the twins of the
+/// programs call the twins: helpers without attributes in checkpointed, `while` and `for`
+/// loops and branches).
 pub(in crate::tests) const HELPERS: &str = "\
 /// A parallel sum of a smooth function of the state and its neighbour.
 #[differentiate(forward, reverse)]
@@ -42,8 +44,8 @@ pub fn ring_energy(u: &[f64], a: f64) -> f64 {
     (0..n).into_par_iter().map(|i| (a * u[i] * u[(i + 1) % n]).sin()).sum::<f64>()
 }
 
-/// [`ring_energy`] as a serial loop.
-#[differentiate(forward, reverse)]
+/// [`ring_energy`] as a serial loop, a helper without attributes (inlined where the twins
+/// call it).
 pub fn ring_energy_serial(u: &[f64], a: f64) -> f64 {
     let n = u.len();
     let mut e = 0.0;
@@ -62,8 +64,8 @@ pub fn mirror_step(u: &[f64], v: &mut [f64], a: f64) {
     });
 }
 
-/// [`mirror_step`] as a serial loop.
-#[differentiate(forward, reverse)]
+/// [`mirror_step`] as a serial loop, a helper without attributes (inlined where the twins
+/// call it).
 pub fn mirror_step_serial(u: &[f64], v: &mut [f64], a: f64) {
     let n = u.len();
     for i in 0..n {
