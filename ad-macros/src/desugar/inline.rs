@@ -443,7 +443,7 @@ impl Inliner {
     /// function (no `#[differentiate]`, no hand-written `_fwd`/`_rev` beside it) that
     /// [`inlinable`] takes.
     fn helper(&self, path: &[String]) -> Option<(syn::ItemFn, Module)> {
-        let (f, m) = resolve_fn(&self.module, path, 0)?;
+        let (f, m) = resolve_fn(&self.module, path)?;
         let name = f.sig.ident.to_string();
         let module_idents = idents(m.items.iter().map(ToTokens::to_token_stream).collect());
         let has_rule = ["_fwd", "_rev"].iter().any(|s| {
@@ -594,48 +594,15 @@ fn defines(module: &Module, name: &str) -> bool {
 
 /// The plain function `path` names, seen from `from` (`g`, `util::g`, `self::g`,
 /// `super::g`, `crate::a::g`, or a name brought in by `use`), with its module.
-fn resolve_fn(from: &Module, path: &[String], depth: usize) -> Option<(syn::ItemFn, Module)> {
-    if depth > 8 {
-        return None;
-    }
-    let (first, rest) = path.split_first()?;
-    if rest.is_empty() {
-        let own = from.items.iter().find_map(|it| match it {
-            syn::Item::Fn(f) if f.sig.ident == first => Some(f.clone()),
+fn resolve_fn(from: &Module, path: &[String]) -> Option<(syn::ItemFn, Module)> {
+    let own = |m: &Module, path: &[String]| match path {
+        [name] => m.items.iter().find_map(|it| match it {
+            syn::Item::Fn(f) if f.sig.ident == name => Some(f.clone()),
             _ => None,
-        });
-        if let Some(f) = own {
-            return Some((f, from.clone()));
-        }
-        let imported = consts::imports(&from.items);
-        if let Some((_, target)) = imported.iter().find(|(n, _)| n == first) {
-            return resolve_fn(from, target, depth + 1);
-        }
-        return imported
-            .iter()
-            .filter(|(n, _)| n == "*")
-            .find_map(|(_, prefix)| {
-                let mut full = prefix.clone();
-                full.push(first.clone());
-                resolve_fn(from, &full, depth + 1)
-            });
-    }
-    let next = match first.as_str() {
-        "self" => from.clone(),
-        "super" => from.parent()?,
-        "crate" => from.crate_root()?,
-        name => match from.child(name) {
-            Some(m) => m,
-            None => {
-                let (_, mut full) = consts::imports(&from.items)
-                    .into_iter()
-                    .find(|(n, _)| n == name)?;
-                full.extend(rest.iter().cloned());
-                return resolve_fn(from, &full, depth + 1);
-            }
-        },
+        }),
+        _ => None,
     };
-    resolve_fn(&next, rest, depth + 1)
+    consts::resolve_item(from, path, 0, &own, &|_| true)
 }
 
 /// `block` with each path expression `name` (a single identifier) renamed `to`.

@@ -495,26 +495,46 @@ fn is_crate_root(file: &Path) -> bool {
 /// `crate::a::G`, `Model::G`), following `use` items, with the module that defines it;
 /// `None` if it is not one phidiff can read.
 pub(crate) fn resolve(from: &Module, path: &[String], depth: usize) -> Option<(ConstItem, Module)> {
-    if depth > 8 {
-        return None;
-    }
-    let (first, rest) = path.split_first()?;
-    if rest.is_empty() {
-        if let Some((_, k)) = from
+    let own = |m: &Module, path: &[String]| match path {
+        [name] => m
             .items
             .iter()
             .filter_map(const_of)
-            .find(|(n, _)| n == first)
-        {
-            return Some((k, from.clone()));
-        }
-        if !constant_like(first) {
+            .find(|(n, _)| n == name)
+            .map(|(_, k)| k),
+        // An associated constant of a type of this module (`Model::C`).
+        [ty, assoc] => associated(&m.items, ty, assoc),
+        _ => None,
+    };
+    resolve_item(from, path, depth, &own, &|name| constant_like(name))
+}
+
+/// What `path` names seen from `from`, with the module that defines it: `own` finds it
+/// among a module's items (given the path left to walk), else the path is walked the way
+/// Rust does (`self`, `super`, `crate`, child modules, names brought in by `use`, globs too;
+/// a single name only when `follow` accepts it).
+pub(crate) fn resolve_item<T>(
+    from: &Module,
+    path: &[String],
+    depth: usize,
+    own: &dyn Fn(&Module, &[String]) -> Option<T>,
+    follow: &dyn Fn(&str) -> bool,
+) -> Option<(T, Module)> {
+    if depth > 8 {
+        return None;
+    }
+    if let Some(found) = own(from, path) {
+        return Some((found, from.clone()));
+    }
+    let (first, rest) = path.split_first()?;
+    if rest.is_empty() {
+        if !follow(first) {
             return None;
         }
         // Imported into `from` under this name, or by a glob (`use tables::*;`).
         let imported = imports(&from.items);
         if let Some((_, target)) = imported.iter().find(|(n, _)| n == first) {
-            return resolve(from, target, depth + 1);
+            return resolve_item(from, target, depth + 1, own, follow);
         }
         return imported
             .iter()
@@ -522,14 +542,8 @@ pub(crate) fn resolve(from: &Module, path: &[String], depth: usize) -> Option<(C
             .find_map(|(_, prefix)| {
                 let mut full = prefix.clone();
                 full.push(first.clone());
-                resolve(from, &full, depth + 1)
+                resolve_item(from, &full, depth + 1, own, follow)
             });
-    }
-    // An associated constant of a type of this module (`Model::C`).
-    if let [assoc] = rest {
-        if let Some(k) = associated(&from.items, first, assoc) {
-            return Some((k, from.clone()));
-        }
     }
     let next = match first.as_str() {
         "self" => from.clone(),
@@ -541,11 +555,11 @@ pub(crate) fn resolve(from: &Module, path: &[String], depth: usize) -> Option<(C
                 // A module brought in by `use` (`use crate::phys;` then `phys::G`).
                 let (_, mut full) = imports(&from.items).into_iter().find(|(n, _)| n == name)?;
                 full.extend(rest.iter().cloned());
-                return resolve(from, &full, depth + 1);
+                return resolve_item(from, &full, depth + 1, own, follow);
             }
         },
     };
-    resolve(&next, rest, depth + 1)
+    resolve_item(&next, rest, depth + 1, own, follow)
 }
 
 /// The names a module's `use` items bring in, each with the path it stands for (a glob
