@@ -512,12 +512,20 @@ impl<T: Float> Particle<T> {
     }
 }
 
-/// Methods called on a struct parameter and on the elements of a slice of them.
+/// Methods called on a struct parameter, on the elements of a slice of them by index and
+/// as loop elements.
 #[differentiate(forward, reverse)]
 pub fn system_energy<T: Float>(p: &Particle<T>, others: &[Particle<T>], g: T) -> T {
     let mut s = p.energy(g);
     for i in 0..others.len() {
         s = s + others[i].kinetic() * Particle::soft(others[i].pos[1]);
+    }
+    // Loop-bound elements: the method's receiver is the element.
+    for o in others.iter() {
+        s = s + o.potential(g) * p.mass;
+    }
+    for (k, o) in others.iter().enumerate() {
+        s = s + T::from(k + 1).unwrap() * o.energy(g).sin();
     }
     s
 }

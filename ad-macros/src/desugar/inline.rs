@@ -144,8 +144,60 @@ impl VisitMut for Inliner {
         b.stmts = out;
     }
 
+    /// `for b in bodies.iter()` (also `iter_mut()`, `&bodies`, `.enumerate()` with
+    /// `(i, b)`) over a slice of structs: `b` is one of them in the body, for its methods.
+    fn visit_expr_for_loop_mut(&mut self, f: &mut syn::ExprForLoop) {
+        let element = self.element_of(&f.expr).and_then(|(ty, enumerated)| {
+            let pat = match (&*f.pat, enumerated) {
+                (syn::Pat::Tuple(t), true) if t.elems.len() == 2 => &t.elems[1],
+                (p, false) => p,
+                _ => return None,
+            };
+            match pat {
+                syn::Pat::Ident(id) => Some((id.ident.to_string(), ty)),
+                _ => None,
+            }
+        });
+        let Some((name, ty)) = element else {
+            return syn::visit_mut::visit_expr_for_loop_mut(self, f);
+        };
+        let outer = self.structs.insert(name.clone(), (ty, false));
+        syn::visit_mut::visit_expr_for_loop_mut(self, f);
+        match outer {
+            Some(o) => self.structs.insert(name, o),
+            None => self.structs.remove(&name),
+        };
+    }
+
     fn visit_item_mut(&mut self, _: &mut syn::Item) {
         // Items nested in a body are not the function's code.
+    }
+}
+
+impl Inliner {
+    /// The struct type of the elements `e` iterates (`bodies.iter()`, `bodies.iter_mut()`,
+    /// `&bodies`, `bodies`, each maybe `.enumerate()`d) when `bodies` is a slice of structs
+    /// of the caller, and whether it is enumerated.
+    fn element_of(&self, e: &Expr) -> Option<(String, bool)> {
+        let (mut e, mut enumerated) = (e, false);
+        if let Expr::MethodCall(m) = e {
+            if m.method == "enumerate" && m.args.is_empty() {
+                (e, enumerated) = (&*m.receiver, true);
+            }
+        }
+        let base = match e {
+            Expr::MethodCall(m)
+                if (m.method == "iter" || m.method == "iter_mut") && m.args.is_empty() =>
+            {
+                &*m.receiver
+            }
+            Expr::Reference(r) if !enumerated => &*r.expr,
+            other if !enumerated => other,
+            _ => return None,
+        };
+        let Expr::Path(p) = base else { return None };
+        let (ty, slice) = self.structs.get(&p.path.get_ident()?.to_string())?;
+        slice.then(|| (ty.clone(), enumerated))
     }
 }
 
