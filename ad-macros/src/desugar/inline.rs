@@ -1,7 +1,6 @@
-//! Helpers without attributes, inlined: a call `g(a, b)` of a plain function `g` of the
-//! caller's module (the same file, no `#[differentiate]`, no hand-written `g_fwd`/`g_rev`)
-//! whose parameters are floats, integers or slices of them and whose result is one value
-//! becomes the block
+//! Helpers without attributes, inlined (issue 48): a call `g(a, b)` of a plain function
+//! phidiff can read (no `#[differentiate]`, no hand-written `g_fwd`/`g_rev`) whose
+//! parameters are floats, integers, `bool`s or slices of them becomes the block
 //!
 //! ```text
 //! { let __pd_call1_0 = a; let __pd_call1_1 = b; { let x = __pd_call1_0; let y = __pd_call1_1; <g's body> } }
@@ -15,12 +14,24 @@
 //! caller's value. A generic helper (`fn g<T: Float>(v: T)`) reads the caller's float type
 //! (or the one of `g::<F>(..)`) in place of its own.
 //!
-//! A helper is left as a call (derived by the `_fwd`/`_rev` convention, so the missing
-//! rule is reported by [`crate::missing_rule`]) when its body names something the caller
-//! binds at the call (the inlined body would read the caller's local instead of the
-//! module's item), or when it is outside what inlining covers: methods, struct or `&mut`
-//! scalar parameters, several results, `return` and `?` in the body. A helper calling
-//! itself, directly or through others, is an error at the call that closes the cycle.
+//! - **Where helpers are found:** by the call's path from the caller's module, the way Rust
+//!   resolves it (`g`, `util::g`, `super::g`, a `use`), in the caller's file or the files of
+//!   the crate's modules ([`consts::resolve_item`]). A helper of another module brings its
+//!   module's constants along as local `const`s under fresh names.
+//! - **Methods** of the caller's structs (`self.m()`, `p.m()`, `bodies[i].m()`, a loop's
+//!   element `b.m()`) and associated functions (`Self::f`, `Type::f`) of inherent impls of
+//!   the caller's module: `self` stands for the receiver, a place of the caller.
+//! - **Results:** one value or none (the block's value), or a tuple or array literal taken
+//!   apart by the `let` it initializes ([`Inliner::aggregate_let`]); early `return`s in `if`s
+//!   become branches ([`lift`]).
+//!
+//! A helper is left as a call (derived by the `_fwd`/`_rev` convention, so a missing rule is
+//! reported by [`crate::missing_rule`], which asks [`why_not_inlined`]) when its body names
+//! something the caller binds at the call (the inlined body would read the caller's local
+//! instead of the module's item), when it names an item of another module that cannot come
+//! along, or when it is outside what inlining covers (struct or `&f64` parameters, `Vec`
+//! results, `return` in loops, `?`). A helper calling itself, directly or through others,
+//! is an error at the call that closes the cycle.
 
 use crate::expand::SourceFile;
 use crate::lower::consts::{self, Module};
