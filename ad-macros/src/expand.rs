@@ -82,7 +82,8 @@ pub fn expand_fn(
     // The primal as written, less the `#[checkpoint]`s rustc would reject.
     let mut primal = item_fn.clone();
     let misplaced = checkpoint::strip(&mut primal);
-    // The calls of plain helpers of the same module, inlined (the primal keeps them).
+    // The calls of plain helpers, inlined into what is differentiated (the primal keeps
+    // them): `desugar::inline`.
     let float = crate::desugar::inline::caller_float(item_fn, imp);
     let inlined = match source.map(|s| crate::desugar::inline::helpers(item_fn, imp, s, &float)) {
         Some(Err(e)) => {
