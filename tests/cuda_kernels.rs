@@ -503,6 +503,23 @@ fn gpu_matches_cpu() {
     close("row_peak out", &gpu.download(&out_d).unwrap(), &out);
     close("row_peak ā", &gpu.download(&da_d).unwrap(), &da);
 
+    // conserve (a plain helper inlined into the kernels, issue 48)
+    let (mut out_d, mut dout_d, mut du_d) = (
+        gpu.zeros::<f64>(n).unwrap(),
+        gpu.upload(&ybar).unwrap(),
+        gpu.zeros::<f64>(n).unwrap(),
+    );
+    conserve_cuda::launch(&gpu, n, &u_d, &mut out_d, 0.3).unwrap();
+    let mut out = zeros(n);
+    conserve_cuda::cpu(n, &u, &mut out, 0.3);
+    close("conserve out", &gpu.download(&out_d).unwrap(), &out);
+    let dk =
+        conserve_cuda::launch_rev(&gpu, n, &u_d, &mut du_d, &mut out_d, &mut dout_d, 0.3).unwrap();
+    let (mut out, mut dout, mut du) = (zeros(n), ybar.clone(), zeros(n));
+    let dk_cpu = conserve_cuda::cpu_rev(n, &u, &mut du, &mut out, &mut dout, 0.3);
+    close("conserve ū", &gpu.download(&du_d).unwrap(), &du);
+    close("conserve k̄", &[dk], &[dk_cpu]);
+
     // split_energy (aggregated adds with part of each warp active; n is no multiple of
     // 32): the CPU's results, for every block size below.
     let c = [0.7, 1.3];

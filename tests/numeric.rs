@@ -369,6 +369,8 @@ numeric_tests! {
         helpers_with_results_and_returns,
         methods_without_attributes,
         custom_solve_in_a_helper_chain,
+        structs_to_helpers,
+        methods_on_fields_and_locals,
     ],
     /// Issue 46: functions mixing `f32` and `f64`.
     idiomatic_floats: [

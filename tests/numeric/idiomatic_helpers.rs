@@ -734,3 +734,236 @@ pub fn custom_solve_in_a_helper_chain() {
     });
     assert!(SOLVE_REV_CALLS.load(Ordering::Relaxed) > calls);
 }
+
+/// A damped oscillator stepped in place by plain functions and a method without
+/// attributes.
+#[derive(Differentiable, Clone, Debug)]
+pub struct Oscillator<T> {
+    pub x: [T; 2],
+    pub k: T,
+    pub damping: T,
+}
+
+impl<T: Float> Oscillator<T> {
+    /// One semi-implicit Euler step, in place.
+    fn step(&mut self, dt: T) {
+        let a = -self.k * self.x[0] - self.damping * self.x[1];
+        self.x[1] = self.x[1] + dt * a;
+        self.x[0] = self.x[0] + dt * self.x[1];
+    }
+}
+
+/// A helper taking the struct by shared reference.
+fn spring_energy<T: Float>(o: &Oscillator<T>) -> T {
+    let half = T::from(0.5).unwrap();
+    half * (o.k * o.x[0] * o.x[0] + o.x[1] * o.x[1])
+}
+
+/// A helper taking it mutably, which passes it on to the method by its path and to a
+/// helper.
+fn kick<T: Float>(o: &mut Oscillator<T>, f: T, dt: T) -> T {
+    o.x[1] = o.x[1] + f;
+    Oscillator::step(o, dt);
+    spring_energy(o)
+}
+
+/// Structs passed to plain helpers and methods, mutably and not, in a loop.
+#[differentiate(forward, reverse)]
+pub fn settle<T: Float>(osc: &mut Oscillator<T>, kicks: &[T], dt: T) -> T {
+    let mut e = T::zero();
+    for i in 0..kicks.len() {
+        e = e + kick(osc, kicks[i], dt) * dt;
+        osc.step(dt);
+        Oscillator::step(osc, dt);
+    }
+    e + spring_energy(osc)
+}
+
+fn oscillator<T: Copy>(x: &[T]) -> Oscillator<T> {
+    Oscillator {
+        x: [x[0], x[1]],
+        k: x[2],
+        damping: x[3],
+    }
+}
+
+fn flat_osc(o: &Oscillator<f64>) -> Vec<f64> {
+    vec![o.x[0], o.x[1], o.k, o.damping]
+}
+
+/// Two particles' interaction: called below with the arguments named like its
+/// parameters in the other order.
+fn pair_energy<T: Float>(p: &Particle<T>, q: &Particle<T>) -> T {
+    let dx = p.pos[0] - q.pos[0];
+    let dy = p.pos[1] - q.pos[1];
+    p.mass * q.mass / (dx * dx + dy * dy + T::one()).sqrt()
+}
+
+/// A helper taking a slice of structs, calling a method on its loop-bound elements.
+fn total_kinetic<T: Float>(ps: &[Particle<T>]) -> T {
+    let mut s = T::zero();
+    for q in ps.iter() {
+        s = s + q.kinetic();
+    }
+    s
+}
+
+/// Structs and slices of them passed to plain helpers (an element by index, a loop-bound
+/// element, the slice) and methods called by their paths.
+#[differentiate(forward, reverse)]
+pub fn cluster_energy<T: Float>(p: &Particle<T>, others: &[Particle<T>], g: T) -> T {
+    let mut e = pair_energy(&others[0], p) + Particle::kinetic(p) * g;
+    for q in others.iter() {
+        e = e + pair_energy(p, q);
+    }
+    e + total_kinetic(others) + Particle::potential(&others[1], g)
+}
+
+/// Two particles held by a struct, for methods on its fields.
+#[derive(Differentiable, Clone, Debug)]
+pub struct Binary<T> {
+    pub a: Particle<T>,
+    pub b: Particle<T>,
+    pub spring: T,
+}
+
+impl<T: Float> Particle<T> {
+    /// Momentum: a method returning a tuple.
+    fn momentum(&self) -> (T, T) {
+        (self.mass * self.vel[0], self.mass * self.vel[1])
+    }
+}
+
+/// Methods on fields (`s.b.potential(g)`), on a local borrowing a field (`first`), and
+/// returning tuples taken apart by a `let`; a field passed to a helper.
+#[differentiate(forward, reverse)]
+pub fn binary_energy<T: Float>(s: &Binary<T>, g: T) -> T {
+    let first = &s.a;
+    let (px, py) = s.b.momentum();
+    let (qx, qy) = first.momentum();
+    first.kinetic() + s.b.potential(g) + s.spring * pair_energy(first, &s.b) + px * qx + py * qy
+}
+
+pub fn structs_to_helpers() {
+    // The oscillator's fields, three kicks, dt.
+    let x = [0.6, -0.2, 1.7, 0.3, 0.4, -0.25, 0.1, 0.15];
+    let settle_at = |x: &[f64]| {
+        let mut o = oscillator(&x[..4]);
+        let e = settle(&mut o, &x[4..7], x[7]);
+        (e, o)
+    };
+    check_fwd_rev(&Case {
+        name: "settle",
+        x: &x,
+        primal: &|x| {
+            let (e, o) = settle_at(x);
+            cat(&[&[e], &flat_osc(&o)])
+        },
+        jvp: &|x, d| {
+            let (mut o, mut d_o) = (oscillator(&x[..4]), oscillator(&d[..4]));
+            let (e, de) = settle_fwd(&mut o, &mut d_o, &x[4..7], &d[4..7], x[7], d[7]);
+            (cat(&[&[e], &flat_osc(&o)]), cat(&[&[de], &flat_osc(&d_o)]))
+        },
+        vjp: &|x, w| {
+            let (mut o, mut d_o) = (oscillator(&x[..4]), oscillator(&w[1..5]));
+            let mut dk = zeros(3);
+            let (e, ddt) = settle_rev(&mut o, &mut d_o, &x[4..7], &mut dk, x[7], w[0]);
+            (
+                cat(&[&[e], &flat_osc(&o)]),
+                cat(&[&flat_osc(&d_o), &dk, &[ddt]]),
+            )
+        },
+        tols: TOLS,
+    });
+    // The value alone, against num-dual, and H·v through `_rev` at `Dual<f64>`.
+    let rev = |x: &[f64], seed: f64| {
+        let (mut o, mut d_o) = (oscillator(&x[..4]), oscillator(&[0.0; 4]));
+        let mut dk = zeros(3);
+        let (e, ddt) = settle_rev(&mut o, &mut d_o, &x[4..7], &mut dk, x[7], seed);
+        (e, cat(&[&flat_osc(&d_o), &dk, &[ddt]]))
+    };
+    check_generic(&Generic {
+        name: "settle",
+        x: &x,
+        f: &|x| settle_at(x).0,
+        f_dual: &|x| settle(&mut oscillator(&x[..4]), &x[4..7], x[7]),
+        f_hyper: &|x| settle(&mut oscillator(&x[..4]), &x[4..7], x[7]),
+        grad: &|x| rev(x, 1.0),
+        fwd: &|x, d| {
+            let (mut o, mut d_o) = (oscillator(&x[..4]), oscillator(&d[..4]));
+            settle_fwd(&mut o, &mut d_o, &x[4..7], &d[4..7], x[7], d[7])
+        },
+        rev: &rev,
+        hvp: &|x, v| {
+            hvp_of(
+                &|x, dx, s| {
+                    let zero = phidiff::Dual::constant(0.0);
+                    let (mut o, mut d_o) = (oscillator(&x[..4]), oscillator(&[zero; 4]));
+                    let mut dk = vec![zero; 3];
+                    let (e, ddt) = settle_rev(&mut o, &mut d_o, &x[4..7], &mut dk, x[7], s);
+                    dx[..4].copy_from_slice(&[d_o.x[0], d_o.x[1], d_o.k, d_o.damping]);
+                    dx[4..7].copy_from_slice(&dk);
+                    dx[7] = ddt;
+                    e
+                },
+                x,
+                v,
+            )
+        },
+    });
+
+    // Three particles and g, flattened.
+    let y = [
+        0.3, 1.2, 0.5, -0.4, 2.0, 1.0, 0.2, 0.1, 0.9, 1.5, -0.7, 0.4, -0.3, 0.6, 0.8, 9.8,
+    ];
+    let split3 = |x: &[f64]| (particle(&x[..5]), vec![particle(&x[5..10]), particle(&x[10..15])], x[15]);
+    check_fwd_rev(&Case {
+        name: "cluster_energy",
+        x: &y,
+        primal: &|x| {
+            let (p, o, g) = split3(x);
+            vec![cluster_energy(&p, &o, g)]
+        },
+        jvp: &|x, d| {
+            let (p, o, g) = split3(x);
+            let (dp, dos, dg) = split3(d);
+            let (v, t) = cluster_energy_fwd(&p, &dp, &o, &dos, g, dg);
+            (vec![v], vec![t])
+        },
+        vjp: &|x, w| {
+            let (p, o, g) = split3(x);
+            let mut dp = Differentiable::zero_like(&p);
+            let mut dos: Vec<Particle<f64>> = o.iter().map(Differentiable::zero_like).collect();
+            let (v, dg) = cluster_energy_rev(&p, &mut dp, &o, &mut dos, g, w[0]);
+            (vec![v], cat(&[&flat(&dp), &flat(&dos[0]), &flat(&dos[1]), &[dg]]))
+        },
+        tols: TOLS,
+    });
+}
+
+pub fn methods_on_fields_and_locals() {
+    // Two particles, the spring and g.
+    let z = [0.3, 1.2, 0.5, -0.4, 2.0, 1.0, 0.2, 0.1, 0.9, 1.5, 0.7, 9.8];
+    let binary = |x: &[f64]| Binary {
+        a: particle(&x[..5]),
+        b: particle(&x[5..10]),
+        spring: x[10],
+    };
+    let flat_binary = |s: &Binary<f64>| cat(&[&flat(&s.a), &flat(&s.b), &[s.spring]]);
+    check_fwd_rev(&Case {
+        name: "binary_energy",
+        x: &z,
+        primal: &|x| vec![binary_energy(&binary(x), x[11])],
+        jvp: &|x, d| {
+            let (v, t) = binary_energy_fwd(&binary(x), &binary(d), x[11], d[11]);
+            (vec![v], vec![t])
+        },
+        vjp: &|x, w| {
+            let s = binary(x);
+            let mut ds = Differentiable::zero_like(&s);
+            let (v, dg) = binary_energy_rev(&s, &mut ds, x[11], w[0]);
+            (vec![v], cat(&[&flat_binary(&ds), &[dg]]))
+        },
+        tols: TOLS,
+    });
+}

@@ -631,15 +631,21 @@ fn unannotated_callees(
         return None;
     }
     let file = syn::parse_file(text).ok()?;
-    let mut fns: Vec<(String, bool)> = Vec::new();
-    fn walk(items: &[syn::Item], fns: &mut Vec<(String, bool)>) {
+    // Each function of the file: name, annotated, why it is not inlined (plain ones).
+    type Seen = (String, bool, Option<String>);
+    let mut fns: Vec<Seen> = Vec::new();
+    fn walk(items: &[syn::Item], fns: &mut Vec<Seen>) {
         for i in items {
             match i {
-                syn::Item::Fn(f) => fns.push((f.sig.ident.to_string(), annotated(&f.attrs))),
+                syn::Item::Fn(f) => fns.push((
+                    f.sig.ident.to_string(),
+                    annotated(&f.attrs),
+                    crate::desugar::inline::why_not_inlined(f),
+                )),
                 syn::Item::Impl(imp) => {
                     for it in &imp.items {
                         if let syn::ImplItem::Fn(f) = it {
-                            fns.push((f.sig.ident.to_string(), annotated(&f.attrs)));
+                            fns.push((f.sig.ident.to_string(), annotated(&f.attrs), None));
                         }
                     }
                 }
@@ -656,18 +662,19 @@ fn unannotated_callees(
     let mut err: Option<syn::Error> = None;
     for (callee, span) in calls {
         let name = callee.to_string();
-        let seen: Vec<bool> = fns
-            .iter()
-            .filter(|(n, _)| *n == name)
-            .map(|(_, a)| *a)
-            .collect();
-        if seen.is_empty() || seen.iter().any(|a| *a) {
+        let seen: Vec<&Seen> = fns.iter().filter(|(n, ..)| *n == name).collect();
+        if seen.is_empty() || seen.iter().any(|(_, a, _)| *a) {
             continue;
         }
+        let why = seen
+            .iter()
+            .find_map(|(.., why)| why.as_ref())
+            .map(|why| format!(", and phidiff does not inline it ({why})"))
+            .unwrap_or_default();
         let e = syn::Error::new(
             *span,
             format!(
-                "phidiff: `{name}` takes a struct here, so the derivative calls its split derivatives, which only `#[differentiate]` writes: annotate `{name}` with `#[differentiate(forward, reverse)]`"
+                "phidiff: `{name}` takes a struct here{why}, so the derivative calls its split derivatives, which only `#[differentiate]` writes: annotate `{name}` with `#[differentiate(forward, reverse)]`"
             ),
         );
         match &mut err {
@@ -743,6 +750,24 @@ pub(super) fn derived_structs(text: &str) -> Vec<String> {
         .into_iter()
         .filter(|s| derives_differentiable(&s.attrs))
         .map(|s| s.ident.to_string())
+        .collect()
+}
+
+/// The names of the structs `items` (a file's, with its inline modules) define without
+/// deriving `Differentiable` and do not also define with it: configuration, not
+/// differentiated.
+pub(crate) fn underived_structs(items: &[syn::Item]) -> std::collections::HashSet<String> {
+    let mut structs = Vec::new();
+    collect_structs(items, &mut structs);
+    let derived: std::collections::HashSet<String> = structs
+        .iter()
+        .filter(|s| derives_differentiable(&s.attrs))
+        .map(|s| s.ident.to_string())
+        .collect();
+    structs
+        .into_iter()
+        .map(|s| s.ident.to_string())
+        .filter(|n| !derived.contains(n))
         .collect()
 }
 

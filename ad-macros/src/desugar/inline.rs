@@ -61,6 +61,8 @@ pub fn helpers(
         return Ok(None);
     };
     let file_idents = idents(file.to_token_stream());
+    let underived = crate::aggregate::underived_structs(&file.items);
+    let structs_by_name = file_structs(&file.items);
     let root = Module {
         items: Rc::new(file.items),
         file: source.path.map(Path::to_path_buf),
@@ -72,7 +74,9 @@ pub fn helpers(
     let mut inliner = Inliner {
         module,
         self_ty: imp.and_then(|i| type_name(&i.self_ty)),
-        structs: struct_params(item),
+        structs: struct_params(item, &underived),
+        file_structs: structs_by_name,
+        underived,
         file_idents,
         float: float.clone(),
         stack: vec![item.sig.ident.to_string()],
@@ -100,6 +104,12 @@ struct Inliner {
     self_ty: Option<String>,
     /// The caller's struct parameters: name → (type name, whether a slice of them).
     structs: std::collections::HashMap<String, (String, bool)>,
+    /// The structs of the caller's file by name (with its inline modules'), for the types
+    /// of their fields.
+    file_structs: std::collections::HashMap<String, syn::ItemStruct>,
+    /// The structs the caller's file defines without deriving `Differentiable`: a helper
+    /// or method taking one is left a call (it reads configuration, not variables).
+    underived: HashSet<String>,
     /// The identifiers of the caller's file (a hand-written `g_rev` there keeps `g` a call).
     file_idents: HashSet<String>,
     /// The float type a generic helper is instantiated at.
@@ -118,7 +128,7 @@ impl VisitMut for Inliner {
         syn::visit_mut::visit_expr_mut(self, e);
         let call = match e {
             Expr::Call(c) => self.inline_call(c, false),
-            Expr::MethodCall(m) => self.inline_method(m),
+            Expr::MethodCall(m) => self.inline_method(m, false),
             _ => None,
         };
         let Some(call) = call else {
@@ -143,16 +153,43 @@ impl VisitMut for Inliner {
 
     /// `let PAT = g(..);` of a helper returning a tuple or an array literal: its elements
     /// are assigned to fresh names declared before the inlined body, which PAT then binds.
+    /// A local borrowing a struct (`let q = &others[0];`, `let o = &m.origin;`) is one of
+    /// them for its methods in the rest of the block.
     fn visit_block_mut(&mut self, b: &mut syn::Block) {
+        let saved = self.structs.clone();
         let mut out = Vec::with_capacity(b.stmts.len());
         for mut stmt in std::mem::take(&mut b.stmts) {
             self.visit_stmt_mut(&mut stmt);
+            if let syn::Stmt::Local(l) = &stmt {
+                let borrowed = match (&l.pat, &l.init) {
+                    (syn::Pat::Ident(id), Some(init)) if init.diverge.is_none() => {
+                        match &*init.expr {
+                            Expr::Reference(r) => self.place_type(&r.expr),
+                            _ => None,
+                        }
+                        .map(|ty| (id.ident.to_string(), ty))
+                    }
+                    _ => None,
+                };
+                match borrowed {
+                    Some((name, ty)) => {
+                        self.structs.insert(name, ty);
+                    }
+                    // A name bound again is no longer the struct it was.
+                    None => {
+                        for name in pattern_names(&l.pat) {
+                            self.structs.remove(&name);
+                        }
+                    }
+                }
+            }
             match self.aggregate_let(&stmt) {
                 Some(stmts) => out.extend(stmts),
                 None => out.push(stmt),
             }
         }
         b.stmts = out;
+        self.structs = saved;
     }
 
     /// `for b in bodies.iter()` (also `iter_mut()`, `&bodies`, `.enumerate()` with
@@ -241,7 +278,10 @@ impl Inliner {
         }
         let (helper, module) = match self.helper(&segs) {
             Some(found) => found,
-            None => self.associated(&segs)?,
+            None => match self.associated(&segs) {
+                Some(found) => found,
+                None => return self.method_by_path(&segs, c, aggregate),
+            },
         };
         let returns = inlinable(&helper)?;
         if helper.sig.inputs.len() != c.args.len() || (returns != Returns::Value) != aggregate {
@@ -338,25 +378,112 @@ impl Inliner {
     /// A call of a method of the caller's structs (`self.energy(x)`, `p.kinetic()`,
     /// `bodies[i].kinetic()`) with no attribute: its body with `self` standing for the
     /// receiver, a place of the caller.
-    fn inline_method(&mut self, m: &syn::ExprMethodCall) -> Option<Call> {
-        let ty = match &*m.receiver {
-            Expr::Path(p) if p.path.is_ident("self") => self.self_ty.clone()?,
-            Expr::Path(p) => {
-                let (ty, slice) = self.structs.get(&p.path.get_ident()?.to_string())?;
-                (!slice).then(|| ty.clone())?
-            }
-            Expr::Index(ix) => match &*ix.expr {
-                Expr::Path(p) => {
-                    let (ty, slice) = self.structs.get(&p.path.get_ident()?.to_string())?;
-                    slice.then(|| ty.clone())?
-                }
-                _ => return None,
-            },
-            _ => return None,
+    fn inline_method(&mut self, m: &syn::ExprMethodCall, aggregate: bool) -> Option<Call> {
+        let ty = self.receiver_type(&m.receiver)?;
+        self.inline_method_of(ty, m, m.span(), aggregate)
+    }
+
+    /// `Particle::kinetic(&others[0])`, `Model::step(&mut s, dt)`, `Self::energy(self, g)`:
+    /// a method called by its path, inlined as the method call on its first argument.
+    fn method_by_path(
+        &mut self,
+        path: &[String],
+        c: &syn::ExprCall,
+        aggregate: bool,
+    ) -> Option<Call> {
+        let [ty, name] = path else { return None };
+        let ty = match ty.as_str() {
+            "Self" => self.self_ty.clone()?,
+            other => other.to_string(),
         };
+        let mut args = c.args.iter();
+        // `&mut s`, `&*p`, `p` (a reference): the place `s`, `p` (auto-deref'd).
+        let mut receiver = args.next()?;
+        loop {
+            receiver = match receiver {
+                Expr::Reference(r) => &r.expr,
+                Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => &u.expr,
+                Expr::Paren(p) => &p.expr,
+                _ => break,
+            };
+        }
+        if self.receiver_type(receiver)? != ty {
+            return None;
+        }
+        let receiver = receiver.clone();
+        let Expr::Path(f) = &*c.func else { return None };
+        let last = f.path.segments.last()?;
+        let m = syn::ExprMethodCall {
+            attrs: Vec::new(),
+            receiver: Box::new(receiver),
+            dot_token: Default::default(),
+            method: syn::Ident::new(name, last.ident.span()),
+            turbofish: None,
+            paren_token: Default::default(),
+            args: args.cloned().collect(),
+        };
+        self.inline_method_of(ty, &m, c.span(), aggregate)
+    }
+
+    /// The struct type of a method call's receiver: see [`Self::place_type`].
+    fn receiver_type(&self, receiver: &Expr) -> Option<String> {
+        match self.place_type(receiver)? {
+            (ty, false) => Some(ty),
+            (_, true) => None,
+        }
+    }
+
+    /// The struct type of place `e` (and whether it is a slice of them): `self`, a struct
+    /// parameter or local reference, an element of a slice of them (`bodies[i]`), or a field
+    /// of one holding a struct or a `Vec` or array of them (`m.origin`, `m.layers[k]`),
+    /// as the file defines the struct.
+    fn place_type(&self, e: &Expr) -> Option<(String, bool)> {
+        match e {
+            Expr::Path(p) if p.path.is_ident("self") => Some((self.self_ty.clone()?, false)),
+            Expr::Path(p) => self.structs.get(&p.path.get_ident()?.to_string()).cloned(),
+            // The index is read at each of the receiver's uses: no calls in it.
+            Expr::Index(ix) if arithmetic(&ix.index) => match self.place_type(&ix.expr)? {
+                (ty, true) => Some((ty, false)),
+                (_, false) => None,
+            },
+            Expr::Field(f) => {
+                let (ty, false) = self.place_type(&f.base)? else {
+                    return None;
+                };
+                let def = self.file_structs.get(&ty)?;
+                let field = def
+                    .fields
+                    .iter()
+                    .enumerate()
+                    .find(|(k, fd)| match &f.member {
+                        syn::Member::Named(n) => fd.ident.as_ref() == Some(n),
+                        syn::Member::Unnamed(i) => i.index as usize == *k,
+                    })?;
+                match &field.1.ty {
+                    // `[Layer; 3]`: a sequence of them, like `Vec<Layer>`.
+                    Type::Array(a) => struct_type(&a.elem).map(|(t, _)| (t, true)),
+                    other => struct_type(other),
+                }
+                .filter(|(t, _)| !self.underived.contains(t))
+            }
+            Expr::Paren(p) => self.place_type(&p.expr),
+            _ => None,
+        }
+    }
+
+    /// The method call `m` (at `span`) on a receiver of struct type `ty` as a [`Call`]
+    /// (with `aggregate`, of a method returning a tuple or an array).
+    fn inline_method_of(
+        &mut self,
+        ty: String,
+        m: &syn::ExprMethodCall,
+        span: Span,
+        aggregate: bool,
+    ) -> Option<Call> {
         let name = m.method.to_string();
         let (helper, _) = self.method_of(&ty, &name, true)?;
-        if inlinable_method(&helper)? != Returns::Value || helper.sig.inputs.len() != m.args.len() {
+        let returns = inlinable_method(&helper)?;
+        if (returns != Returns::Value) != aggregate || helper.sig.inputs.len() != m.args.len() {
             return None;
         }
         let key = format!("{}::{ty}::{name}", self.key(&self.module.clone(), ""));
@@ -364,7 +491,6 @@ impl Inliner {
         if self.cycle(&key, &name, &m.method, fix) {
             return None;
         }
-        let span = m.span();
         let float = self.float.clone();
         let module = self.module.clone();
         let body = self.prepared(&helper, &module, key, &float, span, Some(ty))?;
@@ -406,8 +532,33 @@ impl Inliner {
                 return None;
             };
             let t = format_ident!("__pd_call{}_{}", n, k, span = arg.span());
-            temps.extend(quote_spanned!(arg.span()=> let #t = #arg;));
             let pat = respan(pt.pat.to_token_stream(), span);
+            // A struct (or a slice of them) is lent, not copied: the temporary and then the
+            // parameter borrow the argument's place, so each is another name of it, which
+            // the struct rewrite reads as the place (`let q = &*__pd_call1_0;`).
+            if let Type::Reference(r) = &*pt.ty {
+                if let Some((ty, _)) = struct_type(&pt.ty) {
+                    if self.underived.contains(&ty) {
+                        return None;
+                    }
+                    let syn::Pat::Ident(id) = &*pt.pat else {
+                        return None;
+                    };
+                    if id.by_ref.is_some() || id.subpat.is_some() {
+                        return None;
+                    }
+                    let id = respan(id.ident.to_token_stream(), span);
+                    let m = r.mutability;
+                    let lent = match arg {
+                        Expr::Reference(_) => quote!(#arg),
+                        other => quote_spanned!(arg.span()=> &#m *#other),
+                    };
+                    temps.extend(quote_spanned!(arg.span()=> let #t = #lent;));
+                    binds.extend(quote_spanned!(span=> let #id = &#m *#t;));
+                    continue;
+                }
+            }
+            temps.extend(quote_spanned!(arg.span()=> let #t = #arg;));
             binds.extend(quote_spanned!(span=> let #pat = #t;));
         }
         Some(Call {
@@ -449,12 +600,14 @@ impl Inliner {
             return None;
         };
         let init = l.init.as_ref().filter(|i| i.diverge.is_none())?;
-        let Expr::Call(c) = &*init.expr else {
-            return None;
-        };
         let errors = self.errors.len();
         let next = self.next;
-        let Some(call) = self.inline_call(c, true) else {
+        let call = match &*init.expr {
+            Expr::Call(c) => self.inline_call(c, true),
+            Expr::MethodCall(m) => self.inline_method(m, true),
+            _ => None,
+        };
+        let Some(call) = call else {
             return None;
         };
         let Call {
@@ -561,7 +714,8 @@ impl Inliner {
         let outer_bound = std::mem::replace(&mut self.bound, bound_names(helper));
         let outer_self = std::mem::replace(&mut self.self_ty, self_ty);
         // A helper's own struct parameters are not the caller's.
-        let outer_structs = std::mem::take(&mut self.structs);
+        let own = struct_params(helper, &self.underived);
+        let outer_structs = std::mem::replace(&mut self.structs, own);
         self.stack.push(key);
         let before = self.errors.len();
         self.visit_block_mut(&mut block);
@@ -577,6 +731,14 @@ impl Inliner {
             return Some(block);
         }
         let free = free_names(helper, &block);
+        // `self::x`, `super::x` (and another crate's `crate::x`) would name other items at
+        // the call.
+        if free.contains("self")
+            || free.contains("super")
+            || (free.contains("crate") && !module.in_this_package())
+        {
+            return None;
+        }
         let mut consts = Vec::new();
         for name in &free {
             if let Some((k, m)) = consts::resolve(module, std::slice::from_ref(name), 0) {
@@ -856,9 +1018,15 @@ fn scalar(t: &Type, generic: Option<&str>) -> Option<bool> {
     ints.contains(&id.as_str()).then_some(false)
 }
 
-/// `Some(has_float)` for a parameter type the inliner binds: a scalar, or a shared or
-/// `&mut` slice, array or `Vec` of scalars.
+/// `Some(has_float)` for a parameter type the inliner binds: a scalar, a shared or `&mut`
+/// slice, array or `Vec` of scalars, or a shared or `&mut` struct or slice of structs
+/// (bound as another name of the argument, see [`Inliner::bound_call`]).
 fn param_kind(t: &Type, generic: Option<&str>) -> Option<bool> {
+    if let Type::Reference(_) = t {
+        if struct_type(t).is_some() {
+            return Some(true);
+        }
+    }
     match t {
         Type::Reference(r) => match &*r.elem {
             Type::Slice(s) => scalar(&s.elem, generic),
@@ -1070,6 +1238,51 @@ fn respan(tokens: TokenStream, span: Span) -> TokenStream {
         .collect()
 }
 
+/// The names pattern `p` binds.
+fn pattern_names(p: &syn::Pat) -> Vec<String> {
+    struct Names(Vec<String>);
+    impl<'a> Visit<'a> for Names {
+        fn visit_pat_ident(&mut self, p: &'a syn::PatIdent) {
+            self.0.push(p.ident.to_string());
+            syn::visit::visit_pat_ident(self, p);
+        }
+    }
+    let mut v = Names(Vec::new());
+    v.visit_pat(p);
+    v.0
+}
+
+/// The structs `items` define, with their inline modules', by name.
+fn file_structs(items: &[syn::Item]) -> std::collections::HashMap<String, syn::ItemStruct> {
+    let mut out = std::collections::HashMap::new();
+    for it in items {
+        match it {
+            syn::Item::Struct(s) => {
+                out.insert(s.ident.to_string(), s.clone());
+            }
+            syn::Item::Mod(m) => {
+                if let Some((_, inner)) = &m.content {
+                    out.extend(file_structs(inner));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Whether `e` is names, literals and operators only (no calls): an index that may be read
+/// more than once.
+fn arithmetic(e: &Expr) -> bool {
+    match e {
+        Expr::Path(_) | Expr::Lit(_) => true,
+        Expr::Binary(b) => arithmetic(&b.left) && arithmetic(&b.right),
+        Expr::Unary(u) => arithmetic(&u.expr),
+        Expr::Paren(p) => arithmetic(&p.expr),
+        _ => false,
+    }
+}
+
 /// The name of a path type (`Body`, `Body<T>`, `geom::Body<T>`: `Body`).
 fn type_name(t: &Type) -> Option<String> {
     match t {
@@ -1079,16 +1292,41 @@ fn type_name(t: &Type) -> Option<String> {
     }
 }
 
-/// The parameters of `item` that are structs (`p: &Body`, `p: &mut Body<T>`, `p: Body`)
-/// or slices of them (`bs: &[Body]`, `&Vec<Body>`): name → (type name, slice). A type
-/// counts as a struct when its name starts with an upper-case letter and is longer than
-/// one letter (a generic float `T` is not one) and is not `Vec`.
-fn struct_params(item: &syn::ItemFn) -> std::collections::HashMap<String, (String, bool)> {
+/// The struct a parameter's type names (`&Body`, `&mut Body<T>`, `Body`) or holds a slice
+/// of (`&[Body]`, `&Vec<Body>`): (type name, slice). A type counts as a struct when its
+/// name starts with an upper-case letter and is longer than one letter (a generic float
+/// `T` is not one) and is not `Vec`.
+fn struct_type(t: &Type) -> Option<(String, bool)> {
     let named = |t: &Type| -> Option<String> {
         let n = type_name(t)?;
         let upper = n.chars().next().is_some_and(char::is_uppercase);
         (upper && n != "Vec" && n.len() > 1).then_some(n)
     };
+    let inner = match t {
+        Type::Reference(r) => &*r.elem,
+        other => other,
+    };
+    match inner {
+        Type::Slice(sl) => named(&sl.elem).map(|n| (n, true)),
+        Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "Vec") => {
+            match &p.path.segments.last().expect("a segment").arguments {
+                syn::PathArguments::AngleBracketed(a) => match a.args.first() {
+                    Some(syn::GenericArgument::Type(e)) => named(e).map(|n| (n, true)),
+                    _ => None,
+                },
+                _ => None,
+            }
+        }
+        other => named(other).map(|n| (n, false)),
+    }
+}
+
+/// The parameters of `item` that are structs or slices of them (see [`struct_type`]), but
+/// not of the `underived` ones: name → (type name, slice).
+fn struct_params(
+    item: &syn::ItemFn,
+    underived: &HashSet<String>,
+) -> std::collections::HashMap<String, (String, bool)> {
     let mut out = std::collections::HashMap::new();
     for input in &item.sig.inputs {
         let syn::FnArg::Typed(pt) = input else {
@@ -1097,24 +1335,7 @@ fn struct_params(item: &syn::ItemFn) -> std::collections::HashMap<String, (Strin
         let syn::Pat::Ident(id) = &*pt.pat else {
             continue;
         };
-        let inner = match &*pt.ty {
-            Type::Reference(r) => &*r.elem,
-            other => other,
-        };
-        let found = match inner {
-            Type::Slice(sl) => named(&sl.elem).map(|n| (n, true)),
-            Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "Vec") => {
-                match &p.path.segments.last().expect("a segment").arguments {
-                    syn::PathArguments::AngleBracketed(a) => match a.args.first() {
-                        Some(syn::GenericArgument::Type(e)) => named(e).map(|n| (n, true)),
-                        _ => None,
-                    },
-                    _ => None,
-                }
-            }
-            other => named(other).map(|n| (n, false)),
-        };
-        if let Some(f) = found {
+        if let Some(f) = struct_type(&pt.ty).filter(|(n, _)| !underived.contains(n)) {
             out.insert(id.ident.to_string(), f);
         }
     }
@@ -1142,7 +1363,9 @@ fn reborrow_mut_params(helper: &syn::ItemFn, block: &mut syn::Block) {
         .iter()
         .filter_map(|a| match a {
             syn::FnArg::Typed(pt) => match (&*pt.pat, &*pt.ty) {
-                (syn::Pat::Ident(id), Type::Reference(r)) if r.mutability.is_some() => {
+                (syn::Pat::Ident(id), Type::Reference(r))
+                    if r.mutability.is_some() && struct_type(&pt.ty).is_none() =>
+                {
                     Some(id.ident.clone())
                 }
                 _ => None,
@@ -1205,7 +1428,8 @@ pub fn why_not_inlined(f: &syn::ItemFn) -> Option<String> {
         if let syn::FnArg::Typed(pt) = input {
             if param_kind(&pt.ty, g.as_deref()).is_none() {
                 return Some(format!(
-                    "its parameter `{}` is not a float, an integer, a `bool` or a slice of them",
+                    "its parameter `{}` is not a float, an integer, a `bool`, a slice of them, or a \
+                     struct or slice of structs by reference",
                     crate::diagnostics::source_text(&pt.pat)
                 ));
             }
@@ -1297,7 +1521,9 @@ mod tests {
             why("fn g<T: Float>(x: &[T], n: usize) -> (T, T) { (x[0], x[n]) }"),
             None
         );
-        assert!(why("fn g(p: &Params) -> f64 { p.k }")
+        // A struct by reference is inlined; one by value is not.
+        assert_eq!(why("fn g(p: &Params, q: &mut [Body]) -> f64 { p.k }"), None);
+        assert!(why("fn g(p: Params) -> f64 { p.k }")
             .unwrap()
             .contains("`p`"));
         let vec = why("fn g(v: f64) -> Vec<f64> { vec![v] }").unwrap();
@@ -1317,7 +1543,7 @@ mod tests {
             "fn f<T: Float>(p: &Body<T>, q: Body<T>, bs: &[Body<T>], v: &Vec<geom::Ball>, x: &[T], t: T) {}",
         )
         .expect("a function");
-        let s = struct_params(&f);
+        let s = struct_params(&f, &HashSet::new());
         assert_eq!(s.get("p"), Some(&("Body".to_string(), false)));
         assert_eq!(s.get("q"), Some(&("Body".to_string(), false)));
         assert_eq!(s.get("bs"), Some(&("Body".to_string(), true)));

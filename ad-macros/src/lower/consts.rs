@@ -412,6 +412,14 @@ impl Module {
         if is_crate_root(file) {
             return Module::of_file(file);
         }
+        if !self.in_this_package() {
+            // A dependency's module (see [`Module::dependency`]): its package's library.
+            return Module::of_file(&file.ancestors().find_map(|d| {
+                d.join("Cargo.toml")
+                    .is_file()
+                    .then(|| d.join("src").join("lib.rs"))
+            })?);
+        }
         let dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR")?);
         let name = std::env::var("CARGO_CRATE_NAME").unwrap_or_default();
         let named = ["tests", "benches", "examples", "src/bin"]
@@ -419,6 +427,29 @@ impl Module {
             .map(|d| dir.join(d).join(format!("{name}.rs")));
         let plain = ["src/lib.rs", "src/main.rs"].iter().map(|f| dir.join(f));
         named.chain(plain).find_map(|f| Module::of_file(&f))
+    }
+
+    /// The root module of the dependency the code names `name` (`other::g`), where its
+    /// source can be found (see [`super::crates`]).
+    pub(crate) fn dependency(name: &str) -> Option<Module> {
+        Module::of_file(&super::crates::dependency_root(name)?)
+    }
+
+    /// Whether this module's file is of the package being built (the nearest directory
+    /// above it with a `Cargo.toml` is `CARGO_MANIFEST_DIR`); a file unknown counts as one.
+    pub(crate) fn in_this_package(&self) -> bool {
+        let Some(file) = &self.file else { return true };
+        let Some(dir) = std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from) else {
+            return true;
+        };
+        let package = file
+            .ancestors()
+            .skip(1)
+            .find(|d| d.join("Cargo.toml").is_file());
+        match (package, dir.canonicalize(), package.map(Path::canonicalize)) {
+            (Some(_), Ok(dir), Some(Ok(package))) => package == dir,
+            _ => true,
+        }
     }
 
     /// The parent module: an inline one of the same file, or the module that declares
@@ -553,7 +584,11 @@ pub(crate) fn resolve_item<T>(
             Some(m) => m,
             None => {
                 // A module brought in by `use` (`use crate::phys;` then `phys::G`).
-                let (_, mut full) = imports(&from.items).into_iter().find(|(n, _)| n == name)?;
+                let Some((_, mut full)) = imports(&from.items).into_iter().find(|(n, _)| n == name)
+                else {
+                    // Another crate (`other::g`), when its source can be found.
+                    return resolve_item(&Module::dependency(name)?, rest, depth + 1, own, follow);
+                };
                 full.extend(rest.iter().cloned());
                 return resolve_item(from, &full, depth + 1, own, follow);
             }

@@ -6,6 +6,7 @@
 mod call;
 pub(crate) mod consts;
 mod control;
+pub(crate) mod crates;
 mod env;
 mod expr;
 mod fallible;

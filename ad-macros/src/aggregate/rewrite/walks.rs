@@ -293,20 +293,27 @@ impl Rewriter<'_> {
         if local.init.as_ref().is_some_and(|i| i.diverge.is_some()) {
             return None;
         }
-        // `&m__origin` (the root of `m.origin`, see `Nest`): another name for it.
+        // `&p`, `&mut *p` of a root (a struct, a slice of them, an element, or the root of
+        // `m.origin`, see `Nest`): another name for it, as an inlined helper's struct
+        // parameter is.
         if let Some(n) = name_of(&r.expr) {
-            let key = n.to_string();
-            if key.contains("__") {
-                if let Some(root @ (Root::Struct { .. } | Root::Seq { .. })) =
-                    self.roots.get(&key).cloned()
-                {
-                    self.roots.insert(p.ident.to_string(), root);
-                    return Some(Vec::new());
-                }
+            if let Some(root) = self.roots.get(&n.to_string()).cloned() {
+                self.roots.insert(p.ident.to_string(), root);
+                return Some(Vec::new());
             }
         }
+        // `&*xs[i]` (an inlined method's `&*self` of an element) is `&xs[i]`.
+        let mut target = &*r.expr;
+        while let Expr::Unary(syn::ExprUnary {
+            op: syn::UnOp::Deref(_),
+            expr,
+            ..
+        }) = target
+        {
+            target = expr;
+        }
         // `&b.state` / `&xs[i].state`: an element of the buffers of the nested struct.
-        if let Expr::Field(f) = &*r.expr {
+        if let Expr::Field(f) = target {
             let (seq, index) = match &*f.base {
                 Expr::Index(ix) => (name_of(&ix.expr)?.to_string(), None),
                 other => match self.roots.get(&name_of(other)?.to_string())? {
@@ -338,7 +345,7 @@ impl Rewriter<'_> {
             );
             return Some(vec![syn::parse_quote!(let #k = #index;)]);
         }
-        let Expr::Index(ix) = &*r.expr else {
+        let Expr::Index(ix) = target else {
             return None;
         };
         let seq = name_of(&ix.expr)?;
