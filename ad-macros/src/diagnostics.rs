@@ -61,7 +61,7 @@ impl Drop for Diagnostics {
 /// Source text of `tokens` for a message, without the spaces the token printer puts
 /// around `::`, `..` and indexing brackets (`x [0]` → `x[0]`, `f64 :: NAN` → `f64::NAN`);
 /// operators keep theirs.
-pub fn source_text<T: quote::ToTokens>(tokens: &T) -> String {
+pub fn source_text<T: quote::ToTokens + ?Sized>(tokens: &T) -> String {
     tighten(
         tokens.to_token_stream().to_string(),
         &[

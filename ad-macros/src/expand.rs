@@ -135,7 +135,11 @@ pub fn expand_fn(
             Some(s) => crate::missing_rule::chosen_names(&item_fn, tokens, s.text),
             None => tokens,
         };
-        match source.and_then(|s| crate::missing_rule::check(&item_fn, &tokens, s.text)) {
+        let missing = source.and_then(|s| {
+            crate::missing_rule::check(&item_fn, &tokens, s.text)
+                .or_else(|| crate::missing_rule::check_paths(&item_fn, &tokens, s))
+        });
+        match missing {
             Some(e) => Err(e),
             None => Ok(tokens),
         }

@@ -64,19 +64,13 @@ pub fn check(item: &syn::ItemFn, generated: &TokenStream, source: &str) -> Optio
         let mut suffixes: Vec<&str> = missing.iter().map(|(s, _)| *s).collect();
         suffixes.sort();
         suffixes.dedup();
-        let modes: Vec<&str> = suffixes
-            .iter()
-            .map(|s| if *s == "_fwd" { "forward" } else { "reverse" })
-            .collect();
-        let names: Vec<String> = suffixes.iter().map(|s| format!("`{callee}{s}`")).collect();
-        let why = module
-            .iter()
-            .find_map(|it| match it {
-                syn::Item::Fn(f) if f.sig.ident == callee => {
-                    crate::desugar::inline::why_not_inlined(f)
-                }
-                _ => None,
-            })
+        let Some(callee_fn) = module.iter().find_map(|it| match it {
+            syn::Item::Fn(f) if f.sig.ident == callee => Some(f),
+            _ => None,
+        }) else {
+            continue;
+        };
+        let why = crate::desugar::inline::why_not_inlined(callee_fn)
             .map(|why| format!("phidiff does not inline `{callee}` ({why}), and "))
             .unwrap_or_default();
         let e = syn::Error::new(
@@ -84,12 +78,10 @@ pub fn check(item: &syn::ItemFn, generated: &TokenStream, source: &str) -> Optio
             format!(
                 "phidiff: `{callee}` has no derivative: {why}the derivative of `{f}` calls {names}, \
                  which this file does not define (a call with active arguments is \
-                 differentiated by calling the callee's derivative function). Add \
-                 `#[differentiate({modes})]` to `fn {callee}`, or write {names} by hand as a \
-                 custom rule with the `_fwd`/`_rev` signature (see the guide, \"Calls and custom rules\")",
+                 differentiated by calling the callee's derivative function). {fixes}",
                 f = item.sig.ident,
-                names = names.join(" and "),
-                modes = modes.join(", "),
+                names = names(&callee, &suffixes),
+                fixes = fixes(callee_fn, &suffixes),
             ),
         );
         match &mut errors {
@@ -98,6 +90,248 @@ pub fn check(item: &syn::ItemFn, generated: &TokenStream, source: &str) -> Optio
         }
     }
     errors
+}
+
+/// The error for the calls of `item` by a path (`act::g(..)`, `other_crate::g(..)`)
+/// whose derivative functions `generated` calls (`act::g_rev`) but whose module, found
+/// from `source` (in this crate, or a dependency's source, see
+/// [`crate::lower::crates`]), shows to be missing: `g` a plain function there, no `g_rev`
+/// in that module, which has no glob import nor item-level macro call.
+pub fn check_paths(
+    item: &syn::ItemFn,
+    generated: &TokenStream,
+    source: crate::expand::SourceFile<'_>,
+) -> Option<syn::Error> {
+    let calls = path_callees(item);
+    if calls.is_empty() {
+        return None;
+    }
+    let file = syn::parse_file(source.text).ok()?;
+    let at = module_path(&file.items, &item.sig.ident.to_string())?;
+    let root = crate::lower::consts::Module {
+        items: std::rc::Rc::new(file.items),
+        file: source.path.map(std::path::Path::to_path_buf),
+        inline: Vec::new(),
+    };
+    let module = root.descend(&at)?;
+    let mut errors: Option<syn::Error> = None;
+    for (path, at) in calls {
+        let name = path.last().expect("a path has a segment").clone();
+        let mut uses = Vec::new();
+        path_derivative_calls(generated.clone(), &name, &mut uses);
+        if uses.is_empty() {
+            continue;
+        }
+        let Some((f, m)) = crate::desugar::inline::resolve_fn(&module, &path) else {
+            continue;
+        };
+        if mentions_differentiate(&f.attrs) || m.items.iter().any(brings_names_in) {
+            continue;
+        }
+        let there = idents(
+            m.items
+                .iter()
+                .map(quote::ToTokens::to_token_stream)
+                .collect(),
+        );
+        let mut missing: Vec<&str> = uses
+            .iter()
+            .copied()
+            .filter(|s| !there.contains(&format!("{name}{s}")))
+            .collect();
+        missing.sort();
+        missing.dedup();
+        if missing.is_empty() {
+            continue;
+        }
+        let called = path.join("::");
+        let why = crate::desugar::inline::why_not_inlined(&f)
+            .map(|why| format!("phidiff does not inline it ({why}), and "))
+            .unwrap_or_default();
+        let whose = match m.in_this_crate() {
+            true => "its module",
+            false => "its module (of another crate)",
+        };
+        let e = syn::Error::new_spanned(
+            at,
+            format!(
+                "phidiff: `{called}` has no derivative: {why}{whose} defines no {names}, which the derivative of `{f}` calls. {fixes}",
+                names = names(&name, &missing),
+                f = item.sig.ident,
+                fixes = fixes(&f, &missing),
+            ),
+        );
+        match &mut errors {
+            Some(all) => all.combine(e),
+            None => errors = Some(e),
+        }
+    }
+    errors
+}
+
+/// `` `g_fwd` and `g_rev` `` for the suffixes `missing`.
+fn names(callee: &str, missing: &[&str]) -> String {
+    let names: Vec<String> = missing.iter().map(|s| format!("`{callee}{s}`")).collect();
+    names.join(" and ")
+}
+
+/// The two ways out for callee `f` missing the derivatives `missing` (`_fwd`, `_rev`):
+/// the attribute, or the hand-written functions with their signatures.
+fn fixes(f: &syn::ItemFn, missing: &[&str]) -> String {
+    let modes: Vec<&str> = missing
+        .iter()
+        .map(|s| if *s == "_fwd" { "forward" } else { "reverse" })
+        .collect();
+    let sigs: Vec<String> = missing
+        .iter()
+        .map(|s| format!("`{}`", rule_signature(&f.sig, s == &"_rev")))
+        .collect();
+    format!(
+        "Add `#[differentiate({})]` to `fn {}`, or write {} by hand as a custom rule beside it: {} (see the guide, \"Calls and custom rules\")",
+        modes.join(", "),
+        f.sig.ident,
+        names(&f.sig.ident.to_string(), missing),
+        sigs.join(" and "),
+    )
+}
+
+/// The signature a hand-written `g_fwd` (or, with `reverse`, `g_rev`) of `sig` has: each
+/// float and float buffer followed by its tangent (`dx: f64`, `dv: &[f64]`) or, in
+/// reverse, each buffer by its adjoint (`dv: &mut [f64]`) and a `seed` for the result last;
+/// `_fwd` returns (value, tangent), `_rev` the value and each float parameter's adjoint.
+pub(crate) fn rule_signature(sig: &syn::Signature, reverse: bool) -> String {
+    use quote::ToTokens;
+    // Types as written: `&Vec<f64>`, not the printer's `& Vec < f64 >`.
+    let text = |t: &dyn ToTokens| {
+        crate::diagnostics::source_text(t)
+            .replace("& ", "&")
+            .replace(" <", "<")
+            .replace("< ", "<")
+            .replace(" >", ">")
+    };
+    let float = |t: &syn::Type| {
+        let s = text(t);
+        s == "f64" || s == "f32" || sig.generics.type_params().any(|g| g.ident == s)
+    };
+    let buffer = |t: &syn::Type| -> Option<(bool, syn::Type)> {
+        let syn::Type::Reference(r) = t else {
+            return None;
+        };
+        let elem = match &*r.elem {
+            syn::Type::Slice(s) => (*s.elem).clone(),
+            syn::Type::Array(a) => (*a.elem).clone(),
+            syn::Type::Path(p) if p.path.segments.last()?.ident == "Vec" => {
+                match &p.path.segments.last()?.arguments {
+                    syn::PathArguments::AngleBracketed(a) => match a.args.first()? {
+                        syn::GenericArgument::Type(t) => t.clone(),
+                        _ => return None,
+                    },
+                    _ => return None,
+                }
+            }
+            _ => return None,
+        };
+        float(&elem).then_some((r.mutability.is_some(), elem))
+    };
+    let mut params = Vec::new();
+    let mut adjoints = Vec::new();
+    for input in &sig.inputs {
+        let syn::FnArg::Typed(pt) = input else {
+            params.push(text(input));
+            continue;
+        };
+        let (name, ty) = (text(&pt.pat), &*pt.ty);
+        params.push(format!("{name}: {}", text(ty)));
+        if float(ty) {
+            match reverse {
+                true => adjoints.push(text(ty)),
+                false => params.push(format!("d{name}: {}", text(ty))),
+            }
+        } else if let Some((mutable, elem)) = buffer(ty) {
+            let m = if reverse || mutable { "&mut " } else { "&" };
+            params.push(format!("d{name}: {m}[{}]", text(&elem)));
+        }
+    }
+    let result = match &sig.output {
+        syn::ReturnType::Type(_, t) => Some(text(&**t)),
+        syn::ReturnType::Default => None,
+    };
+    let returns = match (reverse, &result) {
+        (false, Some(t)) => vec![t.clone(), t.clone()],
+        (false, None) => Vec::new(),
+        (true, r) => {
+            if let Some(t) = r {
+                params.push(format!("seed: {t}"));
+            }
+            r.iter().cloned().chain(adjoints).collect()
+        }
+    };
+    let returns = match returns.as_slice() {
+        [] => String::new(),
+        [one] => format!(" -> {one}"),
+        many => format!(" -> ({})", many.join(", ")),
+    };
+    let generics = text(&sig.generics);
+    let suffix = if reverse { "_rev" } else { "_fwd" };
+    format!(
+        "fn {}{suffix}{generics}({}){returns}",
+        sig.ident,
+        params.join(", ")
+    )
+}
+
+/// The calls of `item`'s body by a path of two or more segments, with the path.
+fn path_callees(item: &syn::ItemFn) -> Vec<(Vec<String>, TokenStream)> {
+    struct Calls(Vec<(Vec<String>, TokenStream)>);
+    impl<'a> Visit<'a> for Calls {
+        fn visit_expr_call(&mut self, c: &'a syn::ExprCall) {
+            if let syn::Expr::Path(p) = &*c.func {
+                if p.qself.is_none() && p.path.segments.len() > 1 {
+                    let segs = p
+                        .path
+                        .segments
+                        .iter()
+                        .map(|s| s.ident.to_string())
+                        .collect();
+                    self.0
+                        .push((segs, quote::ToTokens::to_token_stream(&c.func)));
+                }
+            }
+            syn::visit::visit_expr_call(self, c);
+        }
+    }
+    let mut v = Calls(Vec::new());
+    v.visit_block(&item.block);
+    v.0
+}
+
+/// The suffixes (`_fwd`, `_rev`) of the calls `..::NAME_fwd(..)`/`..::NAME_rev(..)` by a
+/// path in the generated code.
+fn path_derivative_calls(tokens: TokenStream, name: &str, out: &mut Vec<&'static str>) {
+    let trees: Vec<TokenTree> = tokens.into_iter().collect();
+    for (k, t) in trees.iter().enumerate() {
+        match t {
+            TokenTree::Group(g) => path_derivative_calls(g.stream(), name, out),
+            TokenTree::Ident(id) => {
+                let is_call = matches!(
+                    trees.get(k + 1),
+                    Some(TokenTree::Group(g)) if g.delimiter() == proc_macro2::Delimiter::Parenthesis
+                );
+                let after_path =
+                    k > 0 && matches!(&trees[k - 1], TokenTree::Punct(p) if p.as_char() == ':');
+                if !(is_call && after_path) {
+                    continue;
+                }
+                let id = id.to_string();
+                for suffix in ["_fwd", "_rev"] {
+                    if id.strip_suffix(suffix) == Some(name) {
+                        out.push(suffix);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// The generated calls of a callee's derivatives renamed where the callee chose their
@@ -330,6 +564,42 @@ pub(crate) fn idents(tokens: TokenStream) -> std::collections::HashSet<String> {
 #[cfg(test)]
 mod tests {
     use quote::quote;
+
+    fn rules(src: &str) -> (String, String) {
+        let f: syn::ItemFn = syn::parse_str(src).expect("a function");
+        (
+            super::rule_signature(&f.sig, false),
+            super::rule_signature(&f.sig, true),
+        )
+    }
+
+    #[test]
+    fn rule_signatures_follow_the_convention() {
+        let (fwd, rev) = rules("fn g(v: &[f64], t: f64, n: usize) -> f64 { t }");
+        assert_eq!(
+            fwd,
+            "fn g_fwd(v: &[f64], dv: &[f64], t: f64, dt: f64, n: usize) -> (f64, f64)"
+        );
+        assert_eq!(
+            rev,
+            "fn g_rev(v: &[f64], dv: &mut [f64], t: f64, n: usize, seed: f64) -> (f64, f64)"
+        );
+        // An output buffer, no result: nothing returned but the scalars' adjoints.
+        let (fwd, rev) = rules("fn h<T: Float>(a: T, out: &mut [T]) {}");
+        assert_eq!(
+            fwd,
+            "fn h_fwd<T: Float>(a: T, da: T, out: &mut [T], dout: &mut [T])"
+        );
+        assert_eq!(
+            rev,
+            "fn h_rev<T: Float>(a: T, out: &mut [T], dout: &mut [T]) -> T"
+        );
+        let (_, rev) = rules("fn s(v: &Vec<f64>) -> f64 { 0.0 }");
+        assert_eq!(
+            rev,
+            "fn s_rev(v: &Vec<f64>, dv: &mut [f64], seed: f64) -> f64"
+        );
+    }
 
     /// Expands the function named `f` of `source` as the file `source`, and says whether
     /// the missing-rule error came out.

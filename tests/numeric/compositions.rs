@@ -2,7 +2,8 @@
 //! `compositions_file_is_current` test with `PHIDIFF_BLESS=1` after changing the
 //! generator): random compositions of rayon loops with `for`/`while` loops, branches,
 //! checkpointed loops and calls of differentiated helpers, each beside its serial
-//! twin and its form on a struct of its inputs. `compositions_match_serial_twins`
+//! twin and its form on a struct of its inputs (for odd K in a plain helper taking
+//! the struct, unless it checkpoints). `compositions_match_serial_twins`
 //! checks every one against its twin and its struct form (rel 1e-10),
 //! finite differences and the dot-product test (`TOLS`), and on 1, 2 and 8 threads
 //! (bitwise where no helper's primal sums with rayon's own `sum`).
@@ -173,6 +174,10 @@ pub fn composition_1_serial(u0: &[f64], a: f64) -> f64 {
 /// [`composition_1`] on a struct of its inputs.
 #[differentiate(forward, reverse)]
 pub fn composition_1_struct(p: &Knobs) -> f64 {
+    composition_1_knobs(p)
+}
+/// [`composition_1_struct`]'s body, a plain helper taking the struct.
+fn composition_1_knobs(p: &Knobs) -> f64 {
     let n = p.init.u0.len();
     let mut u = p.init.u0.to_vec();
     let mut v = vec![0.0; n];
@@ -351,6 +356,10 @@ pub fn composition_3_serial(u0: &[f64], a: f64) -> f64 {
 /// [`composition_3`] on a struct of its inputs.
 #[differentiate(forward, reverse)]
 pub fn composition_3_struct(p: &Knobs) -> f64 {
+    composition_3_knobs(p)
+}
+/// [`composition_3_struct`]'s body, a plain helper taking the struct.
+fn composition_3_knobs(p: &Knobs) -> f64 {
     let n = p.init.u0.len();
     let mut u = p.init.u0.to_vec();
     let mut v = vec![0.0; n];
@@ -526,6 +535,10 @@ pub fn composition_5_serial(u0: &[f64], a: f64) -> f64 {
 /// [`composition_5`] on a struct of its inputs.
 #[differentiate(forward, reverse)]
 pub fn composition_5_struct(p: &Knobs) -> f64 {
+    composition_5_knobs(p)
+}
+/// [`composition_5_struct`]'s body, a plain helper taking the struct.
+fn composition_5_knobs(p: &Knobs) -> f64 {
     let n = p.init.u0.len();
     let mut u = p.init.u0.to_vec();
     let mut v = vec![0.0; n];
@@ -764,6 +777,10 @@ pub fn composition_7_serial(u0: &[f64], a: f64) -> f64 {
 /// [`composition_7`] on a struct of its inputs.
 #[differentiate(forward, reverse)]
 pub fn composition_7_struct(p: &Knobs) -> f64 {
+    composition_7_knobs(p)
+}
+/// [`composition_7_struct`]'s body, a plain helper taking the struct.
+fn composition_7_knobs(p: &Knobs) -> f64 {
     let n = p.init.u0.len();
     let mut u = p.init.u0.to_vec();
     let mut v = vec![0.0; n];
@@ -902,6 +919,10 @@ pub fn composition_9_serial(u0: &[f64], a: f64) -> f64 {
 /// [`composition_9`] on a struct of its inputs.
 #[differentiate(forward, reverse)]
 pub fn composition_9_struct(p: &Knobs) -> f64 {
+    composition_9_knobs(p)
+}
+/// [`composition_9_struct`]'s body, a plain helper taking the struct.
+fn composition_9_knobs(p: &Knobs) -> f64 {
     let n = p.init.u0.len();
     let mut u = p.init.u0.to_vec();
     let mut v = vec![0.0; n];
@@ -1044,6 +1065,10 @@ pub fn composition_11_serial(u0: &[f64], a: f64) -> f64 {
 /// [`composition_11`] on a struct of its inputs.
 #[differentiate(forward, reverse)]
 pub fn composition_11_struct(p: &Knobs) -> f64 {
+    composition_11_knobs(p)
+}
+/// [`composition_11_struct`]'s body, a plain helper taking the struct.
+fn composition_11_knobs(p: &Knobs) -> f64 {
     let n = p.init.u0.len();
     let mut u = p.init.u0.to_vec();
     let mut v = vec![0.0; n];

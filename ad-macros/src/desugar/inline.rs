@@ -16,11 +16,18 @@
 //!
 //! - **Where helpers are found:** by the call's path from the caller's module, the way Rust
 //!   resolves it (`g`, `util::g`, `super::g`, a `use`), in the caller's file or the files of
-//!   the crate's modules ([`consts::resolve_item`]). A helper of another module brings its
-//!   module's constants along as local `const`s under fresh names.
+//!   the crate's modules ([`consts::resolve_item`]), or in a dependency's source
+//!   ([`crate::lower::crates`]). A helper of another module brings its module's constants
+//!   along as local `const`s under fresh names.
+//! - **Structs** (`&Body`, `&mut State`, `&[Body]`) are lent, not copied: the temporary and
+//!   the parameter borrow the argument's place (`let __pd_call1_0 = &mut *s; { let o = &mut
+//!   *__pd_call1_0; .. } }`), and the struct rewrite takes each such `let` as another name
+//!   of the place, so `o.x[1] = ..` writes the caller's `s`.
 //! - **Methods** of the caller's structs (`self.m()`, `p.m()`, `bodies[i].m()`, a loop's
-//!   element `b.m()`) and associated functions (`Self::f`, `Type::f`) of inherent impls of
-//!   the caller's module: `self` stands for the receiver, a place of the caller.
+//!   element `b.m()`, a field `m.origin.m()`, a local borrowing one) and associated
+//!   functions (`Self::f`, `Type::f`, also a method by its path, `Type::m(&mut s, dt)`) of
+//!   inherent impls of the caller's module: `self` stands for the receiver, a place of the
+//!   caller ([`Inliner::place_type`] knows its struct).
 //! - **Results:** one value or none (the block's value), or a tuple or array literal taken
 //!   apart by the `let` it initializes ([`Inliner::aggregate_let`]); early `return`s in `if`s
 //!   become branches ([`lift`]).
@@ -29,9 +36,10 @@
 //! reported by [`crate::missing_rule`], which asks [`why_not_inlined`]) when its body names
 //! something the caller binds at the call (the inlined body would read the caller's local
 //! instead of the module's item), when it names an item of another module that cannot come
-//! along, or when it is outside what inlining covers (struct or `&f64` parameters, `Vec`
-//! results, `return` in loops, `?`). A helper calling itself, directly or through others,
-//! is an error at the call that closes the cycle.
+//! along, or when it is outside what inlining covers (structs by value, `&f64` parameters,
+//! `Vec` results, `return` in loops, `?`). A helper calling itself, directly or through
+//! others, is an error at the call that closes the cycle, and so is a closure passed to a
+//! helper of this crate ([`Inliner::closure_argument`]).
 
 use crate::expand::SourceFile;
 use crate::lower::consts::{self, Module};
@@ -127,6 +135,10 @@ impl VisitMut for Inliner {
     fn visit_expr_mut(&mut self, e: &mut Expr) {
         syn::visit_mut::visit_expr_mut(self, e);
         let call = match e {
+            Expr::Call(c) if c.args.iter().any(|a| matches!(a, Expr::Closure(_))) => {
+                self.closure_argument(c);
+                None
+            }
             Expr::Call(c) => self.inline_call(c, false),
             Expr::MethodCall(m) => self.inline_method(m, false),
             _ => None,
@@ -316,6 +328,62 @@ impl Inliner {
             return None;
         }
         self.bound_call(&c.args, &helper, body, span)
+    }
+
+    /// A call passing a closure to a plain function phidiff reads and that has no rules
+    /// (`integrate(|t| t.sin(), a, b)`): the error at the call, naming the callee and the
+    /// ways out. (Inlining would need the closure's body at each call of the parameter.)
+    fn closure_argument(&mut self, c: &syn::ExprCall) {
+        let Expr::Path(p) = &*c.func else { return };
+        if p.qself.is_some() {
+            return;
+        }
+        let segs: Vec<String> = p
+            .path
+            .segments
+            .iter()
+            .map(|s| s.ident.to_string())
+            .collect();
+        if segs.len() == 1 && self.bound.contains(&segs[0]) {
+            return;
+        }
+        let Some((f, m)) = resolve_fn(&self.module, &segs) else {
+            return;
+        };
+        let name = f.sig.ident.to_string();
+        let module_idents = idents(m.items.iter().map(ToTokens::to_token_stream).collect());
+        let has_rule = ["_fwd", "_rev"].iter().any(|s| {
+            let rule = format!("{name}{s}");
+            self.file_idents.contains(&rule) || module_idents.contains(&rule)
+        });
+        // A library's function taking a closure (`rayon::join`) is its business.
+        if has_rule || mentions_differentiate(&f.attrs) || !m.in_this_crate() {
+            return;
+        }
+        let param = c
+            .args
+            .iter()
+            .zip(&f.sig.inputs)
+            .find_map(|(a, input)| match (a, input) {
+                (Expr::Closure(_), syn::FnArg::Typed(pt)) => Some(format!(
+                    "`{}: {}`",
+                    crate::diagnostics::source_text(&pt.pat),
+                    crate::diagnostics::source_text(&pt.ty)
+                )),
+                _ => None,
+            })
+            .unwrap_or_else(|| "a function".into());
+        self.errors.push(syn::Error::new_spanned(
+            &c.func,
+            format!(
+                "phidiff cannot differentiate this call of `{name}`: it passes a closure \
+                 (to {param}), and phidiff differentiates a function without attributes by \
+                 inlining its body, which cannot see through a function passed as a value. \
+                 Write what the closure computes as a named helper that `{name}` calls, or \
+                 give `{name}` hand-written derivatives `{name}_fwd`/`{name}_rev` (a custom \
+                 rule, see the guide, \"Calls and custom rules\")"
+            ),
+        ));
     }
 
     /// An associated function (`Model::step`, `Self::step`) of an inherent impl of the
@@ -735,7 +803,7 @@ impl Inliner {
         // the call.
         if free.contains("self")
             || free.contains("super")
-            || (free.contains("crate") && !module.in_this_package())
+            || (free.contains("crate") && !module.in_this_crate())
         {
             return None;
         }
@@ -819,7 +887,7 @@ fn defines(module: &Module, name: &str) -> bool {
 
 /// The plain function `path` names, seen from `from` (`g`, `util::g`, `self::g`,
 /// `super::g`, `crate::a::g`, or a name brought in by `use`), with its module.
-fn resolve_fn(from: &Module, path: &[String]) -> Option<(syn::ItemFn, Module)> {
+pub(crate) fn resolve_fn(from: &Module, path: &[String]) -> Option<(syn::ItemFn, Module)> {
     let own = |m: &Module, path: &[String]| match path {
         [name] => m.items.iter().find_map(|it| match it {
             syn::Item::Fn(f) if f.sig.ident == name => Some(f.clone()),

@@ -412,13 +412,9 @@ impl Module {
         if is_crate_root(file) {
             return Module::of_file(file);
         }
-        if !self.in_this_package() {
-            // A dependency's module (see [`Module::dependency`]): its package's library.
-            return Module::of_file(&file.ancestors().find_map(|d| {
-                d.join("Cargo.toml")
-                    .is_file()
-                    .then(|| d.join("src").join("lib.rs"))
-            })?);
+        if let Some(root) = super::crates::dependency_of(file) {
+            // A dependency's module (see [`Module::dependency`]): that library's root.
+            return Module::of_file(&root);
         }
         let dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR")?);
         let name = std::env::var("CARGO_CRATE_NAME").unwrap_or_default();
@@ -435,21 +431,12 @@ impl Module {
         Module::of_file(&super::crates::dependency_root(name)?)
     }
 
-    /// Whether this module's file is of the package being built (the nearest directory
-    /// above it with a `Cargo.toml` is `CARGO_MANIFEST_DIR`); a file unknown counts as one.
-    pub(crate) fn in_this_package(&self) -> bool {
-        let Some(file) = &self.file else { return true };
-        let Some(dir) = std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from) else {
-            return true;
-        };
-        let package = file
-            .ancestors()
-            .skip(1)
-            .find(|d| d.join("Cargo.toml").is_file());
-        match (package, dir.canonicalize(), package.map(Path::canonicalize)) {
-            (Some(_), Ok(dir), Some(Ok(package))) => package == dir,
-            _ => true,
-        }
+    /// Whether this module is of the crate being built, not of a dependency read by
+    /// [`Module::dependency`].
+    pub(crate) fn in_this_crate(&self) -> bool {
+        self.file
+            .as_ref()
+            .is_none_or(|f| super::crates::dependency_of(f).is_none())
     }
 
     /// The parent module: an inline one of the same file, or the module that declares
@@ -606,6 +593,12 @@ pub(crate) fn imports(items: &[syn::Item]) -> Vec<(String, Vec<String>)> {
                 prefix.push(p.ident.to_string());
                 walk(&p.tree, prefix, out);
                 prefix.pop();
+            }
+            // `use a::b::{self};` brings in `b`.
+            syn::UseTree::Name(n) if n.ident == "self" => {
+                if let Some(last) = prefix.last() {
+                    out.push((last.clone(), prefix.clone()));
+                }
             }
             syn::UseTree::Name(n) => {
                 let mut full = prefix.clone();

@@ -26,11 +26,37 @@ pub(crate) fn dependency_root(name: &str) -> Option<PathBuf> {
     }
     let found = find_root(&dir, name);
     FOUND.with(|f| f.borrow_mut().insert(key, found.clone()));
+    if let Some(root) = &found {
+        if let Some(src) = root.parent() {
+            DEPENDENCIES.with(|d| d.borrow_mut().push((src.to_path_buf(), root.clone())));
+        }
+    }
     found
+}
+
+thread_local! {
+    /// The dependencies found so far: each library's source directory, and its root file.
+    static DEPENDENCIES: std::cell::RefCell<Vec<(PathBuf, PathBuf)>> = Default::default();
+}
+
+/// The root file of the dependency whose source `file` is (found by [`dependency_root`]
+/// before), or `None` for a file of the crate being built.
+pub(crate) fn dependency_of(file: &Path) -> Option<PathBuf> {
+    DEPENDENCIES.with(|d| {
+        d.borrow()
+            .iter()
+            .filter(|(src, _)| file.starts_with(src))
+            .max_by_key(|(src, _)| src.components().count())
+            .map(|(_, root)| root.clone())
+    })
 }
 
 fn find_root(dir: &Path, name: &str) -> Option<PathBuf> {
     let text = std::fs::read_to_string(dir.join("Cargo.toml")).ok()?;
+    // The package's own library, as its tests, examples and binaries name it.
+    if package_name(&text).is_some_and(|p| p.replace('-', "_") == name) {
+        return lib_root(dir);
+    }
     let dep = find_dependency(&text, name, false)?;
     let dep = match dep {
         Dep {
@@ -107,6 +133,21 @@ fn registry_root(dir: &Path, package: &str) -> Option<PathBuf> {
         .filter_map(Result::ok)
         .map(|index| index.path().join(format!("{package}-{version}")))
         .find_map(|dir| lib_root(&dir))
+}
+
+/// The `[package]`'s `name`.
+fn package_name(text: &str) -> Option<String> {
+    let mut section = String::new();
+    for line in text.lines().map(str::trim) {
+        if let Some(h) = header(line) {
+            section = h;
+        } else if section == "package" {
+            if let Some(("name", v)) = key_value(line) {
+                return unquote(v).map(str::to_string);
+            }
+        }
+    }
+    None
 }
 
 /// The workspace root above `dir` (the nearest manifest with `[workspace]`) and its text.
@@ -196,9 +237,12 @@ fn header(line: &str) -> Option<String> {
 fn key_value(line: &str) -> Option<(&str, &str)> {
     let (k, v) = line.split_once('=')?;
     let v = v.trim();
-    let v = match v.starts_with('"') || v.starts_with('{') {
-        true => v,
-        false => v.split('#').next().unwrap_or(v).trim(),
+    let v = if v.starts_with('{') {
+        v.rfind('}').map_or(v, |end| &v[..=end])
+    } else if v.starts_with('"') {
+        v
+    } else {
+        v.split('#').next().unwrap_or(v).trim()
     };
     Some((k.trim(), v))
 }
@@ -246,6 +290,7 @@ unix-only = { path = "u", version = "0.1" } # a comment
         );
         assert_eq!(dep("unix_only").and_then(|d| d.path), Some("u".into()));
         assert_eq!(dep("app"), None);
+        assert_eq!(package_name(MANIFEST).as_deref(), Some("app"));
         assert_eq!(dep("phidiff_fixture_geom"), None);
     }
 

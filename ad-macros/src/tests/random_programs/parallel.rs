@@ -136,7 +136,8 @@ fn compiled_file() -> String {
          //! `compositions_file_is_current` test with `PHIDIFF_BLESS=1` after changing the\n\
          //! generator): random compositions of rayon loops with `for`/`while` loops, branches,\n\
          //! checkpointed loops and calls of differentiated helpers, each beside its serial\n\
-         //! twin and its form on a struct of its inputs. `compositions_match_serial_twins`\n\
+         //! twin and its form on a struct of its inputs (for odd K in a plain helper taking\n\
+         //! the struct, unless it checkpoints). `compositions_match_serial_twins`\n\
          //! checks every one against its twin and its struct form (rel 1e-10),\n\
          //! finite differences and the dot-product test (`TOLS`), and on 1, 2 and 8 threads\n\
          //! (bitwise where no helper's primal sums with rayon's own `sum`).\n\n\
@@ -170,7 +171,7 @@ fn compiled_file() -> String {
             features.join(", "),
             c.parallel.src,
             c.serial,
-            on_struct(&c.parallel.src, &name),
+            via_helper(k, on_struct(&c.parallel.src, &name), &name),
         ));
         // A callee's primal runs the user's rayon `sum`, whose order rayon does not fix.
         let calls = c.parallel.features.iter().any(|f| f.starts_with("call"));
@@ -261,6 +262,24 @@ fn compiled_file() -> String {
          }\n",
     );
     out
+}
+
+/// The struct form `on` of composition `k`, for odd `k` moved into a plain helper taking
+/// the struct (`fn NAME_knobs(p: &Knobs)`, inlined where `NAME_struct` calls it: a struct
+/// passed to a helper, with what the composition holds); not where it checkpoints a loop,
+/// whose attribute only a differentiated function may carry.
+fn via_helper(k: usize, on: String, name: &str) -> String {
+    if k % 2 == 0 || on.contains("#[checkpoint") {
+        return on;
+    }
+    let helper = on.replacen(
+        &format!("pub fn {name}_struct("),
+        &format!("fn {name}_knobs("),
+        1,
+    );
+    format!(
+        "pub fn {name}_struct(p: &Knobs) -> f64 {{\n    {name}_knobs(p)\n}}\n/// [`{name}_struct`]'s body, a plain helper taking the struct.\n{helper}"
+    )
 }
 
 /// The composition `src` (`fn NAME(u0: &[f64], a: f64) -> f64`) as `fn NAME_struct(p:
