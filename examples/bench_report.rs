@@ -175,6 +175,7 @@ fn main() {
         .iter()
         .map(phidiff::Differentiable::zero_like)
         .collect();
+    let mut hbodies = dbodies.clone();
     let bpos: Vec<[f64; 3]> = bodies.iter().map(|b| b.pos).collect();
     let bvel: Vec<[f64; 3]> = bodies.iter().map(|b| b.vel).collect();
     let bmass: Vec<f64> = bodies.iter().map(|b| b.mass).collect();
@@ -194,7 +195,21 @@ fn main() {
                 .all(|(a, b)| (a - b).abs() <= 1e-9 * b.abs()),
             "poly_loss's coef"
         );
+        let mut hb: Vec<Body> = bodies
+            .iter()
+            .map(phidiff::Differentiable::zero_like)
+            .collect();
+        let e0 = system_energy_helpers_rev(&bodies, &mut hb, 1.0);
         let (e1, h1) = system_energy_grad(&bodies);
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * (1.0 + b.abs());
+        assert!(
+            close(e0, e1)
+                && hb.iter().zip(&h1).all(|(p, q)| {
+                    (0..3).all(|k| close(p.pos[k], q.pos[k]) && close(p.vel[k], q.vel[k]))
+                        && close(p.mass, q.mass)
+                }),
+            "the struct helper form and the written-out form differ"
+        );
         let (e2, (hp, _, hm)) = system_energy_flat_grad(&bpos, &bvel, &bmass);
         assert!((e1 - e2).abs() <= 1e-12 * e1.abs(), "system_energy");
         assert!(
@@ -477,6 +492,13 @@ fn main() {
                     black_box(system_energy_rev(
                         black_box(&bodies),
                         black_box(&mut dbodies),
+                        1.0,
+                    ));
+                }),
+                Variant::new("bodies helpers rev", || {
+                    black_box(system_energy_helpers_rev(
+                        black_box(&bodies),
+                        black_box(&mut hbodies),
                         1.0,
                     ));
                 }),
@@ -779,6 +801,13 @@ fn main() {
             fmt_time(m("fields rev")),
             m("bodies rev") / m("fields rev"),
             fastest("bodies rev") / fastest("fields rev"),
+        );
+        println!(
+            "helper forms: energy(&[Body]) through b.kinetic() and pair_potential(b, other) rev {} vs written out {} ({:.3}×, fastest {:.3}×)",
+            fmt_time(m("bodies helpers rev")),
+            fmt_time(m("bodies rev")),
+            m("bodies helpers rev") / m("bodies rev"),
+            fastest("bodies helpers rev") / fastest("bodies rev"),
         );
     }
     for b in benches

@@ -134,10 +134,16 @@ pub fn check_paths(
                 .map(quote::ToTokens::to_token_stream)
                 .collect(),
         );
+        // A rule beside `g`, or one its path reaches otherwise (`pub use rules::g_rev;`).
+        let reached = |rule: String| {
+            let mut at = path.clone();
+            *at.last_mut().expect("a path has a segment") = rule;
+            crate::desugar::inline::resolve_fn(&module, &at).is_some()
+        };
         let mut missing: Vec<&str> = uses
             .iter()
             .copied()
-            .filter(|s| !there.contains(&format!("{name}{s}")))
+            .filter(|s| !there.contains(&format!("{name}{s}")) && !reached(format!("{name}{s}")))
             .collect();
         missing.sort();
         missing.dedup();

@@ -617,6 +617,35 @@ pub fn system_energy_flat(pos: &[[f64; 3]], vel: &[[f64; 3]], mass: &[f64]) -> f
     e
 }
 
+impl Body {
+    /// Kinetic energy: a method without attributes (issue 48).
+    fn kinetic(&self) -> f64 {
+        0.5 * self.mass
+            * (self.vel[0] * self.vel[0] + self.vel[1] * self.vel[1] + self.vel[2] * self.vel[2])
+    }
+}
+
+/// The potential of two bodies: a helper taking structs, without attributes (issue 48).
+fn pair_potential(b: &Body, other: &Body) -> f64 {
+    let dx = b.pos[0] - other.pos[0];
+    let dy = b.pos[1] - other.pos[1];
+    let dz = b.pos[2] - other.pos[2];
+    b.mass * other.mass / (dx * dx + dy * dy + dz * dz).sqrt()
+}
+
+/// [`system_energy`] through a method and a helper taking structs, both inlined.
+#[differentiate(reverse)]
+pub fn system_energy_helpers(bodies: &[Body]) -> f64 {
+    let mut e = 0.0;
+    for (i, b) in bodies.iter().enumerate() {
+        e += b.kinetic();
+        for other in &bodies[i + 1..] {
+            e -= pair_potential(b, other);
+        }
+    }
+    e
+}
+
 // ---------------------------------------------------------------------------------------
 // Helpers without attributes (issue 48): a two-layer network written with three small
 // helpers, and the same network written out in one function.
