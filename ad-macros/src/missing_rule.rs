@@ -125,7 +125,19 @@ pub fn check_paths(
         let Some((f, m)) = crate::desugar::inline::resolve_fn(&module, &path) else {
             continue;
         };
-        if mentions_differentiate(&f.attrs) || m.items.iter().any(brings_names_in) {
+        // Globs are followed below (`reached`); a macro called at item level may write the
+        // rule when it names the callee.
+        let by_macro = m.items.iter().any(|it| match it {
+            syn::Item::Macro(mac) if !mac.mac.path.is_ident("macro_rules") => {
+                let named = idents(mac.mac.tokens.clone());
+                named.contains(&name)
+                    || ["_fwd", "_rev"]
+                        .iter()
+                        .any(|s| named.contains(&format!("{name}{s}")))
+            }
+            _ => false,
+        });
+        if mentions_differentiate(&f.attrs) || by_macro {
             continue;
         }
         let there = idents(
@@ -151,6 +163,12 @@ pub fn check_paths(
             continue;
         }
         let called = path.join("::");
+        // A crate from the registry is not the user's to annotate.
+        let registry = m
+            .file
+            .as_ref()
+            .is_some_and(|f| f.components().any(|c| c.as_os_str() == "registry"))
+            && !m.in_this_crate();
         let why = crate::desugar::inline::why_not_inlined(&f)
             .map(|why| format!("phidiff does not inline it ({why}), and "))
             .unwrap_or_default();
@@ -164,7 +182,10 @@ pub fn check_paths(
                 "phidiff: `{called}` has no derivative: {why}{whose} defines no {names}, which the derivative of `{f}` calls. {fixes}",
                 names = names(&name, &missing),
                 f = item.sig.ident,
-                fixes = fixes(&f, &missing),
+                fixes = match registry {
+                    false => fixes(&f, &missing),
+                    true => wrapper_fix(&f, &missing),
+                },
             ),
         );
         match &mut errors {
@@ -197,6 +218,24 @@ fn fixes(f: &syn::ItemFn, missing: &[&str]) -> String {
         modes.join(", "),
         f.sig.ident,
         names(&f.sig.ident.to_string(), missing),
+        sigs.join(" and "),
+    )
+}
+
+/// The way out for a callee `f` of a registry crate missing `missing`: a function of the
+/// user's own calling it, with hand-written rules.
+fn wrapper_fix(f: &syn::ItemFn, missing: &[&str]) -> String {
+    let mut sig = f.sig.clone();
+    sig.ident = quote::format_ident!("my_{}", f.sig.ident);
+    let sigs: Vec<String> = missing
+        .iter()
+        .map(|s| format!("`{}`", rule_signature(&sig, s == &"_rev")))
+        .collect();
+    format!(
+        "Call it from a function of your own, `fn {}(..)`, and write {} by hand beside that \
+         one as a custom rule: {} (see the guide, \"Calls and custom rules\")",
+        sig.ident,
+        names(&sig.ident.to_string(), missing),
         sigs.join(" and "),
     )
 }

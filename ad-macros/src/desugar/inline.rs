@@ -281,19 +281,8 @@ impl Inliner {
     /// `c` as a [`Call`] when it calls a helper this inliner takes: one returning a value
     /// (or nothing), or with `aggregate` one returning a tuple or an array.
     fn inline_call(&mut self, c: &syn::ExprCall, aggregate: bool) -> Option<Call> {
+        let segs = self.callee(c)?;
         let Expr::Path(p) = &*c.func else { return None };
-        if p.qself.is_some() || p.path.leading_colon.is_some() {
-            return None;
-        }
-        let segs: Vec<String> = p
-            .path
-            .segments
-            .iter()
-            .map(|s| s.ident.to_string())
-            .collect();
-        if segs.len() == 1 && self.bound.contains(&segs[0]) {
-            return None;
-        }
         let (helper, module) = match self.helper(&segs) {
             Some(found) => found,
             None => match self.associated(&segs) {
@@ -336,13 +325,12 @@ impl Inliner {
         self.bound_call(&c.args, &helper, body, span)
     }
 
-    /// A call passing a closure to a plain function phidiff reads and that has no rules
-    /// (`integrate(|t| t.sin(), a, b)`): the error at the call, naming the callee and the
-    /// ways out. (Inlining would need the closure's body at each call of the parameter.)
-    fn closure_argument(&mut self, c: &syn::ExprCall) {
-        let Expr::Path(p) = &*c.func else { return };
-        if p.qself.is_some() {
-            return;
+    /// The path call `c` names its callee by (`g`, `util::g`), unless that is a local
+    /// binding of the visited function (a closure) or a path phidiff does not follow.
+    fn callee(&self, c: &syn::ExprCall) -> Option<Vec<String>> {
+        let Expr::Path(p) = &*c.func else { return None };
+        if p.qself.is_some() || p.path.leading_colon.is_some() {
+            return None;
         }
         let segs: Vec<String> = p
             .path
@@ -350,9 +338,14 @@ impl Inliner {
             .iter()
             .map(|s| s.ident.to_string())
             .collect();
-        if segs.len() == 1 && self.bound.contains(&segs[0]) {
-            return;
-        }
+        (segs.len() > 1 || !self.bound.contains(&segs[0])).then_some(segs)
+    }
+
+    /// A call passing a closure to a plain function phidiff reads and that has no rules
+    /// (`integrate(|t| t.sin(), a, b)`): the error at the call, naming the callee and the
+    /// ways out. (Inlining would need the closure's body at each call of the parameter.)
+    fn closure_argument(&mut self, c: &syn::ExprCall) {
+        let Some(segs) = self.callee(c) else { return };
         let Some((f, m)) = resolve_fn(&self.module, &segs) else {
             return;
         };
@@ -982,7 +975,7 @@ mod tests {
             .contains("`return` inside a loop"));
         assert!(why("fn g<T: Float, U>(v: T, u: U) -> T { v }")
             .unwrap()
-            .contains("generic"));
+            .contains("type parameters"));
         assert!(why("fn g(v: f64) -> Option<f64> { Some(v.sqrt()?) }").is_some());
     }
 

@@ -321,7 +321,9 @@ pub fn why_not_inlined(f: &syn::ItemFn) -> Option<String> {
         || sig.generics.where_clause.is_some()
     {
         return Some(
-            "it is generic over more than its float type (or has a `where` clause)".into(),
+            "its type parameters are not one float type bounded by `Float` (or it has a \
+             `where` clause)"
+                .into(),
         );
     }
     let g = floats.first().map(|t| t.ident.to_string());
