@@ -137,12 +137,7 @@ fn struct_result(
     if let (true, Some(Type::Path(sp))) = (p.path.is_ident("Self"), self_ty) {
         p = sp;
     }
-    let key: Vec<String> = p
-        .path
-        .segments
-        .iter()
-        .map(|s| s.ident.to_string())
-        .collect();
+    let key = crate::lower::consts::path_names(&p.path);
     let Some(layout) = layouts.get(&key.join("::")) else {
         return Ok(None);
     };
@@ -275,12 +270,7 @@ pub fn struct_param(ty: &Type) -> Option<(Form, &syn::TypePath, bool)> {
 
 /// The key of a struct type in the layouts: its path without generic arguments.
 pub fn layout_key(p: &syn::TypePath) -> String {
-    let segs: Vec<String> = p
-        .path
-        .segments
-        .iter()
-        .map(|s| s.ident.to_string())
-        .collect();
+    let segs = crate::lower::consts::path_names(&p.path);
     segs.join("::")
 }
 

@@ -367,7 +367,7 @@ fn parse_known(tokens: TokenStream) -> syn::Result<HashMap<String, syn::ItemStru
                 s.parse::<syn::Token![=>]>()?;
                 let content;
                 syn::braced!(content in s);
-                let key: Vec<String> = p.segments.iter().map(|s| s.ident.to_string()).collect();
+                let key = crate::lower::consts::path_names(&p);
                 layout(&content, &key.join("::"), &mut m)?;
             }
             Ok(m)

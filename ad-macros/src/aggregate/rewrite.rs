@@ -455,12 +455,7 @@ impl Rewriter<'_> {
         if init.diverge.is_some() {
             return None;
         }
-        let key: Vec<String> = lit
-            .path
-            .segments
-            .iter()
-            .map(|s| s.ident.to_string())
-            .collect();
+        let key = crate::lower::consts::path_names(&lit.path);
         let layout = self.layouts.get(&key.join("::"))?.clone();
         let path = syn::TypePath {
             qself: None,

@@ -93,12 +93,7 @@ fn new_vec(st: &Stmt) -> Option<(syn::Ident, bool)> {
         return None;
     };
     let Expr::Path(p) = &*c.func else { return None };
-    let segs: Vec<String> = p
-        .path
-        .segments
-        .iter()
-        .map(|s| s.ident.to_string())
-        .collect();
+    let segs = crate::lower::consts::path_names(&p.path);
     let ctor = matches!(
         segs.iter()
             .map(String::as_str)

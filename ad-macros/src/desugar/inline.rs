@@ -332,12 +332,7 @@ impl Inliner {
         if p.qself.is_some() || p.path.leading_colon.is_some() {
             return None;
         }
-        let segs: Vec<String> = p
-            .path
-            .segments
-            .iter()
-            .map(|s| s.ident.to_string())
-            .collect();
+        let segs = crate::lower::consts::path_names(&p.path);
         (segs.len() > 1 || !self.bound.contains(&segs[0])).then_some(segs)
     }
 

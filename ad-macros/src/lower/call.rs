@@ -157,12 +157,7 @@ impl Lowerer<'_> {
         let Expr::Path(p) = &*c.func else {
             return Ok(None);
         };
-        let segs: Vec<String> = p
-            .path
-            .segments
-            .iter()
-            .map(|s| s.ident.to_string())
-            .collect();
+        let segs = crate::lower::consts::path_names(&p.path);
         let is_swap = matches!(segs.as_slice(), [a, b, s] if (a == "std" || a == "core") && b == "mem" && s == "swap")
             || matches!(segs.as_slice(), [b, s] if b == "mem" && s == "swap");
         if !is_swap {
@@ -538,12 +533,7 @@ impl Lowerer<'_> {
         let Expr::Path(p) = &*c.func else {
             return Ok(None);
         };
-        let segs: Vec<String> = p
-            .path
-            .segments
-            .iter()
-            .map(|s| s.ident.to_string())
-            .collect();
+        let segs = crate::lower::consts::path_names(&p.path);
         // `T::from(x)`, `NumCast::from(x)`, and `FromPrimitive`'s `T::from_f64(c)`,
         // `T::from_usize(n)`, ... (each an `Option`, unwrapped by the caller).
         let conversion = |f: &str| {
@@ -627,12 +617,7 @@ impl Lowerer<'_> {
                 "only calls of named functions are supported",
             ));
         };
-        let segs: Vec<String> = p
-            .path
-            .segments
-            .iter()
-            .map(|s| s.ident.to_string())
-            .collect();
+        let segs = crate::lower::consts::path_names(&p.path);
         if segs.iter().any(|s| s == "Vec") {
             return Err(self.error(
                 c,

@@ -584,6 +584,11 @@ pub(crate) fn resolve_item<T>(
     resolve_item(&next, rest, depth + 1, own, follow)
 }
 
+/// The names of `path`'s segments (`geom::Vec3<T>` → `["geom", "Vec3"]`).
+pub(crate) fn path_names(path: &syn::Path) -> Vec<String> {
+    path.segments.iter().map(|s| s.ident.to_string()).collect()
+}
+
 /// The names a module's `use` items bring in, each with the path it stands for (a glob
 /// as the name `*` with the module's path).
 pub(crate) fn imports(items: &[syn::Item]) -> Vec<(String, Vec<String>)> {

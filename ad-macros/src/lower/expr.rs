@@ -605,7 +605,7 @@ impl Lowerer<'_> {
 
     /// `f64::consts::PI`, `std::f64::consts::E`, `f64::EPSILON`, `usize::MAX`, ...
     pub(super) fn path_constant(&mut self, path: &syn::Path) -> Option<Value> {
-        let segs: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+        let segs = super::consts::path_names(path);
         let segs: Vec<&str> = segs
             .iter()
             .map(String::as_str)
