@@ -779,6 +779,18 @@ pub fn settle<T: Float>(osc: &mut Oscillator<T>, kicks: &[T], dt: T) -> T {
     e + spring_energy(osc)
 }
 
+/// [`settle`]'s loop Revolve-checkpointed, the struct helper and method inside it.
+#[differentiate(forward, reverse)]
+pub fn settle_checkpointed(osc: &mut Oscillator<f64>, kicks: &[f64], dt: f64) -> f64 {
+    let mut e = 0.0;
+    #[checkpoint(revolve(snapshots = 2))]
+    for i in 0..kicks.len() {
+        e += kick(osc, kicks[i], dt) * dt;
+        osc.step(dt);
+    }
+    e + spring_energy(osc)
+}
+
 fn oscillator<T: Copy>(x: &[T]) -> Oscillator<T> {
     Oscillator {
         x: [x[0], x[1]],
@@ -868,6 +880,41 @@ pub fn structs_to_helpers() {
             let (mut o, mut d_o) = (oscillator(&x[..4]), oscillator(&w[1..5]));
             let mut dk = zeros(3);
             let (e, ddt) = settle_rev(&mut o, &mut d_o, &x[4..7], &mut dk, x[7], w[0]);
+            (
+                cat(&[&[e], &flat_osc(&o)]),
+                cat(&[&flat_osc(&d_o), &dk, &[ddt]]),
+            )
+        },
+        tols: TOLS,
+    });
+    // The same in a checkpointed loop, five kicks.
+    let xc = [0.6, -0.2, 1.7, 0.3, 0.4, -0.25, 0.1, 0.3, -0.1, 0.15];
+    let nk = 5;
+    check_fwd_rev(&Case {
+        name: "settle_checkpointed",
+        x: &xc,
+        primal: &|x| {
+            let mut o = oscillator(&x[..4]);
+            let e = settle_checkpointed(&mut o, &x[4..4 + nk], x[4 + nk]);
+            cat(&[&[e], &flat_osc(&o)])
+        },
+        jvp: &|x, d| {
+            let (mut o, mut d_o) = (oscillator(&x[..4]), oscillator(&d[..4]));
+            let (e, de) = settle_checkpointed_fwd(
+                &mut o,
+                &mut d_o,
+                &x[4..4 + nk],
+                &d[4..4 + nk],
+                x[4 + nk],
+                d[4 + nk],
+            );
+            (cat(&[&[e], &flat_osc(&o)]), cat(&[&[de], &flat_osc(&d_o)]))
+        },
+        vjp: &|x, w| {
+            let (mut o, mut d_o) = (oscillator(&x[..4]), oscillator(&w[1..5]));
+            let mut dk = zeros(nk);
+            let (e, ddt) =
+                settle_checkpointed_rev(&mut o, &mut d_o, &x[4..4 + nk], &mut dk, x[4 + nk], w[0]);
             (
                 cat(&[&[e], &flat_osc(&o)]),
                 cat(&[&flat_osc(&d_o), &dk, &[ddt]]),
