@@ -178,6 +178,8 @@ fn main() {
     let mut hbodies = dbodies.clone();
     let bpos: Vec<[f64; 3]> = bodies.iter().map(|b| b.pos).collect();
     let bvel: Vec<[f64; 3]> = bodies.iter().map(|b| b.vel).collect();
+    let (mesh_p, mesh_t) = mesh_grid(40);
+    let (mut dmesh_v, mut dmesh_i) = (vec![0.0; mesh_p.len()], vec![0.0; mesh_p.len()]);
     let bmass: Vec<f64> = bodies.iter().map(|b| b.mass).collect();
     let (mut dbpos, mut dbvel, mut dbmass) =
         (vec![[0.0; 3]; 400], vec![[0.0; 3]; 400], vec![0.0; 400]);
@@ -194,6 +196,17 @@ fn main() {
                 .zip(&gc)
                 .all(|(a, b)| (a - b).abs() <= 1e-9 * b.abs()),
             "poly_loss's coef"
+        );
+        let (mut mv, mut mi) = (vec![0.0; mesh_p.len()], vec![0.0; mesh_p.len()]);
+        let a0 = mesh_area_values_rev(&mesh_p, &mut mv, &mesh_t, 1.0);
+        let a1 = mesh_area_inline_rev(&mesh_p, &mut mi, &mesh_t, 1.0);
+        assert!(
+            (a0 - a1).abs() <= 1e-12 * a1.abs()
+                && mv
+                    .iter()
+                    .zip(&mi)
+                    .all(|(a, b)| (a - b).abs() <= 1e-12 * (1.0 + b.abs())),
+            "the Vec3 value form and the written-out mesh area differ"
         );
         let mut hb: Vec<Body> = bodies
             .iter()
@@ -459,6 +472,27 @@ fn main() {
                         &mut ew2,
                         &xin,
                         &mut exin,
+                        1.0,
+                    ));
+                }),
+            ],
+        },
+        Bench {
+            function: "value forms",
+            variants: vec![
+                Variant::new("values rev", || {
+                    black_box(mesh_area_values_rev(
+                        black_box(&mesh_p),
+                        black_box(&mut dmesh_v),
+                        &mesh_t,
+                        1.0,
+                    ));
+                }),
+                Variant::new("written out rev", || {
+                    black_box(mesh_area_inline_rev(
+                        black_box(&mesh_p),
+                        black_box(&mut dmesh_i),
+                        &mesh_t,
                         1.0,
                     ));
                 }),
@@ -786,6 +820,17 @@ fn main() {
             fmt_time(m("written out rev")),
             m("helpers rev") / m("written out rev"),
             fastest("helpers rev") / fastest("written out rev"),
+        );
+    }
+    for b in benches.iter().filter(|b| b.function == "value forms") {
+        let m = |name: &str| b.variant(name).median();
+        let fastest = |name: &str| b.variant(name).fastest();
+        println!(
+            "helper forms: mesh area through Vec3 values (Vec3::at, vsub, vcross, n.norm()) rev {} vs written out {} ({:.3}×, fastest {:.3}×)",
+            fmt_time(m("values rev")),
+            fmt_time(m("written out rev")),
+            m("values rev") / m("written out rev"),
+            fastest("values rev") / fastest("written out rev"),
         );
     }
     for b in benches.iter().filter(|b| b.function == "struct forms") {

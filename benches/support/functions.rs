@@ -647,6 +647,101 @@ pub fn system_energy_helpers(bodies: &[Body]) -> f64 {
 }
 
 // ---------------------------------------------------------------------------------------
+// Helpers on `Copy` structs by value (issue 48): a triangle mesh's area through `Vec3`
+// values (`Vec3::at`, `vsub`, `vcross`, `n.norm()`), and the same written out.
+// ---------------------------------------------------------------------------------------
+
+#[derive(Clone, Copy, phidiff::Differentiable)]
+pub struct Vec3 {
+    pub x: f64,
+    pub y: f64,
+    pub z: f64,
+}
+
+impl Vec3 {
+    fn at(p: &[f64], k: usize) -> Self {
+        Vec3 {
+            x: p[3 * k],
+            y: p[3 * k + 1],
+            z: p[3 * k + 2],
+        }
+    }
+
+    fn dot(self, o: Self) -> f64 {
+        self.x * o.x + self.y * o.y + self.z * o.z
+    }
+
+    fn norm(self) -> f64 {
+        self.dot(self).sqrt()
+    }
+}
+
+fn vsub(a: Vec3, b: Vec3) -> Vec3 {
+    Vec3 {
+        x: a.x - b.x,
+        y: a.y - b.y,
+        z: a.z - b.z,
+    }
+}
+
+fn vcross(a: Vec3, b: Vec3) -> Vec3 {
+    Vec3 {
+        x: a.y * b.z - a.z * b.y,
+        y: a.z * b.x - a.x * b.z,
+        z: a.x * b.y - a.y * b.x,
+    }
+}
+
+/// The area of the triangles `tris` (point indices) of the points `p` (x, y, z each).
+#[differentiate(reverse)]
+pub fn mesh_area_values(p: &[f64], tris: &[usize]) -> f64 {
+    let mut e = 0.0;
+    for t in 0..tris.len() / 3 {
+        let a = Vec3::at(p, tris[3 * t]);
+        let b = Vec3::at(p, tris[3 * t + 1]);
+        let c = Vec3::at(p, tris[3 * t + 2]);
+        let n = vcross(vsub(b, a), vsub(c, a));
+        e += 0.5 * n.norm();
+    }
+    e
+}
+
+/// [`mesh_area_values`] written out with scalars.
+#[differentiate(reverse)]
+pub fn mesh_area_inline(p: &[f64], tris: &[usize]) -> f64 {
+    let mut e = 0.0;
+    for t in 0..tris.len() / 3 {
+        let (ia, ib, ic) = (3 * tris[3 * t], 3 * tris[3 * t + 1], 3 * tris[3 * t + 2]);
+        let (ux, uy, uz) = (p[ib] - p[ia], p[ib + 1] - p[ia + 1], p[ib + 2] - p[ia + 2]);
+        let (vx, vy, vz) = (p[ic] - p[ia], p[ic + 1] - p[ia + 1], p[ic + 2] - p[ia + 2]);
+        let nx = uy * vz - uz * vy;
+        let ny = uz * vx - ux * vz;
+        let nz = ux * vy - uy * vx;
+        e += 0.5 * (nx * nx + ny * ny + nz * nz).sqrt();
+    }
+    e
+}
+
+/// A wavy `n × n` grid of points and its `2 (n − 1)²` triangles.
+pub fn mesh_grid(n: usize) -> (Vec<f64>, Vec<usize>) {
+    let mut p = Vec::with_capacity(3 * n * n);
+    for i in 0..n {
+        for j in 0..n {
+            let (x, y) = (i as f64 / n as f64, j as f64 / n as f64);
+            p.extend([x, y, 0.1 * (6.0 * x).sin() * (5.0 * y).cos()]);
+        }
+    }
+    let mut tris = Vec::new();
+    for i in 0..n - 1 {
+        for j in 0..n - 1 {
+            let k = i * n + j;
+            tris.extend([k, k + 1, k + n, k + 1, k + n + 1, k + n]);
+        }
+    }
+    (p, tris)
+}
+
+// ---------------------------------------------------------------------------------------
 // Helpers without attributes (issue 48): a two-layer network written with three small
 // helpers, and the same network written out in one function.
 // ---------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ mod impls;
 mod outputs;
 pub mod returned;
 mod rewrite;
+pub use rewrite::struct_of_tail;
 pub mod shape;
 mod wrap;
 
@@ -148,8 +149,14 @@ pub fn needed(
             }
         }
     }
-    // The types of struct literals in the body (`let b = Body { .. };`).
-    for (p, span) in struct_literals(&item.block) {
+    // The types of struct literals in the body (`let b = Body { .. };`), of blocks giving
+    // one (`let e = { ..; Body { .. } };`, what an inlined helper returning one leaves), and
+    // of lets typed with a struct the file derives `Differentiable` for (`let c: Body = b;`).
+    let typed = |t: &syn::TypePath, name: &syn::Ident| {
+        let last = t.path.segments.last().map(|s| s.ident.to_string());
+        name.to_string().starts_with("__pd_rets") || last.is_some_and(|l| derived().contains(&l))
+    };
+    for (p, span) in struct_literals(&item.block, &typed) {
         if !out.iter().any(|(q, _)| q == &p) && p.get_ident().is_none_or(|i| i != "Self") {
             out.push((p, span));
         }
@@ -157,24 +164,46 @@ pub fn needed(
     out
 }
 
-/// The paths (without generic arguments) of the struct literals `let x = S { .. };`.
-fn struct_literals(block: &syn::Block) -> Vec<(syn::Path, proc_macro2::Span)> {
-    struct Find(Vec<(syn::Path, proc_macro2::Span)>);
-    impl<'ast> syn::visit::Visit<'ast> for Find {
+/// The paths (without generic arguments) of the structs that lets bind: of a literal
+/// (`let x = S { .. };`), of a block's tail (`let x = { ..; S { .. } };`), or a type that
+/// `typed` takes (`let x: S = ..;`).
+fn struct_literals(
+    block: &syn::Block,
+    typed: &dyn Fn(&syn::TypePath, &syn::Ident) -> bool,
+) -> Vec<(syn::Path, proc_macro2::Span)> {
+    struct Find<'t>(
+        Vec<(syn::Path, proc_macro2::Span)>,
+        &'t dyn Fn(&syn::TypePath, &syn::Ident) -> bool,
+    );
+    impl<'ast> syn::visit::Visit<'ast> for Find<'_> {
         fn visit_local(&mut self, l: &'ast syn::Local) {
-            if let Some(init) = &l.init {
-                if let syn::Expr::Struct(st) = &*init.expr {
-                    let mut p = st.path.clone();
-                    for s in p.segments.iter_mut() {
-                        s.arguments = syn::PathArguments::None;
+            let annotated = match &l.pat {
+                syn::Pat::Type(t) => match (&*t.pat, &*t.ty) {
+                    (syn::Pat::Ident(id), syn::Type::Path(ty))
+                        if ty.qself.is_none() && (self.1)(ty, &id.ident) =>
+                    {
+                        Some(ty.path.clone())
                     }
-                    self.0.push((p, st.path.span()));
+                    _ => None,
+                },
+                _ => None,
+            };
+            let found = annotated.or_else(|| match l.init.as_ref().map(|i| &*i.expr) {
+                Some(syn::Expr::Struct(st)) => Some(st.path.clone()),
+                Some(syn::Expr::Block(b)) => rewrite::struct_of_tail(&b.block),
+                _ => None,
+            });
+            if let Some(mut p) = found {
+                for s in p.segments.iter_mut() {
+                    s.arguments = syn::PathArguments::None;
                 }
+                let span = p.span();
+                self.0.push((p, span));
             }
             syn::visit::visit_local(self, l);
         }
     }
-    let mut f = Find(Vec::new());
+    let mut f = Find(Vec::new(), typed);
     syn::visit::Visit::visit_block(&mut f, block);
     f.0
 }

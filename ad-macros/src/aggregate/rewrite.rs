@@ -4,7 +4,10 @@
 //! `bodies__pos.len()`, and `for b in bodies.iter_mut() { b.vel[0] .. }` → an index loop
 //! `for __k_b in 0..bodies__pos.len() { bodies__vel[__k_b][0] .. }`.
 
+mod values;
 mod walks;
+
+pub use values::struct_of_tail;
 
 use super::explode::{member_text, Form, Part};
 use super::shape::Shape;
@@ -204,6 +207,29 @@ fn name_of(e: &Expr) -> Option<Ident> {
         Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => name_of(&u.expr),
         _ => None,
     }
+}
+
+/// `{ STMTS; TAIL }.m` as `{ STMTS; TAIL.m }` (again inside a tail that is a block), for a
+/// block that gives a struct.
+fn field_of_block(f: &syn::ExprField) -> Option<Expr> {
+    let Expr::Block(b) = &*f.base else {
+        return None;
+    };
+    if b.label.is_some() || values::struct_of_tail(&b.block).is_none() {
+        return None;
+    }
+    let mut b = b.clone();
+    let Some(syn::Stmt::Expr(tail, None)) = b.block.stmts.last_mut() else {
+        return None;
+    };
+    let member = &f.member;
+    let mut field: syn::ExprField = syn::parse_quote_spanned!(f.span()=> (#tail).#member);
+    // `(X).m` read as `X.m` where `X` is a block again.
+    if let Expr::Paren(p) = &*field.base {
+        field.base = p.expr.clone();
+    }
+    *tail = field_of_block(&field).unwrap_or(Expr::Field(field));
+    Some(Expr::Block(b))
 }
 
 fn text(e: &impl ToTokens) -> String {
@@ -445,16 +471,28 @@ impl Rewriter<'_> {
     /// field left to the update syntax taken from the base's; `b` then reads and writes
     /// them like a struct passed by value.
     fn struct_local(&mut self, local: &syn::Local) -> Option<Vec<syn::Stmt>> {
-        let syn::Pat::Ident(p) = &local.pat else {
-            return None;
+        let (p, annotated) = match &local.pat {
+            syn::Pat::Ident(p) => (p, None),
+            syn::Pat::Type(t) => match &*t.pat {
+                syn::Pat::Ident(p) => (p, Some(&*t.ty)),
+                _ => return None,
+            },
+            _ => return None,
         };
+        if p.by_ref.is_some() || p.subpat.is_some() {
+            return None;
+        }
         let init = local.init.as_ref()?;
-        let Expr::Struct(lit) = &*init.expr else {
-            return None;
-        };
         if init.diverge.is_some() {
             return None;
         }
+        let lit = match &*init.expr {
+            Expr::Struct(lit) => lit,
+            Expr::Block(b) if b.label.is_none() => {
+                return self.block_local(local, p, annotated, &b.block)
+            }
+            other => return self.copy_local(local, p, other),
+        };
         let key = crate::lower::consts::path_names(&lit.path);
         let layout = self.layouts.get(&key.join("::"))?.clone();
         let path = syn::TypePath {
@@ -470,6 +508,7 @@ impl Rewriter<'_> {
         };
         let m = &p.mutability;
         let mut stmts = Vec::new();
+        let mut values: Vec<(Ident, Expr)> = Vec::new();
         for (member, _) in &all {
             let given = lit.fields.iter().find(|f| f.member == *member);
             let Some(part) = parts.iter().find(|q| q.member == *member) else {
@@ -491,8 +530,31 @@ impl Rewriter<'_> {
                 (None, None) => continue,
             };
             self.visit_expr_mut(&mut value);
-            let id = &part.ident;
-            stmts.push(syn::parse_quote_spanned!(local.span()=> let #m #id = #value;));
+            values.push((part.ident.clone(), value));
+        }
+        // `let s = S { q: s.p, p: s.q };` reads the fields it binds again: the values first.
+        let own: std::collections::HashSet<String> =
+            parts.iter().map(|q| q.ident.to_string()).collect();
+        let rebinds = values.iter().any(|(_, v)| {
+            crate::missing_rule::idents(v.to_token_stream())
+                .iter()
+                .any(|i| own.contains(i))
+        });
+        for (k, (id, value)) in values.iter().enumerate() {
+            match rebinds {
+                true => {
+                    let t = format_ident!("__pd_lit{}_{}", self.fresh, k, span = id.span());
+                    stmts.push(syn::parse_quote_spanned!(local.span()=> let #t = #value;));
+                }
+                false => stmts.push(syn::parse_quote_spanned!(local.span()=> let #m #id = #value;)),
+            }
+        }
+        if rebinds {
+            for (k, (id, _)) in values.iter().enumerate() {
+                let t = format_ident!("__pd_lit{}_{}", self.fresh, k, span = id.span());
+                stmts.push(syn::parse_quote_spanned!(local.span()=> let #m #id = #t;));
+            }
+            self.fresh += 1;
         }
         let mut path_tokens = lit.path.clone();
         for s in path_tokens.segments.iter_mut() {
@@ -744,6 +806,12 @@ impl Rewriter<'_> {
 
     fn whole_use(&mut self, name: &Ident) {
         let (key, span) = (name.to_string(), name.span());
+        if key.starts_with("__pd_") {
+            // A struct an inlined helper returns, used whole where it is called.
+            let msg = "phidiff cannot differentiate this use of the struct this call returns yet (in a tuple, an array, a `match` or a closure, or returned): bind it first (`let v = ..;`) and use its fields (`v.field`), or read a field of the call (`g(..).field`)";
+            self.errors.push(syn::Error::new(span, msg));
+            return;
+        }
         // `p__inner`, the root of `p.inner`, as written.
         let name = key.replace("__", ".");
         let msg = match self.roots.get(&key) {
@@ -754,7 +822,7 @@ impl Rewriter<'_> {
                 "phidiff cannot differentiate a use of the element `{name}` as a whole yet: read and write its fields (`{name}.field`)"
             ),
             _ => format!(
-                "phidiff cannot differentiate a use of the struct `{name}` as a whole here yet (copying, matching or returning it): use its fields (`{name}.field`); passing it to a function or method with `#[differentiate]` works"
+                "phidiff cannot differentiate a use of the struct `{name}` as a whole here yet (in a tuple, an array, a `match` or a closure, or returned): use its fields (`{name}.field`); a copy (`let c = {name};`, `{name}.clone()`), an assignment (`s = {name};`) and passing it to a function or method work"
             ),
         };
         self.errors.push(syn::Error::new(span, msg));
@@ -788,6 +856,12 @@ impl VisitMut for Rewriter<'_> {
     }
 
     fn visit_expr_mut(&mut self, e: &mut Expr) {
+        // `g(..).x` of an inlined helper returning a struct: `{ ..; r }.x` → `{ ..; r.x }`.
+        if let Expr::Field(f) = e {
+            if let Some(inner) = field_of_block(f) {
+                *e = inner;
+            }
+        }
         let replaced = match e {
             Expr::Reference(r) => {
                 let ctx = Context::Borrow {
@@ -816,6 +890,10 @@ impl VisitMut for Rewriter<'_> {
                 }
             }
             Expr::Assign(a) => {
+                if let Some(whole) = self.struct_assign(a) {
+                    *e = whole;
+                    return;
+                }
                 if let Some(r) = self.replace(&a.left, Context::Place) {
                     *a.left = r;
                 } else {

@@ -423,7 +423,13 @@ pub fn ownership(f: &Function, l: Inst) -> Result<BTreeMap<Buf, Own>, String> {
                 _ => Own::Rows(None),
             };
             if let Some(&before) = owned.get(&b) {
-                if before != width {
+                // Two constant widths alike are one (`x[2 * i]` and `x[2 * i + 1]` each
+                // read a constant 2 of their own).
+                let alike = match (before, width) {
+                    (Own::Rows(Some(a)), Own::Rows(Some(c))) => same_int(f, a, c),
+                    (a, c) => a == c,
+                };
+                if !alike {
                     err.get_or_insert(format!(
                         "writes `{}` both as elements and as rows",
                         f.buf(b).name

@@ -179,16 +179,7 @@ impl VisitMut for Inliner {
         for mut stmt in std::mem::take(&mut b.stmts) {
             self.visit_stmt_mut(&mut stmt);
             if let syn::Stmt::Local(l) = &stmt {
-                let borrowed = match (&l.pat, &l.init) {
-                    (syn::Pat::Ident(id), Some(init)) if init.diverge.is_none() => {
-                        match &*init.expr {
-                            Expr::Reference(r) => self.place_type(&r.expr),
-                            _ => None,
-                        }
-                        .map(|ty| (id.ident.to_string(), ty))
-                    }
-                    _ => None,
-                };
+                let borrowed = self.struct_local(l);
                 match borrowed {
                     Some((name, ty)) => {
                         self.structs.insert(name, ty);
@@ -241,6 +232,40 @@ impl VisitMut for Inliner {
 }
 
 impl Inliner {
+    /// The name a `let` binds to a struct (or a reference to one), with its type: a
+    /// borrow of a struct place (`let q = &others[0];`, `let o = &m.origin;`), a copy of
+    /// one (`let c = *p;`), a literal (`let b = V3 { .. };`), a block giving one (an
+    /// inlined helper's result), or a local typed with one (`let c: V3 = ..;`).
+    fn struct_local(&self, l: &syn::Local) -> Option<(String, (String, bool))> {
+        let (id, ty) = match &l.pat {
+            syn::Pat::Ident(id) => (id, None),
+            syn::Pat::Type(t) => match &*t.pat {
+                syn::Pat::Ident(id) => (id, Some(&*t.ty)),
+                _ => return None,
+            },
+            _ => return None,
+        };
+        let known = |name: String| (!self.underived.contains(&name)).then_some((name, false));
+        let found = match (ty, &l.init) {
+            (Some(t), _) => struct_type(t)
+                .filter(|(n, slice)| !slice && n != "Self" && !self.underived.contains(n)),
+            (None, Some(init)) if init.diverge.is_none() => match &*init.expr {
+                Expr::Reference(r) => self.place_type(&r.expr),
+                Expr::Struct(lit) => known(lit.path.segments.last()?.ident.to_string()),
+                Expr::Block(b) => {
+                    let path = crate::aggregate::struct_of_tail(&b.block)?;
+                    known(path.segments.last()?.ident.to_string())
+                }
+                Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => {
+                    self.place_type(&u.expr).filter(|(_, slice)| !slice)
+                }
+                other => self.place_type(other).filter(|(_, slice)| !slice),
+            },
+            _ => None,
+        };
+        found.map(|ty| (id.ident.to_string(), ty))
+    }
+
     /// The struct type of the elements `e` iterates (`bodies.iter()`, `bodies.iter_mut()`,
     /// `&bodies`, `bodies`, each maybe `.enumerate()`d) when `bodies` is a slice of structs
     /// of the caller, and whether it is enumerated.
@@ -283,10 +308,11 @@ impl Inliner {
     fn inline_call(&mut self, c: &syn::ExprCall, aggregate: bool) -> Option<Call> {
         let segs = self.callee(c)?;
         let Expr::Path(p) = &*c.func else { return None };
-        let (helper, module) = match self.helper(&segs) {
-            Some(found) => found,
+        // An associated function's type: what `Self` means in its body.
+        let (helper, module, self_ty) = match self.helper(&segs) {
+            Some((f, m)) => (f, m, None),
             None => match self.associated(&segs) {
-                Some(found) => found,
+                Some((f, m, ty)) => (f, m, Some(ty)),
                 None => return self.method_by_path(&segs, c, aggregate),
             },
         };
@@ -295,7 +321,10 @@ impl Inliner {
             return None;
         }
         let name = helper.sig.ident.to_string();
-        let key = self.key(&module, &name);
+        let key = match &self_ty {
+            Some(ty) => format!("{}::{ty}::{name}", self.key(&module, "")),
+            None => self.key(&module, &name),
+        };
         let fix = format!(
             "give `{name}` hand-written derivatives `{name}_fwd`/`{name}_rev` (a custom rule, \
              see the guide, \"Calls and custom rules\")"
@@ -314,7 +343,7 @@ impl Inliner {
         // The file's text gives the helper's tokens no place in it: they take the call's
         // (the outermost one's, for a chain), so what is reported inside points there.
         let span = c.span();
-        let body = self.prepared(&helper, &module, key, &float, span, None)?;
+        let body = self.prepared(&helper, &module, key, &float, span, self_ty)?;
         // The helper's free names must mean at the call what they mean in the module.
         if free_names(&helper, &body)
             .iter()
@@ -382,20 +411,26 @@ impl Inliner {
 
     /// An associated function (`Model::step`, `Self::step`) of an inherent impl of the
     /// visited module, as a helper: the impl's generic float is its own.
-    fn associated(&self, path: &[String]) -> Option<(syn::ItemFn, Module)> {
+    fn associated(&self, path: &[String]) -> Option<(syn::ItemFn, Module, String)> {
         let [ty, name] = path else { return None };
         let ty = match ty.as_str() {
             "Self" => self.self_ty.clone()?,
             other => other.to_string(),
         };
         let (f, _) = self.method_of(&ty, name, false)?;
-        Some((f, self.module.clone()))
+        Some((f, self.module.clone(), ty))
     }
 
     /// The function `name` of an inherent impl of the type named `ty` in the visited
-    /// module, as a plain function (the impl's generics first, the receiver taken out),
-    /// and whether it is a method (`&self`, `&mut self`); `method` asks for one.
-    fn method_of(&self, ty: &str, name: &str, method: bool) -> Option<(syn::ItemFn, bool)> {
+    /// module, as a plain function (the impl's generics first, the receiver taken out,
+    /// `Self` in its signature the impl's type), and its receiver (`&self`, `&mut self`,
+    /// `self`, `mut self`) if it is a method; `method` asks for one.
+    fn method_of(
+        &self,
+        ty: &str,
+        name: &str,
+        method: bool,
+    ) -> Option<(syn::ItemFn, Option<syn::Receiver>)> {
         for it in self.module.items.iter() {
             let syn::Item::Impl(imp) = it else { continue };
             if imp.trait_.is_some() || type_name(&imp.self_ty).as_deref() != Some(ty) {
@@ -408,12 +443,16 @@ impl Inliner {
                 }
                 let receiver = m.sig.receiver();
                 if method != receiver.is_some()
-                    || receiver.is_some_and(|r| r.reference.is_none() || r.colon_token.is_some())
+                    || receiver.is_some_and(|r| r.colon_token.is_some())
                     || imp.generics.where_clause.is_some()
                 {
                     return None;
                 }
-                let mut sig = m.sig.clone();
+                // `Self` in the signature is the type with its arguments (`-> V3<T>`,
+                // `other: &V3<T>`).
+                let ty_tokens = imp.self_ty.to_token_stream();
+                let mut sig: syn::Signature =
+                    syn::parse2(replace_ident(m.sig.to_token_stream(), "Self", &ty_tokens)).ok()?;
                 sig.inputs = sig
                     .inputs
                     .into_iter()
@@ -431,17 +470,26 @@ impl Inliner {
                 let has_rule = ["_fwd", "_rev"]
                     .iter()
                     .any(|s| self.file_idents.contains(&format!("{name}{s}")));
-                return (!has_rule).then_some((f, receiver.is_some()));
+                return (!has_rule).then_some((f, receiver.cloned()));
             }
         }
         None
     }
 
     /// A call of a method of the caller's structs (`self.energy(x)`, `p.kinetic()`,
-    /// `bodies[i].kinetic()`) with no attribute: its body with `self` standing for the
-    /// receiver, a place of the caller.
+    /// `bodies[i].kinetic()`, `sub(a, b).norm()`) with no attribute: its body with `self`
+    /// standing for the receiver, a place of the caller, or for a copy of it (`self` by
+    /// value, or a receiver that is a value).
     fn inline_method(&mut self, m: &syn::ExprMethodCall, aggregate: bool) -> Option<Call> {
-        let ty = self.receiver_type(&m.receiver)?;
+        let ty = match &*m.receiver {
+            // The struct an inlined call gives (`sub(a, b).norm()`).
+            Expr::Block(b) => {
+                let path = crate::aggregate::struct_of_tail(&b.block)?;
+                let name = path.segments.last()?.ident.to_string();
+                (!self.underived.contains(&name)).then_some(name)?
+            }
+            other => self.receiver_type(other)?,
+        };
         self.inline_method_of(ty, m, m.span(), aggregate)
     }
 
@@ -543,7 +591,12 @@ impl Inliner {
         aggregate: bool,
     ) -> Option<Call> {
         let name = m.method.to_string();
-        let (helper, _) = self.method_of(&ty, &name, true)?;
+        let (helper, receiver_kind) = self.method_of(&ty, &name, true)?;
+        // A receiver that is a value, not a place (`sub(a, b).norm()`), is bound first too.
+        let by_value = receiver_kind
+            .as_ref()
+            .is_some_and(|r| r.reference.is_none())
+            || matches!(&*m.receiver, Expr::Block(_));
         let returns = inlinable_method(&helper)?;
         if (returns != Returns::Value) != aggregate || helper.sig.inputs.len() != m.args.len() {
             return None;
@@ -570,8 +623,21 @@ impl Inliner {
         {
             return None;
         }
-        let body: syn::Block =
-            syn::parse2(replace_ident(body.to_token_stream(), "self", &receiver)).ok()?;
+        let body: syn::Block = match by_value {
+            // `self` by value: a copy of the receiver, which the method may change.
+            true => {
+                self.next += 1;
+                let copy = format_ident!("__pd_self{}", self.next, span = span);
+                let mutability = receiver_kind.and_then(|r| r.mutability);
+                let body = replace_ident(body.to_token_stream(), "self", &copy.to_token_stream());
+                let mut body: syn::Block = syn::parse2(body).ok()?;
+                let first: syn::Stmt =
+                    syn::parse2(quote_spanned!(span=> let #mutability #copy = #receiver;)).ok()?;
+                body.stmts.insert(0, first);
+                body
+            }
+            false => syn::parse2(replace_ident(body.to_token_stream(), "self", &receiver)).ok()?,
+        };
         self.bound_call(&m.args, &helper, body, span)
     }
 
@@ -745,7 +811,48 @@ impl Inliner {
     /// that module is not the visited one. Its tokens are at `span`. `None` when it names
     /// an item of another module that cannot be brought along.
     /// For a method, `self_ty` is its type, which `Self` and `self`'s method calls name.
+    /// A helper returning a struct gives it through a typed local (`let __pd_retsN: S =
+    /// { body }; __pd_retsN`), which the struct rewrite takes apart; the struct must be one
+    /// the caller's file derives `Differentiable` for, named alike at the call (the helper
+    /// is of the caller's module).
     fn prepared(
+        &mut self,
+        helper: &syn::ItemFn,
+        module: &Module,
+        key: String,
+        float: &TokenStream,
+        span: Span,
+        self_ty: Option<String>,
+    ) -> Option<syn::Block> {
+        let result = match &helper.sig.output {
+            syn::ReturnType::Type(_, t) => returned_struct(t).map(|name| (name, t)),
+            syn::ReturnType::Default => None,
+        };
+        let result = match result {
+            Some((name, t)) => {
+                let derived =
+                    self.file_structs.contains_key(&name) && !self.underived.contains(&name);
+                if !derived || !same_module(module, &self.module) {
+                    return None;
+                }
+                let mut ty = respan(t.to_token_stream(), span);
+                if let Some(g) = helper.sig.generics.type_params().next() {
+                    ty = replace_ident(ty, &g.ident.to_string(), float);
+                }
+                Some(ty)
+            }
+            None => None,
+        };
+        let body = self.prepared_body(helper, module, key, float, span, self_ty)?;
+        let Some(ty) = result else {
+            return Some(body);
+        };
+        self.next += 1;
+        let ret = format_ident!("__pd_rets{}", self.next, span = span);
+        syn::parse2(quote_spanned!(span=> { let #ret: #ty = #body; #ret })).ok()
+    }
+
+    fn prepared_body(
         &mut self,
         helper: &syn::ItemFn,
         module: &Module,
@@ -958,11 +1065,21 @@ mod tests {
             why("fn g<T: Float>(x: &[T], n: usize) -> (T, T) { (x[0], x[n]) }"),
             None
         );
-        // A struct by reference is inlined; one by value is not.
+        // Structs by reference and by value are inlined, and returned; a slice of them by
+        // value is not.
         assert_eq!(why("fn g(p: &Params, q: &mut [Body]) -> f64 { p.k }"), None);
-        assert!(why("fn g(p: Params) -> f64 { p.k }")
+        assert_eq!(why("fn g(p: Params) -> f64 { p.k }"), None);
+        // Returned, when the struct is the caller's (else the reason).
+        assert!(why("fn g(p: Params) -> Params { p }")
+            .unwrap()
+            .contains("returns the struct `Params`"));
+        assert!(why("fn g(p: Vec<Body>) -> f64 { p[0].k }")
             .unwrap()
             .contains("`p`"));
+        // `Option` is not a struct of the user's.
+        assert!(why("fn g(v: f64) -> Option<f64> { Some(v) }")
+            .unwrap()
+            .contains("returns `Option"));
         let vec = why("fn g(v: f64) -> Vec<f64> { vec![v] }").unwrap();
         assert!(vec.contains("returns `Vec"), "{vec}");
         assert!(why("fn g(v: f64) -> f64 { for _ in 0..2 { return v; } v }")

@@ -5,11 +5,11 @@ pub struct Params {
     pub k: f64,
 }
 
-// A copy of a struct parameter is not split into fields.
+// A struct inside a tuple is not split into fields.
 #[differentiate(forward, reverse)]
 fn f(p: &Params, a: f64) -> f64 {
-    let q = p.clone();
-    p.k * a + q.k
+    let pair = (p.clone(), a);
+    p.k * a + pair.0.k * pair.1
 }
 
 fn main() {}

@@ -64,6 +64,7 @@ pub(super) fn inlinable(f: &syn::ItemFn) -> Option<Returns> {
                 scalar(&a.elem, g)?;
                 Returns::Aggregate
             }
+            other if returned_struct(other).is_some() => Returns::Value,
             other => {
                 scalar(other, g)?;
                 Returns::Value
@@ -170,10 +171,11 @@ pub(super) fn scalar(t: &Type, generic: Option<&str>) -> Option<bool> {
 /// slice, array or `Vec` of scalars, or a shared or `&mut` struct or slice of structs
 /// (bound as another name of the argument, see [`Inliner::bound_call`]).
 pub(super) fn param_kind(t: &Type, generic: Option<&str>) -> Option<bool> {
-    if let Type::Reference(_) = t {
-        if struct_type(t).is_some() {
-            return Some(true);
-        }
+    match t {
+        Type::Reference(_) if struct_type(t).is_some() => return Some(true),
+        // A struct by value (copied at the call).
+        Type::Path(_) if returned_struct(t).is_some() => return Some(true),
+        _ => {}
     }
     match t {
         Type::Reference(r) => match &*r.elem {
@@ -267,6 +269,21 @@ pub(super) fn struct_type(t: &Type) -> Option<(String, bool)> {
     }
 }
 
+/// The struct a helper returns or takes by value (`V3`, `V3<T>`, `Self`): its type name.
+pub(super) fn returned_struct(t: &Type) -> Option<String> {
+    let user = matches!(
+        crate::aggregate::shape::shape_of(t, &[]),
+        crate::aggregate::shape::Shape::Nested(_)
+    );
+    match t {
+        Type::Path(_) if user => match struct_type(t)? {
+            (name, false) => Some(name),
+            (_, true) => None,
+        },
+        _ => None,
+    }
+}
+
 /// The parameters of `item` that are structs or slices of them (see [`struct_type`]), but
 /// not of the `underived` ones: name → (type name, slice).
 pub(super) fn struct_params(
@@ -303,7 +320,19 @@ pub(super) fn inlinable_method(f: &syn::ItemFn) -> Option<Returns> {
 /// has no rule); `None` when it would.
 pub fn why_not_inlined(f: &syn::ItemFn) -> Option<String> {
     if inlinable(f).is_some() {
-        return None;
+        // Taken, unless its struct result cannot be named or split at the call (the
+        // inliner's own check, `Inliner::prepared`): the reason, for an error at a call
+        // that stayed one.
+        let syn::ReturnType::Type(_, t) = &f.sig.output else {
+            return None;
+        };
+        return returned_struct(t).map(|name| {
+            format!(
+                "it returns the struct `{name}`: a helper returning a struct is inlined from \
+                 the caller's own module, for a struct the caller's file derives \
+                 `Differentiable` for"
+            )
+        });
     }
     let sig = &f.sig;
     if sig.asyncness.is_some() || sig.unsafety.is_some() || sig.variadic.is_some() {
@@ -331,8 +360,8 @@ pub fn why_not_inlined(f: &syn::ItemFn) -> Option<String> {
         if let syn::FnArg::Typed(pt) = input {
             if param_kind(&pt.ty, g.as_deref()).is_none() {
                 return Some(format!(
-                    "its parameter `{}` is not a float, an integer, a `bool`, a slice of them, or a \
-                     struct or slice of structs by reference",
+                    "its parameter `{}` is not a float, an integer, a `bool`, a slice of them, a \
+                     struct, or a slice of structs by reference",
                     crate::diagnostics::source_text(&pt.pat)
                 ));
             }
@@ -344,7 +373,7 @@ pub fn why_not_inlined(f: &syn::ItemFn) -> Option<String> {
         probe.sig.inputs.push(syn::parse_quote!(__pd_float: f64));
         if inlinable(&probe).is_some() {
             return Some(format!(
-                "it returns `{}` (one value, a tuple or an array of scalars is inlined)",
+                "it returns `{}` (one value, a tuple or an array of scalars, or a struct is inlined)",
                 crate::diagnostics::source_text(t)
             ));
         }
