@@ -372,8 +372,13 @@ numeric_tests! {
         structs_to_helpers,
         methods_on_fields_and_locals,
     ],
-    /// Issue 48: helpers on `Copy` structs passed and returned by value.
-    idiomatic_values: [vectors_by_value, states_by_value, values_in_branches_and_rayon],
+    /// Issue 48: helpers on `Copy` structs passed and returned by value, and on `&f64`.
+    idiomatic_values: [
+        vectors_by_value,
+        states_by_value,
+        values_in_branches_and_rayon,
+        scalar_references_to_helpers,
+    ],
     /// Issue 46: functions mixing `f32` and `f64`.
     idiomatic_floats: [
         f32_data_f64_arithmetic,

@@ -3,7 +3,8 @@
 //! generator): random compositions of rayon loops with `for`/`while` loops, branches,
 //! checkpointed loops and calls of differentiated helpers, each beside its serial
 //! twin and its form on a struct of its inputs (for odd K in a plain helper taking
-//! the struct, unless it checkpoints). `compositions_match_serial_twins`
+//! the struct, and for K = 1 mod 4 also a `Copy` struct by value, unless it
+//! checkpoints). `compositions_match_serial_twins`
 //! checks every one against its twin and its struct form (rel 1e-10),
 //! finite differences and the dot-product test (`TOLS`), and on 1, 2 and 8 threads
 //! (bitwise where no helper's primal sums with rayon's own `sum`).
@@ -27,6 +28,13 @@ pub struct Profile {
 #[derive(phidiff::Differentiable, Clone, Debug)]
 pub struct Knobs {
     pub init: Profile,
+    pub a: f64,
+}
+
+/// A small `Copy` struct passed by value (`composition_K_knobs(p, Gain { a: p.a })`
+/// for K = 1 mod 4).
+#[derive(phidiff::Differentiable, Clone, Copy, Debug)]
+pub struct Gain {
     pub a: f64,
 }
 
@@ -174,21 +182,21 @@ pub fn composition_1_serial(u0: &[f64], a: f64) -> f64 {
 /// [`composition_1`] on a struct of its inputs.
 #[differentiate(forward, reverse)]
 pub fn composition_1_struct(p: &Knobs) -> f64 {
-    composition_1_knobs(p)
+    composition_1_knobs(p, Gain { a: p.a })
 }
-/// [`composition_1_struct`]'s body, a plain helper taking the struct.
-fn composition_1_knobs(p: &Knobs) -> f64 {
+/// [`composition_1_struct`]'s body, a plain helper taking the struct and a `Gain` by value.
+fn composition_1_knobs(p: &Knobs, gain: Gain) -> f64 {
     let n = p.init.u0.len();
     let mut u = p.init.u0.to_vec();
     let mut v = vec![0.0; n];
-    let mut s = 0.5 * p.a;
+    let mut s = 0.5 * gain.a;
     let mut k = 0;
     while k < 2 && s.abs() < 50.0 {
         v.par_iter_mut().enumerate().for_each(|(i, vi)| {
-            *vi = (u[n - 1 - i] * u[(i + 1) % n] + 0.291 * p.a).tanh();
+            *vi = (u[n - 1 - i] * u[(i + 1) % n] + 0.291 * gain.a).tanh();
         });
         u.copy_from_slice(&v);
-        let e1: f64 = u.par_iter().map(|x| (p.a * x * x).tanh()).sum();
+        let e1: f64 = u.par_iter().map(|x| (gain.a * x * x).tanh()).sum();
         s = (s + 0.267 * e1).sin();
         k += 1;
     }
@@ -535,33 +543,33 @@ pub fn composition_5_serial(u0: &[f64], a: f64) -> f64 {
 /// [`composition_5`] on a struct of its inputs.
 #[differentiate(forward, reverse)]
 pub fn composition_5_struct(p: &Knobs) -> f64 {
-    composition_5_knobs(p)
+    composition_5_knobs(p, Gain { a: p.a })
 }
-/// [`composition_5_struct`]'s body, a plain helper taking the struct.
-fn composition_5_knobs(p: &Knobs) -> f64 {
+/// [`composition_5_struct`]'s body, a plain helper taking the struct and a `Gain` by value.
+fn composition_5_knobs(p: &Knobs, gain: Gain) -> f64 {
     let n = p.init.u0.len();
     let mut u = p.init.u0.to_vec();
     let mut v = vec![0.0; n];
-    let mut s = 0.5 * p.a;
+    let mut s = 0.5 * gain.a;
     for t in 0..4 {
         if t % 2 == 0 {
             v.par_iter_mut().enumerate().for_each(|(i, vi)| {
-                *vi = (*vi * u[i] + 0.428 * p.a).tanh();
+                *vi = (*vi * u[i] + 0.428 * gain.a).tanh();
             });
             for i in 0..n {
-                u[i] = (u[i] + 0.3 * s * v[i] + 0.1 * p.a).sin();
+                u[i] = (u[i] + 0.3 * s * v[i] + 0.1 * gain.a).sin();
             }
         } else {
-            let e1: f64 = u.par_iter().map(|x| (p.a * x * x).sin()).sum();
+            let e1: f64 = u.par_iter().map(|x| (gain.a * x * x).sin()).sum();
             s = (s + 0.152 * e1).sin();
         }
     }
     v.par_iter_mut().enumerate().for_each(|(i, vi)| {
-        *vi = (u[n - 1 - i] * *vi + 0.318 * p.a).sin();
+        *vi = (u[n - 1 - i] * *vi + 0.318 * gain.a).sin();
     });
-    s = (s + 0.3 * ring_energy(&u, p.a)).sin();
+    s = (s + 0.3 * ring_energy(&u, gain.a)).sin();
     for i in 0..n {
-        u[i] = (u[i] + 0.3 * s * v[i] + 0.1 * p.a).sin();
+        u[i] = (u[i] + 0.3 * s * v[i] + 0.1 * gain.a).sin();
     }
     let mut r = s;
     for i in 0..n {
@@ -919,15 +927,15 @@ pub fn composition_9_serial(u0: &[f64], a: f64) -> f64 {
 /// [`composition_9`] on a struct of its inputs.
 #[differentiate(forward, reverse)]
 pub fn composition_9_struct(p: &Knobs) -> f64 {
-    composition_9_knobs(p)
+    composition_9_knobs(p, Gain { a: p.a })
 }
-/// [`composition_9_struct`]'s body, a plain helper taking the struct.
-fn composition_9_knobs(p: &Knobs) -> f64 {
+/// [`composition_9_struct`]'s body, a plain helper taking the struct and a `Gain` by value.
+fn composition_9_knobs(p: &Knobs, gain: Gain) -> f64 {
     let n = p.init.u0.len();
     let mut u = p.init.u0.to_vec();
     let mut v = vec![0.0; n];
-    let mut s = 0.5 * p.a;
-    mirror_step(&u, &mut v, p.a);
+    let mut s = 0.5 * gain.a;
+    mirror_step(&u, &mut v, gain.a);
     std::mem::swap(&mut u, &mut v);
     let mut r = s;
     for i in 0..n {

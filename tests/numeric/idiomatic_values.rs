@@ -5,8 +5,9 @@
 //! (`sub(c, a).scaled(h)`) and a field of one (`cross(&v, &u).z`), copies (`let last = s;`, `let a = beads[i - 1];`) and whole
 //! assignments (`s = leapfrog(s, k, dt);`, `*out = Summary { .. };`), in a plain loop, in
 //! a Revolve-checkpointed one, in the branches of an `if` in a `while` loop and in a rayon
-//! closure; `let`s shadowing the struct they read. None of the helpers carries an
-//! attribute.
+//! closure; `let`s shadowing the struct they read. And helpers taking numbers behind
+//! shared references (`fn huber<T: Float>(r: &T, delta: &T)`), called with elements, loop
+//! elements and borrows of locals. None of the helpers carries an attribute.
 //!
 //! Checked by finite differences and the dot-product test (`TOLS`); the generic mesh
 //! energy also against num-dual (rel 1e-12 of the gradient) and its `_rev::<Dual<f64>>`
@@ -426,6 +427,96 @@ pub fn values_in_branches_and_rayon() {
             let mut dx = zeros(n);
             let (y, dk) = phase_walk_rev(&x[..n], &mut dx, &mut out, &mut dout, x[n], w[0]);
             (cat(&[&[y], &out]), cat(&[&dx, &[dk]]))
+        },
+        tols: TOLS,
+    });
+}
+
+/// Huber's loss of a residual, both behind shared references (`&T`), as a helper of a
+/// robust regression writes it.
+fn huber<T: Float>(r: &T, delta: &T) -> T {
+    let a = r.abs();
+    let half = T::from(0.5).unwrap();
+    if a <= *delta {
+        half * *r * *r
+    } else {
+        *delta * (a - half * *delta)
+    }
+}
+
+fn weighted(v: &f64, w: f64) -> f64 {
+    v * w + v.sin()
+}
+
+/// A helper taking `&T` called with loop elements (`for r in x.iter()`), `&x[0]` and
+/// `&delta`.
+#[differentiate(forward, reverse)]
+pub fn robust_loss<T: Float>(x: &[T], delta: T) -> T {
+    let mut s = T::zero();
+    for r in x.iter() {
+        s = s + huber(r, &delta);
+    }
+    s + huber(&x[0], &delta)
+}
+
+/// A helper taking `&f64` with an element, a local's borrow and in an iterator chain; a
+/// borrow of a local read through (`*r * r.cos()`).
+#[differentiate(forward, reverse)]
+pub fn weighted_sum(x: &[f64]) -> f64 {
+    let t = x[1] * 2.0;
+    let r = &t;
+    weighted(&x[0], 3.0)
+        + weighted(&t, x[2])
+        + x.iter().map(|v| weighted(v, 0.5)).sum::<f64>()
+        + *r * r.cos()
+}
+
+pub fn scalar_references_to_helpers() {
+    // Residuals on both sides of δ = 1 (away from the kinks at ±1), and δ.
+    let x = [0.3, -2.0, 1.5, -0.4, 1.0];
+    let n = x.len() - 1;
+    check_generic(&Generic {
+        name: "robust_loss",
+        x: &x,
+        f: &|x| robust_loss(&x[..n], x[n]),
+        f_dual: &|x| robust_loss(&x[..n], x[n]),
+        f_hyper: &|x| robust_loss(&x[..n], x[n]),
+        grad: &|x| {
+            let (v, (mut g, gd)) = robust_loss_grad(&x[..n], x[n]);
+            g.push(gd);
+            (v, g)
+        },
+        fwd: &|x, d| robust_loss_fwd(&x[..n], &d[..n], x[n], d[n]),
+        rev: &|x, seed| {
+            let mut dx = zeros(n);
+            let (v, dd) = robust_loss_rev(&x[..n], &mut dx, x[n], seed);
+            dx.push(dd);
+            (v, dx)
+        },
+        hvp: &|x, v| {
+            let xd: Vec<phidiff::Dual<f64>> = x
+                .iter()
+                .zip(v)
+                .map(|(&re, &eps)| phidiff::Dual { re, eps })
+                .collect();
+            let mut dx = vec![phidiff::Dual { re: 0.0, eps: 0.0 }; n];
+            let (_, dd) = robust_loss_rev(&xd[..n], &mut dx, xd[n], phidiff::Dual::constant(1.0));
+            dx.iter().chain([&dd]).map(|d| d.eps).collect()
+        },
+    });
+    let x = [0.3, -2.0, 1.5];
+    check_fwd_rev(&Case {
+        name: "weighted_sum",
+        x: &x,
+        primal: &|x| vec![weighted_sum(x)],
+        jvp: &|x, d| {
+            let (y, dy) = weighted_sum_fwd(x, d);
+            (vec![y], vec![dy])
+        },
+        vjp: &|x, w| {
+            let mut dx = zeros(x.len());
+            let y = weighted_sum_rev(x, &mut dx, w[0]);
+            (vec![y], dx)
         },
         tols: TOLS,
     });

@@ -417,8 +417,8 @@ impl Inliner {
             "Self" => self.self_ty.clone()?,
             other => other.to_string(),
         };
-        let (f, _) = self.method_of(&ty, name, false)?;
-        Some((f, self.module.clone(), ty))
+        let (f, _, module) = self.method_of(&ty, name, false)?;
+        Some((f, module, ty))
     }
 
     /// The function `name` of an inherent impl of the type named `ty` in the visited
@@ -430,23 +430,64 @@ impl Inliner {
         ty: &str,
         name: &str,
         method: bool,
-    ) -> Option<(syn::ItemFn, Option<syn::Receiver>)> {
-        for it in self.module.items.iter() {
+    ) -> Option<(syn::ItemFn, Option<syn::Receiver>, Module)> {
+        // The visited module's impls, then those of the module defining the struct (another
+        // module of the crate, or another crate).
+        let home = self
+            .struct_home(ty)
+            .filter(|h| !same_module(h, &self.module));
+        for module in std::iter::once(self.module.clone()).chain(home) {
+            if let Some(found) = self.method_in(&module, ty, name, method) {
+                return found.map(|(f, r)| (f, r, module));
+            }
+        }
+        None
+    }
+
+    /// The module that defines the struct named `ty`, seen from the visited module.
+    fn struct_home(&self, ty: &str) -> Option<Module> {
+        let defines_struct = |m: &Module, path: &[String]| match path {
+            [name] => m
+                .items
+                .iter()
+                .any(|it| matches!(it, syn::Item::Struct(s) if s.ident == name))
+                .then_some(()),
+            _ => None,
+        };
+        consts::resolve_item(&self.module, &[ty.to_string()], 0, &defines_struct, &|_| {
+            true
+        })
+        .map(|(_, m)| m)
+    }
+
+    /// [`Self::method_of`] among the impls of `module`: `None` where it has no such
+    /// function, `Some(None)` where it has one that is not inlined (annotated, with rules,
+    /// or with a receiver phidiff does not take).
+    #[allow(clippy::type_complexity)]
+    fn method_in(
+        &self,
+        module: &Module,
+        ty: &str,
+        name: &str,
+        method: bool,
+    ) -> Option<Option<(syn::ItemFn, Option<syn::Receiver>)>> {
+        for it in module.items.iter() {
             let syn::Item::Impl(imp) = it else { continue };
             if imp.trait_.is_some() || type_name(&imp.self_ty).as_deref() != Some(ty) {
                 continue;
             }
             for i in &imp.items {
                 let syn::ImplItem::Fn(m) = i else { continue };
-                if m.sig.ident != name || mentions_differentiate(&m.attrs) {
+                if m.sig.ident != name {
                     continue;
                 }
                 let receiver = m.sig.receiver();
-                if method != receiver.is_some()
+                if mentions_differentiate(&m.attrs)
+                    || method != receiver.is_some()
                     || receiver.is_some_and(|r| r.colon_token.is_some())
                     || imp.generics.where_clause.is_some()
                 {
-                    return None;
+                    return Some(None);
                 }
                 // `Self` in the signature is the type with its arguments (`-> V3<T>`,
                 // `other: &V3<T>`).
@@ -467,10 +508,15 @@ impl Inliner {
                     sig,
                     block: Box::new(m.block.clone()),
                 };
-                let has_rule = ["_fwd", "_rev"]
-                    .iter()
-                    .any(|s| self.file_idents.contains(&format!("{name}{s}")));
-                return (!has_rule).then_some((f, receiver.cloned()));
+                let module_idents = match same_module(module, &self.module) {
+                    true => HashSet::new(),
+                    false => idents(module.items.iter().map(ToTokens::to_token_stream).collect()),
+                };
+                let has_rule = ["_fwd", "_rev"].iter().any(|s| {
+                    let rule = format!("{name}{s}");
+                    self.file_idents.contains(&rule) || module_idents.contains(&rule)
+                });
+                return Some((!has_rule).then_some((f, receiver.cloned())));
             }
         }
         None
@@ -591,24 +637,30 @@ impl Inliner {
         aggregate: bool,
     ) -> Option<Call> {
         let name = m.method.to_string();
-        let (helper, receiver_kind) = self.method_of(&ty, &name, true)?;
+        let (helper, receiver_kind, module) = self.method_of(&ty, &name, true)?;
         // A receiver that is a value, not a place (`sub(a, b).norm()`), is bound first too.
         let by_value = receiver_kind
             .as_ref()
             .is_some_and(|r| r.reference.is_none())
             || matches!(&*m.receiver, Expr::Block(_));
-        let returns = inlinable_method(&helper)?;
+        let Some(returns) = inlinable_method(&helper) else {
+            self.not_inlined_elsewhere(m, &ty, &helper, &module, aggregate);
+            return None;
+        };
         if (returns != Returns::Value) != aggregate || helper.sig.inputs.len() != m.args.len() {
             return None;
         }
-        let key = format!("{}::{ty}::{name}", self.key(&self.module.clone(), ""));
+        let key = format!("{}::{ty}::{name}", self.key(&module, ""));
         let fix = "annotate the method with `#[differentiate(forward, reverse)]`";
         if self.cycle(&key, &name, &m.method, fix) {
             return None;
         }
         let float = self.float.clone();
-        let module = self.module.clone();
-        let body = self.prepared(&helper, &module, key, &float, span, Some(ty))?;
+        let Some(body) = self.prepared(&helper, &module, key, &float, span, Some(ty.clone()))
+        else {
+            self.not_inlined_elsewhere(m, &ty, &helper, &module, aggregate);
+            return None;
+        };
         let receiver = respan(m.receiver.to_token_stream(), span);
         // The receiver's names must not be the method's own (it binds them inside).
         let mut inner = bound_names(&helper);
@@ -639,6 +691,46 @@ impl Inliner {
             false => syn::parse2(replace_ident(body.to_token_stream(), "self", &receiver)).ok()?,
         };
         self.bound_call(&m.args, &helper, body, span)
+    }
+
+    /// A method of a struct (`v.norm()`) found in another file (another module or crate)
+    /// that phidiff does not inline and that has no `#[differentiate]`: the error at the
+    /// call, where the struct rewrite would call a split derivative that does not exist.
+    /// (A method of the caller's own file gets its error from the struct rewrite.)
+    fn not_inlined_elsewhere(
+        &mut self,
+        m: &syn::ExprMethodCall,
+        ty: &str,
+        helper: &syn::ItemFn,
+        module: &Module,
+        aggregate: bool,
+    ) {
+        if aggregate || module.file == self.module.file {
+            return;
+        }
+        let name = &m.method;
+        // The method as a function with a float of `self`'s (see `inlinable_method`).
+        let mut probe = helper.clone();
+        probe
+            .sig
+            .inputs
+            .push(syn::parse_quote!(__pd_self_float: f64));
+        let why = why_not_inlined(&probe)
+            .unwrap_or_else(|| "it names other items of its module".to_string());
+        let whose = match module.in_this_crate() {
+            true => "another module",
+            false => "another crate",
+        };
+        self.errors.push(syn::Error::new(
+            m.method.span(),
+            format!(
+                "phidiff cannot differentiate this call of `{ty}::{name}` (of {whose}): phidiff \
+                 does not inline it ({why}), and it has no `#[differentiate]`. Annotate the \
+                 method with `#[differentiate(forward, reverse)]`, or call it from a function \
+                 of your own with hand-written `_fwd`/`_rev` (a custom rule, see the guide, \
+                 \"Calls and custom rules\")"
+            ),
+        ));
     }
 
     /// The [`Call`] of `helper` with `args` and its prepared `body`: each argument bound

@@ -511,10 +511,21 @@ impl Lowerer<'_> {
                 self.error(r, &text(r), "slicing with a range is not supported; index elements or pass the whole buffer"),
             ),
             Expr::Loop(l) => Err(self.error(l, "loop", "`loop` as a value (`break` with a value) is not supported")),
+            // A shared borrow of a number is its value: nothing can write the number while
+            // the borrow lives (`let r = &s;`, an inlined helper's `x: &f64`), and `*r`,
+            // `r.sin()`, `r * 2.0` read it.
+            Expr::Reference(r) if r.mutability.is_none() => match self.lower_expr(&r.expr) {
+                Ok(v) => Ok(v),
+                _ => Err(self.error(
+                    r,
+                    &text(r),
+                    "references to buffers are not supported here (`&buffer` is allowed as a call argument)",
+                )),
+            },
             Expr::Reference(r) => Err(self.error(
                 r,
                 &text(r),
-                "references to scalars are not supported (pass the value itself; `&buffer` is allowed as a call argument)",
+                "mutable references to scalars are not supported (write the variable itself; `&mut buffer` is allowed as a call argument)",
             )),
             Expr::Closure(c) => Err(self.error(c, "closure", "closures are supported only inside `.iter().map(..).sum()` and rayon's `.for_each(..)`; write its body inline where it is called, or make it a function annotated with `#[differentiate(forward, reverse)]`")),
             Expr::Tuple(t) => Err(self.error(t, &text(t), "tuples are not supported; use separate variables")),

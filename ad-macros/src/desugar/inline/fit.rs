@@ -167,8 +167,8 @@ pub(super) fn scalar(t: &Type, generic: Option<&str>) -> Option<bool> {
     ints.contains(&id.as_str()).then_some(false)
 }
 
-/// `Some(has_float)` for a parameter type the inliner binds: a scalar, a shared or `&mut`
-/// slice, array or `Vec` of scalars, or a shared or `&mut` struct or slice of structs
+/// `Some(has_float)` for a parameter type the inliner binds: a scalar (also behind a
+/// shared reference, `&f64`), a shared or `&mut` slice, array or `Vec` of scalars, or a shared or `&mut` struct or slice of structs
 /// (bound as another name of the argument, see [`Inliner::bound_call`]).
 pub(super) fn param_kind(t: &Type, generic: Option<&str>) -> Option<bool> {
     match t {
@@ -181,6 +181,10 @@ pub(super) fn param_kind(t: &Type, generic: Option<&str>) -> Option<bool> {
         Type::Reference(r) => match &*r.elem {
             Type::Slice(s) => scalar(&s.elem, generic),
             Type::Array(a) => scalar(&a.elem, generic),
+            // `x: &f64`: the value (a shared borrow of a number reads as it).
+            elem if r.mutability.is_none() && scalar(elem, generic).is_some() => {
+                scalar(elem, generic)
+            }
             Type::Path(p) if r.mutability.is_none() => {
                 let seg = p.path.segments.last()?;
                 if seg.ident != "Vec" {
@@ -360,8 +364,9 @@ pub fn why_not_inlined(f: &syn::ItemFn) -> Option<String> {
         if let syn::FnArg::Typed(pt) = input {
             if param_kind(&pt.ty, g.as_deref()).is_none() {
                 return Some(format!(
-                    "its parameter `{}` is not a float, an integer, a `bool`, a slice of them, a \
-                     struct, or a slice of structs by reference",
+                    "its parameter `{}` is not a float, an integer, a `bool` (or a shared \
+                     reference to one), a slice of them, a struct, or a slice of structs by \
+                     reference",
                     crate::diagnostics::source_text(&pt.pat)
                 ));
             }

@@ -100,9 +100,12 @@ pub(super) fn free_names(helper: &syn::ItemFn, body: &syn::Block) -> HashSet<Str
     struct Used(HashSet<String>);
     impl<'a> Visit<'a> for Used {
         fn visit_expr_path(&mut self, p: &'a syn::ExprPath) {
-            // A name, or the first segment of a path (`phys::G`).
+            // A name, or the first segment of a path (`phys::G`); a method's receiver
+            // `self` alone is no item (`self::G` is).
             if let (None, Some(first)) = (&p.qself, p.path.segments.first()) {
-                self.0.insert(first.ident.to_string());
+                if !(first.ident == "self" && p.path.segments.len() == 1) {
+                    self.0.insert(first.ident.to_string());
+                }
             }
             syn::visit::visit_expr_path(self, p);
         }

@@ -137,7 +137,8 @@ fn compiled_file() -> String {
          //! generator): random compositions of rayon loops with `for`/`while` loops, branches,\n\
          //! checkpointed loops and calls of differentiated helpers, each beside its serial\n\
          //! twin and its form on a struct of its inputs (for odd K in a plain helper taking\n\
-         //! the struct, unless it checkpoints). `compositions_match_serial_twins`\n\
+         //! the struct, and for K = 1 mod 4 also a `Copy` struct by value, unless it\n\
+         //! checkpoints). `compositions_match_serial_twins`\n\
          //! checks every one against its twin and its struct form (rel 1e-10),\n\
          //! finite differences and the dot-product test (`TOLS`), and on 1, 2 and 8 threads\n\
          //! (bitwise where no helper's primal sums with rayon's own `sum`).\n\n\
@@ -157,6 +158,12 @@ fn compiled_file() -> String {
          #[derive(phidiff::Differentiable, Clone, Debug)]\n\
          pub struct Knobs {\n\
          \x20   pub init: Profile,\n\
+         \x20   pub a: f64,\n\
+         }\n\n\
+         /// A small `Copy` struct passed by value (`composition_K_knobs(p, Gain { a: p.a })`\n\
+         /// for K = 1 mod 4).\n\
+         #[derive(phidiff::Differentiable, Clone, Copy, Debug)]\n\
+         pub struct Gain {\n\
          \x20   pub a: f64,\n\
          }\n\n",
     );
@@ -268,9 +275,24 @@ fn compiled_file() -> String {
 /// the struct (`fn NAME_knobs(p: &Knobs)`, inlined where `NAME_struct` calls it: a struct
 /// passed to a helper, with what the composition holds); not where it checkpoints a loop,
 /// whose attribute only a differentiated function may carry.
+/// For `k` = 1 mod 4 the helper also takes `a` in a `Copy` struct by value (`fn
+/// NAME_knobs(p: &Knobs, gain: Gain)`, called with a literal `Gain { a: p.a }`), which the
+/// body reads as `gain.a` in its loops and closures.
 fn via_helper(k: usize, on: String, name: &str) -> String {
     if k % 2 == 0 || on.contains("#[checkpoint") {
         return on;
+    }
+    if k % 4 == 1 {
+        let helper = on
+            .replacen(
+                &format!("pub fn {name}_struct(p: &Knobs)"),
+                &format!("fn {name}_knobs(p: &Knobs, gain: Gain)"),
+                1,
+            )
+            .replace("p.a", "gain.a");
+        return format!(
+            "pub fn {name}_struct(p: &Knobs) -> f64 {{\n    {name}_knobs(p, Gain {{ a: p.a }})\n}}\n/// [`{name}_struct`]'s body, a plain helper taking the struct and a `Gain` by value.\n{helper}"
+        );
     }
     let helper = on.replacen(
         &format!("pub fn {name}_struct("),
