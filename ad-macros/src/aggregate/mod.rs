@@ -814,7 +814,7 @@ fn collect_structs<'a>(items: &'a [syn::Item], out: &mut Vec<&'a syn::ItemStruct
     }
 }
 
-fn derives_differentiable(attrs: &[syn::Attribute]) -> bool {
+pub(crate) fn derives_differentiable(attrs: &[syn::Attribute]) -> bool {
     attrs.iter().any(|a| {
         a.path().is_ident("derive")
             && a.meta

@@ -444,14 +444,17 @@ impl Inliner {
         None
     }
 
-    /// The module that defines the struct named `ty`, seen from the visited module.
+    /// The module that defines the struct named `ty`, seen from the visited module, when
+    /// the struct derives `Differentiable` there (another crate's `StdRng` is no struct of
+    /// the user's: its methods stay calls).
     fn struct_home(&self, ty: &str) -> Option<Module> {
         let defines_struct = |m: &Module, path: &[String]| match path {
-            [name] => m
-                .items
-                .iter()
-                .any(|it| matches!(it, syn::Item::Struct(s) if s.ident == name))
-                .then_some(()),
+            [name] => m.items.iter().find_map(|it| match it {
+                syn::Item::Struct(s) if s.ident == name => {
+                    crate::aggregate::derives_differentiable(&s.attrs).then_some(())
+                }
+                _ => None,
+            }),
             _ => None,
         };
         consts::resolve_item(&self.module, &[ty.to_string()], 0, &defines_struct, &|_| {
