@@ -499,14 +499,9 @@ impl Rewriter<'_> {
             qself: None,
             path: lit.path.clone(),
         };
-        let (parts, all) = match super::explode::local_parts(&p.ident, &layout, &path) {
-            Ok(x) => x,
-            Err(e) => {
-                self.errors.push(e);
-                return Some(Vec::new());
-            }
+        let Some((parts, all)) = self.local_fields(&p.ident, &layout, &path) else {
+            return Some(Vec::new());
         };
-        let m = &p.mutability;
         let mut stmts = Vec::new();
         let mut values: Vec<(Ident, Expr)> = Vec::new();
         for (member, _) in &all {
@@ -532,30 +527,7 @@ impl Rewriter<'_> {
             self.visit_expr_mut(&mut value);
             values.push((part.ident.clone(), value));
         }
-        // `let s = S { q: s.p, p: s.q };` reads the fields it binds again: the values first.
-        let own: std::collections::HashSet<String> =
-            parts.iter().map(|q| q.ident.to_string()).collect();
-        let rebinds = values.iter().any(|(_, v)| {
-            crate::missing_rule::idents(v.to_token_stream())
-                .iter()
-                .any(|i| own.contains(i))
-        });
-        for (k, (id, value)) in values.iter().enumerate() {
-            match rebinds {
-                true => {
-                    let t = format_ident!("__pd_lit{}_{}", self.fresh, k, span = id.span());
-                    stmts.push(syn::parse_quote_spanned!(local.span()=> let #t = #value;));
-                }
-                false => stmts.push(syn::parse_quote_spanned!(local.span()=> let #m #id = #value;)),
-            }
-        }
-        if rebinds {
-            for (k, (id, _)) in values.iter().enumerate() {
-                let t = format_ident!("__pd_lit{}_{}", self.fresh, k, span = id.span());
-                stmts.push(syn::parse_quote_spanned!(local.span()=> let #m #id = #t;));
-            }
-            self.fresh += 1;
-        }
+        stmts.extend(self.bind_fields(local, &p.mutability, values));
         let mut path_tokens = lit.path.clone();
         for s in path_tokens.segments.iter_mut() {
             s.arguments = syn::PathArguments::None;

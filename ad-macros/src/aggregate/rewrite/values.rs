@@ -35,15 +35,10 @@ impl Rewriter<'_> {
             qself: None,
             path: layout.ident.clone().into(),
         };
-        let (parts, all) = match local_parts(&p.ident, &layout, &layout_path) {
-            Ok(x) => x,
-            Err(e) => {
-                self.errors.push(e);
-                return Some(Vec::new());
-            }
+        let Some((parts, all)) = self.local_fields(&p.ident, &layout, &layout_path) else {
+            return Some(Vec::new());
         };
-        let m = &p.mutability;
-        let mut stmts = Vec::new();
+        let mut values = Vec::new();
         for part in &parts {
             let member = &part.member;
             let mut value: Expr = match &part.shape {
@@ -61,7 +56,7 @@ impl Rewriter<'_> {
                             "phidiff cannot copy this struct yet: its field `{}` is a `Vec` or an array of more than {MAX_ARRAY} numbers; borrow it (`let {} = &{};`), clone it (`.clone()`), or read its fields",
                             super::member_text(member),
                             p.ident,
-                            quote!(#source),
+                            crate::diagnostics::source_text(source),
                         );
                         self.errors.push(syn::Error::new(source.span(), msg));
                         return Some(Vec::new());
@@ -70,17 +65,56 @@ impl Rewriter<'_> {
                 _ => syn::parse_quote_spanned!(source.span()=> (#source).#member),
             };
             self.visit_expr_mut(&mut value);
-            let id = &part.ident;
-            stmts.push(syn::parse_quote_spanned!(local.span()=> let #m #id = #value;));
+            values.push((part.ident.clone(), value));
         }
+        let stmts = self.bind_fields(local, &p.mutability, values);
         self.bind_struct_local(p, path, parts, all, layout.ident.to_string());
         Some(stmts)
     }
 
-    /// `let e = { STMTS; TAIL };` (or `let e: S = { .. };`) giving a struct: the fields of
-    /// `e` declared first, then `{ STMTS; let __pd_tailN: S = TAIL; e__k = __pd_tailN.k; .. }`
-    /// (the tail a literal, a copy or again a block). Only structs of numbers: a buffer
-    /// field would need its buffer declared before it is built.
+    /// `let FIELD = VALUE;` for each field of a struct local; where a value reads a field
+    /// it binds again (`let s = S { q: s.p, p: s.q };`, `let s = beads[s.next];`), every
+    /// value is taken first under a fresh name.
+    pub(super) fn bind_fields(
+        &mut self,
+        local: &syn::Local,
+        m: &Option<syn::Token![mut]>,
+        values: Vec<(syn::Ident, Expr)>,
+    ) -> Vec<syn::Stmt> {
+        let own: std::collections::HashSet<String> =
+            values.iter().map(|(id, _)| id.to_string()).collect();
+        let rebinds = values.iter().any(|(_, v)| {
+            crate::missing_rule::idents(v.to_token_stream())
+                .iter()
+                .any(|i| own.contains(i))
+        });
+        let span = local.span();
+        if !rebinds {
+            return values
+                .iter()
+                .map(|(id, value)| syn::parse_quote_spanned!(span=> let #m #id = #value;))
+                .collect();
+        }
+        let fresh: Vec<syn::Ident> = (0..values.len())
+            .map(|k| format_ident!("__pd_lit{}_{}", self.fresh, k, span = span))
+            .collect();
+        self.fresh += 1;
+        let mut stmts: Vec<syn::Stmt> = fresh
+            .iter()
+            .zip(&values)
+            .map(|(t, (_, value))| syn::parse_quote_spanned!(span=> let #t = #value;))
+            .collect();
+        stmts.extend(fresh.iter().zip(&values).map(|(t, (id, _))| -> syn::Stmt {
+            syn::parse_quote_spanned!(span=> let #m #id = #t;)
+        }));
+        stmts
+    }
+
+    /// `let e = { STMTS; TAIL };` (or `let e: S = { .. };`) giving a struct: fresh names for
+    /// its numbers declared first, then `{ STMTS; let __pd_tailN = TAIL; __pd_outM__k =
+    /// __pd_tailN.k; .. }` (the tail a literal, a copy or again a block), then `let e__k =
+    /// __pd_outM__k;`. Numbers and arrays of up to 16 of them: a buffer field would need its
+    /// buffer declared before it is built.
     pub(super) fn block_local(
         &mut self,
         local: &syn::Local,
@@ -105,12 +139,8 @@ impl Rewriter<'_> {
             Some(l) => l.clone(),
             None => self.layout_named(&ty.segments.last()?.ident.to_string())?,
         };
-        let (parts, all) = match local_parts(&p.ident, &layout, &layout_path) {
-            Ok(x) => x,
-            Err(e) => {
-                self.errors.push(e);
-                return Some(Vec::new());
-            }
+        let Some((parts, all)) = self.local_fields(&p.ident, &layout, &layout_path) else {
+            return Some(Vec::new());
         };
         if !value_form(tail) {
             let msg = format!(
@@ -220,12 +250,8 @@ impl Rewriter<'_> {
         };
         let t = format_ident!("__pd_asg{}", self.fresh, span = a.span());
         self.fresh += 1;
-        let parts = match local_parts(&t, &layout, &layout_path) {
-            Ok((parts, _)) => parts,
-            Err(e) => {
-                self.errors.push(e);
-                return Some(Expr::Verbatim(quote!()));
-            }
+        let Some((parts, _)) = self.local_fields(&t, &layout, &layout_path) else {
+            return Some(Expr::Verbatim(quote!()));
         };
         let left = &a.left;
         let mut assigns = Vec::new();
@@ -256,6 +282,24 @@ impl Rewriter<'_> {
         });
         self.visit_expr_mut(&mut block);
         Some(block)
+    }
+
+    /// The fields of a struct local `name` of `layout` at type `path` ([`local_parts`]), or
+    /// `None` with the error recorded.
+    #[allow(clippy::type_complexity)]
+    pub(super) fn local_fields(
+        &mut self,
+        name: &syn::Ident,
+        layout: &syn::ItemStruct,
+        path: &syn::TypePath,
+    ) -> Option<(Vec<Part>, Vec<(syn::Member, Shape)>)> {
+        match local_parts(name, layout, path) {
+            Ok(x) => Some(x),
+            Err(e) => {
+                self.errors.push(e);
+                None
+            }
+        }
     }
 
     /// `p` a struct local (of `struct_name`, called by `path`) whose fields are `parts`.
