@@ -250,9 +250,22 @@ impl Rewriter<'_> {
         };
         let t = format_ident!("__pd_asg{}", self.fresh, span = a.span());
         self.fresh += 1;
-        let Some((parts, _)) = self.local_fields(&t, &layout, &layout_path) else {
+        let Some((parts, all)) = self.local_fields(&t, &layout, &layout_path) else {
             return Some(Expr::Verbatim(quote!()));
         };
+        // A field the split does not hold (a struct inside) would keep its old value.
+        if let Some((member, _)) = all
+            .iter()
+            .find(|(m, shape)| shape.is_active() && !parts.iter().any(|q| q.member == *m))
+        {
+            let msg = format!(
+                "phidiff cannot assign a whole `{}` here yet: its field `{}` holds structs, which a whole assignment does not split; assign the fields one by one",
+                layout.ident,
+                super::member_text(member),
+            );
+            self.errors.push(syn::Error::new(a.span(), msg));
+            return Some(Expr::Verbatim(quote!()));
+        }
         let left = &a.left;
         let mut assigns = Vec::new();
         for part in &parts {
