@@ -379,6 +379,9 @@ numeric_tests! {
         values_in_branches_and_rayon,
         scalar_references_to_helpers,
     ],
+    /// Issue 48: helpers brought in by `use` (by name, renamed, re-exported, by a glob),
+    /// with their derivatives called where they are defined.
+    imported_helpers: [imported_helpers],
     /// Issue 46: functions mixing `f32` and `f64`.
     idiomatic_floats: [
         f32_data_f64_arithmetic,

@@ -132,7 +132,7 @@ pub fn expand_fn(
     });
     let generated = generated.and_then(|tokens| {
         let tokens = match source {
-            Some(s) => crate::missing_rule::chosen_names(&item_fn, tokens, s.text),
+            Some(s) => crate::missing_rule::chosen_names(&item_fn, tokens, s),
             None => tokens,
         };
         let missing = source.and_then(|s| {

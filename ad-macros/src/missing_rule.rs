@@ -106,18 +106,39 @@ pub fn check_paths(
     generated: &TokenStream,
     source: crate::expand::SourceFile<'_>,
 ) -> Option<syn::Error> {
-    let calls = path_callees(item);
-    if calls.is_empty() {
-        return None;
-    }
     let file = syn::parse_file(source.text).ok()?;
     let at = module_path(&file.items, &item.sig.ident.to_string())?;
+    let items = module_of(&file.items, &item.sig.ident.to_string())?;
+    let by_macro = items.iter().any(item_macro);
     let root = crate::lower::consts::Module {
-        items: std::rc::Rc::new(file.items),
+        items: std::rc::Rc::new(file.items.clone()),
         file: source.path.map(std::path::Path::to_path_buf),
         inline: Vec::new(),
     };
     let module = root.descend(&at)?;
+    let mut calls = path_callees(item);
+    // A callee imported by name is called by the import's path (see [`chosen_names`]).
+    for (name, func) in plain_calls(item) {
+        let defined = items
+            .iter()
+            .any(|it| matches!(it, syn::Item::Fn(f) if f.sig.ident == name));
+        if defined || by_macro {
+            continue;
+        }
+        let Some(target) = imported_path(&module, &name) else {
+            continue;
+        };
+        let Some((f, _)) = crate::desugar::inline::resolve_fn(&module, &target) else {
+            continue;
+        };
+        let real = f.sig.ident.to_string();
+        if let Some(path) = route(&module, &target, &real, &real) {
+            calls.push((path, func));
+        }
+    }
+    if calls.is_empty() {
+        return None;
+    }
     let mut errors: Option<syn::Error> = None;
     for (path, at) in calls {
         let name = path.last().expect("a path has a segment").clone();
@@ -354,6 +375,26 @@ fn path_callees(item: &syn::ItemFn) -> Vec<(Vec<String>, TokenStream)> {
     v.0
 }
 
+/// The calls of `item`'s body by a plain name (`g(..)`), with the name and the callee's
+/// tokens.
+fn plain_calls(item: &syn::ItemFn) -> Vec<(String, TokenStream)> {
+    struct Calls(Vec<(String, TokenStream)>);
+    impl<'a> Visit<'a> for Calls {
+        fn visit_expr_call(&mut self, c: &'a syn::ExprCall) {
+            if let syn::Expr::Path(p) = &*c.func {
+                if let (None, Some(id)) = (&p.qself, p.path.get_ident()) {
+                    self.0
+                        .push((id.to_string(), quote::ToTokens::to_token_stream(&c.func)));
+                }
+            }
+            syn::visit::visit_expr_call(self, c);
+        }
+    }
+    let mut v = Calls(Vec::new());
+    v.visit_block(&item.block);
+    v.0
+}
+
 /// The suffixes (`_fwd`, `_rev`) of the calls `..::NAME_fwd(..)`/`..::NAME_rev(..)` by a
 /// path in the generated code.
 fn path_derivative_calls(tokens: TokenStream, name: &str, out: &mut Vec<&'static str>) {
@@ -384,37 +425,74 @@ fn path_derivative_calls(tokens: TokenStream, name: &str, out: &mut Vec<&'static
 }
 
 /// The generated calls of a callee's derivatives renamed where the callee chose their
-/// names: a plain `fn g` of `item`'s module in `source` with `#[differentiate(..,
-/// reverse(name = g_adj))]` is called as `g_adj`, not `g_rev` (and `forward(name = ..)`
-/// likewise). Other calls are left as they are.
-pub fn chosen_names(item: &syn::ItemFn, generated: TokenStream, source: &str) -> TokenStream {
+/// names, and routed to where they are:
+/// - a plain `fn g` of `item`'s module in `source` with `#[differentiate(..,
+///   reverse(name = g_adj))]` is called as `g_adj`, not `g_rev` (and `forward(name = ..)`
+///   likewise);
+/// - a callee imported by name (`use search::first_above;`, `use crate::a::g as h;`) has
+///   its derivatives called by the import's path (`search::first_above_rev(..)`, under the
+///   name the callee chose), as a Rust user expects of a helper they imported, unless the
+///   caller's module has that derivative by name itself (a custom rule beside the caller, or
+///   imported with the callee) or may have it (a glob import, an item-level macro).
+///
+/// Other calls are left as they are.
+pub fn chosen_names(
+    item: &syn::ItemFn,
+    generated: TokenStream,
+    source: crate::expand::SourceFile<'_>,
+) -> TokenStream {
     let called = plain_callees(item);
     let renamed = (|| {
-        let file = syn::parse_file(source).ok()?;
+        let file = syn::parse_file(source.text).ok()?;
+        let at = module_path(&file.items, &item.sig.ident.to_string())?;
         let module = module_of(&file.items, &item.sig.ident.to_string())?;
-        let mut renamed = BTreeMap::new();
+        let mut renamed: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for it in module {
             let syn::Item::Fn(f) = it else { continue };
             let name = f.sig.ident.to_string();
             if !called.contains(&name) {
                 continue;
             }
-            let attr = f.attrs.iter().find(|a| {
-                a.path()
-                    .segments
-                    .last()
-                    .is_some_and(|s| s.ident == "differentiate")
-            });
-            let Some(opts) = attr.and_then(|a| a.parse_args::<crate::parse::Options>().ok()) else {
-                continue;
+            for (suffix, chosen) in chosen_rules(f) {
+                let default = format!("{name}{suffix}");
+                if chosen != default {
+                    renamed.insert(default, vec![chosen]);
+                }
+            }
+        }
+        // Callees imported by name.
+        let defined = |name: &str| {
+            module
+                .iter()
+                .any(|it| matches!(it, syn::Item::Fn(f) if f.sig.ident == name))
+        };
+        if !module.iter().any(item_macro) {
+            let root = crate::lower::consts::Module {
+                items: std::rc::Rc::new(file.items.clone()),
+                file: source.path.map(std::path::Path::to_path_buf),
+                inline: Vec::new(),
             };
-            let mut opts = opts;
-            opts.resolve_names(&f.sig.ident);
-            for (suffix, chosen) in [("_fwd", &opts.forward), ("_rev", &opts.reverse)] {
-                if let Some(chosen) = chosen {
-                    let default = format!("{name}{suffix}");
-                    if *chosen != default {
-                        renamed.insert(default, chosen.to_string());
+            let here = root.descend(&at)?;
+            for name in &called {
+                if defined(name) {
+                    continue;
+                }
+                let Some(target) = imported_path(&here, name) else {
+                    continue;
+                };
+                let Some((f, _)) = crate::desugar::inline::resolve_fn(&here, &target) else {
+                    continue;
+                };
+                let real = f.sig.ident.to_string();
+                for (suffix, chosen) in chosen_rules(&f) {
+                    let local = format!("{name}{suffix}");
+                    if crate::desugar::inline::resolve_fn(&here, std::slice::from_ref(&local))
+                        .is_some()
+                    {
+                        continue;
+                    }
+                    if let Some(path) = route(&here, &target, &real, &chosen) {
+                        renamed.insert(local, path);
                     }
                 }
             }
@@ -428,29 +506,74 @@ pub fn chosen_names(item: &syn::ItemFn, generated: TokenStream, source: &str) ->
     rename_calls(generated, &renamed)
 }
 
-/// `tokens` with each call `g_rev(..)` (not a path segment nor a method) of a name in
-/// `renamed` calling the new name instead, at the same span.
-fn rename_calls(tokens: TokenStream, renamed: &BTreeMap<String, String>) -> TokenStream {
+/// The names of `f`'s derivative functions, by suffix (`_fwd`, `_rev`): those its
+/// `#[differentiate(.., reverse(name = ..))]` chooses, else `f_fwd` and `f_rev`.
+fn chosen_rules(f: &syn::ItemFn) -> [(&'static str, String); 2] {
+    let name = f.sig.ident.to_string();
+    let mut out = [
+        ("_fwd", format!("{name}_fwd")),
+        ("_rev", format!("{name}_rev")),
+    ];
+    let attr = f.attrs.iter().find(|a| {
+        a.path()
+            .segments
+            .last()
+            .is_some_and(|s| s.ident == "differentiate")
+    });
+    if let Some(mut opts) = attr.and_then(|a| a.parse_args::<crate::parse::Options>().ok()) {
+        opts.resolve_names(&f.sig.ident);
+        for (k, chosen) in [&opts.forward, &opts.reverse].into_iter().enumerate() {
+            if let Some(chosen) = chosen {
+                out[k].1 = chosen.to_string();
+            }
+        }
+    }
+    out
+}
+
+/// `tokens` with each call `g_rev(..)` or `g_rev::<T>(..)` (not a path segment nor a
+/// method) of a name in `renamed` calling the new name or path instead, at the same span.
+fn rename_calls(tokens: TokenStream, renamed: &BTreeMap<String, Vec<String>>) -> TokenStream {
     let trees: Vec<TokenTree> = tokens.into_iter().collect();
-    let mut out = Vec::with_capacity(trees.len());
+    let mut out: Vec<TokenTree> = Vec::with_capacity(trees.len());
     for (k, t) in trees.iter().enumerate() {
-        out.push(match t {
+        match t {
             TokenTree::Group(g) => {
                 let mut ng =
                     proc_macro2::Group::new(g.delimiter(), rename_calls(g.stream(), renamed));
                 ng.set_span(g.span());
-                TokenTree::Group(ng)
+                out.push(TokenTree::Group(ng));
             }
             TokenTree::Ident(id) => match renamed.get(&id.to_string()) {
-                Some(new) if plain_call_at(&trees, k) => {
-                    TokenTree::Ident(proc_macro2::Ident::new(new, id.span()))
+                Some(path) if plain_call_at(&trees, k) || turbofish_call_at(&trees, k) => {
+                    for (n, seg) in path.iter().enumerate() {
+                        if n > 0 {
+                            let mut colons =
+                                proc_macro2::Punct::new(':', proc_macro2::Spacing::Joint);
+                            colons.set_span(id.span());
+                            out.push(TokenTree::Punct(colons.clone()));
+                            colons = proc_macro2::Punct::new(':', proc_macro2::Spacing::Alone);
+                            colons.set_span(id.span());
+                            out.push(TokenTree::Punct(colons));
+                        }
+                        out.push(TokenTree::Ident(proc_macro2::Ident::new(seg, id.span())));
+                    }
                 }
-                _ => t.clone(),
+                _ => out.push(t.clone()),
             },
-            _ => t.clone(),
-        });
+            _ => out.push(t.clone()),
+        }
     }
     out.into_iter().collect()
+}
+
+/// Whether token `k` of `trees` names a call with generic arguments, `g::<T>(..)`, by a
+/// plain name.
+fn turbofish_call_at(trees: &[TokenTree], k: usize) -> bool {
+    let punct =
+        |j: usize, c: char| matches!(trees.get(j), Some(TokenTree::Punct(p)) if p.as_char() == c);
+    let after_path = k > 0 && (punct(k - 1, ':') || punct(k - 1, '.'));
+    !after_path && punct(k + 1, ':') && punct(k + 2, ':') && punct(k + 3, '<')
 }
 
 /// The names of functions `item`'s body calls by a plain path of one identifier (`g(..)`).
@@ -566,6 +689,134 @@ pub(crate) fn module_path(items: &[syn::Item], name: &str) -> Option<Vec<String>
 
 /// Whether an item may bring names into its module that the file does not spell out: a
 /// glob import, or a macro called at item level.
+/// The path by which a module's `use`s bring in the function `name`: a `use` naming it
+/// (`use search::first_above;` → `search::first_above`, `use a::g as h;` → `a::g`), else a
+/// glob whose module defines or brings it (`use super::*;` → `super::name`), when every
+/// glob of the module names a module whose source is read (else another glob may bring
+/// `name` too, or its rules).
+fn imported_path(here: &crate::lower::consts::Module, name: &str) -> Option<Vec<String>> {
+    use crate::lower::consts::{imports, resolve_item};
+    let imported = imports(&here.items);
+    if let Some((_, target)) = imported.iter().find(|(n, _)| n == name) {
+        return (target.len() > 1).then(|| target.clone());
+    }
+    let globs: Vec<&Vec<String>> = imported
+        .iter()
+        .filter(|(n, _)| n == "*")
+        .map(|(_, prefix)| prefix)
+        .collect();
+    // Each glob's module, found by walking to a name no item has.
+    let known = globs.iter().all(|prefix| {
+        let mut path = prefix.to_vec();
+        path.push("*".to_string());
+        let module = |_: &crate::lower::consts::Module, p: &[String]| (p == ["*"]).then_some(());
+        resolve_item(here, &path, 0, &module, &|_| false).is_some()
+    });
+    if !known {
+        return None;
+    }
+    globs.into_iter().find_map(|prefix| {
+        let mut full = prefix.clone();
+        full.push(name.to_string());
+        crate::desugar::inline::resolve_fn(here, &full).map(|_| full)
+    })
+}
+
+/// The path from `here` to the function `rule` beside the function `real` that `path`
+/// names: `path` walked the way Rust resolves it, each `use` followed to where it points
+/// (`use search::first_above as fa;`, `use super::*;`) and each step (`super`, `self`,
+/// `crate`, a child module, another crate) kept, until a module that has `rule` by name
+/// (a `pub use b::{g, g_rev};` on the way) or defines `real` (its rules are beside it, or
+/// missing). `None` where the walk leaves what is read.
+fn route(
+    here: &crate::lower::consts::Module,
+    path: &[String],
+    real: &str,
+    rule: &str,
+) -> Option<Vec<String>> {
+    use crate::lower::consts::{imports, Module};
+    fn step(at: &mut Vec<String>, seg: &str) {
+        match (seg, at.last()) {
+            // `a::super` is no path: going up from a child is leaving it.
+            ("super", Some(last)) if last != "super" => {
+                at.pop();
+            }
+            _ => at.push(seg.to_string()),
+        }
+    }
+    fn walk(
+        from: &Module,
+        mut at: Vec<String>,
+        path: &[String],
+        names: (&str, &str),
+        depth: usize,
+    ) -> Option<Vec<String>> {
+        let (real, rule) = names;
+        if depth > 12 {
+            return None;
+        }
+        let (first, rest) = path.split_first()?;
+        let imported = imports(&from.items);
+        if rest.is_empty() {
+            let defines = from
+                .items
+                .iter()
+                .any(|it| matches!(it, syn::Item::Fn(f) if f.sig.ident == first));
+            let beside = first == real
+                && crate::desugar::inline::resolve_fn(from, &[rule.to_string()]).is_some();
+            if defines || beside {
+                at.push(rule.to_string());
+                return Some(at);
+            }
+            if let Some((_, target)) = imported.iter().find(|(n, _)| n == first) {
+                return walk(from, at, target, names, depth + 1);
+            }
+            return imported
+                .iter()
+                .filter(|(n, _)| n == "*")
+                .find_map(|(_, prefix)| {
+                    let mut full = prefix.clone();
+                    full.push(first.clone());
+                    walk(from, at.clone(), &full, names, depth + 1)
+                });
+        }
+        let next = match first.as_str() {
+            "self" => from.clone(),
+            "super" => {
+                step(&mut at, "super");
+                from.parent()?
+            }
+            // `crate::` of another crate's module would name this crate at the call.
+            "crate" if from.in_this_crate() => {
+                at = vec!["crate".to_string()];
+                from.crate_root()?
+            }
+            "crate" => return None,
+            name => match from.child(name) {
+                Some(m) => {
+                    step(&mut at, name);
+                    m
+                }
+                None => {
+                    if let Some((_, mut full)) = imported.into_iter().find(|(n, _)| n == name) {
+                        full.extend(rest.iter().cloned());
+                        return walk(from, at, &full, names, depth + 1);
+                    }
+                    at = vec![name.to_string()];
+                    Module::dependency(name)?
+                }
+            },
+        };
+        walk(&next, at, rest, names, depth + 1)
+    }
+    walk(here, Vec::new(), path, (real, rule), 0)
+}
+
+/// Whether `item` is a macro called at item level (it may define any name).
+fn item_macro(item: &syn::Item) -> bool {
+    matches!(item, syn::Item::Macro(m) if !m.mac.path.is_ident("macro_rules"))
+}
+
 fn brings_names_in(item: &syn::Item) -> bool {
     fn glob(t: &syn::UseTree) -> bool {
         match t {

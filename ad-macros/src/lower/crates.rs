@@ -5,10 +5,11 @@
 //! A proc macro is told only its own crate's manifest directory (`CARGO_MANIFEST_DIR`). A
 //! dependency is found from there the way cargo finds it, for the forms a manifest writes
 //! most: a `path` dependency (also through `workspace = true` and `[workspace.dependencies]`,
-//! and renamed with `package = ..`), and a registry one, at the single version `Cargo.lock`
-//! records, in cargo's source cache (`$CARGO_HOME/registry/src`). Anything else (git
-//! dependencies, several locked versions, a manifest this scanner misreads) is not found,
-//! and the call is left as it is: rustc then reports what it finds, as before.
+//! and renamed with `package = ..`), and a registry or git one, at the version `Cargo.lock`
+//! records (the one the caller's entry names where several are locked), in cargo's source
+//! cache (`$CARGO_HOME/registry/src`, `$CARGO_HOME/git/checkouts`). Anything else (a
+//! vendored or patched source, a manifest this scanner misreads) is not found, and the call
+//! is left as it is: rustc then reports what it finds, as before.
 
 use std::path::{Path, PathBuf};
 
@@ -53,21 +54,23 @@ pub(crate) fn dependency_of(file: &Path) -> Option<PathBuf> {
 
 fn find_root(dir: &Path, name: &str) -> Option<PathBuf> {
     let text = std::fs::read_to_string(dir.join("Cargo.toml")).ok()?;
+    let caller = package_name(&text);
     // The package's own library, as its tests, examples and binaries name it.
-    if package_name(&text).is_some_and(|p| p.replace('-', "_") == name) {
+    if caller.as_ref().is_some_and(|p| p.replace('-', "_") == name) {
         return lib_root(dir);
     }
+    let caller = caller.as_deref();
     let dep = find_dependency(&text, name, false)?;
     let dep = match dep {
         Dep {
             workspace: true, ..
         } => {
             let (root, text) = workspace_of(dir)?;
-            return locate(&root, find_dependency(&text, name, true)?);
+            return locate(&root, find_dependency(&text, name, true)?, caller);
         }
         other => other,
     };
-    locate(dir, dep)
+    locate(dir, dep, caller)
 }
 
 /// A dependency as a manifest declares it.
@@ -80,11 +83,11 @@ struct Dep {
     workspace: bool,
 }
 
-/// The root file of `dep`, declared in the manifest of `dir`.
-fn locate(dir: &Path, dep: Dep) -> Option<PathBuf> {
+/// The root file of `dep`, declared in the manifest of `dir`, for the package `caller`.
+fn locate(dir: &Path, dep: Dep, caller: Option<&str>) -> Option<PathBuf> {
     match dep.path {
         Some(p) => lib_root(&dir.join(p)),
-        None => registry_root(dir, &dep.package),
+        None => locked_root(dir, &dep.package, caller),
     }
 }
 
@@ -104,35 +107,152 @@ fn lib_root(dir: &Path) -> Option<PathBuf> {
     Some(dir.join("src").join("lib.rs")).filter(|f| f.is_file())
 }
 
-/// The registry package `package` at the one version the lock file above `dir` records.
-fn registry_root(dir: &Path, package: &str) -> Option<PathBuf> {
+/// The package `package` from the registry or a git repository, at the version the lock
+/// file above `dir` records for it: the only one, else the one `caller`'s entry there
+/// depends on (`"rand 0.8.5"`, when several are locked).
+fn locked_root(dir: &Path, package: &str, caller: Option<&str>) -> Option<PathBuf> {
     let lock = dir
         .ancestors()
         .map(|d| d.join("Cargo.lock"))
         .find(|f| f.is_file())?;
-    let text = std::fs::read_to_string(lock).ok()?;
-    let mut versions = Vec::new();
-    let mut lines = text.lines().map(str::trim).peekable();
-    while let Some(line) = lines.next() {
-        if key_value(line).and_then(|(k, v)| (k == "name").then(|| unquote(v)))
-            == Some(Some(package))
-        {
-            if let Some(("version", v)) = lines.peek().and_then(|l| key_value(l)) {
-                versions.extend(unquote(v).map(str::to_string));
-            }
-        }
-    }
-    let [version] = versions.as_slice() else {
-        return None;
-    };
+    let locked = parse_lock(&std::fs::read_to_string(lock).ok()?);
+    let found = pick(&locked, package, caller)?;
     let home = std::env::var_os("CARGO_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))?;
+    source_root(&home, found)
+}
+
+/// A package as `Cargo.lock` records it.
+#[derive(Debug, Default, PartialEq)]
+struct Locked {
+    name: String,
+    version: String,
+    /// `registry+..`, `sparse+..`, `git+URL#commit`; none for a path package.
+    source: Option<String>,
+    /// `"name"`, or `"name version"` (and ` (source)`) where several are locked.
+    dependencies: Vec<String>,
+}
+
+fn parse_lock(text: &str) -> Vec<Locked> {
+    let mut out: Vec<Locked> = Vec::new();
+    let mut in_deps = false;
+    for line in text.lines().map(str::trim) {
+        if line == "[[package]]" {
+            out.push(Locked::default());
+            in_deps = false;
+            continue;
+        }
+        let Some(p) = out.last_mut() else { continue };
+        if in_deps {
+            match line.strip_prefix('"').and_then(|l| l.split('"').next()) {
+                Some(dep) => p.dependencies.push(dep.to_string()),
+                None => in_deps = !line.starts_with(']'),
+            }
+            continue;
+        }
+        if line.starts_with('[') {
+            // `[metadata]` and such: no package's.
+            out.push(Locked::default());
+            continue;
+        }
+        match key_value(line) {
+            Some(("name", v)) => p.name = unquote(v).unwrap_or_default().to_string(),
+            Some(("version", v)) => p.version = unquote(v).unwrap_or_default().to_string(),
+            Some(("source", v)) => p.source = unquote(v).map(str::to_string),
+            Some(("dependencies", v)) => {
+                let inner = v.trim_start_matches('[');
+                p.dependencies.extend(
+                    inner
+                        .split(',')
+                        .filter_map(|d| unquote(d.trim()))
+                        .map(str::to_string),
+                );
+                in_deps = !v.ends_with(']');
+            }
+            _ => {}
+        }
+    }
+    out.retain(|p| !p.name.is_empty());
+    out
+}
+
+/// The locked package named `package` the caller uses: the only one of that name with a
+/// source, else the version (and source) `caller`'s own entry names.
+fn pick<'a>(locked: &'a [Locked], package: &str, caller: Option<&str>) -> Option<&'a Locked> {
+    let named: Vec<&Locked> = locked
+        .iter()
+        .filter(|p| p.name == package && p.source.is_some())
+        .collect();
+    if let [one] = named.as_slice() {
+        return Some(one);
+    }
+    let caller = locked
+        .iter()
+        .find(|p| Some(p.name.as_str()) == caller && p.source.is_none())?;
+    let mut wanted = caller.dependencies.iter().filter_map(|d| {
+        let mut words = d.split(' ');
+        (words.next() == Some(package)).then(|| (words.next(), words.next()))
+    });
+    let (version, source) = wanted.next()?;
+    let version = version?;
+    let source = source.map(|s| s.trim_start_matches('(').trim_end_matches(')'));
+    named
+        .into_iter()
+        .find(|p| p.version == version && source.is_none_or(|s| p.source.as_deref() == Some(s)))
+}
+
+/// Where cargo keeps the source of `p` under `home` (`$CARGO_HOME`): the registry's
+/// `registry/src/INDEX/NAME-VERSION`, or a git checkout's `git/checkouts/REPO-HASH/REV`
+/// (searched for the package's manifest, for a repository holding several packages).
+fn source_root(home: &Path, p: &Locked) -> Option<PathBuf> {
+    let source = p.source.as_deref()?;
+    if let Some(url) = source.strip_prefix("git+") {
+        let commit = url.rsplit_once('#')?.1;
+        let checkouts = std::fs::read_dir(home.join("git").join("checkouts")).ok()?;
+        return checkouts
+            .filter_map(Result::ok)
+            .filter_map(|repo| std::fs::read_dir(repo.path()).ok())
+            .flatten()
+            .filter_map(Result::ok)
+            .filter(|rev| {
+                let rev = rev.file_name();
+                let rev = rev.to_string_lossy();
+                !rev.is_empty() && commit.starts_with(&*rev)
+            })
+            .find_map(|rev| package_dir(&rev.path(), &p.name, 3))
+            .and_then(|dir| lib_root(&dir));
+    }
     let sources = std::fs::read_dir(home.join("registry").join("src")).ok()?;
     sources
         .filter_map(Result::ok)
-        .map(|index| index.path().join(format!("{package}-{version}")))
+        .map(|index| index.path().join(format!("{}-{}", p.name, p.version)))
         .find_map(|dir| lib_root(&dir))
+}
+
+/// The directory at or below `dir` (at most `depth` levels) whose manifest is package `name`'s.
+fn package_dir(dir: &Path, name: &str, depth: usize) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(dir.join("Cargo.toml")).ok();
+    if text.as_deref().and_then(package_name).as_deref() == Some(name) {
+        return Some(dir.to_path_buf());
+    }
+    if depth == 0 {
+        return None;
+    }
+    let mut subdirs: Vec<PathBuf> = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            p.is_dir()
+                && p.file_name()
+                    .is_some_and(|n| !n.to_string_lossy().starts_with('.') && n != "target")
+        })
+        .collect();
+    subdirs.sort();
+    subdirs
+        .into_iter()
+        .find_map(|d| package_dir(&d, name, depth - 1))
 }
 
 /// The `[package]`'s `name`.
@@ -302,5 +422,112 @@ unix-only = { path = "u", version = "0.1" } # a comment
             Some("crates/math".into())
         );
         assert_eq!(find_dependency(root, "shared_math", false), None);
+    }
+
+    const LOCK: &str = r#"
+version = 4
+
+[[package]]
+name = "app"
+version = "0.1.0"
+dependencies = [
+ "geom",
+ "rand 0.8.5",
+ "smooth",
+]
+
+[[package]]
+name = "rand"
+version = "0.7.3"
+source = "registry+https://github.com/rust-lang/crates.io-index"
+checksum = "aa"
+
+[[package]]
+name = "rand"
+version = "0.8.5"
+source = "registry+https://github.com/rust-lang/crates.io-index"
+checksum = "bb"
+dependencies = [
+ "rand_core",
+]
+
+[[package]]
+name = "smooth"
+version = "0.2.0"
+source = "git+https://example.org/lab/numerics?branch=main#1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b"
+"#;
+
+    #[test]
+    fn the_locked_version_is_the_callers() {
+        let locked = parse_lock(LOCK);
+        assert_eq!(locked.len(), 4);
+        assert_eq!(locked[0].dependencies, ["geom", "rand 0.8.5", "smooth"]);
+        // Two versions of `rand`: the caller's entry names which.
+        let rand = pick(&locked, "rand", Some("app")).expect("rand is found");
+        assert_eq!(rand.version, "0.8.5");
+        // Without knowing the caller, neither is taken.
+        assert_eq!(pick(&locked, "rand", Some("other")), None);
+        let smooth = pick(&locked, "smooth", None).expect("one smooth");
+        assert!(smooth
+            .source
+            .as_deref()
+            .is_some_and(|s| s.starts_with("git+")));
+    }
+
+    #[test]
+    fn git_and_registry_sources_are_found_in_cargos_cache() {
+        let home = std::env::temp_dir().join(format!("phidiff-crates-{}", std::process::id()));
+        let write = |rel: &str, text: &str| {
+            let f = home.join(rel);
+            std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+            std::fs::write(f, text).unwrap();
+        };
+        // A git repository holding two packages, checked out at its short revision.
+        let checkout = "git/checkouts/numerics-0f1e2d3c4b5a6978/1a2b3c4";
+        write(
+            &format!("{checkout}/Cargo.toml"),
+            "[workspace]\nmembers = [\"smooth\", \"rough\"]\n",
+        );
+        write(
+            &format!("{checkout}/rough/Cargo.toml"),
+            "[package]\nname = \"rough\"\n",
+        );
+        write(&format!("{checkout}/rough/src/lib.rs"), "");
+        write(
+            &format!("{checkout}/smooth/Cargo.toml"),
+            "[package]\nname = \"smooth\"\n",
+        );
+        write(
+            &format!("{checkout}/smooth/src/lib.rs"),
+            "pub fn soft(x: f64) -> f64 { x }",
+        );
+        // Another revision of the same repository, not the locked one.
+        write(
+            "git/checkouts/numerics-0f1e2d3c4b5a6978/9f9f9f9/smooth/Cargo.toml",
+            "[package]\nname = \"smooth\"\n",
+        );
+        write(
+            "git/checkouts/numerics-0f1e2d3c4b5a6978/9f9f9f9/smooth/src/lib.rs",
+            "",
+        );
+        write(
+            "registry/src/index.crates.io-1949cf8c6b5b557f/rand-0.8.5/Cargo.toml",
+            "[package]\nname = \"rand\"\n",
+        );
+        write(
+            "registry/src/index.crates.io-1949cf8c6b5b557f/rand-0.8.5/src/lib.rs",
+            "",
+        );
+        let locked = parse_lock(LOCK);
+        let smooth = source_root(&home, pick(&locked, "smooth", Some("app")).unwrap());
+        let rand = source_root(&home, pick(&locked, "rand", Some("app")).unwrap());
+        let rand_old = source_root(&home, &locked[1]);
+        std::fs::remove_dir_all(&home).unwrap();
+        assert_eq!(smooth, Some(home.join(checkout).join("smooth/src/lib.rs")));
+        assert_eq!(
+            rand,
+            Some(home.join("registry/src/index.crates.io-1949cf8c6b5b557f/rand-0.8.5/src/lib.rs"))
+        );
+        assert_eq!(rand_old, None, "rand 0.7.3 is not in this cache");
     }
 }
