@@ -378,6 +378,7 @@ numeric_tests! {
         states_by_value,
         values_in_branches_and_rayon,
         scalar_references_to_helpers,
+        mutable_scalar_references_to_helpers,
     ],
     /// Issue 48: helpers brought in by `use` (by name, renamed, re-exported, by a glob),
     /// with their derivatives called where they are defined.

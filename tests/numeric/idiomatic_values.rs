@@ -521,3 +521,178 @@ pub fn scalar_references_to_helpers() {
         tols: TOLS,
     });
 }
+
+/// Adds a weighted square into an accumulator behind `&mut`, as a reduction helper does.
+fn accumulate<T: Float>(acc: &mut T, v: T, w: T) {
+    *acc = *acc + w * v * v;
+}
+
+/// One explicit Euler step of `v' = -k sin v` in place, returning the old value; the
+/// accumulator is passed on to another helper by name.
+fn euler_step(v: &mut f64, k: f64, dt: f64, energy: &mut f64) -> f64 {
+    let old = *v;
+    *v -= dt * k * old.sin();
+    accumulate(energy, *v, 0.5);
+    old
+}
+
+#[derive(Clone, Copy, Debug, Differentiable)]
+pub struct Tally {
+    pub e: f64,
+    pub n: f64,
+}
+
+/// `&mut f64` helpers on a local, an element of an output, a struct field, the caller's own
+/// `&mut f64` output passed on by name, and in a `while` loop; generic.
+#[differentiate(forward, reverse)]
+pub fn weighted_squares<T: Float>(x: &[T], w: T, total: &mut T) -> T {
+    let mut s = T::zero();
+    for i in 0..x.len() {
+        accumulate(&mut s, x[i], w);
+    }
+    let mut k = 0;
+    let mut t = T::zero();
+    while k + 1 < x.len() {
+        accumulate(&mut t, x[k] - x[k + 1], T::one());
+        k += 1;
+    }
+    *total = T::zero();
+    accumulate(total, s, w);
+    accumulate(total, t, T::one());
+    s * t
+}
+
+/// Euler steps of each element in place, a struct field accumulating, and an output slice
+/// element written through `&mut y[i]`.
+#[differentiate(forward, reverse)]
+pub fn pendulum_walk(v: &mut [f64], y: &mut [f64], k: f64) -> f64 {
+    let mut tally = Tally { e: 0.0, n: 0.0 };
+    let mut last = 0.0;
+    for _ in 0..3 {
+        for i in 0..v.len() {
+            last += euler_step(&mut v[i], k, 0.1, &mut tally.e);
+            y[i] = 0.0;
+            accumulate(&mut y[i], v[i], k);
+        }
+        tally.n += 1.0;
+    }
+    tally.e * last / tally.n
+}
+
+fn pendulum_walk_by_hand(v: &[f64], k: f64) -> (f64, Vec<f64>, Vec<f64>) {
+    let mut v = v.to_vec();
+    let mut y = vec![0.0; v.len()];
+    let (mut e, mut last) = (0.0, 0.0);
+    for _ in 0..3 {
+        for i in 0..v.len() {
+            let old = v[i];
+            v[i] -= 0.1 * k * old.sin();
+            e += 0.5 * v[i] * v[i];
+            last += old;
+            y[i] = k * v[i] * v[i];
+        }
+    }
+    (e * last / 3.0, v, y)
+}
+
+/// The value plus 0.7 times the `&mut` output, at any float type (num-dual's too).
+fn weighted_squares_and_total<T: Float>(x: &[T]) -> T {
+    let n = x.len() - 1;
+    let mut total = T::zero();
+    let v = weighted_squares(&x[..n], x[n], &mut total);
+    v + total * T::from(0.7).unwrap()
+}
+
+pub fn mutable_scalar_references_to_helpers() {
+    let x = [0.3, -2.0, 1.5, -0.4, 0.8];
+    let n = x.len() - 1;
+    // The value and the `&mut` output, by hand.
+    let (s, t): (f64, f64) = (
+        x[..n].iter().map(|v| x[n] * v * v).sum(),
+        x[..n].windows(2).map(|p| (p[0] - p[1]).powi(2)).sum(),
+    );
+    let mut total = 0.0;
+    assert_close("weighted_squares", weighted_squares(&x[..n], x[n], &mut total), s * t, 1e-14, 1e-15);
+    assert_close("weighted_squares total", total, x[n] * s * s + t * t, 1e-14, 1e-15);
+    // The value, and (a weight on) the output through `&mut total`'s shadow.
+    let both = |x: &[f64]| {
+        let mut total = 0.0;
+        let v = weighted_squares(&x[..n], x[n], &mut total);
+        v + 0.7 * total
+    };
+    check_generic(&Generic {
+        name: "weighted_squares",
+        x: &x,
+        f: &both,
+        f_dual: &|x| weighted_squares_and_total(x),
+        f_hyper: &|x| weighted_squares_and_total(x),
+        grad: &|x| {
+            let mut dx = zeros(n);
+            let (mut total, mut dtotal) = (0.0, 0.7);
+            let (v, dw) = weighted_squares_rev(&x[..n], &mut dx, x[n], &mut total, &mut dtotal, 1.0);
+            dx.push(dw);
+            (v + 0.7 * total, dx)
+        },
+        fwd: &|x, d| {
+            let (mut total, mut dtotal) = (0.0, 0.0);
+            let (v, dv) =
+                weighted_squares_fwd(&x[..n], &d[..n], x[n], d[n], &mut total, &mut dtotal);
+            (v + 0.7 * total, dv + 0.7 * dtotal)
+        },
+        rev: &|x, seed| {
+            let mut dx = zeros(n);
+            let (mut total, mut dtotal) = (0.0, 0.7 * seed);
+            let (v, dw) =
+                weighted_squares_rev(&x[..n], &mut dx, x[n], &mut total, &mut dtotal, seed);
+            dx.push(dw);
+            (v + 0.7 * total, dx)
+        },
+        hvp: &|x, v| {
+            type D = phidiff::Dual<f64>;
+            let xd: Vec<D> = x.iter().zip(v).map(|(&re, &eps)| D { re, eps }).collect();
+            let mut dx = vec![D::constant(0.0); n];
+            let (mut total, mut dtotal) = (D::constant(0.0), D::constant(0.7));
+            let (_, dw) = weighted_squares_rev(
+                &xd[..n],
+                &mut dx,
+                xd[n],
+                &mut total,
+                &mut dtotal,
+                D::constant(1.0),
+            );
+            dx.iter().chain([&dw]).map(|d| d.eps).collect()
+        },
+    });
+
+    // Inputs v (4) and k; outputs the value, v after the steps, y.
+    let x = [0.4, -1.1, 0.9, 2.0, 0.6];
+    let m = x.len() - 1;
+    let run = |x: &[f64]| {
+        let mut v = x[..m].to_vec();
+        let mut y = zeros(m);
+        let r = pendulum_walk(&mut v, &mut y, x[m]);
+        cat(&[&[r], &v, &y])
+    };
+    let (r, v, y) = pendulum_walk_by_hand(&x[..m], x[m]);
+    assert_all_close("pendulum_walk", &run(&x), &cat(&[&[r], &v, &y]), 1e-13, 1e-14);
+    check_fwd_rev(&Case {
+        name: "pendulum_walk",
+        x: &x,
+        primal: &run,
+        jvp: &|x, d| {
+            let (mut v, mut dv) = (x[..m].to_vec(), d[..m].to_vec());
+            let (mut y, mut dy) = (zeros(m), zeros(m));
+            let (r, dr) = pendulum_walk_fwd(&mut v, &mut dv, &mut y, &mut dy, x[m], d[m]);
+            (cat(&[&[r], &v, &y]), cat(&[&[dr], &dv, &dy]))
+        },
+        vjp: &|x, w| {
+            let mut v = x[..m].to_vec();
+            let mut dv = w[1..=m].to_vec();
+            let mut y = zeros(m);
+            let mut dy = w[m + 1..].to_vec();
+            let (r, dk) = pendulum_walk_rev(&mut v, &mut dv, &mut y, &mut dy, x[m], w[0]);
+            (cat(&[&[r], &v, &y]), cat(&[&dv, &[dk]]))
+        },
+        tols: TOLS,
+    });
+}

@@ -152,15 +152,7 @@ impl VisitMut for Inliner {
         let Some(call) = call else {
             return;
         };
-        let Call {
-            span,
-            temps,
-            binds,
-            body,
-            ..
-        } = call;
-        let stmts = &body.stmts;
-        match syn::parse2::<Expr>(quote_spanned!(span=> { #temps { #binds #(#stmts)* } })) {
+        match syn::parse2::<Expr>(call.block(quote!())) {
             Ok(inlined) => {
                 *e = inlined;
                 self.changed = true;
@@ -300,6 +292,34 @@ struct Call {
     binds: TokenStream,
     body: syn::Block,
     n: usize,
+    /// Statements after the body, in the temporaries' scope: the copies of `&mut f64`
+    /// arguments written back to their places.
+    after: TokenStream,
+}
+
+impl Call {
+    /// `{ temps { binds body } after }`, with `body`'s value (and `tail`'s statements)
+    /// kept across `after`.
+    fn block(self, tail: TokenStream) -> TokenStream {
+        let Call {
+            span,
+            temps,
+            binds,
+            body,
+            n,
+            after,
+        } = self;
+        let stmts = &body.stmts;
+        if after.is_empty() {
+            return quote_spanned!(span=> { #temps { #binds #(#stmts)* #tail } });
+        }
+        let valued = tail.is_empty() && matches!(stmts.last(), Some(syn::Stmt::Expr(_, None)));
+        if !valued {
+            return quote_spanned!(span=> { #temps { #binds #(#stmts)* #tail } #after });
+        }
+        let value = format_ident!("__pd_value{}", n, span = span);
+        quote_spanned!(span=> { #temps let #value = { #binds #(#stmts)* }; #after #value })
+    }
 }
 
 impl Inliner {
@@ -750,6 +770,8 @@ impl Inliner {
         let n = self.next;
         let mut temps = quote!();
         let mut binds = quote!();
+        let mut after = quote!();
+        let mut body = body;
         for (k, (arg, input)) in args.iter().zip(&helper.sig.inputs).enumerate() {
             let syn::FnArg::Typed(pt) = input else {
                 return None;
@@ -781,6 +803,21 @@ impl Inliner {
                     continue;
                 }
             }
+            // `acc: &mut f64`: a copy of the argument's place, read and written by the
+            // body, and written back after it (exact: nothing else can reach the place
+            // while the helper holds it).
+            if let Type::Reference(r) = &*pt.ty {
+                if r.mutability.is_some() && names::is_number(&r.elem) {
+                    let syn::Pat::Ident(id) = &*pt.pat else {
+                        return None;
+                    };
+                    let place = scalar_place(arg)?;
+                    temps.extend(quote_spanned!(arg.span()=> let mut #t = #place;));
+                    after.extend(quote_spanned!(arg.span()=> #place = #t;));
+                    names::through_copy(&mut body, &id.ident, &t);
+                    continue;
+                }
+            }
             temps.extend(quote_spanned!(arg.span()=> let #t = #arg;));
             binds.extend(quote_spanned!(span=> let #pat = #t;));
         }
@@ -790,6 +827,7 @@ impl Inliner {
             binds,
             body,
             n,
+            after,
         })
     }
 
@@ -831,14 +869,9 @@ impl Inliner {
             _ => None,
         };
         let call = call?;
-        let Call {
-            span,
-            temps,
-            binds,
-            mut body,
-            n,
-        } = call;
-        let tail = match body.stmts.pop() {
+        let mut call = call;
+        let (span, n) = (call.span, call.n);
+        let tail = match call.body.stmts.pop() {
             Some(syn::Stmt::Expr(e, None)) => e,
             _ => None?,
         };
@@ -855,7 +888,6 @@ impl Inliner {
         let names: Vec<syn::Ident> = (0..elems.len())
             .map(|k| format_ident!("__pd_ret{}_{}", n, k, span = span))
             .collect();
-        let stmts = &body.stmts;
         let value = match array {
             true => quote_spanned!(span=> [#(#names),*]),
             false => quote_spanned!(span=> (#(#names),*)),
@@ -866,9 +898,10 @@ impl Inliner {
             syn::Pat::Type(t) => &*t.pat,
             other => other,
         };
+        let inlined = call.block(quote_spanned!(span=> #(#names = #elems;)*));
         let block: syn::Block = syn::parse2(quote_spanned!(span=> {
             #(let #names;)*
-            { #temps { #binds #(#stmts)* #(#names = #elems;)* } }
+            #inlined
             #(#attrs)* let #pat = #value;
         }))
         .ok()?;
@@ -1092,6 +1125,46 @@ pub fn caller_float(item: &syn::ItemFn, imp: Option<&syn::ItemImpl>) -> TokenStr
         return quote!(f32);
     }
     quote!(f64)
+}
+
+/// The place a `&mut f64` argument lends: `&mut s` → `s`, `&mut x[i]` → `x[i]`,
+/// `&mut p.e` → `p.e`, and a `&mut f64` passed on by name, `out` → `*out`. Index
+/// expressions are read twice (into the copy, and back), so they must be free of calls
+/// and assignments.
+fn scalar_place(arg: &Expr) -> Option<TokenStream> {
+    fn simple(e: &Expr) -> bool {
+        match e {
+            Expr::Path(p) => p.qself.is_none(),
+            Expr::Lit(_) => true,
+            Expr::Field(f) => simple(&f.base),
+            Expr::Index(i) => simple(&i.expr) && simple(&i.index),
+            Expr::Paren(p) => simple(&p.expr),
+            Expr::Binary(b) => {
+                !matches!(
+                    b.op,
+                    syn::BinOp::AddAssign(_)
+                        | syn::BinOp::SubAssign(_)
+                        | syn::BinOp::MulAssign(_)
+                        | syn::BinOp::DivAssign(_)
+                        | syn::BinOp::RemAssign(_)
+                ) && simple(&b.left)
+                    && simple(&b.right)
+            }
+            Expr::Unary(u) => simple(&u.expr),
+            Expr::Cast(c) => simple(&c.expr),
+            _ => false,
+        }
+    }
+    match arg {
+        Expr::Reference(r) if r.mutability.is_some() => match &*r.expr {
+            e @ (Expr::Path(_) | Expr::Field(_) | Expr::Index(_) | Expr::Unary(_)) if simple(e) => {
+                Some(e.to_token_stream())
+            }
+            _ => None,
+        },
+        Expr::Path(p) if p.path.get_ident().is_some() => Some(quote!(*#arg)),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

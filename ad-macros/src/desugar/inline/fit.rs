@@ -168,7 +168,7 @@ pub(super) fn scalar(t: &Type, generic: Option<&str>) -> Option<bool> {
 }
 
 /// `Some(has_float)` for a parameter type the inliner binds: a scalar (also behind a
-/// shared reference, `&f64`), a shared or `&mut` slice, array or `Vec` of scalars, or a shared or `&mut` struct or slice of structs
+/// reference, `&f64`, `&mut f64`), a shared or `&mut` slice, array or `Vec` of scalars, or a shared or `&mut` struct or slice of structs
 /// (bound as another name of the argument, see [`Inliner::bound_call`]).
 pub(super) fn param_kind(t: &Type, generic: Option<&str>) -> Option<bool> {
     match t {
@@ -181,10 +181,9 @@ pub(super) fn param_kind(t: &Type, generic: Option<&str>) -> Option<bool> {
         Type::Reference(r) => match &*r.elem {
             Type::Slice(s) => scalar(&s.elem, generic),
             Type::Array(a) => scalar(&a.elem, generic),
-            // `x: &f64`: the value (a shared borrow of a number reads as it).
-            elem if r.mutability.is_none() && scalar(elem, generic).is_some() => {
-                scalar(elem, generic)
-            }
+            // `x: &f64`: the value (a shared borrow of a number reads as it); `acc: &mut
+            // f64`: a copy in and out of the argument's place (see `Inliner::bound_call`).
+            elem if scalar(elem, generic).is_some() => scalar(elem, generic),
             Type::Path(p) if r.mutability.is_none() => {
                 let seg = p.path.segments.last()?;
                 if seg.ident != "Vec" {

@@ -245,6 +245,15 @@ pub(super) fn file_structs(
     out
 }
 
+/// Whether `t` is no buffer (a slice, an array, a `Vec`): a number behind `&mut`.
+pub(super) fn is_number(t: &Type) -> bool {
+    match t {
+        Type::Slice(_) | Type::Array(_) => false,
+        Type::Path(p) => p.path.segments.last().is_some_and(|s| s.ident != "Vec"),
+        _ => false,
+    }
+}
+
 /// `block` (the body of `helper`) with each `&mut` slice parameter passed on by name
 /// (`solve(a, b, x)`) passed as `&mut x[..]`: inlined, the parameter is a local view,
 /// which a call takes mutably only when it says so.
@@ -256,7 +265,9 @@ pub(super) fn reborrow_mut_params(helper: &syn::ItemFn, block: &mut syn::Block) 
         .filter_map(|a| match a {
             syn::FnArg::Typed(pt) => match (&*pt.pat, &*pt.ty) {
                 (syn::Pat::Ident(id), Type::Reference(r))
-                    if r.mutability.is_some() && struct_type(&pt.ty).is_none() =>
+                    if r.mutability.is_some()
+                        && struct_type(&pt.ty).is_none()
+                        && !is_number(&r.elem) =>
                 {
                     Some(id.ident.clone())
                 }
@@ -288,4 +299,101 @@ pub(super) fn reborrow_mut_params(helper: &syn::ItemFn, block: &mut syn::Block) 
         }
     }
     Reborrow(&names).visit_block_mut(block);
+}
+
+/// `block` with the parameter `param: &mut f64` read and written through `copy`, a local
+/// holding its value: `*param` is `copy`, and `param` passed on (to a helper taking `&mut
+/// f64`) is `&mut copy`; not where a pattern binds another `param` (a `let`, a closure's
+/// or a `for` loop's pattern, a `match` arm, `if let`/`while let`).
+pub(super) fn through_copy(block: &mut syn::Block, param: &syn::Ident, copy: &syn::Ident) {
+    struct Through<'a>(&'a syn::Ident, &'a syn::Ident);
+    impl Through<'_> {
+        fn binds(&self, pat: &syn::Pat) -> bool {
+            struct Binds<'a>(&'a syn::Ident, bool);
+            impl<'a> syn::visit::Visit<'a> for Binds<'_> {
+                fn visit_pat_ident(&mut self, p: &'a syn::PatIdent) {
+                    self.1 |= p.ident == *self.0;
+                    syn::visit::visit_pat_ident(self, p);
+                }
+            }
+            let mut b = Binds(self.0, false);
+            syn::visit::Visit::visit_pat(&mut b, pat);
+            b.1
+        }
+    }
+    impl VisitMut for Through<'_> {
+        fn visit_block_mut(&mut self, b: &mut syn::Block) {
+            for stmt in &mut b.stmts {
+                match stmt {
+                    syn::Stmt::Local(l) => {
+                        if let Some(init) = &mut l.init {
+                            self.visit_expr_mut(&mut init.expr);
+                            if let Some((_, d)) = &mut init.diverge {
+                                self.visit_expr_mut(d);
+                            }
+                        }
+                        if self.binds(&l.pat) {
+                            // Another `param` from here to the block's end.
+                            return;
+                        }
+                    }
+                    other => self.visit_stmt_mut(other),
+                }
+            }
+        }
+
+        fn visit_expr_mut(&mut self, e: &mut Expr) {
+            let (param, copy) = (self.0, self.1);
+            match e {
+                Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => {
+                    if let Expr::Path(p) = &*u.expr {
+                        if p.path.is_ident(param) {
+                            *e = syn::parse_quote_spanned!(param.span()=> #copy);
+                            return;
+                        }
+                    }
+                }
+                Expr::Path(p) if p.path.is_ident(param) => {
+                    *e = syn::parse_quote_spanned!(param.span()=> &mut #copy);
+                    return;
+                }
+                Expr::Closure(c) if c.inputs.iter().any(|p| self.binds(p)) => return,
+                Expr::ForLoop(f) if self.binds(&f.pat) => {
+                    self.visit_expr_mut(&mut f.expr);
+                    return;
+                }
+                Expr::Match(m) => {
+                    self.visit_expr_mut(&mut m.expr);
+                    for arm in &mut m.arms {
+                        if !self.binds(&arm.pat) {
+                            self.visit_arm_mut(arm);
+                        }
+                    }
+                    return;
+                }
+                Expr::If(i) => {
+                    if let Expr::Let(l) = &mut *i.cond {
+                        if self.binds(&l.pat) {
+                            self.visit_expr_mut(&mut l.expr);
+                            if let Some((_, e)) = &mut i.else_branch {
+                                self.visit_expr_mut(e);
+                            }
+                            return;
+                        }
+                    }
+                }
+                Expr::While(w) => {
+                    if let Expr::Let(l) = &mut *w.cond {
+                        if self.binds(&l.pat) {
+                            self.visit_expr_mut(&mut l.expr);
+                            return;
+                        }
+                    }
+                }
+                _ => {}
+            }
+            syn::visit_mut::visit_expr_mut(self, e);
+        }
+    }
+    Through(param, copy).visit_block_mut(block);
 }
