@@ -562,8 +562,8 @@ pub fn weighted_squares<T: Float>(x: &[T], w: T, total: &mut T) -> T {
     s * t
 }
 
-/// Euler steps of each element in place, a struct field accumulating, and an output slice
-/// element written through `&mut y[i]`.
+/// Euler steps of each element in place, a struct field accumulating, and output slice
+/// elements written through `&mut y[i]` and `&mut y[v.len() - 1 - i]`.
 #[differentiate(forward, reverse)]
 pub fn pendulum_walk(v: &mut [f64], y: &mut [f64], k: f64) -> f64 {
     let mut tally = Tally { e: 0.0, n: 0.0 };
@@ -575,6 +575,10 @@ pub fn pendulum_walk(v: &mut [f64], y: &mut [f64], k: f64) -> f64 {
             accumulate(&mut y[i], v[i], k);
         }
         tally.n += 1.0;
+    }
+    // An element whose index calls something: read once, into the copy and back.
+    for i in 0..v.len() {
+        accumulate(&mut y[v.len() - 1 - i], v[i], 0.5);
     }
     tally.e * last / tally.n
 }
@@ -591,6 +595,10 @@ fn pendulum_walk_by_hand(v: &[f64], k: f64) -> (f64, Vec<f64>, Vec<f64>) {
             last += old;
             y[i] = k * v[i] * v[i];
         }
+    }
+    let m = v.len();
+    for i in 0..m {
+        y[m - 1 - i] += 0.5 * v[i] * v[i];
     }
     (e * last / 3.0, v, y)
 }

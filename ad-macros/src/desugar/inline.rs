@@ -811,7 +811,9 @@ impl Inliner {
                     let syn::Pat::Ident(id) = &*pt.pat else {
                         return None;
                     };
-                    let place = scalar_place(arg)?;
+                    let index = format_ident!("__pd_index{}_{}", n, k, span = arg.span());
+                    let (at, place) = scalar_place(arg, &index)?;
+                    temps.extend(at);
                     temps.extend(quote_spanned!(arg.span()=> let mut #t = #place;));
                     after.extend(quote_spanned!(arg.span()=> #place = #t;));
                     names::through_copy(&mut body, &id.ident, &t);
@@ -1127,11 +1129,12 @@ pub fn caller_float(item: &syn::ItemFn, imp: Option<&syn::ItemImpl>) -> TokenStr
     quote!(f64)
 }
 
-/// The place a `&mut f64` argument lends: `&mut s` → `s`, `&mut x[i]` → `x[i]`,
-/// `&mut p.e` → `p.e`, and a `&mut f64` passed on by name, `out` → `*out`. Index
-/// expressions are read twice (into the copy, and back), so they must be free of calls
-/// and assignments.
-fn scalar_place(arg: &Expr) -> Option<TokenStream> {
+/// The place a `&mut f64` argument lends, with the statements that fix it first: `&mut s`
+/// → `s`, `&mut p.e` → `p.e`, `&mut x[k(i)]` → `x[index]` after `let index = k(i);` (the
+/// index read once), and a `&mut f64` passed on by name, `out` → `*out`. Other index
+/// expressions in the place are read twice (into the copy, and back), so they must be
+/// free of calls and assignments.
+fn scalar_place(arg: &Expr, index: &syn::Ident) -> Option<(TokenStream, TokenStream)> {
     fn simple(e: &Expr) -> bool {
         match e {
             Expr::Path(p) => p.qself.is_none(),
@@ -1157,12 +1160,16 @@ fn scalar_place(arg: &Expr) -> Option<TokenStream> {
     }
     match arg {
         Expr::Reference(r) if r.mutability.is_some() => match &*r.expr {
+            Expr::Index(i) if simple(&i.expr) && !simple(&i.index) => {
+                let (base, k) = (&i.expr, &i.index);
+                Some((quote!(let #index = #k;), quote!(#base[#index])))
+            }
             e @ (Expr::Path(_) | Expr::Field(_) | Expr::Index(_) | Expr::Unary(_)) if simple(e) => {
-                Some(e.to_token_stream())
+                Some((quote!(), e.to_token_stream()))
             }
             _ => None,
         },
-        Expr::Path(p) if p.path.get_ident().is_some() => Some(quote!(*#arg)),
+        Expr::Path(p) if p.path.get_ident().is_some() => Some((quote!(), quote!(*#arg))),
         _ => None,
     }
 }
