@@ -295,6 +295,8 @@ struct Call {
     /// Statements after the body, in the temporaries' scope: the copies of `&mut f64`
     /// arguments written back to their places.
     after: TokenStream,
+    /// Whether the helper returns a value (its signature has a result type).
+    valued: bool,
 }
 
 impl Call {
@@ -308,13 +310,13 @@ impl Call {
             body,
             n,
             after,
+            valued,
         } = self;
         let stmts = &body.stmts;
         if after.is_empty() {
             return quote_spanned!(span=> { #temps { #binds #(#stmts)* #tail } });
         }
-        let valued = tail.is_empty() && matches!(stmts.last(), Some(syn::Stmt::Expr(_, None)));
-        if !valued {
+        if !valued || !tail.is_empty() {
             return quote_spanned!(span=> { #temps { #binds #(#stmts)* #tail } #after });
         }
         let value = format_ident!("__pd_value{}", n, span = span);
@@ -830,6 +832,12 @@ impl Inliner {
             body,
             n,
             after,
+            valued: match &helper.sig.output {
+                syn::ReturnType::Default => false,
+                syn::ReturnType::Type(_, t) => {
+                    !matches!(&**t, Type::Tuple(tu) if tu.elems.is_empty())
+                }
+            },
         })
     }
 
