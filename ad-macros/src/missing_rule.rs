@@ -768,17 +768,9 @@ fn route(
                 at.push(rule.to_string());
                 return Some(at);
             }
-            if let Some((_, target)) = imported.iter().find(|(n, _)| n == first) {
-                return walk(from, at, target, names, depth + 1);
-            }
-            return imported
+            return crate::lower::consts::imported_as(from, first)
                 .iter()
-                .filter(|(n, _)| n == "*")
-                .find_map(|(_, prefix)| {
-                    let mut full = prefix.clone();
-                    full.push(first.clone());
-                    walk(from, at.clone(), &full, names, depth + 1)
-                });
+                .find_map(|full| walk(from, at.clone(), full, names, depth + 1));
         }
         let next = match first.as_str() {
             "self" => from.clone(),

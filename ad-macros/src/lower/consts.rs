@@ -549,19 +549,9 @@ pub(crate) fn resolve_item<T>(
         if !follow(first) {
             return None;
         }
-        // Imported into `from` under this name, or by a glob (`use tables::*;`).
-        let imported = imports(&from.items);
-        if let Some((_, target)) = imported.iter().find(|(n, _)| n == first) {
-            return resolve_item(from, target, depth + 1, own, follow);
-        }
-        return imported
+        return imported_as(from, first)
             .iter()
-            .filter(|(n, _)| n == "*")
-            .find_map(|(_, prefix)| {
-                let mut full = prefix.clone();
-                full.push(first.clone());
-                resolve_item(from, &full, depth + 1, own, follow)
-            });
+            .find_map(|full| resolve_item(from, full, depth + 1, own, follow));
     }
     let next = match first.as_str() {
         "self" => from.clone(),
@@ -582,6 +572,24 @@ pub(crate) fn resolve_item<T>(
         },
     };
     resolve_item(&next, rest, depth + 1, own, follow)
+}
+
+/// The paths by which `from`'s `use`s may bring in `name`: the one a `use` naming it
+/// stands for (`use tables::K as T;` for `T`), else each glob's (`use tables::*;` →
+/// `tables::name`).
+pub(crate) fn imported_as(from: &Module, name: &str) -> Vec<Vec<String>> {
+    let imported = imports(&from.items);
+    if let Some((_, target)) = imported.iter().find(|(n, _)| n == name) {
+        return vec![target.clone()];
+    }
+    imported
+        .into_iter()
+        .filter(|(n, _)| n == "*")
+        .map(|(_, mut prefix)| {
+            prefix.push(name.to_string());
+            prefix
+        })
+        .collect()
 }
 
 /// The names of `path`'s segments (`geom::Vec3<T>` → `["geom", "Vec3"]`).
