@@ -822,6 +822,15 @@ impl Inliner {
                     continue;
                 }
             }
+            // A `&mut f64` passed on to `v: &f64` lends it shared.
+            if let (Type::Reference(r), Expr::Reference(a)) = (&*pt.ty, arg) {
+                if r.mutability.is_none() && a.mutability.is_some() && names::is_number(&r.elem) {
+                    let place = &a.expr;
+                    temps.extend(quote_spanned!(arg.span()=> let #t = &#place;));
+                    binds.extend(quote_spanned!(span=> let #pat = #t;));
+                    continue;
+                }
+            }
             temps.extend(quote_spanned!(arg.span()=> let #t = #arg;));
             binds.extend(quote_spanned!(span=> let #pat = #t;));
         }

@@ -302,8 +302,8 @@ pub(super) fn reborrow_mut_params(helper: &syn::ItemFn, block: &mut syn::Block) 
 }
 
 /// `block` with the parameter `param: &mut f64` read and written through `copy`, a local
-/// holding its value: `*param` is `copy`, and `param` passed on (to a helper taking `&mut
-/// f64`) is `&mut copy`; not where a pattern binds another `param` (a `let`, a closure's
+/// holding its value: `*param` and a method's receiver `param.sin()` are `copy`, and
+/// `param` passed on (to a helper taking `&mut f64` or `&f64`) is `&mut copy`; not where a pattern binds another `param` (a `let`, a closure's
 /// or a `for` loop's pattern, a `match` arm, `if let`/`while let`).
 pub(super) fn through_copy(block: &mut syn::Block, param: &syn::Ident, copy: &syn::Ident) {
     struct Through<'a>(&'a syn::Ident, &'a syn::Ident);
@@ -327,6 +327,12 @@ pub(super) fn through_copy(block: &mut syn::Block, param: &syn::Ident, copy: &sy
                 match stmt {
                     syn::Stmt::Local(l) => {
                         if let Some(init) = &mut l.init {
+                            // `let v = acc;`: a helper's `&f64` parameter, inlined before
+                            // (a shared borrow of a number reads as its value).
+                            if matches!(&*init.expr, Expr::Path(p) if p.path.is_ident(self.0)) {
+                                let copy = self.1;
+                                *init.expr = syn::parse_quote_spanned!(copy.span()=> #copy);
+                            }
                             self.visit_expr_mut(&mut init.expr);
                             if let Some((_, d)) = &mut init.diverge {
                                 self.visit_expr_mut(d);
@@ -355,6 +361,15 @@ pub(super) fn through_copy(block: &mut syn::Block, param: &syn::Ident, copy: &sy
                 }
                 Expr::Path(p) if p.path.is_ident(param) => {
                     *e = syn::parse_quote_spanned!(param.span()=> &mut #copy);
+                    return;
+                }
+                // `acc.sin()`: a method of the number.
+                Expr::MethodCall(m) if matches!(&*m.receiver, Expr::Path(p) if p.path.is_ident(param)) =>
+                {
+                    *m.receiver = syn::parse_quote_spanned!(param.span()=> #copy);
+                    for a in m.args.iter_mut() {
+                        self.visit_expr_mut(a);
+                    }
                     return;
                 }
                 Expr::Closure(c) if c.inputs.iter().any(|p| self.binds(p)) => return,
