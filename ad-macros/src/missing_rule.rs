@@ -118,11 +118,15 @@ pub fn check_paths(
     let module = root.descend(&at)?;
     let mut calls = path_callees(item);
     // A callee imported by name is called by the import's path (see [`chosen_names`]).
+    // Only callees whose derivatives the generated code calls by a path (after
+    // [`chosen_names`]): none, in most functions, so nothing is resolved.
+    let mut by_path = Vec::new();
+    path_derivative_calls(generated.clone(), None, &mut by_path);
     for (name, func) in plain_calls(item) {
         let defined = items
             .iter()
             .any(|it| matches!(it, syn::Item::Fn(f) if f.sig.ident == name));
-        if defined || by_macro {
+        if defined || by_macro || by_path.is_empty() {
             continue;
         }
         let Some(target) = imported_path(&module, &name) else {
@@ -132,6 +136,9 @@ pub fn check_paths(
             continue;
         };
         let real = f.sig.ident.to_string();
+        if !by_path.iter().any(|(base, _)| *base == real) {
+            continue;
+        }
         if let Some(path) = route(&module, &target, &real, &real) {
             calls.push((path, func));
         }
@@ -142,8 +149,9 @@ pub fn check_paths(
     let mut errors: Option<syn::Error> = None;
     for (path, at) in calls {
         let name = path.last().expect("a path has a segment").clone();
-        let mut uses = Vec::new();
-        path_derivative_calls(generated.clone(), &name, &mut uses);
+        let mut calls_of = Vec::new();
+        path_derivative_calls(generated.clone(), Some(&name), &mut calls_of);
+        let uses: Vec<&'static str> = calls_of.into_iter().map(|(_, s)| s).collect();
         if uses.is_empty() {
             continue;
         }
@@ -395,9 +403,13 @@ fn plain_calls(item: &syn::ItemFn) -> Vec<(String, TokenStream)> {
     v.0
 }
 
-/// The suffixes (`_fwd`, `_rev`) of the calls `..::NAME_fwd(..)`/`..::NAME_rev(..)` by a
-/// path in the generated code.
-fn path_derivative_calls(tokens: TokenStream, name: &str, out: &mut Vec<&'static str>) {
+/// The calls `..::NAME_fwd(..)`/`..::NAME_rev(..)` by a path in the generated code, as
+/// (NAME, suffix): of the callee `name`, or with `None` of any.
+fn path_derivative_calls(
+    tokens: TokenStream,
+    name: Option<&str>,
+    out: &mut Vec<(String, &'static str)>,
+) {
     let trees: Vec<TokenTree> = tokens.into_iter().collect();
     for (k, t) in trees.iter().enumerate() {
         match t {
@@ -414,8 +426,10 @@ fn path_derivative_calls(tokens: TokenStream, name: &str, out: &mut Vec<&'static
                 }
                 let id = id.to_string();
                 for suffix in ["_fwd", "_rev"] {
-                    if id.strip_suffix(suffix) == Some(name) {
-                        out.push(suffix);
+                    if let Some(base) = id.strip_suffix(suffix) {
+                        if name.is_none_or(|n| n == base) {
+                            out.push((base.to_string(), suffix));
+                        }
                     }
                 }
             }
@@ -473,8 +487,13 @@ pub fn chosen_names(
                 inline: Vec::new(),
             };
             let here = root.descend(&at)?;
+            // Only callees whose derivatives the generated code calls (not inlined ones).
+            let generated_idents = idents(generated.clone());
             for name in &called {
-                if defined(name) {
+                let calls_rule = ["_fwd", "_rev"]
+                    .iter()
+                    .any(|s| generated_idents.contains(&format!("{name}{s}")));
+                if defined(name) || !calls_rule {
                     continue;
                 }
                 let Some(target) = imported_path(&here, name) else {
