@@ -379,6 +379,7 @@ numeric_tests! {
         values_in_branches_and_rayon,
         scalar_references_to_helpers,
         mutable_scalar_references_to_helpers,
+        mutable_scalar_references_in_checkpoints_and_rayon,
     ],
     /// Issue 48: helpers brought in by `use` (by name, renamed, re-exported, by a glob),
     /// with their derivatives called where they are defined.

@@ -722,3 +722,79 @@ pub fn mutable_scalar_references_to_helpers() {
         tols: TOLS,
     });
 }
+
+/// `&mut f64` helpers inside the other features: Euler steps in place in a
+/// Revolve-checkpointed loop, and an accumulator local to a rayon closure.
+#[differentiate(forward, reverse)]
+pub fn stepped_in_place(v: &mut [f64], out: &mut [f64], k: f64, steps: usize) -> f64 {
+    let (mut e, mut kin, mut last) = (0.0, 0.0, 0.0);
+    #[checkpoint(revolve(snapshots = 2))]
+    for _ in 0..steps {
+        for i in 0..v.len() {
+            last += euler_step(&mut v[i], k, 0.1, &mut e, &mut kin);
+        }
+    }
+    out.par_iter_mut().enumerate().for_each(|(i, o)| {
+        let mut s = 0.0;
+        accumulate(&mut s, v[i], k);
+        add_positive(&mut s, v[i]);
+        *o = s;
+    });
+    (e + kin) * last
+}
+
+fn stepped_in_place_by_hand(v: &[f64], k: f64, steps: usize) -> Vec<f64> {
+    let mut v = v.to_vec();
+    let (mut e, mut last) = (0.0, 0.0);
+    for _ in 0..steps {
+        for x in v.iter_mut() {
+            last += *x;
+            *x -= 0.1 * k * x.sin();
+            e += *x * *x;
+        }
+    }
+    let out: Vec<f64> = v.iter().map(|x| k * x * x + x.max(0.0).powi(2)).collect();
+    let mut all = vec![e * last];
+    all.extend(&v);
+    all.extend(out);
+    all
+}
+
+pub fn mutable_scalar_references_in_checkpoints_and_rayon() {
+    let x = [0.4, -1.1, 0.9, 2.0, 0.6];
+    let m = x.len() - 1;
+    let steps = 5;
+    let run = |x: &[f64]| {
+        let mut v = x[..m].to_vec();
+        let mut out = zeros(m);
+        let r = stepped_in_place(&mut v, &mut out, x[m], steps);
+        cat(&[&[r], &v, &out])
+    };
+    assert_all_close(
+        "stepped_in_place",
+        &run(&x),
+        &stepped_in_place_by_hand(&x[..m], x[m], steps),
+        1e-13,
+        1e-14,
+    );
+    check_fwd_rev(&Case {
+        name: "stepped_in_place",
+        x: &x,
+        primal: &run,
+        jvp: &|x, d| {
+            let (mut v, mut dv) = (x[..m].to_vec(), d[..m].to_vec());
+            let (mut o, mut dout) = (zeros(m), zeros(m));
+            let (r, dr) = stepped_in_place_fwd(&mut v, &mut dv, &mut o, &mut dout, x[m], d[m], steps);
+            (cat(&[&[r], &v, &o]), cat(&[&[dr], &dv, &dout]))
+        },
+        vjp: &|x, w| {
+            let mut v = x[..m].to_vec();
+            let mut dv = w[1..=m].to_vec();
+            let mut o = zeros(m);
+            let mut dout = w[m + 1..].to_vec();
+            let (r, dk) = stepped_in_place_rev(&mut v, &mut dv, &mut o, &mut dout, x[m], steps, w[0]);
+            (cat(&[&[r], &v, &o]), cat(&[&dv, &[dk]]))
+        },
+        tols: TOLS,
+    });
+}
