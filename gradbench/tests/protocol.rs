@@ -199,3 +199,52 @@ fn malformed_lines_get_an_error_not_a_crash() {
         (Some(3), Some(false))
     );
 }
+
+/// `ba` with fewer than 10 observations: `rows` has only `3p + 1` offsets, and the
+/// response still has GradBench's 31 entries per field, the missing offsets being those
+/// of empty rows after the last (the final offset, `31p`); `cols` and `vals` are long
+/// enough from one observation on.
+#[test]
+fn ba_with_few_observations_still_reports_31_entries() {
+    for p in [1_usize, 2, 9, 10] {
+        let message = format!(
+            r#"{{"id": 1, "kind": "evaluate", "module": "ba", "function": "jacobian", "input": {{"n": 2, "m": 3, "p": {p}, "cam": [0.1, -0.2, 0.3, 0.5, -0.4, -2.0, 400.0, 12.0, -8.0, 0.02, -0.003], "x": [0.3, 0.2, 4.0], "w": 0.8, "feat": [30.0, -20.0]}}}}"#
+        );
+        let Reply::Line(line) = respond(&message) else {
+            panic!("evaluate gets a response")
+        };
+        let response: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(response["success"], true, "p = {p}: {response}");
+        let jacobian = &response["output"];
+        for field in ["rows", "cols", "vals"] {
+            assert_eq!(
+                jacobian[field].as_array().unwrap().len(),
+                31,
+                "p = {p}: {field}"
+            );
+        }
+        let rows: Vec<u64> = jacobian["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect();
+        // 2p rows of 15 entries, then p rows of 1, then (p < 10) the final offset repeated.
+        let offsets = 3 * p + 1;
+        let want: Vec<u64> = (0..30)
+            .map(|r| {
+                let r = r.min(offsets - 1) as u64;
+                let p = p as u64;
+                if r <= 2 * p {
+                    15 * r
+                } else {
+                    30 * p + (r - 2 * p)
+                }
+            })
+            .chain([31 * p as u64])
+            .collect();
+        assert_eq!(rows, want, "p = {p}");
+        // The last `cols` entry is the last weight's column: 11 n + 3 m + p − 1.
+        assert_eq!(jacobian["cols"][30].as_u64(), Some((22 + 9 + p - 1) as u64));
+    }
+}

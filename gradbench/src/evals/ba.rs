@@ -234,10 +234,16 @@ impl Objective {
 
 impl SparseJacobian {
     pub fn output(&self) -> JacobianOutput {
+        /// The first 30 entries and the last: 31 whatever the size, as GradBench's
+        /// reference writes them. With fewer than 10 observations `rows` has only
+        /// `3p + 1` offsets; the missing ones are the final offset, the offsets of empty
+        /// rows after the last (the reference reads past its array there).
         fn head_and_last<T: Copy>(all: &[T]) -> Vec<T> {
-            let head = (2 * ROW_NONZEROS).min(all.len() - 1);
-            let mut out = all[..head].to_vec();
-            out.push(all[all.len() - 1]);
+            let head = 2 * ROW_NONZEROS;
+            let last = all[all.len() - 1];
+            let mut out: Vec<T> = all.iter().copied().take(head).collect();
+            out.resize(head, last);
+            out.push(last);
             out
         }
         JacobianOutput {

@@ -15,23 +15,26 @@ pub struct Input {
     pub n: usize,
 }
 
-/// The objective for the `m = x.len()` coefficients `x` and `n` sample points.
+/// The objective for the `m = x.len()` coefficients `x` and `n` sample points. The powers
+/// `tᵢʲ` are a running product (no `powi` in the inner loop), as the hand-written one does.
 #[differentiate(forward, reverse)]
 pub fn llsq(x: &[f64], n: usize) -> f64 {
-    let m = x.len();
     let mut sum = 0.0;
     for i in 0..n {
         let ti = -1.0 + (i as f64) * 2.0 / ((n - 1) as f64);
-        let mut inner = 0.0;
-        if ti > 0.0 {
-            inner = 1.0;
+        let mut residual = if ti > 0.0 {
+            1.0
         } else if ti < 0.0 {
-            inner = -1.0;
+            -1.0
+        } else {
+            0.0
+        };
+        let mut power = 1.0;
+        for xj in x {
+            residual -= xj * power;
+            power *= ti;
         }
-        for j in 0..m {
-            inner -= x[j] * ti.powi(j as i32);
-        }
-        sum += inner * inner;
+        sum += residual * residual;
     }
     sum / 2.0
 }
