@@ -236,6 +236,14 @@ pub fn plan(f: &Function) -> Windows {
 fn visit(f: &Function, b: Block, w: &mut Windows, shared: Option<&HashSet<Buf>>) {
     for &i in &f.block(b).insts {
         if is_checkpoint(f, i) {
+            // The reverse phase's blocks (advance, taped re-run, kept state, adjoint) are
+            // plain code in the arms of its `match`: their loops get windows as anywhere.
+            // The snapshot closures hold no loops.
+            if let InstKind::CkReverse { .. } = f.inst(i).kind {
+                for c in f.child_blocks(i) {
+                    visit(f, c, w, shared);
+                }
+            }
             continue;
         }
         if f.parallel.contains_key(&i) {

@@ -286,19 +286,33 @@ pub fn heat_rev(
                     let _v94 = _n_4 - 1;
                     _next_4[_v94] = 0.0f64;
                     let _v98 = _n_4 - 1;
+                    let _w_u_131_0 = if _v98 > 1 { &_u_2[1.._v98] } else { &_u_2[..0] };
+                    let _w_u_131_1 = if _v98 > 1 {
+                        &_u_2[0..usize::wrapping_sub(_v98, 1)]
+                    } else {
+                        &_u_2[..0]
+                    };
+                    let _w_u_131_2 = if _v98 > 1 {
+                        &_u_2[2..usize::wrapping_add(_v98, 1)]
+                    } else {
+                        &_u_2[..0]
+                    };
+                    let _w_next_131_3 = if _v98 > 1 {
+                        &mut _next_4[1.._v98]
+                    } else {
+                        &mut _next_4[..0]
+                    };
                     for _i_99 in 1.._v98 {
-                        let _v100 = _u_2[_i_99];
-                        let _v102 = _i_99 - 1;
-                        let _v103 = _u_2[_v102];
-                        let _v105 = _u_2[_i_99];
+                        let _v100 = _w_u_131_0[_i_99 - 1];
+                        let _v103 = _w_u_131_1[_i_99 - 1];
+                        let _v105 = _w_u_131_0[_i_99 - 1];
                         let _v106 = 2.0f64 * _v105;
                         let _v107 = _v103 - _v106;
-                        let _v109 = _i_99 + 1;
-                        let _v110 = _u_2[_v109];
+                        let _v110 = _w_u_131_2[_i_99 - 1];
                         let _v111 = _v107 + _v110;
                         let _v112 = r * _v111;
                         let _v113 = _v100 + _v112;
-                        _next_4[_i_99] = _v113;
+                        _w_next_131_3[_i_99 - 1] = _v113;
                     }
                     ::core::mem::swap(&mut _u_2, &mut _next_4);
                     let _v115 = _ck_index_3;
@@ -324,23 +338,41 @@ pub fn heat_rev(
                 };
                 let mut _carry_shadow_14 = 0.0f64;
                 let mut _carry_shadow_15 = 0.0f64;
+                let _w_u_167_0 = if _v127 > 0 { &_u_2[0.._v127] } else { &_u_2[..0] };
+                let _w_u_167_1 = if _v127 > 0 {
+                    &_u_2[1..usize::wrapping_add(_v127, 1)]
+                } else {
+                    &_u_2[..0]
+                };
+                let _w_u_167_2 = if _v127 > 0 {
+                    &_u_2[2..usize::wrapping_add(_v127, 2)]
+                } else {
+                    &_u_2[..0]
+                };
+                let _w_zero_u_167_3 = if _v127 > 0 {
+                    &mut _zero_u_3[2..usize::wrapping_add(_v127, 2)]
+                } else {
+                    &mut _zero_u_3[..0]
+                };
+                let _w_zero_next_167_4 = if _v127 > 0 {
+                    &mut _zero_next_5[1..usize::wrapping_add(_v127, 1)]
+                } else {
+                    &mut _zero_next_5[..0]
+                };
                 for _rev_t_129 in (0.._v127).rev() {
-                    let _v130 = 1 + _rev_t_129;
                     let mut _adj_v16_9 = (-0.0f64);
                     let mut _adj_v19_10 = (-0.0f64);
                     let mut _adj_v21_11 = (-0.0f64);
                     let mut _adj_v26_12 = (-0.0f64);
                     let mut _adj_v29_13 = (-0.0f64);
-                    let _v136 = _zero_next_5[_v130];
+                    let _v136 = _w_zero_next_167_4[_rev_t_129];
                     _adj_v29_13 += _v136;
-                    _zero_next_5[_v130] = 0.0f64;
-                    let _v139 = _v130 - 1;
-                    let _v140 = _u_2[_v139];
-                    let _v142 = _u_2[_v130];
+                    _w_zero_next_167_4[_rev_t_129] = 0.0f64;
+                    let _v140 = _w_u_167_0[_rev_t_129];
+                    let _v142 = _w_u_167_1[_rev_t_129];
                     let _v143 = 2.0f64 * _v142;
                     let _v144 = _v140 - _v143;
-                    let _v146 = _v130 + 1;
-                    let _v147 = _u_2[_v146];
+                    let _v147 = _w_u_167_2[_rev_t_129];
                     let _v148 = _v144 + _v147;
                     let _v149 = _adj_v29_13;
                     let _v150 = _v148 * _v149;
@@ -358,7 +390,7 @@ pub fn heat_rev(
                     let _v157 = _adj_v16_9;
                     let _v168 = _carry_shadow_15;
                     let _v169 = _v154 + _v168;
-                    _zero_u_3[_v146] += _v169;
+                    _w_zero_u_167_3[_rev_t_129] += _v169;
                     let _v170 = _carry_shadow_14;
                     let _v172 = _v155 + _v157;
                     let _v173 = _v172 + _v170;
