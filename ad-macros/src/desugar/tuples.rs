@@ -10,6 +10,38 @@ use syn::spanned::Spanned;
 use syn::visit_mut::VisitMut;
 use syn::Expr;
 
+/// The places of a destructuring assignment's left side and the values of its right, leaf
+/// by leaf, where the right is a tuple of the same shape (`None` otherwise, or when the
+/// left is not nested and the right is no tuple).
+fn leaves<'a>(left: &'a Expr, right: &'a Expr) -> Option<(Vec<&'a Expr>, Vec<&'a Expr>)> {
+    fn walk<'a>(
+        l: &'a Expr,
+        r: &'a Expr,
+        places: &mut Vec<&'a Expr>,
+        values: &mut Vec<&'a Expr>,
+    ) -> bool {
+        match (l, r) {
+            (Expr::Tuple(lt), Expr::Tuple(rt)) => {
+                lt.elems.len() == rt.elems.len()
+                    && lt
+                        .elems
+                        .iter()
+                        .zip(&rt.elems)
+                        .all(|(l, r)| walk(l, r, places, values))
+            }
+            (Expr::Tuple(_), _) => false,
+            (Expr::Paren(p), r) => walk(&p.expr, r, places, values),
+            (l, r) => {
+                places.push(l);
+                values.push(r);
+                true
+            }
+        }
+    }
+    let (mut places, mut values) = (Vec::new(), Vec::new());
+    walk(left, right, &mut places, &mut values).then_some((places, values))
+}
+
 /// Rewrites the tuple locals of `block`.
 pub fn desugar(block: &mut syn::Block) {
     Tuples::default().visit_block_mut(block);
@@ -201,6 +233,39 @@ impl VisitMut for Tuples {
                 }
                 syn::visit_mut::visit_expr_field_mut(self, f);
             }
+            // `(a, b) = (b, a + b);`, destructuring assignment: every value first, into
+            // temporaries, then each place on the left (`_` skips one, a nested tuple
+            // takes its value apart in turn).
+            Expr::Assign(a) if matches!(&*a.left, Expr::Tuple(_)) => {
+                let span = a.span();
+                let k = self.fresh;
+                self.fresh += 1;
+                // A tuple of the same shape on the right is taken apart with the left, to
+                // its leaves: `(p, (q, r)) = (r, (p * q, q));` reads three values.
+                let (places, values) = match leaves(&a.left, &a.right) {
+                    Some((places, values)) => (places, quote_spanned!(span=> (#(#values),*))),
+                    None => {
+                        let Expr::Tuple(left) = &*a.left else {
+                            unreachable!()
+                        };
+                        let right = &a.right;
+                        (left.elems.iter().collect(), quote_spanned!(span=> #right))
+                    }
+                };
+                let tmp: Vec<syn::Ident> = (0..places.len())
+                    .map(|i| format_ident!("__tuple{}_{}", k, i, span = span))
+                    .collect();
+                let sets = places
+                    .iter()
+                    .zip(&tmp)
+                    .filter(|(place, _)| !matches!(place, Expr::Infer(_)))
+                    .map(|(place, t)| quote_spanned!(place.span()=> #place = #t;));
+                *e = syn::parse_quote_spanned!(span=> {
+                    let (#(#tmp),*) = #values;
+                    #(#sets)*
+                });
+                self.visit_expr_mut(e);
+            }
             // `t = (c, d);`: every value first, then the elements.
             Expr::Assign(a) => {
                 if let Some((name, n)) = self.local_of(&a.left) {
@@ -299,6 +364,30 @@ mod tests {
         let mut b: syn::Block = syn::parse_str(src).unwrap();
         desugar(&mut b);
         b.to_token_stream().to_string()
+    }
+
+    #[test]
+    fn destructuring_assignments_take_every_value_first() {
+        let out =
+            run("{ let (mut a, mut b) = (1.0, 2.0); (a, b) = (b, a + b); (a, _) = (b, 0.0); }");
+        assert!(
+            out.contains(
+                "let (__tuple0_0 , __tuple0_1) = (b , a + b) ; a = __tuple0_0 ; b = __tuple0_1 ;"
+            ),
+            "{out}"
+        );
+        assert!(
+            out.contains("let (__tuple1_0 , __tuple1_1) = (b , 0.0) ; a = __tuple1_0 ;"),
+            "{out}"
+        );
+        assert!(!out.contains("= __tuple1_1"), "{out}");
+        // A nested tuple on the left is taken apart in turn.
+        let out =
+            run("{ let (mut a, mut b, mut c) = (1.0, 2.0, 3.0); (a, (b, c)) = (c, (a, b)); }");
+        assert!(
+            out.contains("let (__tuple0_0 , __tuple0_1 , __tuple0_2) = (c , a , b) ; a = __tuple0_0 ; b = __tuple0_1 ; c = __tuple0_2 ;"),
+            "{out}"
+        );
     }
 
     #[test]
