@@ -1,11 +1,14 @@
 //! The scoreboard's own programs and hand-written adjoints (`benches/support/burgers2d.rs`,
-//! the rayon stencil of `parallel_programs.rs`): each gradient against central finite
-//! differences, and the hand-written adjoints equal to phidiff's.
+//! the rayon stencil of `parallel_programs.rs`, GradBench's `llsq` and `ode` in
+//! `gradbench_hand.rs`): each gradient against central finite differences, and the
+//! hand-written adjoints equal to phidiff's.
 
 mod common;
 
 #[path = "../benches/support/burgers2d.rs"]
 mod burgers2d;
+#[path = "../benches/support/gradbench_hand.rs"]
+mod gradbench_hand;
 #[path = "../benches/support/parallel_programs.rs"]
 mod parallel_programs;
 
@@ -88,4 +91,51 @@ fn rayon_stencil_hand_adjoint_matches_phidiff_and_finite_differences() {
     let v = burgers2d::heat2d_hand(&u, &mut out, &mut hand, r, n, 1.0);
     assert_close("heat2d_hand value", v, f(&u), 1e-13, 0.0);
     assert_rel("heat2d_hand vs phidiff", &hand, &generated, 1e-12);
+}
+
+/// GradBench's `llsq` and `ode` at sizes where the gradients are far from zero (for
+/// GradBench's larger `ode` inputs `y(2)`'s last element underflows): the GradBench tool's
+/// phidiff gradients against finite differences, and the hand-written ones against them.
+#[test]
+fn gradbench_llsq_and_ode_hand_gradients_match_phidiff() {
+    use phidiff_gradbench::evals::{llsq, ode};
+    let x: Vec<f64> = phidiff::check::random_vector(31, 7)
+        .iter()
+        .map(|v| 0.5 + 0.5 * v)
+        .collect();
+    for n in [2, 9, 40] {
+        let g = check_grad(
+            &format!("llsq n = {n}"),
+            &x,
+            &|x| llsq::llsq(x, n),
+            &|x| llsq::llsq_grad(x, n),
+            TOLS,
+        );
+        let mut hand = zeros(x.len());
+        let v = gradbench_hand::llsq_grad(&x, n, &mut hand);
+        assert_close("llsq hand value", v, llsq::llsq(&x, n), 1e-14, 0.0);
+        assert_rel(&format!("llsq hand (n = {n}) vs phidiff"), &hand, &g, 1e-12);
+    }
+    let x: Vec<f64> = phidiff::check::random_vector(32, 12)
+        .iter()
+        .map(|v| 1.0 + 0.5 * v)
+        .collect();
+    for s in [3, 5, 20] {
+        let last = |x: &[f64]| ode::primal(x, s)[x.len() - 1];
+        let g = check_grad(
+            &format!("ode s = {s}"),
+            &x,
+            &last,
+            &|x| (last(x), ode::gradient(x, s)),
+            TOLS,
+        );
+        // From y(0) = 0 a step carries the solution four components on (one per stage):
+        // after 3 steps the last of 12 elements depends on every x.
+        let reached = g.iter().filter(|v| v.abs() > 1e-8).count();
+        assert_eq!(reached, x.len(), "ode s = {s}: components reached");
+        let mut hand = zeros(x.len());
+        let v = gradbench_hand::ode_grad(&x, s, &mut hand);
+        assert_close("ode hand value", v, last(&x), 1e-14, 0.0);
+        assert_rel(&format!("ode hand (s = {s}) vs phidiff"), &hand, &g, 1e-12);
+    }
 }

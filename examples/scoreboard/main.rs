@@ -7,8 +7,10 @@
 //!
 //! Programs: ADBench GMM (d = 2 … 64, K = 5 … 100, n = 1000), ADBench LSTM (l = 2,
 //! c = 1024), ADBench BA (ba1: the sparse Jacobian, one batched reverse sweep per
-//! observation), Rosenbrock, 2-D Burgers (Revolve, and fully taped), a rayon stencil, and
-//! GradBench's hand tracking on a synthetic hand (the `3n × 26` Jacobian).
+//! observation), Rosenbrock, 2-D Burgers (Revolve, and fully taped), a rayon stencil,
+//! GradBench's hand tracking on a synthetic hand (the `3n × 26` Jacobian), and GradBench's
+//! `llsq` and `ode` as the GradBench tool writes them (their hand-written gradients stand in
+//! for GradBench's C++ `manual` tool).
 //! Peers: a hand-written adjoint, central finite differences, echidna (tape-based reverse
 //! mode), num-dual (forward mode), and JAX (jit) and PyTorch through `benches/peers/jax_torch.py`
 //! when `.venv-peers/` exists (`scripts/peers-venv` makes it; `PHIDIFF_PEERS_PYTHON` names
@@ -28,7 +30,7 @@
 //! `benches/results/` (or `--out`), and with `--update-readme` replaces the table in
 //! README.md between its scoreboard markers. `--only gmm_d10,stencil` runs the programs
 //! named by a key or by its parts up to an underscore (`gmm`, `gmm_d2`, `gmm_d2_K5`,
-//! `lstm`, `ba1`, `rosenbrock`, `burgers2d`, `stencil`, `ht`, …) and prints their rows, written
+//! `lstm`, `ba1`, `rosenbrock`, `burgers2d`, `stencil`, `ht`, `llsq`, `ode`, …) and prints their rows, written
 //! only with `--out`: a quick look at one row, timed in the scoreboard's own binary.
 
 #[path = "../../benches/support/adbench.rs"]
@@ -43,6 +45,8 @@ mod functions;
 mod gmm;
 #[path = "../../benches/support/gmm_hand.rs"]
 mod gmm_hand;
+#[path = "../../benches/support/gradbench_hand.rs"]
+mod gradbench_hand;
 #[path = "../../benches/support/ht_hand.rs"]
 mod ht_hand;
 #[path = "../../benches/support/lstm.rs"]
