@@ -265,7 +265,7 @@ pub fn reprojection_error(cam: &[f64], x: &[f64], w: f64, feat: &[f64], err: &mu
     let p2 = x[2] - cam[5];
     let sqtheta = cam[0] * cam[0] + cam[1] * cam[1] + cam[2] * cam[2];
     // The rotated point.
-    let mut r = vec![0.0; 3];
+    let mut r = [0.0; 3];
     if sqtheta != 0.0 {
         let theta = sqtheta.sqrt();
         let costheta = theta.cos();

@@ -154,11 +154,14 @@ pub fn gmm_objective(
     log_gamma_term: f64,
 ) -> f64 {
     let l_size = d * (d - 1) / 2;
+    // Per component, once: Σⱼ qⱼ and the diagonal exp(qⱼ) of Qₖ (not once per point).
     let mut sum_q = vec![0.0; k];
+    let mut q_diag = vec![0.0; k * d];
     for ik in 0..k {
         let mut s = 0.0;
         for j in 0..d {
             s += q[ik * d + j];
+            q_diag[ik * d + j] = q[ik * d + j].exp();
         }
         sum_q[ik] = s;
     }
@@ -172,7 +175,7 @@ pub fn gmm_objective(
                 centered[j] = x[ix * d + j] - mu[ik * d + j];
             }
             for j in 0..d {
-                qx[j] = q[ik * d + j].exp() * centered[j];
+                qx[j] = q_diag[ik * d + j] * centered[j];
             }
             // The strictly lower part, column by column.
             let mut li = 0;
@@ -218,8 +221,7 @@ pub fn gmm_objective(
     for ik in 0..k {
         let mut frobenius = 0.0;
         for j in 0..d {
-            let diagonal = q[ik * d + j].exp();
-            frobenius += diagonal * diagonal;
+            frobenius += q_diag[ik * d + j] * q_diag[ik * d + j];
         }
         for j in 0..l_size {
             frobenius += l[ik * l_size + j] * l[ik * l_size + j];
