@@ -308,6 +308,7 @@ numeric_tests! {
         rows_of_matrices,
         vectors_grown_by_runs,
         three_dimensional,
+        destructuring_assignments,
     ],
     /// Issue 46: views of two dimensions (planes of 3-D buffers, ranges of rows), rows of
     /// 3-D buffers passed to calls, `.flatten()` of rows.

@@ -1098,3 +1098,44 @@ pub fn three_dimensional() {
         },
     );
 }
+
+/// Destructuring assignment: a second-order recurrence carried as a pair,
+/// `(a, b) = (b, ..)`, a place skipped with `_`, and a nested tuple taken apart leaf by
+/// leaf (every value read before any place is written, as Rust does).
+#[differentiate(forward, reverse)]
+pub fn carried_pairs<T: Float + FromPrimitive>(x: &[T]) -> T {
+    let half = T::from_f64(0.5).unwrap();
+    let (mut a, mut b) = (x[0], x[1]);
+    let mut c = x[2];
+    for &xi in x {
+        (a, b) = (b, a * half + b * xi);
+        (c, _) = (c * half + a.sin(), T::zero());
+    }
+    let (mut p, mut q, mut r) = (a, b, c);
+    (p, (q, r)) = (r, (p * q, q));
+    p + q * r
+}
+
+/// The same recurrence with one variable per value, assigned through temporaries.
+fn carried_pairs_by_hand(x: &[f64]) -> f64 {
+    let (mut a, mut b, mut c) = (x[0], x[1], x[2]);
+    for &xi in x {
+        let next_b = a * 0.5 + b * xi;
+        a = b;
+        b = next_b;
+        c = c * 0.5 + a.sin();
+    }
+    c + (a * b) * b
+}
+
+pub fn destructuring_assignments() {
+    let x = [0.4, -0.7, 0.9, 0.3, -0.2];
+    assert_close(
+        "carried_pairs",
+        carried_pairs(&x),
+        carried_pairs_by_hand(&x),
+        1e-14,
+        1e-15,
+    );
+    crate::check_slice_fn!(carried_pairs, carried_pairs_fwd, carried_pairs_rev, carried_pairs_grad, x);
+}
