@@ -26,7 +26,10 @@
 //! these accesses with the same `base`. Loops in parallel bodies get windows too, on
 //! shared slices and on the iteration's window of a buffer the parallel loop writes
 //! (`ad_rayon::Window`, which slices with one range check), not on its scatter targets
-//! and tapes. Loops in checkpointing closures are left alone,
+//! and tapes. Loops in the reverse phase of a checkpointed loop (its advance, taped re-run
+//! and adjoint blocks, plain code in the arms of its `match`) get windows too; a loop
+//! holding a checkpoint instruction itself (the forward sweep, whose snapshot closures
+//! borrow the state) is left alone,
 //! as are scratch slots and two-dimensional buffers (the tapes of loops nested in
 //! parallel loops among them), except, in serial code, a row whose index is fixed for
 //! the loop (`m[i][t]` in `for t`, as `row.iter().zip(x)` over a row view gives):
