@@ -34,6 +34,15 @@ fn floats(value: &Value) -> Vec<f64> {
         .collect()
 }
 
+fn integers(value: &Value) -> Vec<u64> {
+    value
+        .as_array()
+        .unwrap_or_else(|| panic!("not an array: {value}"))
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect()
+}
+
 /// Checks the fields every response of a kind has; returns the evaluate output.
 fn check_common(message: &Value, response: &Value) {
     assert_eq!(response["id"], message["id"], "response id");
@@ -139,21 +148,11 @@ fn every_module_answers_in_its_output_format() {
     for field in ["rows", "cols", "vals"] {
         assert_eq!(jacobian[field].as_array().unwrap().len(), 31, "{field}");
     }
-    let rows: Vec<u64> = jacobian["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_u64().unwrap())
-        .collect();
+    let rows = integers(&jacobian["rows"]);
     assert_eq!(&rows[..3], &[0, 15, 30]);
     // 2p rows of 15 entries, then p rows of 1.
     assert_eq!(rows[30], 31 * 12);
-    let cols: Vec<u64> = jacobian["cols"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_u64().unwrap())
-        .collect();
+    let cols = integers(&jacobian["cols"]);
     // Camera 0, point 0 (after 3 cameras), weight 0 (after 5 points), then the last weight.
     assert_eq!(
         &cols[..15],
@@ -223,12 +222,7 @@ fn ba_with_few_observations_still_reports_31_entries() {
                 "p = {p}: {field}"
             );
         }
-        let rows: Vec<u64> = jacobian["rows"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_u64().unwrap())
-            .collect();
+        let rows = integers(&jacobian["rows"]);
         // 2p rows of 15 entries, then p rows of 1, then (p < 10) the final offset repeated.
         let offsets = 3 * p + 1;
         let want: Vec<u64> = (0..30)
