@@ -69,13 +69,15 @@ impl<'ast> Visit<'ast> for Scan {
         self.depth -= 1;
     }
     fn visit_local(&mut self, l: &'ast syn::Local) {
-        let mut pat = &l.pat;
-        if let syn::Pat::Type(t) = pat {
-            pat = &t.pat;
+        // Every name the pattern binds: `let x`, and `let (mut p, q)`, `let [a, b]`, nested.
+        struct Names<'s>(&'s mut Vec<String>);
+        impl<'ast> Visit<'ast> for Names<'_> {
+            fn visit_pat_ident(&mut self, pi: &'ast syn::PatIdent) {
+                self.0.push(pi.ident.to_string());
+                syn::visit::visit_pat_ident(self, pi);
+            }
         }
-        if let syn::Pat::Ident(pi) = pat {
-            self.declared.push(pi.ident.to_string());
-        }
+        Names(&mut self.declared).visit_pat(&l.pat);
         syn::visit::visit_local(self, l);
     }
     fn visit_expr_closure(&mut self, _: &'ast syn::ExprClosure) {}

@@ -12,34 +12,56 @@ use syn::Expr;
 
 /// The places of a destructuring assignment's left side and the values of its right, leaf
 /// by leaf, where the right is a tuple of the same shape (`None` otherwise, or when the
-/// left is not nested and the right is no tuple).
-fn leaves<'a>(left: &'a Expr, right: &'a Expr) -> Option<(Vec<&'a Expr>, Vec<&'a Expr>)> {
-    fn walk<'a>(
-        l: &'a Expr,
-        r: &'a Expr,
-        places: &mut Vec<&'a Expr>,
-        values: &mut Vec<&'a Expr>,
-    ) -> bool {
+/// left is not nested and the right is no tuple). A value that a rest `..` skips has no
+/// place (`None`): it is still read, as Rust reads the whole right side.
+type Leaves<'a> = (Vec<Option<&'a Expr>>, Vec<&'a Expr>);
+fn leaves<'a>(left: &'a Expr, right: &'a Expr) -> Option<Leaves<'a>> {
+    fn walk<'a>(l: &'a Expr, r: &'a Expr, out: &mut Leaves<'a>) -> bool {
         match (l, r) {
             (Expr::Tuple(lt), Expr::Tuple(rt)) => {
-                lt.elems.len() == rt.elems.len()
-                    && lt
-                        .elems
-                        .iter()
-                        .zip(&rt.elems)
-                        .all(|(l, r)| walk(l, r, places, values))
+                let (before, after) = match lt.elems.iter().position(is_rest) {
+                    Some(k) => (k, lt.elems.len() - 1 - k),
+                    None if lt.elems.len() == rt.elems.len() => (lt.elems.len(), 0),
+                    None => return false,
+                };
+                let n = rt.elems.len();
+                if before + after > n || lt.elems.iter().filter(|e| is_rest(e)).count() > 1 {
+                    return false;
+                }
+                let places = lt.elems.iter().filter(|e| !is_rest(e));
+                let (head, tail): (Vec<_>, Vec<_>) =
+                    places.enumerate().partition(|(i, _)| *i < before);
+                let skipped = n - before - after;
+                let mut ok = true;
+                for (k, r) in rt.elems.iter().enumerate() {
+                    ok &= if k < before {
+                        walk(head[k].1, r, out)
+                    } else if k < before + skipped {
+                        out.0.push(None);
+                        out.1.push(r);
+                        true
+                    } else {
+                        walk(tail[k - before - skipped].1, r, out)
+                    };
+                }
+                ok
             }
             (Expr::Tuple(_), _) => false,
-            (Expr::Paren(p), r) => walk(&p.expr, r, places, values),
+            (Expr::Paren(p), r) => walk(&p.expr, r, out),
             (l, r) => {
-                places.push(l);
-                values.push(r);
+                out.0.push(Some(l));
+                out.1.push(r);
                 true
             }
         }
     }
-    let (mut places, mut values) = (Vec::new(), Vec::new());
-    walk(left, right, &mut places, &mut values).then_some((places, values))
+    let mut out = (Vec::new(), Vec::new());
+    walk(left, right, &mut out).then_some(out)
+}
+
+/// `..` in a destructuring assignment's tuple: the elements it skips.
+fn is_rest(e: &Expr) -> bool {
+    matches!(e, Expr::Range(r) if r.start.is_none() && r.end.is_none())
 }
 
 /// Rewrites the tuple locals of `block`.
@@ -249,19 +271,28 @@ impl VisitMut for Tuples {
                             unreachable!()
                         };
                         let right = &a.right;
-                        (left.elems.iter().collect(), quote_spanned!(span=> #right))
+                        (
+                            left.elems.iter().map(Some).collect(),
+                            quote_spanned!(span=> #right),
+                        )
                     }
                 };
-                let tmp: Vec<syn::Ident> = (0..places.len())
-                    .map(|i| format_ident!("__tuple{}_{}", k, i, span = span))
-                    .collect();
-                let sets = places
-                    .iter()
-                    .zip(&tmp)
-                    .filter(|(place, _)| !matches!(place, Expr::Infer(_)))
-                    .map(|(place, t)| quote_spanned!(place.span()=> #place = #t;));
+                // A temporary per place; a rest `..` stays in the pattern (`let (t0, .., t1)`).
+                let mut pattern = Vec::new();
+                let mut sets = Vec::new();
+                for (i, place) in places.iter().enumerate() {
+                    if let Some(rest) = place.filter(|p| is_rest(p)) {
+                        pattern.push(quote_spanned!(rest.span()=> ..));
+                        continue;
+                    }
+                    let t = format_ident!("__tuple{}_{}", k, i, span = span);
+                    pattern.push(quote_spanned!(span=> #t));
+                    if let Some(place) = place.filter(|p| !matches!(p, Expr::Infer(_))) {
+                        sets.push(quote_spanned!(place.span()=> #place = #t;));
+                    }
+                }
                 *e = syn::parse_quote_spanned!(span=> {
-                    let (#(#tmp),*) = #values;
+                    let (#(#pattern),*) = #values;
                     #(#sets)*
                 });
                 self.visit_expr_mut(e);
@@ -386,6 +417,21 @@ mod tests {
             run("{ let (mut a, mut b, mut c) = (1.0, 2.0, 3.0); (a, (b, c)) = (c, (a, b)); }");
         assert!(
             out.contains("let (__tuple0_0 , __tuple0_1 , __tuple0_2) = (c , a , b) ; a = __tuple0_0 ; b = __tuple0_1 ; c = __tuple0_2 ;"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn destructuring_assignments_with_a_rest_read_the_skipped_values() {
+        let out = run("{ let (mut a, mut b) = (1.0, 2.0); (a, .., b) = (b, a * b, 3.0, a); }");
+        assert!(
+            out.contains("let (__tuple0_0 , __tuple0_1 , __tuple0_2 , __tuple0_3) = (b , a * b , 3.0 , a) ; a = __tuple0_0 ; b = __tuple0_3 ;"),
+            "{out}"
+        );
+        // Without a tuple on the right the rest stays in the pattern.
+        let out = run("{ let (mut a, mut b) = (1.0, 2.0); (a, ..) = f(); }");
+        assert!(
+            out.contains("let (__tuple0_0 , ..) = f () ; a = __tuple0_0 ;"),
             "{out}"
         );
     }
