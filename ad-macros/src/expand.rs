@@ -601,15 +601,54 @@ fn cuda_module(
     let adjoint_name = format!("{name}_rev");
     let primal = codegen::cuda::kernel(&compiled.primal, &primal_name, &sig.float, &int_elem)
         .map_err(at_fn)?;
-    let adjoint = codegen::cuda::kernel(&compiled.reverse, &adjoint_name, &sig.float, &int_elem)
-        .map_err(at_fn)?;
     let n_adjoints = compiled.reverse.block(compiled.reverse.body).yields.len();
-    let index_is_usize = matches!(item.sig.inputs.first(), Some(syn::FnArg::Typed(t))
-        if { let ty = &t.ty; quote!(#ty).to_string() == "usize" });
+    let (adjoint, gathered) = cuda_adjoint(compiled, item, &sig.float, &int_elem).map_err(at_fn)?;
+    let index_is_usize =
+        param_type(item, &compiled.primal.params[0].name).as_deref() == Some("usize");
+    let finish_name = format!("{name}_rev_finish");
+    let gather_fns = match &gathered {
+        None => None,
+        Some(g) => {
+            let header = Header {
+                item,
+                sig,
+                krate: &opts.krate,
+            };
+            let main = format_ident!("__phidiff_{}_rev_gather", name);
+            let finish = g
+                .finish
+                .as_ref()
+                .map(|_| format_ident!("__phidiff_{}_rev_finish", name));
+            let mut fns = gather_fn(&header, &main, &g.main, n_adjoints)?;
+            if let (Some(fname), Some(f)) = (&finish, &g.finish) {
+                fns.extend(gather_fn(&header, fname, f, n_adjoints)?);
+            }
+            Some((main, finish, fns))
+        }
+    };
     let parallel_body =
         (index_is_usize && codegen::cuda::owned_only(&compiled.primal)).then_some(&*item.block);
-    let launchers =
-        codegen::cuda_launch::launchers(sig, &opts.krate, name, n_adjoints, parallel_body);
+    let gather = gathered
+        .as_ref()
+        .zip(gather_fns.as_ref())
+        .map(|(g, (main, finish, _))| codegen::cuda_launch::Gather {
+            main: main.clone(),
+            finish: finish.clone(),
+            gathered: g.gathered.iter().map(|n| format_ident!("{}", n)).collect(),
+        });
+    let launchers = codegen::cuda_launch::launchers(
+        sig,
+        &opts.krate,
+        name,
+        n_adjoints,
+        parallel_body,
+        gather.as_ref(),
+    );
+    let finish_const = match gathered.as_ref().and_then(|g| g.finish.as_ref()) {
+        Some(_) => quote!(Some(#finish_name)),
+        None => quote!(None),
+    };
+    let gather_fns = gather_fns.map(|(_, _, fns)| fns);
     let module = format_ident!("{}_cuda", name);
     let vis = &item.vis;
     let doc =
@@ -624,11 +663,99 @@ fn cuda_module(
             pub const PRIMAL: &str = #primal;
             /// The name of the adjoint kernel in [`ADJOINT`].
             pub const ADJOINT_NAME: &str = #adjoint_name;
-            /// The adjoint kernel: each thread runs the element's forward then reverse sweep.
+            /// The adjoint kernel: each thread runs the element's forward then reverse sweep
+            /// (and, in the gather form, those of its neighbours its element's adjoint
+            /// needs; see `docs/cuda.md`).
             pub const ADJOINT: &str = #adjoint;
+            /// The kernel of [`ADJOINT`] that [`launch_rev`] runs after [`ADJOINT_NAME`], if
+            /// there is one: the stores the gather form moves out of the first kernel
+            /// (clearing output shadows that neighbouring threads read there).
+            pub const FINISH_NAME: Option<&str> = #finish_const;
             #launchers
         }
+        #gather_fns
     })
+}
+
+/// The Rust type of parameter `name` of `item`, as text.
+fn param_type(item: &syn::ItemFn, name: &str) -> Option<String> {
+    item.sig.inputs.iter().find_map(|a| match a {
+        syn::FnArg::Typed(t) => match &*t.pat {
+            syn::Pat::Ident(q) if q.ident == name => {
+                let ty = &t.ty;
+                Some(quote!(#ty).to_string())
+            }
+            _ => None,
+        },
+        syn::FnArg::Receiver(_) => None,
+    })
+}
+
+/// The CUDA C of an element function's adjoint: the gather form's kernels where it has
+/// one (`derivative::gather`: its shifted adds summed by the thread that owns the
+/// element, then the finishing stores), the adjoint program's kernel otherwise.
+pub fn cuda_adjoint(
+    compiled: &Compiled,
+    item: &syn::ItemFn,
+    float: &signature::FloatTy,
+    int_elem: &dyn Fn(&str) -> Option<&'static str>,
+) -> Result<(String, Option<crate::derivative::gather::Gathered>), String> {
+    let name = item.sig.ident.to_string();
+    let adjoint_name = format!("{name}_rev");
+    // Its index arithmetic is `usize`'s in the CPU launcher, so the thread index and the
+    // parameters in shifts are `usize`s.
+    let index_is_usize =
+        param_type(item, &compiled.primal.params[0].name).as_deref() == Some("usize");
+    let unsigned =
+        |n: usize| param_type(item, &compiled.reverse.params[n].name).as_deref() == Some("usize");
+    let gathered = index_is_usize
+        .then(|| crate::derivative::gather::gather(&compiled.reverse, &unsigned))
+        .flatten();
+    let Some(g) = gathered else {
+        let text = codegen::cuda::kernel(&compiled.reverse, &adjoint_name, float, int_elem)?;
+        return Ok((text, None));
+    };
+    let threads = Some(g.main.params.len() - 1);
+    let mut text =
+        codegen::cuda::kernel_with_count(&g.main, &adjoint_name, float, int_elem, threads)?;
+    if let Some(finish) = &g.finish {
+        text.push('\n');
+        text.push_str(&codegen::cuda::kernel_with_count(
+            finish,
+            &format!("{name}_rev_finish"),
+            float,
+            int_elem,
+            threads,
+        )?);
+    }
+    Ok((text, Some(g)))
+}
+
+/// The Rust function of a gather-form program (see `derivative::gather`): `_rev`'s
+/// parameters, then the number of threads; it returns the scalar adjoints as `_rev` does
+/// (zeros for the finishing program, which yields none).
+fn gather_fn(
+    header: &Header,
+    name: &syn::Ident,
+    f: &ir::Function,
+    n_adjoints: usize,
+) -> syn::Result<TokenStream> {
+    let mut f = f.clone();
+    if f.block(f.body).yields.len() != n_adjoints {
+        let body = f.body;
+        let mut b = ir::builder::Builder::new(&mut f, body);
+        let zeros = (0..n_adjoints).map(|_| b.fconst(0.0)).collect();
+        b.set_yields(body, zeros);
+    }
+    verify(&f).map_err(|e| internal("the gather form", e, &f))?;
+    let layout = Layout::reverse(header.sig);
+    let mut bindings = layout.bindings(header.sig, false);
+    bindings.push(Binding::Reference);
+    let body = codegen::body(&f, &header.sig.float, header.krate, bindings, &[]);
+    let mut item: syn::ItemFn = syn::parse2(header.reverse(name, body))?;
+    item.sig.inputs.push(syn::parse_quote!(__phidiff_n: usize));
+    item.attrs.push(syn::parse_quote!(#[doc(hidden)]));
+    Ok(quote!(#item))
 }
 
 /// Compiles a function with `forward, reverse` for tests; errors as text.

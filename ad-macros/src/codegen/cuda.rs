@@ -45,6 +45,19 @@ pub fn kernel(
     float: &FloatTy,
     int_elem: &dyn Fn(&str) -> Option<&'static str>,
 ) -> Result<String, String> {
+    kernel_with_count(f, name, float, int_elem, None)
+}
+
+/// [`kernel`] of a program whose integer parameter `threads` is the number of elements,
+/// which may be fewer than the kernel's threads (the gather form's, see
+/// `derivative::gather`): the kernel parameter `phidiff_elements`.
+pub fn kernel_with_count(
+    f: &Function,
+    name: &str,
+    float: &FloatTy,
+    int_elem: &dyn Fn(&str) -> Option<&'static str>,
+    threads: Option<usize>,
+) -> Result<String, String> {
     let real = match float {
         FloatTy::F64 => "double",
         FloatTy::F32 => "float",
@@ -61,11 +74,12 @@ pub fn kernel(
         depth: 1,
         uses_uniform: false,
         thread: None,
-        shared: Default::default(),
+        threads,
+        owned: Default::default(),
         varies: Default::default(),
     };
     let params = cx.params(int_elem)?;
-    cx.shared = cx.shared_buffers();
+    cx.owned = cx.owned_buffers();
     let yields = f.block(f.body).yields.clone();
     let mut sig = params.join(", ");
     if !sig.is_empty() {
@@ -129,9 +143,10 @@ struct Cx<'a> {
     uses_uniform: bool,
     /// The thread index (the value of parameter 0).
     thread: Option<Value>,
-    /// The buffers some thread writes away from its own index: their adds at the
-    /// thread index must be atomic too (a neighbour may be adding there).
-    shared: std::collections::HashSet<Buf>,
+    /// The parameter holding the number of threads, if one does.
+    threads: Option<usize>,
+    /// The buffers each thread writes only in elements of its own (see `owned_buffers`).
+    owned: std::collections::HashSet<Buf>,
     /// `from_thread`'s answers so far.
     varies: std::cell::RefCell<std::collections::HashMap<Value, bool>>,
 }
@@ -208,6 +223,10 @@ impl Cx<'_> {
         let f = self.f;
         let mut out = Vec::new();
         for (n, p) in f.params.iter().enumerate() {
+            if Some(n) == self.threads {
+                out.push("const long long phidiff_elements".into());
+                continue;
+            }
             let name = self.param_name(n);
             match &p.kind {
                 ParamKind::Scalar(Ty::Int) if n == 0 => {}
@@ -271,6 +290,9 @@ impl Cx<'_> {
         let f = self.f;
         if let ValueDef::Result(i, 0) = f.value(v).def {
             if let InstKind::Param(n) = f.inst(i).kind {
+                if Some(n) == self.threads {
+                    return "phidiff_elements".into();
+                }
                 return self.param_name(n);
             }
         }
@@ -397,30 +419,41 @@ impl Cx<'_> {
         }
     }
 
-    /// The buffers written (`=` or `+=`) somewhere other than at the thread index. In a
-    /// stencil's adjoint, thread `i` adds into `du[i - 1]`, `du[i]` and `du[i + 1]`: its
-    /// add at `i` meets its neighbours' adds there, so it cannot be a plain `+=`.
-    fn shared_buffers(&self) -> std::collections::HashSet<Buf> {
-        let mut shared = std::collections::HashSet::new();
-        self.f
-            .walk(self.f.body, &mut |i| match &self.f.inst(i).kind {
-                InstKind::Store(buf, idx, _) | InstKind::StoreAdd(buf, idx, _)
-                    if idx.len() != 1 || self.add_kind(idx[0]) != AddKind::Own =>
-                {
-                    shared.insert(*buf);
+    /// The buffers each thread writes (`=` or `+=`) only in elements of its own: every
+    /// write at `a·i + c`, one stride `a ≥ 1` for all and `0 ≤ c < a` constants (`i` itself,
+    /// or `poses[3 * i + k]`), so no two threads meet at an element. In a stencil's
+    /// adjoint, thread `i` adds into `du[i - 1]`, `du[i]` and `du[i + 1]`: its add at `i`
+    /// meets its neighbours' adds there, so `du` is not owned, and even that add is atomic.
+    fn owned_buffers(&self) -> std::collections::HashSet<Buf> {
+        let ix = crate::derivative::gather::Indexing::new(self.f, &|_| false);
+        let mut stride: std::collections::HashMap<Buf, Option<i128>> = Default::default();
+        self.f.walk(self.f.body, &mut |i| {
+            if let InstKind::Store(buf, idx, _) | InstKind::StoreAdd(buf, idx, _) =
+                &self.f.inst(i).kind
+            {
+                let here = match idx.as_slice() {
+                    [k] => ix.affine(*k).and_then(|a| {
+                        let fits =
+                            a.coef >= 1 && a.terms.is_empty() && (0..a.coef).contains(&a.constant);
+                        fits.then_some(a.coef)
+                    }),
+                    _ => None,
+                };
+                let entry = stride.entry(*buf).or_insert(here);
+                if *entry != here {
+                    *entry = None;
                 }
-                _ => {}
-            });
-        shared
+            }
+        });
+        stride
+            .into_iter()
+            .filter_map(|(b, a)| a.map(|_| b))
+            .collect()
     }
 
-    /// How a `+=` at index `k` is emitted.
-    fn add_kind(&self, k: Value) -> AddKind {
-        let f = self.f;
-        let own = Some(k) == self.thread
-            || matches!(f.value(k).def, ValueDef::Result(d, 0)
-                if matches!(f.inst(d).kind, InstKind::Cast { value, .. } if Some(value) == self.thread));
-        if own {
+    /// How a `+=` into `buf` at index `k` is emitted.
+    fn add_kind(&self, buf: Buf, k: Value) -> AddKind {
+        if self.owned.contains(&buf) {
             AddKind::Own
         } else if !self.from_thread(k) {
             AddKind::Uniform
@@ -547,11 +580,7 @@ impl Cx<'_> {
             }
             StoreAdd(buf, idx, v) => {
                 let (p, x) = (self.elem(*buf, idx)?, self.val(*v));
-                let kind = match self.add_kind(idx[0]) {
-                    AddKind::Own if self.shared.contains(buf) => AddKind::Atomic,
-                    kind => kind,
-                };
-                match kind {
+                match self.add_kind(*buf, idx[0]) {
                     AddKind::Own => self.line(&format!("{p} += {x};")),
                     AddKind::Uniform => {
                         self.uses_uniform = true;

@@ -24,6 +24,16 @@ fn slice_elem(ty: &syn::Type) -> TokenStream {
     }
 }
 
+/// The gather form of an adjoint (see `derivative::gather`) as the launchers call it.
+pub struct Gather {
+    /// Its Rust function (`_rev`'s parameters, then the number of elements).
+    pub main: syn::Ident,
+    /// The Rust function of its finishing stores, if it has them.
+    pub finish: Option<syn::Ident>,
+    /// The slices it sums into: its kernel runs over the longest of them too.
+    pub gathered: Vec<syn::Ident>,
+}
+
 /// The launchers of an element function's kernels. `parallel_body`: the element
 /// function's body when its iterations are independent (it writes each slice only at the
 /// thread index, see `cuda::owned_only`) and its index is a `usize`: then `cpu` runs the
@@ -35,6 +45,7 @@ pub fn launchers(
     fname: &syn::Ident,
     n_adjoints: usize,
     parallel_body: Option<&syn::Block>,
+    gather: Option<&Gather>,
 ) -> TokenStream {
     let rt = quote!(#krate::cuda);
     let ft = sig.float.tokens();
@@ -137,29 +148,79 @@ pub fn launchers(
         )
     };
     let driver = quote!(|e| #rt::CudaError::Driver(format!("{e:?}")));
-    // The CPU adjoint: the scalar adjoints of every index, summed.
-    let (cpu_acc, cpu_add, cpu_result) = match n_adjoints {
-        0 => (
+    // The CPU adjoint: the scalar adjoints of every index, summed; in the gather form the
+    // gathering function of every index, then the finishing one of every index.
+    let (call, finish_loop, cpu_doc, span) = match gather {
+        None => (
+            quote!(super::#rev_fn(__i, #(#cr_args),*)),
             quote!(),
-            quote!(super::#rev_fn(__i, #(#cr_args),*);),
-            quote!(),
+            "The CPU reference of [`launch_rev`]: the element function's `_rev` for every index in `0..n`, in order; the scalar adjoints summed.",
+            quote!(n),
         ),
+        Some(g) => {
+            let main = &g.main;
+            let gathered = &g.gathered;
+            (
+                quote!(super::#main(__i, #(#cr_args,)* n)),
+                match &g.finish {
+                    Some(fin) => quote! {
+                        for __i in 0..n {
+                            super::#fin(__i, #(#cr_args,)* n);
+                        }
+                    },
+                    None => quote!(),
+                },
+                "The CPU counterpart of [`launch_rev`], in the same gather form as [`ADJOINT`]: for every element, in order, the sum of the adds that land on it (then the finishing stores of every index); the scalar adjoints summed. It equals the element function's `_rev` run for every index in `0..n`, up to the order of the sums.",
+                quote!(n #(.max(#gathered.len()))*),
+            )
+        }
+    };
+    let (cpu_acc, cpu_add, cpu_result) = match n_adjoints {
+        0 => (quote!(), quote!(#call;), quote!()),
         1 => (
             quote!(let mut __acc: #ft = 0.0 as #ft;),
-            quote!(__acc += super::#rev_fn(__i, #(#cr_args),*);),
+            quote!(__acc += #call;),
             quote!(__acc),
         ),
         k => {
             let idx: Vec<syn::Index> = (0..k).map(syn::Index::from).collect();
             (
                 quote!(let mut __acc = [0.0 as #ft; #k];),
-                quote!(let __r = super::#rev_fn(__i, #(#cr_args),*); #(__acc[#idx] += __r.#idx;)*),
+                quote!(let __r = #call; #(__acc[#idx] += __r.#idx;)*),
                 {
                     let picks = (0..k).map(|j| quote!(__acc[#j]));
                     quote!((#(#picks),*))
                 },
             )
         }
+    };
+    // The gather form's kernels: the number of elements before `phidiff_n`, the gathering
+    // kernel over the elements its adds reach, then the finishing kernel (the same
+    // arguments but the scalar adjoints) over the elements.
+    let (rev_threads, elements_arg, finish_launch) = match gather {
+        Some(g) => {
+            let gathered = &g.gathered;
+            let finish = match &g.finish {
+                Some(_) => quote! {
+                    let __f = gpu.kernel(FINISH_NAME.expect("a finishing kernel"), ADJOINT)?;
+                    let __n = n as u64;
+                    let mut __b = gpu.stream().launch_builder(&__f);
+                    #(#r_args)*
+                    __b.arg(&__elements);
+                    __b.arg(&__n);
+                    // SAFETY: as in `launch`; the finishing kernel takes the adjoint
+                    // kernel's parameters but the scalar adjoints.
+                    unsafe { __b.launch(gpu.config(n)) }.map_err(#driver)?;
+                },
+                None => quote!(),
+            };
+            (
+                quote!(n #(.max(#gathered.len()))*),
+                quote!(__b.arg(&__elements);),
+                finish,
+            )
+        }
+        None => (quote!(n), quote!(), quote!()),
     };
     let cpu_primal = match parallel_body {
         Some(body) => {
@@ -224,26 +285,30 @@ pub fn launchers(
             let __f = gpu.kernel(ADJOINT_NAME, ADJOINT)?;
             #(#locals)*
             #(#r_locals)*
-            let __n = n as u64;
+            let __threads: usize = #rev_threads;
+            let __elements = n as i64;
+            let __n = __threads as u64;
             #adj_alloc
             let mut __b = gpu.stream().launch_builder(&__f);
             #(#r_args)*
+            #elements_arg
             __b.arg(&__n);
             #adj_arg
             // SAFETY: as in `launch`.
-            unsafe { __b.launch(gpu.config(n)) }.map_err(#driver)?;
+            unsafe { __b.launch(gpu.config(__threads)) }.map_err(#driver)?;
+            #finish_launch
             #adj_result
         }
 
         #cpu_primal
 
-        /// The CPU reference of [`launch_rev`]: the element function's `_rev` for every
-        /// index in `0..n`, in order; the scalar adjoints summed.
+        #[doc = #cpu_doc]
         pub fn cpu_rev(n: usize, #(#cr_params),*) -> #adjoint_ty {
             #cpu_acc
-            for __i in 0..n {
+            for __i in 0..#span {
                 #cpu_add
             }
+            #finish_loop
             #cpu_result
         }
     }

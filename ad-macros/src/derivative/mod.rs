@@ -3,6 +3,7 @@
 
 pub mod batch;
 pub mod forward;
+pub mod gather;
 pub mod parallel;
 pub mod phi;
 pub mod reverse;

@@ -294,13 +294,8 @@ fn check_cuda(name: &str, item: proc_macro2::TokenStream) {
     let fname = item.sig.ident.to_string();
     let primal = crate::codegen::cuda::kernel(&compiled.primal, &fname, &float, &int_elem)
         .expect("primal kernel");
-    let adjoint = crate::codegen::cuda::kernel(
-        &compiled.reverse,
-        &format!("{fname}_rev"),
-        &float,
-        &int_elem,
-    )
-    .expect("adjoint kernel");
+    let (adjoint, _) =
+        crate::expand::cuda_adjoint(&compiled, &item, &float, &int_elem).expect("adjoint kernel");
     let text = format!("{primal}\n{adjoint}");
     let path =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("src/tests/snapshots/{name}.cu"));

@@ -5,6 +5,7 @@ mod coarsening;
 mod expansion;
 mod extremum;
 mod fused;
+mod gather;
 mod ir_snapshots;
 mod program_gen;
 mod random_programs;
