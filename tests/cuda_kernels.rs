@@ -134,8 +134,12 @@ fn adds_are_classified_by_index() {
         assert!(!rest.contains("du["), "{rest}");
     }
     assert!(heat2d_cuda::ADJOINT.contains("i >= w"));
-    // energy: one address for every thread, warp-aggregated in the primal too.
-    assert!(energy_cuda::PRIMAL.contains("phidiff_add_uniform(&total[0LL]"));
+    // energy: one address for every thread, once per thread: summed over the block, one
+    // atomic add per block, in the primal and in the adjoint's forward sweep.
+    for source in [energy_cuda::PRIMAL, energy_cuda::ADJOINT] {
+        assert!(source.contains("phidiff_add_block(&total[phidiff_at0], phidiff_sum0)"));
+        assert!(!source.contains("phidiff_add_uniform("));
+    }
     // gather: the computed index is atomic.
     assert!(gather_cuda::ADJOINT.contains("atomicAdd(&dx[v"));
     // score: the atom loop's index is the same in every thread (its bounds are), so the
@@ -195,7 +199,8 @@ fn atomic_adds_per_adjoint_kernel() {
             conserve_cuda::ADJOINT,
             &[("conserve_rev", 0), ("conserve_rev_finish", 0)],
         ),
-        // warp-aggregated adds (`phidiff_add_uniform`) at one address
+        // adds at one address: summed over the block (energy), warp-aggregated
+        // (`phidiff_add_uniform`) in a branch or a loop
         (energy_cuda::ADJOINT, &[("energy_rev", 0)]),
         (split_energy_cuda::ADJOINT, &[("split_energy_rev", 0)]),
         (score_cuda::ADJOINT, &[("score_rev", 0)]),
@@ -490,6 +495,26 @@ fn gpu_matches_cpu() {
     let dr_cpu = heat_cuda::cpu_rev(n, &u, &mut du, &mut out, &mut dout, 0.2);
     close("heat ū", &gpu.download(&du_d).unwrap(), &du);
     close("heat r̄", &[dr], &[dr_cpu]);
+    // Cleared by the finishing kernel, after the neighbours read it.
+    close("heat dout", &gpu.download(&dout_d).unwrap(), &dout);
+
+    // heat over a prefix of the elements: the gather kernel also runs on the elements
+    // past the threads, which the last threads' neighbour adds reach.
+    let part = n - 7;
+    let (mut out_d, mut dout_d, mut du_d) = (
+        gpu.zeros::<f64>(n).unwrap(),
+        gpu.upload(&ybar).unwrap(),
+        gpu.zeros::<f64>(n).unwrap(),
+    );
+    let dr =
+        heat_cuda::launch_rev(&gpu, part, &u_d, &mut du_d, &mut out_d, &mut dout_d, 0.2).unwrap();
+    let (mut out, mut dout, mut du) = (zeros(n), ybar.clone(), zeros(n));
+    let dr_cpu = heat_cuda::cpu_rev(part, &u, &mut du, &mut out, &mut dout, 0.2);
+    assert!(du[part] != 0.0);
+    close("heat ū (prefix)", &gpu.download(&du_d).unwrap(), &du);
+    close("heat dout (prefix)", &gpu.download(&dout_d).unwrap(), &dout);
+    close("heat out (prefix)", &gpu.download(&out_d).unwrap(), &out);
+    close("heat r̄ (prefix)", &[dr], &[dr_cpu]);
 
     // heat2d (a 2-D stencil step)
     let w = 40;
@@ -632,7 +657,27 @@ fn gpu_matches_cpu() {
         close(&at("heat ū"), &gpu.download(&du_d).unwrap(), &du);
         close(&at("heat r̄"), &[dr], &[dr_cpu]);
 
-        let (x_d, c_d) = (gpu.upload(&x).unwrap(), gpu.upload(&c).unwrap());
+        // energy: one add per thread at total[0], summed over each block.
+        let x_d = gpu.upload(&x).unwrap();
+        let mut e_d = gpu.upload(&[0.5]).unwrap();
+        energy_cuda::launch(&gpu, n, &x_d, 0.3, &mut e_d).unwrap();
+        let mut e = vec![0.5];
+        energy_cuda::cpu(n, &x, 0.3, &mut e);
+        close(&at("energy total"), &gpu.download(&e_d).unwrap(), &e);
+        let (mut e_d, mut de_d, mut gx_d) = (
+            gpu.upload(&[0.5]).unwrap(),
+            gpu.upload(&[1.0]).unwrap(),
+            gpu.zeros::<f64>(n).unwrap(),
+        );
+        let dw =
+            energy_cuda::launch_rev(&gpu, n, &x_d, &mut gx_d, 0.3, &mut e_d, &mut de_d).unwrap();
+        let (mut e, mut de, mut gx) = (vec![0.5], vec![1.0], zeros(n));
+        let dw_cpu = energy_cuda::cpu_rev(n, &x, &mut gx, 0.3, &mut e, &mut de);
+        close(&at("energy total (rev)"), &gpu.download(&e_d).unwrap(), &e);
+        close(&at("energy x̄"), &gpu.download(&gx_d).unwrap(), &gx);
+        close(&at("energy w̄"), &[dw], &[dw_cpu]);
+
+        let c_d = gpu.upload(&c).unwrap();
         let mut t_d = gpu.upload(&t0).unwrap();
         split_energy_cuda::launch(&gpu, n, &x_d, &c_d, &mut t_d).unwrap();
         close(&at("split_energy totals"), &gpu.download(&t_d).unwrap(), &t);

@@ -77,10 +77,17 @@ pub fn kernel_with_count(
         threads,
         owned: Default::default(),
         varies: Default::default(),
+        block_adds: Default::default(),
     };
     let params = cx.params(int_elem)?;
     cx.owned = cx.owned_buffers();
+    cx.block_adds = cx.block_summed_adds();
     let yields = f.block(f.body).yields.clone();
+    let block_adds: Vec<(Inst, usize)> = {
+        let mut v: Vec<(Inst, usize)> = cx.block_adds.iter().map(|(i, k)| (*i, *k)).collect();
+        v.sort_by_key(|(_, k)| *k);
+        v
+    };
     let mut sig = params.join(", ");
     if !sig.is_empty() {
         sig.push_str(", ");
@@ -92,15 +99,20 @@ pub fn kernel_with_count(
     let thread = cx.thread.expect("checked in params");
     let tname = cx.name(thread);
     cx.line(&format!("const long long {tname} = (long long)(blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x);"));
-    if yields.is_empty() {
+    if yields.is_empty() && block_adds.is_empty() {
         cx.line(&format!("if ({tname} >= (long long)phidiff_n) return;"));
         cx.block(f.body)?;
     } else {
-        // The scalar adjoints are summed over the block (`phidiff_add_block`), which every
-        // thread of the block must reach: the threads past `n` skip the body instead of
-        // returning, and add zero.
+        // The scalar adjoints, and the adds every thread makes once at one address, are
+        // summed over the block (`phidiff_add_block`), which every thread of the block
+        // must reach: the threads past `n` skip the body instead of returning, and add
+        // zero. (Thread 0 of a block, which makes the block's add, is never past `n`.)
         for k in 0..yields.len() {
             cx.line(&format!("{real} phidiff_scalar{k} = 0;"));
+        }
+        for (_, k) in &block_adds {
+            cx.line(&format!("{real} phidiff_sum{k} = 0;"));
+            cx.line(&format!("long long phidiff_at{k} = 0;"));
         }
         cx.line(&format!("if ({tname} < (long long)phidiff_n) {{"));
         cx.depth += 1;
@@ -116,6 +128,18 @@ pub fn kernel_with_count(
                 "phidiff_add_block(&phidiff_adjoints[{k}], phidiff_scalar{k});"
             ));
         }
+        for (i, k) in &block_adds {
+            let InstKind::StoreAdd(buf, ..) = &f.inst(*i).kind else {
+                unreachable!("a block add is an add")
+            };
+            let BufKind::Param(n) = f.buf(*buf).kind else {
+                unreachable!("checked in block_summed_adds")
+            };
+            let b = cx.param_name(n);
+            cx.line(&format!(
+                "phidiff_add_block(&{b}[phidiff_at{k}], phidiff_sum{k});"
+            ));
+        }
     }
     let mut text = String::new();
     let _ = writeln!(
@@ -126,7 +150,7 @@ pub fn kernel_with_count(
     if cx.uses_uniform {
         text.push_str(UNIFORM_ADD);
     }
-    if !yields.is_empty() {
+    if !yields.is_empty() || !block_adds.is_empty() {
         text.push_str(BLOCK_ADD);
     }
     let _ = writeln!(text, "extern \"C\" __global__ void {name}({sig}) {{");
@@ -149,6 +173,8 @@ struct Cx<'a> {
     owned: std::collections::HashSet<Buf>,
     /// `from_thread`'s answers so far.
     varies: std::cell::RefCell<std::collections::HashMap<Value, bool>>,
+    /// The adds summed over the block (see `block_summed_adds`), numbered.
+    block_adds: std::collections::HashMap<Inst, usize>,
 }
 
 /// C and CUDA keywords a Rust name could collide with.
@@ -451,6 +477,36 @@ impl Cx<'_> {
             .collect()
     }
 
+    /// The adds every thread makes exactly once, at an address the same in every thread
+    /// (`total[0] += ..` in the body, outside branches and loops), into a slice the kernel
+    /// does not read: summed over the block first, then one `atomicAdd` per block instead
+    /// of one per warp (every warp of the grid meets at that address).
+    fn block_summed_adds(&self) -> std::collections::HashMap<Inst, usize> {
+        let f = self.f;
+        let mut loaded = std::collections::HashSet::new();
+        f.walk(f.body, &mut |i| {
+            if let InstKind::Load(b, _) = f.inst(i).kind {
+                loaded.insert(b);
+            }
+        });
+        let mut out = std::collections::HashMap::new();
+        for &i in &f.block(f.body).insts {
+            if let InstKind::StoreAdd(buf, idx, _) = &f.inst(i).kind {
+                let param = matches!(f.buf(*buf).kind, BufKind::Param(_));
+                if param
+                    && idx.len() == 1
+                    && !self.owned.contains(buf)
+                    && !loaded.contains(buf)
+                    && !self.from_thread(idx[0])
+                {
+                    let k = out.len();
+                    out.insert(i, k);
+                }
+            }
+        }
+        out
+    }
+
     /// How a `+=` into `buf` at index `k` is emitted.
     fn add_kind(&self, buf: Buf, k: Value) -> AddKind {
         if self.owned.contains(&buf) {
@@ -577,6 +633,13 @@ impl Cx<'_> {
             Store(buf, idx, v) => {
                 let (p, v) = (self.elem(*buf, idx)?, self.val(*v));
                 self.line(&format!("{p} = {v};"));
+            }
+            StoreAdd(buf, idx, v) if self.block_adds.contains_key(&i) => {
+                let k = self.block_adds[&i];
+                let (at, x) = (self.val(idx[0]), self.val(*v));
+                self.elem(*buf, idx)?;
+                self.line(&format!("phidiff_at{k} = {at};"));
+                self.line(&format!("phidiff_sum{k} += {x};"));
             }
             StoreAdd(buf, idx, v) => {
                 let (p, x) = (self.elem(*buf, idx)?, self.val(*v));

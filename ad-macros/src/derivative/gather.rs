@@ -538,7 +538,7 @@ impl Program {
 /// The gather kernel's program (see the module docs); `deferred`: the buffers whose
 /// stores it leaves to the finishing kernel.
 fn build_main(rev: &Function, plan: &Plan, deferred: &HashSet<Buf>) -> Program {
-    let mut c = Program::new(rev, &format!("{}_gather", rev.name));
+    let mut c = Program::new(rev, &format!("{} (gather form)", rev.name));
     let threads = c.func.params.len();
     c.func.params.push(ParamInfo {
         name: "__phidiff_n".into(),
@@ -640,7 +640,7 @@ fn build_main(rev: &Function, plan: &Plan, deferred: &HashSet<Buf>) -> Program {
 
 /// The finishing kernel's program: the element's stores into `deferred`.
 fn build_finish(rev: &Function, deferred: &HashSet<Buf>) -> Function {
-    let mut c = Program::new(rev, &format!("{}_finish", rev.name));
+    let mut c = Program::new(rev, &format!("{} (finishing stores)", rev.name));
     c.func.params.push(ParamInfo {
         name: "__phidiff_n".into(),
         kind: ParamKind::Scalar(Ty::Int),
