@@ -10,6 +10,7 @@ use crate::derivative::{forward, reverse};
 use crate::diagnostics::Diagnostics;
 use crate::ir::{self, verify::verify};
 use crate::parse::{checkpoint, signature, Options};
+use crate::pipeline;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, ToTokens};
 
@@ -207,12 +208,21 @@ fn compile(
         .map(|s| (s.locals.clone(), s.tokens()))
         .collect();
     diag.check()?;
-    verify(&primal).map_err(|e| internal("lowering", e, &primal))?;
+    // The passes of `pipeline::PIPELINE`, in order, each verified after it.
+    let internal = |e: String| syn::Error::new(proc_macro2::Span::call_site(), e);
     let mut primal = primal;
-    crate::lower::fuse_sums_into_writers(&mut primal);
-    verify(&primal).map_err(|e| internal("sum fusion", e, &primal))?;
-    crate::lower::fuse_adjacent_loops(&mut primal);
-    verify(&primal).map_err(|e| internal("loop fusion", e, &primal))?;
+    pipeline::after("lowering", &primal).map_err(internal)?;
+    let passes = opts.passes;
+    pipeline::run(passes, "sum_fusion", &mut primal, |f| {
+        crate::lower::fuse_sums_into_writers(f);
+        Ok(())
+    })
+    .map_err(internal)?;
+    pipeline::run(passes, "loop_fusion", &mut primal, |f| {
+        crate::lower::fuse_adjacent_loops(f);
+        Ok(())
+    })
+    .map_err(internal)?;
     reverse::check_checkpoints(&primal)?;
     let active: Vec<bool> = sig.params.iter().map(|p| p.active).collect();
     let act = activity::analyze(&primal, &active);
@@ -228,16 +238,17 @@ fn compile(
     }
     let name = item.sig.ident.to_string();
     let fwd = forward::forward(&primal, &act, &active, &format!("{name}_fwd"));
-    verify(&fwd).map_err(|e| internal("forward mode", e, &fwd))?;
+    pipeline::after("forward", &fwd).map_err(internal)?;
     let coarsening = reverse::Coarsening {
         on: opts.coarsen,
         limit: opts.segment_limit,
         atomic_adjoint: opts.atomic_adjoint,
+        passes,
     };
+    // `extrema` to `summation_aware`.
     let rev = reverse::reverse(&primal, &act, &active, &format!("{name}_rev"), coarsening)
         .map_err(|e| syn::Error::new_spanned(&item.sig.ident, e))?;
-    verify(&rev).map_err(|e| internal("reverse mode", e, &rev))?;
-    if std::env::var_os("PHIDIFF_DUMP_IR").is_some() {
+    if pipeline::dump_whole_programs() {
         eprintln!(
             "{}\n{}\n{}",
             ir::printer::print(&primal),
@@ -489,7 +500,8 @@ fn batched_forward(
         item.sig.ident.span(),
         true,
     )?;
-    verify(&batched.func).map_err(|e| internal("batched forward mode", e, &batched.func))?;
+    pipeline::after("batched", &batched.func)
+        .map_err(|e| syn::Error::new(proc_macro2::Span::call_site(), e))?;
     let mut lanes = std::collections::HashMap::new();
     for (n, names) in &batched.lanes {
         let bind = b[*n];
@@ -527,7 +539,8 @@ fn batched_reverse(
         item.sig.ident.span(),
         false,
     )?;
-    verify(&batched.func).map_err(|e| internal("batched reverse mode", e, &batched.func))?;
+    pipeline::after("batched", &batched.func)
+        .map_err(|e| syn::Error::new(proc_macro2::Span::call_site(), e))?;
     let rev = &compiled.reverse;
     let mut lanes = std::collections::HashMap::new();
     for (n, names) in &batched.lanes {
@@ -715,6 +728,10 @@ pub fn cuda_adjoint(
         let text = codegen::cuda::kernel(&compiled.reverse, &adjoint_name, float, int_elem)?;
         return Ok((text, None));
     };
+    pipeline::after("cuda_gather", &g.main)?;
+    if let Some(finish) = &g.finish {
+        pipeline::after("cuda_gather", finish)?;
+    }
     let threads = Some(g.main.params.len() - 1);
     let mut text =
         codegen::cuda::kernel_with_count(&g.main, &adjoint_name, float, int_elem, threads)?;

@@ -16,6 +16,7 @@ mod ir;
 mod lower;
 mod missing_rule;
 mod parse;
+mod pipeline;
 #[cfg(test)]
 mod tests;
 

@@ -6,14 +6,8 @@
 use crate::analysis::activity::Activity;
 use crate::analysis::reuse::{same_every_time, Reuse};
 use crate::ir::*;
+use crate::pipeline::{Pass, Passes};
 use std::collections::{BTreeMap, BTreeSet};
-
-#[cfg(test)]
-thread_local! {
-    /// Set by [`crate::derivative::reverse::without_same_slots`]: values that are the same
-    /// in every iteration are taped like the others.
-    pub(crate) static SAME_SLOTS_OFF: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
 
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub enum Storage {
@@ -381,6 +375,9 @@ pub struct Planner<'a> {
     /// Loads that may be read from a copy of their buffer (see [`row_snapshots`]).
     row_candidates: BTreeMap<Inst, Inst>,
     rows: BTreeSet<(Inst, Buf)>,
+    /// Values that are the same in every iteration of their loops get one slot
+    /// (`Storage::Slot`) instead of a tape (the pass `same_slots`).
+    same_slots: bool,
 }
 
 impl<'a> Planner<'a> {
@@ -400,10 +397,10 @@ impl<'a> Planner<'a> {
         self
     }
 
-    pub fn new(f: &'a Function, _act: &Activity, budget: u32) -> Self {
+    pub fn new(f: &'a Function, _act: &Activity, budget: u32, passes: Passes) -> Self {
         let structure = Structure::new(f);
         let stable = stable_reads(f, &structure);
-        let reuse = Reuse::new(f, &structure);
+        let reuse = Reuse::new(f, &structure, passes.on(Pass::BackwardCounters));
         let row_candidates = match budget {
             0 => BTreeMap::new(),
             _ => row_snapshots(f, &structure),
@@ -421,6 +418,7 @@ impl<'a> Planner<'a> {
             saved: BTreeSet::new(),
             snapshots: BTreeSet::new(),
             steps: BTreeSet::new(),
+            same_slots: passes.on(Pass::SameSlots),
         }
     }
 
@@ -548,8 +546,7 @@ impl<'a> Planner<'a> {
                     && !self.steps.contains(c)
             })
         };
-        #[cfg(test)]
-        if SAME_SLOTS_OFF.with(|o| o.get()) {
+        if !self.same_slots {
             return Storage::Tape(l);
         }
         if self.budget > 0 && same_every_time(f, &self.structure, v) && serial() {

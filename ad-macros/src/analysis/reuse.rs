@@ -37,13 +37,6 @@ pub struct Backward {
     pub last: Value,
 }
 
-#[cfg(test)]
-thread_local! {
-    /// Set by [`crate::derivative::reverse::without_backward_counters`]: no backward
-    /// counters (those parameters are taped).
-    pub(crate) static BACKWARD_OFF: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
 /// A load of what a fill loop stored at its index: the stored `value` with `index := at`.
 #[derive(Clone, Debug)]
 pub struct Fill {
@@ -65,7 +58,9 @@ pub struct Reuse {
 }
 
 impl Reuse {
-    pub fn new(f: &Function, structure: &Structure) -> Self {
+    /// The reuse facts of `f`; backward counters only when `backward` (the pass
+    /// `backward_counters`; without it those loop parameters are taped).
+    pub fn new(f: &Function, structure: &Structure, backward: bool) -> Self {
         let mut aliases = HashMap::new();
         block_aliases(f, f.body, &mut aliases);
         let stable = stable_reads(f, structure);
@@ -79,8 +74,7 @@ impl Reuse {
         let mut fills = HashMap::new();
         f.walk(f.body, &mut |i| match &f.inst(i).kind {
             InstKind::For { .. } => {
-                #[cfg(test)]
-                if BACKWARD_OFF.with(|o| o.get()) {
+                if !backward {
                     return;
                 }
                 backwards.extend(loop_backwards(f, structure, &inductions, i));

@@ -234,10 +234,6 @@ pub fn gather(rev: &Function, unsigned: &dyn Fn(usize) -> bool) -> Option<Gather
         }
         Some(finish)
     };
-    crate::ir::verify::verify(&main).ok()?;
-    if let Some(f) = &finish {
-        crate::ir::verify::verify(f).ok()?;
-    }
     let gathered = plan
         .gathered
         .iter()

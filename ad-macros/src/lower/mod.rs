@@ -88,24 +88,6 @@ fn text<T: ToTokens>(t: &T) -> String {
     crate::diagnostics::source_text(t)
 }
 
-/// Desugars and lowers the body of `item` (see [`lower_desugared`]); a desugaring error is
-/// reported in `diag`.
-#[cfg(test)]
-pub fn lower_function(
-    item: &syn::ItemFn,
-    sig: &Signature,
-    diag: &Diagnostics,
-    source: Option<crate::expand::SourceFile<'_>>,
-) -> (Function, Vec<Site>) {
-    match crate::desugar::body(item, sig) {
-        Ok((item, sites)) => lower_desugared(&item, sig, sites, diag, source),
-        Err(e) => {
-            diag.push(e);
-            (Function::new(item.sig.ident.to_string()), Vec::new())
-        }
-    }
-}
-
 /// Lowers the body of `item`, desugared by `crate::desugar::body` (with its failure
 /// `sites`), into a new IR function; `source` is the text of its file, for the constants
 /// it names. With it, the failure sites (what its `Fail` instructions return, with the

@@ -44,6 +44,9 @@ pub struct Options {
     /// Also emit the primal program itself, generated from its IR, under this name (the
     /// split function of one taking structs, which its callers' derivatives call).
     pub primal: Option<Ident>,
+    /// `skip_passes(twin_ifs, ..)` (hidden, for bug reports and tests): optional passes
+    /// ruled out (`crate::pipeline`).
+    pub passes: crate::pipeline::Passes,
 }
 
 impl Options {
@@ -183,6 +186,7 @@ impl Parse for Options {
             batched: Vec::new(),
             grad: true,
             primal: None,
+            passes: crate::pipeline::Passes::all(),
         };
         while !input.is_empty() {
             let key = input.call(Ident::parse_any)?;
@@ -210,6 +214,26 @@ impl Parse for Options {
                     }
                 }
                 "cuda" => opts.cuda = true,
+                "skip_passes" => {
+                    let content;
+                    syn::parenthesized!(content in input);
+                    let names = content.parse_terminated(Ident::parse_any, Token![,])?;
+                    for name in names {
+                        let text = name.to_string();
+                        let Some(pass) = crate::pipeline::Passes::named(&text) else {
+                            let names = crate::pipeline::Passes::names();
+                            let hint = did_you_mean(&text, &names);
+                            return Err(syn::Error::new(
+                                name.span(),
+                                format!(
+                                    "phidiff: `skip_passes(..)` has no pass `{text}`{hint}; it takes the passes that can be ruled out: {}",
+                                    names.join(", ")
+                                ),
+                            ));
+                        };
+                        opts.passes = opts.passes.without(pass);
+                    }
+                }
                 "wrt" => {
                     let content;
                     syn::parenthesized!(content in input);

@@ -6,7 +6,7 @@
 //! (`reuse::triangular_forms`, `counted_indices`, `countdown_bands`).
 
 use super::twin_if::same_bits_fewer_tapes;
-use crate::derivative::reverse::without_backward_counters;
+use crate::pipeline::Pass;
 
 #[test]
 fn counters_run_backwards_and_compute_the_same_bits() {
@@ -131,6 +131,6 @@ fn counters_run_backwards_and_compute_the_same_bits() {
         ["backward", "taped"],
         &[5, 4, 2],
         "not a backward counter",
-        |c| without_backward_counters(c),
+        Pass::BackwardCounters,
     );
 }

@@ -7,8 +7,8 @@
 //! `row_peaks`, `row_peak_sum`).
 
 use super::twin_if::{loops, reverse_pair, run_bits};
-use crate::derivative::reverse::without_extrema_routed;
 use crate::ir::interp::{RtArg, RtVal};
+use crate::pipeline::Pass;
 
 #[test]
 fn reductions_lose_their_reverse_loop_and_compute_the_same_bits() {
@@ -99,9 +99,8 @@ fn reductions_lose_their_reverse_loop_and_compute_the_same_bits() {
         &[0.4, -0.3],
     ];
     for (removed, searches, src) in cases {
-        let (routed, plain, shown) = reverse_pair("reverse", src, ["routed", "plain"], |c| {
-            without_extrema_routed(c)
-        });
+        let (routed, plain, shown) =
+            reverse_pair("reverse", src, ["routed", "plain"], Pass::Extrema);
         assert_eq!(
             loops(&routed) + removed,
             loops(&plain) + searches,

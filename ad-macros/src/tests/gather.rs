@@ -181,6 +181,10 @@ fn check(source: &str, seed: u64) -> Result<bool, String> {
     let Some(Gathered { main, finish, .. }) = gather(rev, &|_| true) else {
         return Ok(false);
     };
+    crate::ir::verify::verify(&main).map_err(|e| format!("gather program: {e}"))?;
+    if let Some(f) = &finish {
+        crate::ir::verify::verify(f).map_err(|e| format!("finishing program: {e}"))?;
+    }
     let (w, len) = (3, 26);
     let mut rng = Rng::new(seed);
     let mut start: Vec<(String, Vec<f64>)> = Vec::new();

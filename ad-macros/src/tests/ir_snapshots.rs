@@ -2,44 +2,35 @@
 //! the forward program and the reverse program (with its tapes). `PHIDIFF_BLESS=1` rewrites.
 
 use crate::analysis::activity;
-use crate::derivative::{forward, reverse};
 use crate::diagnostics::Diagnostics;
-use crate::ir::{printer::print, verify::verify};
+use crate::expand::compile_with_for_tests;
+use crate::ir::printer::print;
 use std::path::PathBuf;
 
+/// The programs of `src` as `#[differentiate]` compiles them (`expand::compile`, the
+/// passes of `pipeline::PIPELINE`), coarsened and with `coarsen = off`.
 fn snapshot(name: &str, src: &str) {
     let item: syn::ItemFn = syn::parse_str(src).expect("test input parses");
     let diag = Diagnostics::default();
     let sig = crate::parse::signature::read(&item.sig, None, &diag).expect("signature");
-    let (primal, _) = crate::lower::lower_function(&item, &sig, &diag, None);
-    diag.check().expect("lowering succeeds");
-    verify(&primal).expect("lowered IR verifies");
+    diag.check().expect("the signature reads");
+    let compiled = compile_with_for_tests("forward, reverse", &item).expect("compiles");
+    let fine = compile_with_for_tests("forward, reverse, coarsen = off", &item).expect("compiles");
+    let primal = &compiled.primal;
     let active: Vec<bool> = sig.params.iter().map(|p| p.active).collect();
-    let act = activity::analyze(&primal, &active);
+    let act = activity::analyze(primal, &active);
     let active_values: Vec<String> = (0..primal.values.len())
         .map(|k| crate::ir::Value(k as u32))
         .filter(|v| act.value(*v))
         .map(|v| v.to_string())
         .collect();
-    let fwd = forward::forward(&primal, &act, &active, "fwd");
-    verify(&fwd).expect("forward IR verifies");
-    let mut revs = Vec::new();
-    for on in [true, false] {
-        let coarsening = reverse::Coarsening {
-            on,
-            limit: crate::parse::DEFAULT_SEGMENT_LIMIT,
-            atomic_adjoint: false,
-        };
-        let rev =
-            reverse::reverse(&primal, &act, &active, "rev", coarsening).expect("reverse succeeds");
-        verify(&rev).expect("reverse IR verifies");
-        revs.push(print(&rev));
-    }
+    let fwd = &compiled.forward;
+    let revs = [print(&compiled.reverse), print(&fine.reverse)];
     let text = format!(
         "# lowered\n{}\n# active\n{}\n\n# forward\n{}\n# reverse (coarsened)\n{}\n# reverse (coarsen = off)\n{}",
-        print(&primal),
+        print(primal),
         active_values.join(" "),
-        print(&fwd),
+        print(fwd),
         revs[0],
         revs[1]
     );

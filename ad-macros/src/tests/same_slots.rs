@@ -6,7 +6,7 @@
 //! `reuse::repeated_triangles` and the ADBench GMM tests).
 
 use super::twin_if::same_bits_fewer_tapes;
-use crate::derivative::reverse::without_same_slots;
+use crate::pipeline::Pass;
 
 #[test]
 fn values_fixed_across_iterations_take_one_slot_and_compute_the_same_bits() {
@@ -142,6 +142,6 @@ fn values_fixed_across_iterations_take_one_slot_and_compute_the_same_bits() {
         ["one slot", "taped"],
         &[5, 4, 0],
         "nothing is the same in every iteration",
-        |c| without_same_slots(c),
+        Pass::SameSlots,
     );
 }

@@ -5,9 +5,9 @@
 //! dot-product test in `tests/numeric` (`parallel.rs`: the rayon stencils; `split.rs`).
 
 use super::twin_if::{args_of, loops, reverse_pair};
-use crate::derivative::reverse::without_index_set_splitting;
 use crate::ir::interp::{run, RtArg};
 use crate::ir::Function;
+use crate::pipeline::Pass;
 
 /// The results and buffers afterwards as bits, or the error (an index out of range, a
 /// division by zero), which the split program must give exactly where the whole one does.
@@ -161,9 +161,8 @@ fn interval_branches_are_split_and_compute_the_same_bits() {
         ),
     ];
     for (added, src) in cases {
-        let (split, whole, shown) = reverse_pair("reverse", src, ["split", "whole"], |c| {
-            without_index_set_splitting(c)
-        });
+        let (split, whole, shown) =
+            reverse_pair("reverse", src, ["split", "whole"], Pass::IndexSets);
         assert_eq!(loops(&split), loops(&whole) + added, "{shown}");
         if added == 0 {
             assert_eq!(

@@ -5,8 +5,8 @@
 //! `tests/numeric` (`classic::rosenbrock_strips`: 19 iterations, two strips and three more).
 
 use super::twin_if::{floats, loops, reverse_pair, run_bits};
-use crate::derivative::reverse::without_strip_mining;
 use crate::ir::interp::{RtArg, RtVal};
+use crate::pipeline::Pass;
 
 #[test]
 fn straight_fused_sums_are_strip_mined_and_compute_the_same_bits() {
@@ -51,9 +51,8 @@ fn straight_fused_sums_are_strip_mined_and_compute_the_same_bits() {
     ];
     let modes = ["reverse", "reverse, coarsen = off"];
     for ((strips, src), mode) in cases.iter().flat_map(|c| modes.map(|m| (*c, m))) {
-        let (stripped, single, shown) = reverse_pair(mode, src, ["strip-mined", "single"], |c| {
-            without_strip_mining(c)
-        });
+        let (stripped, single, shown) =
+            reverse_pair(mode, src, ["strip-mined", "single"], Pass::StripMining);
         let added = if strips { 2 } else { 0 };
         assert_eq!(loops(&stripped), loops(&single) + added, "{}", shown);
         for n in [1, 2, 3, 7, 8, 9, 10, 15, 16, 17, 25] {

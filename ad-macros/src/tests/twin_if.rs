@@ -5,27 +5,28 @@
 //! `parallel.rs` and the fused sums of `fused.rs` take this path).
 
 use crate::derivative::reverse::twin_if::merge_twin_ifs;
-use crate::derivative::reverse::without_twin_ifs_merged;
 use crate::expand::compile_with_for_tests;
 use crate::ir::interp::{run, RtArg, RtVal};
 use crate::ir::{Block, BufKind, Function, InstKind, ParamKind, Ty, Value};
+use crate::pipeline::{Pass, Passes};
 
 pub(super) fn item(src: &str) -> syn::ItemFn {
     syn::parse_str(src).expect("test source parses")
 }
 
-/// The reverse program of `src` in `mode` with a pass on, and with it off (`off` runs the
-/// compilation given to it that way: `|c| without_twin_ifs_merged(c)`), the first checked
-/// by the IR verifier; and a text showing both, named by `names`, for assertion messages.
+/// The reverse program of `src` in `mode` with every pass on, and with pass `off` ruled
+/// out (`skip_passes(..)`), the first checked by the IR verifier; and a text showing both,
+/// named by `names`, for assertion messages.
 pub(super) fn reverse_pair(
     mode: &str,
     src: &str,
     names: [&str; 2],
-    off: impl FnOnce(&dyn Fn() -> Function) -> Function,
+    off: Pass,
 ) -> (Function, Function, String) {
     let it = item(src);
-    let compile = || compile_with_for_tests(mode, &it).expect("compiles").reverse;
-    let (on, other) = (compile(), off(&compile));
+    let compile = |args: &str| compile_with_for_tests(args, &it).expect("compiles").reverse;
+    let skipped = format!("{mode}, skip_passes({})", Passes::name_of(off));
+    let (on, other) = (compile(mode), compile(&skipped));
     let shown = format!(
         "{mode}: {src}\n{}:\n{}\n{}:\n{}",
         names[0],
@@ -116,7 +117,7 @@ pub(super) fn args_of(f: &Function, lens: &[usize], int: i64) -> Vec<RtArg> {
 
 /// Checks a pass that saves values without tapes on each case (tapes it removes, buffer
 /// lengths for [`args_of`], source): the reverse program with the pass on and off
-/// (`off`, as in [`reverse_pair`]) has that many tapes fewer, is printed identically where
+/// (pass `off` ruled out, as in [`reverse_pair`]) has that many tapes fewer, is printed identically where
 /// it removes none (`unchanged` says why), and computes the same bits for the value, the
 /// returned adjoints and every shadow with each integer scalar in `ints`.
 pub(super) fn same_bits_fewer_tapes(
@@ -124,11 +125,11 @@ pub(super) fn same_bits_fewer_tapes(
     names: [&str; 2],
     ints: &[i64],
     unchanged: &str,
-    off: impl Fn(&dyn Fn() -> Function) -> Function,
+    off: Pass,
 ) {
     let tapes = |f: &Function| f.bufs.iter().filter(|b| b.kind == BufKind::Tape).count();
     for &(removed, lens, src) in cases {
-        let (on, other, shown) = reverse_pair("reverse", src, names, &off);
+        let (on, other, shown) = reverse_pair("reverse", src, names, off);
         assert_eq!(tapes(&on) + removed, tapes(&other), "{}", shown);
         if removed == 0 {
             assert_eq!(
@@ -182,9 +183,7 @@ fn twin_ifs_merge_and_compute_the_same_bits() {
         ),
     ];
     for (mode, src) in cases {
-        let (merged, apart, shown) = reverse_pair(mode, src, ["merged", "apart"], |c| {
-            without_twin_ifs_merged(c)
-        });
+        let (merged, apart, shown) = reverse_pair(mode, src, ["merged", "apart"], Pass::TwinIfs);
         assert!(twin_ifs(&apart) > 0, "no twin `if`s to merge: {shown}");
         assert_eq!(twin_ifs(&merged), 0, "twin `if`s left: {shown}");
         let n = 9;

@@ -44,19 +44,9 @@ use crate::ir::builder::Builder;
 use crate::ir::*;
 use std::collections::{HashMap, HashSet};
 
-#[cfg(test)]
-thread_local! {
-    /// Set by [`super::without_extrema_routed`]: reductions keep their own reverse loop.
-    pub(super) static OFF: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
 /// A copy of `f` with every qualifying reduction rewritten, and its activity; `None` when
 /// there is none.
 pub fn routed(f: &Function, active_params: &[bool]) -> Option<(Function, Activity)> {
-    #[cfg(test)]
-    if OFF.with(|o| o.get()) {
-        return None;
-    }
     let mut loops = Vec::new();
     f.walk(f.body, &mut |i| {
         if matches!(f.inst(i).kind, InstKind::For { .. }) {

@@ -30,82 +30,24 @@ use crate::analysis::recording::{Planner, Recording, Storage, Structure, RECOMPU
 use crate::derivative::segments::{self, Segmentation};
 use crate::ir::builder::Builder;
 use crate::ir::*;
+use crate::pipeline::{self, Pass, Passes};
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// How the reverse program is built: coarsened (segments of at most `limit` nodes) or
-/// fine-grained (`coarsen = off`: one adjoint per operation, every intermediate saved).
+/// fine-grained (`coarsen = off`: one adjoint per operation, every intermediate saved),
+/// and which optional passes run (`crate::pipeline`).
 #[derive(Copy, Clone, Debug)]
 pub struct Coarsening {
     pub on: bool,
     pub limit: usize,
     /// Parallel adjoints add into shared arrays atomically only (`parallel_adjoint = atomic`).
     pub atomic_adjoint: bool,
+    /// The optional passes that run (`skip_passes(..)` rules some out).
+    pub passes: Passes,
 }
 
-/// Runs `compile` with the reverse sweep's twin `if`s left apart (`twin_if`), for tests
-/// that compare the merged program with the unmerged one.
-#[cfg(test)]
-pub fn without_twin_ifs_merged<R>(compile: impl FnOnce() -> R) -> R {
-    twin_if::OFF.with(|o| o.set(true));
-    let r = compile();
-    twin_if::OFF.with(|o| o.set(false));
-    r
-}
-
-/// Runs `compile` with max and min reductions reversed by their own loop (`extremum`),
-/// for tests that compare the two programs.
-#[cfg(test)]
-pub fn without_extrema_routed<R>(compile: impl FnOnce() -> R) -> R {
-    extremum::OFF.with(|o| o.set(true));
-    let r = compile();
-    extremum::OFF.with(|o| o.set(false));
-    r
-}
-
-/// Runs `compile` with every loop parameter that an inner loop steps taped, as before
-/// backward counters ([`crate::analysis::reuse::Backward`]), for tests that compare the
-/// two programs.
-#[cfg(test)]
-pub fn without_backward_counters<R>(compile: impl FnOnce() -> R) -> R {
-    use crate::analysis::reuse::BACKWARD_OFF;
-    BACKWARD_OFF.with(|o| o.set(true));
-    let r = compile();
-    BACKWARD_OFF.with(|o| o.set(false));
-    r
-}
-
-/// Runs `compile` with values that are the same in every iteration of their loops taped
-/// per iteration (no one-slot saves, see `Planner::save_site`), for tests that compare the
-/// two programs.
-#[cfg(test)]
-pub fn without_same_slots<R>(compile: impl FnOnce() -> R) -> R {
-    use crate::analysis::recording::SAME_SLOTS_OFF;
-    SAME_SLOTS_OFF.with(|o| o.set(true));
-    let r = compile();
-    SAME_SLOTS_OFF.with(|o| o.set(false));
-    r
-}
-
-/// Runs `compile` with fused sums left as single loops (`strip`), for tests that compare
-/// the strip-mined program with the plain one.
-#[cfg(test)]
-pub fn without_strip_mining<R>(compile: impl FnOnce() -> R) -> R {
-    strip::OFF.with(|o| o.set(true));
-    let r = compile();
-    strip::OFF.with(|o| o.set(false));
-    r
-}
-
-/// Runs `compile` with loops that branch on an interval of their index left whole
-/// (`split`), for tests that compare the split program with the plain one.
-#[cfg(test)]
-pub fn without_index_set_splitting<R>(compile: impl FnOnce() -> R) -> R {
-    split::OFF.with(|o| o.set(true));
-    let r = compile();
-    split::OFF.with(|o| o.set(false));
-    r
-}
-
+/// The reverse program of `f` (the stages `extrema` to `summation_aware` of
+/// [`crate::pipeline::PIPELINE`], in that order, each verified after it in debug builds).
 pub fn reverse(
     f: &Function,
     act: &Activity,
@@ -114,10 +56,14 @@ pub fn reverse(
     coarsening: Coarsening,
 ) -> Result<Function, String> {
     // Max and min reductions reversed through their winning element (`extremum`).
-    let routed = match coarsening.on {
+    let passes = coarsening.passes;
+    let routed = match coarsening.on && passes.on(Pass::Extrema) {
         true => extremum::routed(f, active_params),
         false => None,
     };
+    if let Some((g, _)) = &routed {
+        pipeline::after("extrema", g)?;
+    }
     let (f, act) = match &routed {
         Some((g, a)) => (g, a),
         None => (f, act),
@@ -200,14 +146,36 @@ pub fn reverse(
         }
     }
     b.set_yields(body, yields);
+    pipeline::after("reverse", &out)?;
     let shadows: HashSet<Buf> = rv.shadow.iter().flatten().copied().collect();
-    carry::carry_shifted_adds(&mut out, &rv.fused_out, &shadows);
-    promote::promote_invariant_adds(&mut out);
-    hoist::hoist_invariant_index_math(&mut out);
-    twin_if::merge_twin_ifs(&mut out);
-    strip::strip_mine_fused(&mut out, &rv.fused_out);
-    split::split_index_sets(&mut out);
-    super::parallel::summation_aware(&mut out, coarsening.atomic_adjoint)?;
+    let fused = &rv.fused_out;
+    pipeline::run(passes, "carried_adds", &mut out, |f| {
+        carry::carry_shifted_adds(f, fused, &shadows);
+        Ok(())
+    })?;
+    pipeline::run(passes, "invariant_adds", &mut out, |f| {
+        promote::promote_invariant_adds(f);
+        Ok(())
+    })?;
+    pipeline::run(passes, "index_hoisting", &mut out, |f| {
+        hoist::hoist_invariant_index_math(f);
+        Ok(())
+    })?;
+    pipeline::run(passes, "twin_ifs", &mut out, |f| {
+        twin_if::merge_twin_ifs(f);
+        Ok(())
+    })?;
+    pipeline::run(passes, "strip_mining", &mut out, |f| {
+        strip::strip_mine_fused(f, fused);
+        Ok(())
+    })?;
+    pipeline::run(passes, "index_sets", &mut out, |f| {
+        split::split_index_sets(f);
+        Ok(())
+    })?;
+    pipeline::run(passes, "summation_aware", &mut out, |f| {
+        super::parallel::summation_aware(f, coarsening.atomic_adjoint)
+    })?;
     Ok(out)
 }
 
@@ -306,7 +274,7 @@ impl<'a> Rev<'a> {
         // planned again with a taped step.
         let mut steps: BTreeSet<Inst> = f.checkpoints.keys().copied().collect();
         let (rec, structure, rv_work, saved_nodes) = loop {
-            let mut planner = Planner::new(f, act, budget).with_steps(&steps);
+            let mut planner = Planner::new(f, act, budget, coarsening.passes).with_steps(&steps);
             let mut rv_work = HashMap::new();
             let plan = plan::Plan {
                 f,

@@ -30,12 +30,6 @@ use crate::ir::builder::Builder;
 use crate::ir::*;
 use std::collections::{HashMap, HashSet};
 
-#[cfg(test)]
-thread_local! {
-    /// Set by [`super::without_index_set_splitting`]: loops keep their branches.
-    pub(super) static OFF: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
 /// One part of the condition, in the order the loop evaluates them.
 #[derive(Clone, Copy, Debug)]
 enum Atom {
@@ -64,10 +58,6 @@ struct Plan {
 /// Splits every serial loop of `f` that qualifies (those in parallel bodies included;
 /// not those in checkpointing closures).
 pub fn split_index_sets(f: &mut Function) {
-    #[cfg(test)]
-    if OFF.with(|o| o.get()) {
-        return;
-    }
     let mut loops = Vec::new();
     collect(f, f.body, &mut loops);
     let mut parent = super::carry::block_of(f);

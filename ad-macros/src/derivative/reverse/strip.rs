@@ -34,19 +34,9 @@ const LANES: i128 = 8;
 /// The largest body strip-mined (it is written twice).
 const MAX_BODY: usize = 160;
 
-#[cfg(test)]
-thread_local! {
-    /// Set by [`super::without_strip_mining`]: fused sums stay single loops.
-    pub(super) static OFF: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
 /// Strip-mines every loop of `fused` (the reverse program's fused sums) whose body is
 /// straight-line code.
 pub fn strip_mine_fused(f: &mut Function, fused: &HashSet<Inst>) {
-    #[cfg(test)]
-    if OFF.with(|o| o.get()) {
-        return;
-    }
     let mut parent = super::carry::block_of(f);
     let mut loops: Vec<Inst> = fused
         .iter()

@@ -26,19 +26,9 @@ use std::collections::{HashMap, HashSet};
 /// The most instructions copied for one merge.
 const MAX_BETWEEN: usize = 64;
 
-#[cfg(test)]
-thread_local! {
-    /// Set by [`super::without_twin_ifs_merged`]: reverse programs keep both `if`s.
-    pub(super) static OFF: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
 /// Merges every pair of `if`s on one condition separated by short straight-line code,
 /// in every block of `f`.
 pub fn merge_twin_ifs(f: &mut Function) {
-    #[cfg(test)]
-    if OFF.with(|o| o.get()) {
-        return;
-    }
     merge_in(f, f.body);
 }
 
