@@ -327,7 +327,7 @@ impl Plan {
 /// the thread index (no adds), stored outside loops, and never read after one of their
 /// stores in the element's program. `None` when `rev` cannot be judged.
 fn deferrable(rev: &Function, ix: &Indexing) -> Option<HashSet<Buf>> {
-    let parents = parent_map(rev);
+    let parents = rev.parents();
     let own = |idx: &[Value]| matches!(idx, [k] if ix.affine(*k).is_some_and(|a| a.coef == 1 && a.shift().is_zero()));
     let mut order: Vec<Inst> = Vec::new();
     rev.walk(rev.body, &mut |i| order.push(i));
@@ -373,19 +373,6 @@ fn deferrable(rev: &Function, ix: &Indexing) -> Option<HashSet<Buf>> {
         }
     }
     Some(out)
-}
-
-/// Each instruction's enclosing instruction (an `if` or a loop) and the block it is in.
-fn parent_map(f: &Function) -> HashMap<Inst, (Inst, Block)> {
-    let mut parents = HashMap::new();
-    f.walk(f.body, &mut |i| {
-        for c in f.child_blocks(i) {
-            for &x in &f.block(c).insts {
-                parents.insert(x, (i, c));
-            }
-        }
-    });
-    parents
 }
 
 /// The enclosing instructions of `i`, innermost first, each with the block of it that
@@ -884,7 +871,7 @@ impl Instance<'_> {
                 b.finish(l, kind, results);
             }
             _ => {
-                rename(&mut kind, &|v| m(names, v));
+                kind.map_operands(&mut |v| m(names, v));
                 let new = b.push(kind, &result_tys, name.as_deref());
                 for (o, n) in data.results.iter().zip(b.func.inst(new).results.clone()) {
                     names.insert(*o, n);
@@ -940,7 +927,7 @@ impl Instance<'_> {
 /// function's yields; an instruction is needed by the values it reads, the `if` or loop
 /// it is in, and the cells it reads (every write of a read cell is needed).
 pub fn dead_code(f: &mut Function) {
-    let parents = parent_map(f);
+    let parents = f.parents();
     let mut cell_users: HashMap<Cell, Vec<Inst>> = HashMap::new();
     let mut roots = Vec::new();
     f.walk(f.body, &mut |i| match &f.inst(i).kind {
@@ -993,26 +980,5 @@ pub fn dead_code(f: &mut Function) {
             .filter(|i| live.contains(i))
             .collect();
         f.blocks[b].insts = keep;
-    }
-}
-
-/// `kind`'s operands through `m` (the kinds without blocks that [`Plan::of`] lets through).
-fn rename(kind: &mut InstKind, m: &dyn Fn(Value) -> Value) {
-    use InstKind::*;
-    match kind {
-        FConst(_) | IConst(_) | BConst(_) | Param(_) | CellGet(_) => {}
-        Unary(_, a) | Cast { value: a, .. } => *a = m(*a),
-        Binary(_, a, b) => {
-            *a = m(*a);
-            *b = m(*b);
-        }
-        Math(_, args) | Load(_, args) | Len(_, args) => args.iter_mut().for_each(|a| *a = m(*a)),
-        Store(_, idx, v) | StoreAdd(_, idx, v) => {
-            idx.iter_mut().for_each(|a| *a = m(*a));
-            *v = m(*v);
-        }
-        CellDecl(_, v) | CellSet(_, v) | CellAdd(_, v) => *v = m(*v),
-        Assert { cond, .. } => *cond = m(*cond),
-        other => unreachable!("gather: copying {other:?}"),
     }
 }

@@ -636,6 +636,99 @@ pub enum InstKind {
 }
 
 impl InstKind {
+    /// Replaces every value the instruction reads (what [`Function::operands`] lists) by
+    /// `m` of it; the blocks it owns, and their yields, stay as they are.
+    pub fn map_operands(&mut self, m: &mut dyn FnMut(Value) -> Value) {
+        use InstKind::*;
+        let all = |vs: &mut Vec<Value>, m: &mut dyn FnMut(Value) -> Value| {
+            vs.iter_mut().for_each(|v| *v = m(*v))
+        };
+        let arg = |a: &mut CallArg, m: &mut dyn FnMut(Value) -> Value| match a {
+            CallArg::Scalar(v) => *v = m(*v),
+            CallArg::Buf { range: Some(p), .. } => *p = p.map(&mut *m),
+            _ => {}
+        };
+        match self {
+            FConst(_) | IConst(_) | BConst(_) | Param(_) | CellGet(_) => {}
+            CopyFrom { .. } | Swap(..) | AddBuf { .. } | ZeroBuf(_) | SumBuf(_) => {}
+            CkReverse { .. } => {}
+            Unary(_, a) | Cast { value: a, .. } => *a = m(*a),
+            Binary(_, a, b) => {
+                *a = m(*a);
+                *b = m(*b);
+            }
+            Math(_, args) | Load(_, args) | Len(_, args) => all(args, m),
+            Store(_, idx, v) | StoreAdd(_, idx, v) => {
+                all(idx, m);
+                *v = m(*v);
+            }
+            Alloc { dims, init, .. } => {
+                all(dims, m);
+                match init {
+                    AllocInit::Fill(v) | AllocInit::Row { idx: v, .. } => *v = m(*v),
+                    AllocInit::Copy(_) => {}
+                }
+            }
+            SaveRow { idx, row, .. } => {
+                *idx = m(*idx);
+                *row = row.map(&mut *m);
+            }
+            ReturnRow { idx, .. } => *idx = m(*idx),
+            Assert { cond, .. } | If { cond, .. } => *cond = m(*cond),
+            Fail { cond, args, .. } => {
+                *cond = m(*cond);
+                all(args, m);
+            }
+            For { range, inits, .. } => {
+                range.start = m(range.start);
+                range.end = m(range.end);
+                if let Some(s) = &mut range.step {
+                    *s = m(*s);
+                }
+                all(inits, m);
+            }
+            While { inits, .. } => all(inits, m),
+            CellDecl(_, v) | CellSet(_, v) | CellAdd(_, v) => *v = m(*v),
+            TapeEnsure(_, v) => *v = m(*v),
+            TapeEnsureRow(_, r, v) => {
+                *r = m(*r);
+                *v = m(*v);
+            }
+            CkNew { spec, trip, .. } => {
+                let (CkScheme::Revolve(n) | CkScheme::Periodic(n) | CkScheme::Online(n)) =
+                    &mut spec.scheme;
+                *n = m(*n);
+                if let Some(t) = trip {
+                    *t = m(*t);
+                }
+            }
+            CkForwardStep { step, state, .. } => {
+                *step = m(*step);
+                for s in state {
+                    if let CkItem::Value(v) = s {
+                        *v = m(*v);
+                    }
+                }
+            }
+            CkEndForward { count, .. } => *count = m(*count),
+            Call { args, suffix, .. } => {
+                args.iter_mut().for_each(|a| arg(a, m));
+                match suffix {
+                    CallSuffix::Primal => {}
+                    CallSuffix::Fwd { tangents } => {
+                        tangents.iter_mut().flatten().for_each(|a| arg(a, m))
+                    }
+                    CallSuffix::Rev { shadows, seed } => {
+                        shadows.iter_mut().flatten().for_each(|a| arg(a, m));
+                        if let Some(s) = seed {
+                            *s = m(*s);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     /// Constants and scalar arithmetic: no buffers, cells, calls or blocks.
     pub fn is_arithmetic(&self) -> bool {
         matches!(
@@ -978,6 +1071,55 @@ impl Function {
             }
         }
     }
+    /// The parts of loop `i` (a `for` or a `while`): its header parameters, their initial
+    /// values, its body and its exit flags.
+    pub fn loop_parts(&self, i: Inst) -> (Vec<Value>, Vec<Value>, Block, Vec<Value>) {
+        match &self.inst(i).kind {
+            InstKind::For {
+                params,
+                inits,
+                body,
+                exit,
+                ..
+            }
+            | InstKind::While {
+                params,
+                inits,
+                body,
+                exit,
+                ..
+            } => (params.clone(), inits.clone(), *body, exit.clone()),
+            _ => unreachable!("loop_parts on a non-loop"),
+        }
+    }
+
+    /// The block holding each instruction reached from the body.
+    pub fn block_map(&self) -> std::collections::HashMap<Inst, Block> {
+        let mut m = std::collections::HashMap::new();
+        let mut blocks = vec![self.body];
+        while let Some(b) = blocks.pop() {
+            for &i in &self.block(b).insts {
+                m.insert(i, b);
+                blocks.extend(self.child_blocks(i));
+            }
+        }
+        m
+    }
+
+    /// The instruction (an `if`, a loop) enclosing each instruction that is not in the
+    /// body's own block, with the block of it that holds the instruction.
+    pub fn parents(&self) -> std::collections::HashMap<Inst, (Inst, Block)> {
+        let mut parents = std::collections::HashMap::new();
+        self.walk(self.body, &mut |i| {
+            for c in self.child_blocks(i) {
+                for &x in &self.block(c).insts {
+                    parents.insert(x, (i, c));
+                }
+            }
+        });
+        parents
+    }
+
     /// Buffers an instruction writes (not counting its blocks' contents).
     pub fn written_bufs(&self, i: Inst) -> Vec<Buf> {
         use InstKind::*;
@@ -1033,6 +1175,193 @@ impl Function {
             for c in self.child_blocks(i) {
                 self.walk(c, f);
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One instruction of every kind, each reading distinct values.
+    fn every_kind() -> Vec<InstKind> {
+        let mut n = 0;
+        let mut v = || {
+            n += 1;
+            Value(n)
+        };
+        let part = |v: &mut dyn FnMut() -> Value| Part {
+            row: Indices::of(&[v()]),
+            start: v(),
+            end: v(),
+        };
+        let b = Buf(0);
+        let blk = Block(0);
+        let callee = Callee {
+            path: syn::parse_quote!(g),
+            receiver: None,
+            generics: Code::default(),
+            then: Code::default(),
+        };
+        let spec = |v: &mut dyn FnMut() -> Value| CheckpointSpec {
+            scheme: CkScheme::Revolve(v()),
+            disk: false,
+            attr: Default::default(),
+        };
+        vec![
+            InstKind::FConst(1.0),
+            InstKind::IConst(1),
+            InstKind::BConst(true),
+            InstKind::Param(0),
+            InstKind::Unary(UnOp::Neg, v()),
+            InstKind::Binary(BinOp::Add, v(), v()),
+            InstKind::Math("atan2", vec![v(), v()]),
+            InstKind::Cast {
+                value: v(),
+                to: Ty::Int,
+                int: None,
+                float: None,
+            },
+            InstKind::Load(b, vec![v(), v()]),
+            InstKind::Store(b, vec![v()], v()),
+            InstKind::StoreAdd(b, vec![v()], v()),
+            InstKind::Len(b, vec![v()]),
+            InstKind::Alloc {
+                buf: b,
+                dims: vec![v(), v()],
+                init: AllocInit::Fill(v()),
+            },
+            InstKind::Alloc {
+                buf: b,
+                dims: vec![v()],
+                init: AllocInit::Row { tape: b, idx: v() },
+            },
+            InstKind::CopyFrom { dst: b, src: b },
+            InstKind::Swap(b, b),
+            InstKind::AddBuf { dst: b, src: b },
+            InstKind::ZeroBuf(b),
+            InstKind::SumBuf(b),
+            InstKind::Assert {
+                cond: v(),
+                message: Code::default(),
+            },
+            InstKind::Fail {
+                cond: v(),
+                site: 0,
+                args: vec![v(), v()],
+            },
+            InstKind::If {
+                cond: v(),
+                then_blk: blk,
+                else_blk: blk,
+            },
+            InstKind::For {
+                range: RangeSpec {
+                    start: v(),
+                    end: v(),
+                    step: Some(v()),
+                    rev: false,
+                },
+                index: Value(9999),
+                params: vec![Value(9998)],
+                inits: vec![v()],
+                body: blk,
+                exit: vec![Value(9998)],
+            },
+            InstKind::While {
+                cond: blk,
+                params: vec![Value(9997)],
+                inits: vec![v(), v()],
+                body: blk,
+                exit: vec![],
+            },
+            InstKind::CellDecl(Cell(0), v()),
+            InstKind::CellGet(Cell(0)),
+            InstKind::CellSet(Cell(0), v()),
+            InstKind::CellAdd(Cell(0), v()),
+            InstKind::TapeEnsure(b, v()),
+            InstKind::TapeEnsureRow(b, v(), v()),
+            InstKind::SaveRow {
+                tape: b,
+                idx: v(),
+                src: b,
+                row: Indices::of(&[v(), v()]),
+            },
+            InstKind::ReturnRow {
+                tape: b,
+                idx: v(),
+                src: b,
+            },
+            InstKind::CkNew {
+                ck: 0,
+                spec: spec(&mut v),
+                trip: Some(v()),
+            },
+            InstKind::CkForwardStep {
+                ck: 0,
+                step: v(),
+                state: vec![CkItem::Value(v()), CkItem::Cell(Cell(0)), CkItem::Buf(b)],
+            },
+            InstKind::CkEndForward { ck: 0, count: v() },
+            InstKind::CkReverse {
+                ck: 0,
+                state: vec![],
+                advance: blk,
+                taped: blk,
+                kept: blk,
+                adjoint: blk,
+            },
+            InstKind::Call {
+                callee: callee.clone(),
+                args: vec![
+                    CallArg::Scalar(v()),
+                    CallArg::Buf {
+                        buf: b,
+                        mutable: false,
+                        range: Some(part(&mut v)),
+                    },
+                ],
+                suffix: CallSuffix::Rev {
+                    shadows: vec![
+                        None,
+                        Some(CallArg::Buf {
+                            buf: b,
+                            mutable: true,
+                            range: Some(part(&mut v)),
+                        }),
+                    ],
+                    seed: Some(v()),
+                },
+            },
+            InstKind::Call {
+                callee,
+                args: vec![CallArg::Scalar(v())],
+                suffix: CallSuffix::Fwd {
+                    tangents: vec![Some(CallArg::Scalar(v()))],
+                },
+            },
+        ]
+    }
+
+    /// `map_operands` renames exactly the values `operands` lists, for every kind.
+    #[test]
+    fn map_operands_agrees_with_operands() {
+        for kind in every_kind() {
+            let mut f = Function::new("t");
+            f.insts.push(InstData {
+                kind: kind.clone(),
+                results: vec![],
+                span: proc_macro2::Span::call_site(),
+            });
+            let before = f.operands(Inst(0));
+            f.insts[0].kind.map_operands(&mut |v| Value(v.0 + 1000));
+            let after = f.operands(Inst(0));
+            let want: Vec<Value> = before.iter().map(|v| Value(v.0 + 1000)).collect();
+            assert_eq!(after, want, "{kind:?}");
+            assert!(
+                before.iter().all(|v| v.0 < 9000),
+                "{kind:?}: a loop's own values are not operands"
+            );
         }
     }
 }

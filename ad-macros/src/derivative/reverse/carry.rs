@@ -43,7 +43,7 @@ pub fn carry_shifted_adds(f: &mut Function, fused: &HashSet<Inst>, shadows: &Has
             }
         }
     });
-    let mut parent = block_of(f);
+    let mut parent = f.block_map();
     for l in loops {
         let descending = matches!(&f.inst(l).kind, InstKind::For { range, .. } if range.rev);
         for plan in plans(f, l, descending) {
@@ -53,21 +53,6 @@ pub fn carry_shifted_adds(f: &mut Function, fused: &HashSet<Inst>, shadows: &Has
             apply(f, &mut parent, l, plan, !descending);
         }
     }
-}
-
-/// The block holding each instruction.
-pub(super) fn block_of(f: &Function) -> HashMap<Inst, Block> {
-    fn go(f: &Function, b: Block, m: &mut HashMap<Inst, Block>) {
-        for &i in &f.block(b).insts {
-            m.insert(i, b);
-            for c in f.child_blocks(i) {
-                go(f, c, m);
-            }
-        }
-    }
-    let mut m = HashMap::new();
-    go(f, f.body, &mut m);
-    m
 }
 
 /// Moves the instructions of block `pre` before loop `l` and those of `post` after it, in

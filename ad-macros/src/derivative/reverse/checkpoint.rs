@@ -71,7 +71,7 @@ pub(super) struct CkLoop {
 
 /// The buffers the body of loop `l` writes that are allocated outside it.
 pub(super) fn state_bufs(f: &Function, l: Inst) -> Vec<Buf> {
-    let (_, _, body, _) = loop_parts(f, l);
+    let (_, _, body, _) = f.loop_parts(l);
     let mut written = std::collections::BTreeSet::new();
     let mut local = std::collections::BTreeSet::new();
     f.walk(body, &mut |i| {
@@ -121,7 +121,7 @@ impl Rev<'_> {
         for t in self.tapes_of(l) {
             b.stmt(InstKind::TapeEnsure(t, one));
         }
-        let (_, _, _, exit) = loop_parts(f, l);
+        let (_, _, _, exit) = f.loop_parts(l);
         let trip = match &f.inst(l).kind {
             InstKind::For { range, .. } if exit.is_empty() => {
                 let (s, e) = (self.m.v(range.start), self.m.v(range.end));
@@ -157,7 +157,7 @@ impl Rev<'_> {
         };
         let (mut kept, mut kept_bufs) = (Vec::new(), Vec::new());
         if self.ck[&l].tapeless {
-            let (params, inits, ..) = loop_parts(f, l);
+            let (params, inits, ..) = f.loop_parts(l);
             for (p, init) in params.iter().zip(&inits) {
                 let v = self.m.v(*init);
                 kept.push(b.cell(f.ty(*p), "ck_kept", v));
@@ -195,7 +195,7 @@ impl Rev<'_> {
     ) -> Vec<Value> {
         let f = self.f;
         let ck = self.ck[&l].clone();
-        let (params, _, body, _) = loop_parts(f, l);
+        let (params, _, body, _) = f.loop_parts(l);
         let steps = ck.steps.expect("declared before the loop");
         let k = b.get(steps);
         let one = b.iconst(1);
@@ -263,7 +263,7 @@ impl Rev<'_> {
     /// The body run for the record into slot 0 of the loop's tapes, nested loops' counters
     /// restarted (the loop's parameters and index already mapped).
     fn ck_taped_step(&mut self, b: &mut Builder, l: Inst) {
-        let (params, _, body, _) = loop_parts(self.f, l);
+        let (params, _, body, _) = self.f.loop_parts(l);
         let zero = b.iconst(0);
         for c in self.nested_counters(l) {
             b.set(c, zero);
@@ -284,7 +284,7 @@ impl Rev<'_> {
 
     /// The iteration counters of the loops nested in `l`.
     fn nested_counters(&self, l: Inst) -> Vec<Cell> {
-        let (_, _, body, _) = loop_parts(self.f, l);
+        let (_, _, body, _) = self.f.loop_parts(l);
         let mut out = Vec::new();
         self.f.walk(body, &mut |i| {
             // Loops in a parallel loop restart their counters in its iterations.
@@ -300,7 +300,7 @@ impl Rev<'_> {
         let f = self.f;
         let data = f.inst(l);
         let ck = self.ck[&l].clone();
-        let (params, inits, body, _) = loop_parts(f, l);
+        let (params, inits, body, _) = f.loop_parts(l);
         let carry = self.declare_carries(b, l);
         // The state as cells (the final values to start with; the first action restores
         // or needs none).
@@ -396,7 +396,7 @@ impl Rev<'_> {
     /// (and a `while` condition's values, which the body may read).
     fn ck_enter_step(&mut self, b: &mut Builder, l: Inst, ck: &CkLoop, cells: &[Cell]) {
         let f = self.f;
-        let (params, ..) = loop_parts(f, l);
+        let (params, ..) = f.loop_parts(l);
         for (p, c) in params.iter().zip(cells) {
             let v = b.get(*c);
             self.m.set(*p, v);
@@ -453,7 +453,7 @@ pub fn check(f: &Function) -> Result<(), syn::Error> {
             continue;
         }
         let state = state_bufs(f, l);
-        let (_, _, body, _) = loop_parts(f, l);
+        let (_, _, body, _) = f.loop_parts(l);
         let mut read = std::collections::BTreeSet::new();
         f.walk(body, &mut |i| match &f.inst(i).kind {
             InstKind::Load(x, _) => {

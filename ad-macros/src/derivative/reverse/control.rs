@@ -17,7 +17,7 @@ impl Rev<'_> {
         }
         let f = self.f;
         let data = f.inst(i);
-        let (params, inits, _, _) = loop_parts(f, i);
+        let (params, inits, _, _) = f.loop_parts(i);
         let n = params.len();
         let carry = self.declare_carries(b, i);
         let private = self.privatize(b, i);
@@ -146,7 +146,7 @@ impl Rev<'_> {
         b: &mut Builder,
         l: Inst,
     ) -> Result<Vec<(Value, Backward, Cell)>, String> {
-        let (params, ..) = loop_parts(self.f, l);
+        let (params, ..) = self.f.loop_parts(l);
         let mut out = Vec::new();
         for p in params {
             if self.rec.storage.get(&p) != Some(&Storage::Backward) {
@@ -202,7 +202,7 @@ impl Rev<'_> {
         let InstKind::For { range, .. } = &f.inst(i).kind else {
             unreachable!("parallel loops are for loops")
         };
-        let (_, inits, _, _) = loop_parts(f, i);
+        let (_, inits, _, _) = f.loop_parts(i);
         let carry = self.declare_carries(b, i);
         let private = self.privatize(b, i);
         let s = self.fetch(b, range.start)?;
@@ -380,7 +380,7 @@ impl Rev<'_> {
     /// The carry cell of each active loop parameter (by position), holding the adjoint
     /// of the loop's result.
     pub(super) fn declare_carries(&mut self, b: &mut Builder, l: Inst) -> BTreeMap<usize, Cell> {
-        let (params, ..) = loop_parts(self.f, l);
+        let (params, ..) = self.f.loop_parts(l);
         let mut carry = BTreeMap::new();
         for k in 0..params.len() {
             if !self.act.value(params[k]) {
@@ -430,7 +430,7 @@ impl Rev<'_> {
         carry: &BTreeMap<usize, Cell>,
         carried: bool,
     ) -> Result<(), String> {
-        let (params, _, body, _) = loop_parts(self.f, l);
+        let (params, _, body, _) = self.f.loop_parts(l);
         self.declare_local_shadows(b, body)?;
         for &k in carry.keys() {
             self.declare_adjoint(b, params[k]);

@@ -37,7 +37,7 @@
 //! the time (8 to 1000 elements); the maxima of 100 rows, 0.56× (rows of 8) and 0.23–0.26×
 //! (rows of 64 and 1000, where the gradient then takes 1.7–1.8× the primal).
 
-use super::carry::{block_of, surround};
+use super::carry::surround;
 use super::twin_if::{map_operands, renamable};
 use crate::analysis::activity::{self, Activity};
 use crate::ir::builder::Builder;
@@ -289,7 +289,7 @@ fn rewrite(f: &mut Function, l: Inst, r: &Reduction) {
         yields.iter_mut().for_each(|y| *y = rename(*y));
     }
     let pre = f.new_block();
-    let mut parent = block_of(f);
+    let mut parent = f.block_map();
     surround(f, &mut parent, l, pre, post);
 }
 

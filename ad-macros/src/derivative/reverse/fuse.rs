@@ -258,7 +258,7 @@ fn summed_param(
 /// matter: no active value in it, no write of an active buffer (the search for a
 /// reduction's winner, `extremum`).
 fn passive(f: &Function, act: &crate::analysis::activity::Activity, l: Inst) -> bool {
-    let (params, ..) = super::loop_parts(f, l);
+    let (params, ..) = f.loop_parts(l);
     let quiet = |i: Inst| {
         f.inst(i).results.iter().all(|v| !act.value(*v))
             && f.written_bufs(i).iter().all(|b| !act.buf(*b))

@@ -13,7 +13,7 @@
 //! value too. The operations and their operands are unchanged, so results are bitwise
 //! the same.
 
-use super::carry::{block_of, surround};
+use super::carry::surround;
 use super::promote::collect_loops;
 use crate::ir::builder::Builder;
 use crate::ir::*;
@@ -34,7 +34,7 @@ enum Key {
 pub fn hoist_invariant_index_math(f: &mut Function) {
     let mut loops = Vec::new();
     collect_loops(f, f.body, &mut loops);
-    let mut parent = block_of(f);
+    let mut parent = f.block_map();
     for l in loops {
         apply(f, &mut parent, l);
     }

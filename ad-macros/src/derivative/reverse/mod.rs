@@ -93,7 +93,7 @@ pub fn reverse(
         // A fused loop is not reversed as a whole (`reverse_loop`), where backward
         // counters step back: its counters are taped, as before there were any.
         for &l in rv.fused.keys() {
-            for p in loop_parts(f, l).0 {
+            for p in f.loop_parts(l).0 {
                 if rv.rec.storage.get(&p) == Some(&Storage::Backward) {
                     rv.rec.storage.insert(p, Storage::Tape(l));
                     rv.rec.saved.insert(p);
@@ -576,24 +576,4 @@ pub(super) fn trip_count(b: &mut Builder, s: Value, e: Value, step: Option<Value
 pub(super) fn range_len(b: &mut Builder, s: Value, e: Value) -> Value {
     let c = b.binary(BinOp::Gt, e, s);
     b.branch(c, &[Ty::Int], |b| vec![b.sub(e, s)], |b| vec![b.iconst(0)])[0]
-}
-
-pub(super) fn loop_parts(f: &Function, i: Inst) -> (Vec<Value>, Vec<Value>, Block, Vec<Value>) {
-    match &f.inst(i).kind {
-        InstKind::For {
-            params,
-            inits,
-            body,
-            exit,
-            ..
-        }
-        | InstKind::While {
-            params,
-            inits,
-            body,
-            exit,
-            ..
-        } => (params.clone(), inits.clone(), *body, exit.clone()),
-        _ => unreachable!("loop_parts on a non-loop"),
-    }
 }

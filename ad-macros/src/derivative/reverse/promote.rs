@@ -11,7 +11,7 @@
 //! sum once after it (if it ran). The additions are regrouped, as in [`super::carry`], and
 //! nothing else changes.
 
-use super::carry::{block_of, surround, touched_bufs};
+use super::carry::{surround, touched_bufs};
 use crate::ir::builder::Builder;
 use crate::ir::*;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 pub fn promote_invariant_adds(f: &mut Function) {
     let mut loops = Vec::new();
     collect_loops(f, f.body, &mut loops);
-    let mut parent = block_of(f);
+    let mut parent = f.block_map();
     for l in loops {
         apply(f, &mut parent, l);
     }

@@ -60,7 +60,7 @@ struct Plan {
 pub fn split_index_sets(f: &mut Function) {
     let mut loops = Vec::new();
     collect(f, f.body, &mut loops);
-    let mut parent = super::carry::block_of(f);
+    let mut parent = f.block_map();
     for l in loops {
         if let Some(plan) = plan(f, l) {
             apply(f, &mut parent, l, plan);

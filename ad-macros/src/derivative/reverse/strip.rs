@@ -37,7 +37,7 @@ const MAX_BODY: usize = 160;
 /// Strip-mines every loop of `fused` (the reverse program's fused sums) whose body is
 /// straight-line code.
 pub fn strip_mine_fused(f: &mut Function, fused: &HashSet<Inst>) {
-    let mut parent = super::carry::block_of(f);
+    let mut parent = f.block_map();
     let mut loops: Vec<Inst> = fused
         .iter()
         .copied()

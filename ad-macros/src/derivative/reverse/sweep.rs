@@ -139,10 +139,14 @@ impl Rev<'_> {
         }
     }
 
+    /// Loop `i` in the forward sweep: its entry (a checkpointer's, buffers copied whole,
+    /// tapes sized: [`Self::save_rows_at_entry`], [`Self::size_parallel_tapes`],
+    /// [`Self::size_tapes_at_entry`]), its header ([`Self::loop_head`]), each iteration
+    /// ([`Self::sweep_iteration`]), then its results and counters after it.
     pub(super) fn sweep_loop(&mut self, b: &mut Builder, i: Inst) {
         let f = self.f;
         let data = f.inst(i);
-        let (params, inits, body, exit) = loop_parts(f, i);
+        let exit = f.loop_parts(i).3;
         let checkpointed = self.checkpointed(i);
         let counter = match self.plain {
             true => None,
@@ -151,230 +155,37 @@ impl Rev<'_> {
         if checkpointed {
             self.ck_before_loop(b, i);
         }
-        // Buffers the loop reads but never writes, copied whole for the reverse sweep.
         if !self.plain {
-            let mut rows: Vec<(Buf, Buf)> = self
-                .rows
-                .iter()
-                .filter(|((l, _), _)| *l == i)
-                .map(|((_, buf), t)| (*buf, *t))
-                .collect();
-            rows.sort();
-            for (buf, t) in rows {
-                let idx = self.snapshot_row(b, i);
-                b.stmt(InstKind::SaveRow {
-                    tape: t,
-                    idx,
-                    src: self.m.b(buf),
-                    row: Indices::NONE,
-                });
-            }
+            self.save_rows_at_entry(b, i);
         }
-        // A parallel loop's iteration `i` saves into slot `i` (direct-indexed: iterations
-        // own their slots), so its tapes hold `end` slots.
         let parallel = f.parallel.get(&i).copied();
-        // Inside another loop, from slot `k₀` on (`Rev::declare_saves`): `k₀` and the
-        // counter after the entry, `k₀ + end`.
-        let mut parallel_entry = None;
-        if let (Some(_), false, InstKind::For { range, .. }) = (parallel, self.plain, &data.kind) {
-            let mut end = self.m.v(range.end);
-            if let Some(c) = counter {
-                let k0 = b.get(c);
-                let e = b.int_like(end, k0);
-                end = b.add(k0, e);
-                parallel_entry = Some((c, k0, end));
-            }
-            let mut rows: Vec<Buf> = self.tapes_of(i);
-            for (l, p) in self.row_of.clone() {
-                if p == i {
-                    rows.extend(self.tapes_of(l));
-                    rows.push(self.counts[&l]);
-                }
-            }
-            rows.sort();
-            rows.dedup();
-            for t in rows {
-                b.stmt(InstKind::TapeEnsure(t, end));
-            }
-        }
-        // Size the tapes once at loop entry when the trip count is bounded by the range.
-        // A loop over a plain range (not a fused sum, which moves its counter back in each
-        // iteration) saves iteration `j` at `k₀ + (j − start)`, with `k₀` the counter at
-        // entry, and moves the counter past its slots once, after the loop: the index is
-        // affine in `j`, so the tape gets an index window like any buffer
-        // (`codegen::window`), and no counter is stepped in the loop.
-        let mut entry = None;
+        let parallel_entry = match (parallel, self.plain) {
+            (Some(_), false) => self.size_parallel_tapes(b, i, counter),
+            _ => None,
+        };
         let counter = counter.filter(|_| parallel.is_none());
-        if let (Some(c), InstKind::For { range, .. }) = (counter, &data.kind) {
-            let tapes: Vec<Buf> = self.tapes_of(i);
-            let (s, e) = (self.m.v(range.start), self.m.v(range.end));
-            let k = b.get(c);
-            let len = range_len(b, s, e);
-            // The range may be of another integer type; the counter is a `usize`.
-            let len = b.value(
-                InstKind::Cast {
-                    value: len,
-                    to: Ty::Int,
-                    int: Some(IntTy::Usize),
-                    float: None,
-                },
-                Ty::Int,
-            );
-            let total = b.add(k, len);
-            for t in tapes {
-                match self.row_of.get(&i) {
-                    Some(p) => b.stmt(InstKind::TapeEnsureRow(t, self.iteration[p], total)),
-                    None => b.stmt(InstKind::TapeEnsure(t, total)),
-                };
-            }
-            if range.step.is_none() && !range.rev && !self.fused.contains_key(&i) {
-                entry = Some((c, k, s, total));
-            }
-        }
+        let entry = counter.and_then(|c| self.size_tapes_at_entry(b, i, c));
         let tangent_cells = match self.plain {
             true => None,
             false => self.declare_tangents(b, i),
         };
-        let ni = b.reserve();
-        let mut new_params = Vec::new();
-        for (k, p) in params.iter().enumerate() {
-            let np = b.func.new_value(
-                f.ty(*p),
-                ValueDef::LoopParam(ni, k as u32),
-                f.value(*p).name.clone(),
-            );
-            self.m.set(*p, np);
-            new_params.push(np);
-        }
-        let new_inits: Vec<Value> = inits.iter().map(|v| self.m.v(*v)).collect();
-        let new_exit: Vec<Value> = exit.iter().map(|v| self.m.v(*v)).collect();
-        let nb = b.func.new_block();
-        let mut new_index = None;
-        if let InstKind::For { index, .. } = &data.kind {
-            let nidx = b.func.new_value(
-                Ty::Int,
-                ValueDef::LoopIndex(ni),
-                f.value(*index).name.clone(),
-            );
-            self.m.set(*index, nidx);
-            new_index = Some(nidx);
-            if let Some(below) = self.index_bound(b, i) {
-                b.func.index_below.insert(nidx, below);
-            }
-        }
-        let cond_blk = match &data.kind {
-            InstKind::While { cond, .. } => {
-                let nc = b.func.new_block();
-                b.in_block(nc, |b| self.sweep_block(b, *cond));
-                let cy = self.m.v(f.block(*cond).yields[0]);
-                b.set_yields(nc, vec![cy]);
-                Some(nc)
-            }
-            _ => None,
+        let head = self.loop_head(b, i);
+        let nb = head.body;
+        let iteration = Iteration {
+            checkpointed,
+            parallel: parallel.is_some(),
+            parallel_entry,
+            entry,
+            counter,
+            tangent_cells: tangent_cells.as_deref(),
         };
         let ys = b.in_block(nb, |b| {
-            if checkpointed {
-                return self.ck_forward_iteration(b, i, new_index);
-            }
-            if let (Some(_), Some(ix)) = (parallel, new_index) {
-                let slot = match parallel_entry {
-                    Some((_, k0, _)) => {
-                        let j = b.int_like(ix, k0);
-                        b.add(k0, j)
-                    }
-                    None => ix,
-                };
-                self.iteration.insert(i, slot);
-                if !self.plain {
-                    self.parallel_counters(b, i, false);
-                }
-            }
-            if let (Some((_, k0, s, _)), Some(j)) = (entry, new_index) {
-                let off = b.sub(j, s);
-                let off = b.int_like(off, k0);
-                let k = b.add(k0, off);
-                self.iteration.insert(i, k);
-            } else if let Some(c) = counter {
-                let k = b.get(c);
-                let one = b.iconst(1);
-                let next = b.add(k, one);
-                b.set(c, next);
-                if matches!(data.kind, InstKind::While { .. }) {
-                    for t in self.tapes_of(i) {
-                        match self.row_of.get(&i) {
-                            Some(p) => b.stmt(InstKind::TapeEnsureRow(t, self.iteration[p], next)),
-                            None => b.stmt(InstKind::TapeEnsure(t, next)),
-                        };
-                    }
-                }
-                self.iteration.insert(i, k);
-            }
-            for p in &params {
-                self.save(b, *p);
-            }
-            // A fused loop's inner fused loops reverse their iterations inside its body,
-            // reading its index (`fuse::fusable_inner`).
-            let fused_index = match (self.fused.contains_key(&i), new_index) {
-                (true, Some(ix)) if !self.plain => self.index.insert(i, ix).is_none(),
-                _ => false,
-            };
-            let fusing = self.fused.contains_key(&i) && !self.plain;
-            if fusing {
-                self.fusing.push((i, nb));
-            }
-            self.sweep_block(b, body);
-            if fused_index {
-                self.index.remove(&i);
-            }
-            if let Some(cells) = &tangent_cells {
-                self.step_tangents(b, i, cells)
-                    .expect("the forward sweep reads no saved values");
-            }
-            if parallel.is_some() && !self.plain {
-                self.save_parallel_counts(b, i);
-            }
-            if let (Some(&(k, c)), false) = (self.fused.get(&i), self.plain) {
-                if let Err(e) = self.fused_adjoint(b, i, k, c, new_index) {
-                    self.fuse_error.get_or_insert(e);
-                }
-            }
-            if fusing {
-                self.fusing.pop();
-            }
-            f.block(body).yields.iter().map(|y| self.m.v(*y)).collect()
+            self.sweep_iteration(b, i, nb, head.index, &iteration)
         });
         b.set_yields(nb, ys);
-        let kind = match &data.kind {
-            InstKind::For { range, .. } => InstKind::For {
-                range: RangeSpec {
-                    start: self.m.v(range.start),
-                    end: self.m.v(range.end),
-                    step: range.step.map(|s| self.m.v(s)),
-                    rev: range.rev,
-                },
-                index: new_index.expect("for index"),
-                params: new_params.clone(),
-                inits: new_inits,
-                body: nb,
-                exit: new_exit,
-            },
-            _ => InstKind::While {
-                cond: cond_blk.expect("while cond"),
-                params: new_params.clone(),
-                inits: new_inits,
-                body: nb,
-                exit: new_exit,
-            },
-        };
-        let mut results = Vec::new();
-        for (k, r) in data.results.iter().enumerate() {
-            results.push(b.func.new_value(
-                f.ty(*r),
-                ValueDef::Result(ni, k as u32),
-                f.value(*r).name.clone(),
-            ));
-        }
-        b.finish(ni, kind, results.clone());
+        let results = self.finish_loop_head(b, i, head);
+        let ni = results.0;
+        let results = results.1;
         if let Some((c, _, next)) = parallel_entry {
             b.set(c, next);
         }
@@ -408,12 +219,291 @@ impl Rev<'_> {
         }
     }
 
+    /// Buffers loop `i` reads but never writes, copied whole for the reverse sweep, at
+    /// its entry ([`Storage::Row`]).
+    fn save_rows_at_entry(&mut self, b: &mut Builder, i: Inst) {
+        let mut rows: Vec<(Buf, Buf)> = self
+            .rows
+            .iter()
+            .filter(|((l, _), _)| *l == i)
+            .map(|((_, buf), t)| (*buf, *t))
+            .collect();
+        rows.sort();
+        for (buf, t) in rows {
+            let idx = self.snapshot_row(b, i);
+            b.stmt(InstKind::SaveRow {
+                tape: t,
+                idx,
+                src: self.m.b(buf),
+                row: Indices::NONE,
+            });
+        }
+    }
+
+    /// Sizes the tapes of parallel loop `i` (and of the loops nested in it) at its entry:
+    /// iteration `j` saves into slot `j` (direct-indexed: iterations own their slots), so
+    /// they hold `end` slots; inside another loop, from slot `k₀` on (`Rev::declare_saves`).
+    /// Returns the counter, `k₀`, and the counter after the loop, `k₀ + end`, in that case.
+    fn size_parallel_tapes(
+        &mut self,
+        b: &mut Builder,
+        i: Inst,
+        counter: Option<Cell>,
+    ) -> Option<(Cell, Value, Value)> {
+        let InstKind::For { range, .. } = &self.f.inst(i).kind else {
+            return None;
+        };
+        let mut entry = None;
+        let mut end = self.m.v(range.end);
+        if let Some(c) = counter {
+            let k0 = b.get(c);
+            let e = b.int_like(end, k0);
+            end = b.add(k0, e);
+            entry = Some((c, k0, end));
+        }
+        let mut rows: Vec<Buf> = self.tapes_of(i);
+        for (l, p) in self.row_of.clone() {
+            if p == i {
+                rows.extend(self.tapes_of(l));
+                rows.push(self.counts[&l]);
+            }
+        }
+        rows.sort();
+        rows.dedup();
+        for t in rows {
+            b.stmt(InstKind::TapeEnsure(t, end));
+        }
+        entry
+    }
+
+    /// Sizes the tapes of loop `i` once at its entry when its trip count is bounded by its
+    /// range. A loop over a plain range (not a fused sum, which moves its counter back in
+    /// each iteration) saves iteration `j` at `k₀ + (j − start)`, with `k₀` the counter at
+    /// entry, and moves the counter past its slots once, after the loop: the index is
+    /// affine in `j`, so the tape gets an index window like any buffer
+    /// (`codegen::window`), and no counter is stepped in the loop. Returns the counter,
+    /// `k₀`, the range's start and `k₀ + len` in that case.
+    fn size_tapes_at_entry(
+        &mut self,
+        b: &mut Builder,
+        i: Inst,
+        c: Cell,
+    ) -> Option<(Cell, Value, Value, Value)> {
+        let InstKind::For { range, .. } = &self.f.inst(i).kind else {
+            return None;
+        };
+        let tapes: Vec<Buf> = self.tapes_of(i);
+        let (s, e) = (self.m.v(range.start), self.m.v(range.end));
+        let k = b.get(c);
+        let len = range_len(b, s, e);
+        // The range may be of another integer type; the counter is a `usize`.
+        let len = b.value(
+            InstKind::Cast {
+                value: len,
+                to: Ty::Int,
+                int: Some(IntTy::Usize),
+                float: None,
+            },
+            Ty::Int,
+        );
+        let total = b.add(k, len);
+        for t in tapes {
+            match self.row_of.get(&i) {
+                Some(p) => b.stmt(InstKind::TapeEnsureRow(t, self.iteration[p], total)),
+                None => b.stmt(InstKind::TapeEnsure(t, total)),
+            };
+        }
+        let plain = range.step.is_none() && !range.rev && !self.fused.contains_key(&i);
+        plain.then_some((c, k, s, total))
+    }
+
+    /// The copy of loop `i`'s header: the reserved instruction, its parameters, initial
+    /// values, exit flags and index (mapped from the primal's), its body's block, and its
+    /// `while` condition, swept.
+    fn loop_head(&mut self, b: &mut Builder, i: Inst) -> LoopHead {
+        let f = self.f;
+        let data = f.inst(i);
+        let (params, inits, _, exit) = f.loop_parts(i);
+        let ni = b.reserve();
+        let mut new_params = Vec::new();
+        for (k, p) in params.iter().enumerate() {
+            let np = b.func.new_value(
+                f.ty(*p),
+                ValueDef::LoopParam(ni, k as u32),
+                f.value(*p).name.clone(),
+            );
+            self.m.set(*p, np);
+            new_params.push(np);
+        }
+        let inits: Vec<Value> = inits.iter().map(|v| self.m.v(*v)).collect();
+        let exit: Vec<Value> = exit.iter().map(|v| self.m.v(*v)).collect();
+        let body = b.func.new_block();
+        let mut index = None;
+        if let InstKind::For { index: ix, .. } = &data.kind {
+            let nidx =
+                b.func
+                    .new_value(Ty::Int, ValueDef::LoopIndex(ni), f.value(*ix).name.clone());
+            self.m.set(*ix, nidx);
+            index = Some(nidx);
+            if let Some(below) = self.index_bound(b, i) {
+                b.func.index_below.insert(nidx, below);
+            }
+        }
+        let cond = match &data.kind {
+            InstKind::While { cond, .. } => {
+                let nc = b.func.new_block();
+                b.in_block(nc, |b| self.sweep_block(b, *cond));
+                let cy = self.m.v(f.block(*cond).yields[0]);
+                b.set_yields(nc, vec![cy]);
+                Some(nc)
+            }
+            _ => None,
+        };
+        LoopHead {
+            inst: ni,
+            params: new_params,
+            inits,
+            exit,
+            body,
+            index,
+            cond,
+        }
+    }
+
+    /// One iteration of loop `i` in the forward sweep, into its new body `nb`: its slot in
+    /// the tapes, its saves, its body, and what a closed, parallel or fused loop adds to
+    /// it; returns the body's yields.
+    fn sweep_iteration(
+        &mut self,
+        b: &mut Builder,
+        i: Inst,
+        nb: Block,
+        new_index: Option<Value>,
+        it: &Iteration,
+    ) -> Vec<Value> {
+        let f = self.f;
+        let (params, _, body, _) = f.loop_parts(i);
+        if it.checkpointed {
+            return self.ck_forward_iteration(b, i, new_index);
+        }
+        if let (true, Some(ix)) = (it.parallel, new_index) {
+            let slot = match it.parallel_entry {
+                Some((_, k0, _)) => {
+                    let j = b.int_like(ix, k0);
+                    b.add(k0, j)
+                }
+                None => ix,
+            };
+            self.iteration.insert(i, slot);
+            if !self.plain {
+                self.parallel_counters(b, i, false);
+            }
+        }
+        if let (Some((_, k0, s, _)), Some(j)) = (it.entry, new_index) {
+            let off = b.sub(j, s);
+            let off = b.int_like(off, k0);
+            let k = b.add(k0, off);
+            self.iteration.insert(i, k);
+        } else if let Some(c) = it.counter {
+            let k = b.get(c);
+            let one = b.iconst(1);
+            let next = b.add(k, one);
+            b.set(c, next);
+            if matches!(f.inst(i).kind, InstKind::While { .. }) {
+                for t in self.tapes_of(i) {
+                    match self.row_of.get(&i) {
+                        Some(p) => b.stmt(InstKind::TapeEnsureRow(t, self.iteration[p], next)),
+                        None => b.stmt(InstKind::TapeEnsure(t, next)),
+                    };
+                }
+            }
+            self.iteration.insert(i, k);
+        }
+        for p in &params {
+            self.save(b, *p);
+        }
+        // A fused loop's inner fused loops reverse their iterations inside its body,
+        // reading its index (`fuse::fusable_inner`).
+        let fused_index = match (self.fused.contains_key(&i), new_index) {
+            (true, Some(ix)) if !self.plain => self.index.insert(i, ix).is_none(),
+            _ => false,
+        };
+        let fusing = self.fused.contains_key(&i) && !self.plain;
+        if fusing {
+            self.fusing.push((i, nb));
+        }
+        self.sweep_block(b, body);
+        if fused_index {
+            self.index.remove(&i);
+        }
+        if let Some(cells) = it.tangent_cells {
+            self.step_tangents(b, i, cells)
+                .expect("the forward sweep reads no saved values");
+        }
+        if it.parallel && !self.plain {
+            self.save_parallel_counts(b, i);
+        }
+        if let (Some(&(k, c)), false) = (self.fused.get(&i), self.plain) {
+            if let Err(e) = self.fused_adjoint(b, i, k, c, new_index) {
+                self.fuse_error.get_or_insert(e);
+            }
+        }
+        if fusing {
+            self.fusing.pop();
+        }
+        f.block(body).yields.iter().map(|y| self.m.v(*y)).collect()
+    }
+
+    /// Completes the copy of loop `i` begun by [`Self::loop_head`], whose body is swept:
+    /// its range mapped, and its results; returns the new loop and its results.
+    fn finish_loop_head(&mut self, b: &mut Builder, i: Inst, head: LoopHead) -> (Inst, Vec<Value>) {
+        let f = self.f;
+        let data = f.inst(i);
+        let (inits, exit, nb) = (head.inits, head.exit, head.body);
+        let kind = match &data.kind {
+            InstKind::For { range, .. } => InstKind::For {
+                range: RangeSpec {
+                    start: self.m.v(range.start),
+                    end: self.m.v(range.end),
+                    step: range.step.map(|s| self.m.v(s)),
+                    rev: range.rev,
+                },
+                index: head.index.expect("for index"),
+                params: head.params,
+                inits,
+                body: nb,
+                exit,
+            },
+            _ => InstKind::While {
+                cond: head.cond.expect("while cond"),
+                params: head.params,
+                inits,
+                body: nb,
+                exit,
+            },
+        };
+        let results: Vec<Value> = data
+            .results
+            .iter()
+            .enumerate()
+            .map(|(k, r)| {
+                b.func.new_value(
+                    f.ty(*r),
+                    ValueDef::Result(head.inst, k as u32),
+                    f.value(*r).name.clone(),
+                )
+            })
+            .collect();
+        b.finish(head.inst, kind, results.clone());
+        (head.inst, results)
+    }
+
     /// The tangent cells `T[p][k]` of a loop closed by its tangents: 1 where variable p
     /// starts at input k, else 0.
     fn declare_tangents(&mut self, b: &mut Builder, l: Inst) -> Option<Vec<Vec<Cell>>> {
         let closed = self.seg.closed.get(&l)?;
         let t = closed.tangents.as_ref()?;
-        let (_, inits, _, _) = loop_parts(self.f, l);
+        let (_, inits, _, _) = self.f.loop_parts(l);
         let mut cells = Vec::new();
         for &p in &t.vars {
             let mut row = Vec::new();
@@ -489,4 +579,30 @@ impl Rev<'_> {
             .map(|v| self.tape[v])
             .collect()
     }
+}
+
+/// The copy of a loop's header made before its body ([`Rev::loop_head`]).
+struct LoopHead {
+    inst: Inst,
+    params: Vec<Value>,
+    inits: Vec<Value>,
+    exit: Vec<Value>,
+    body: Block,
+    index: Option<Value>,
+    cond: Option<Block>,
+}
+
+/// What each iteration of a loop in the forward sweep does besides its body
+/// ([`Rev::sweep_iteration`]).
+struct Iteration<'c> {
+    checkpointed: bool,
+    parallel: bool,
+    /// A parallel loop's counter, its value at entry and after the loop.
+    parallel_entry: Option<(Cell, Value, Value)>,
+    /// A loop sized at entry: its counter, its value at entry, the range's start and the
+    /// counter after the loop.
+    entry: Option<(Cell, Value, Value, Value)>,
+    /// The counter stepped in each iteration (not a parallel loop's).
+    counter: Option<Cell>,
+    tangent_cells: Option<&'c [Vec<Cell>]>,
 }

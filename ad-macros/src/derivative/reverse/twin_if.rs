@@ -86,33 +86,9 @@ fn reads_renamable(f: &Function, insts: &[Inst], values: &HashSet<Value>) -> boo
     ok
 }
 
-/// `kind`'s operands through `m` (the kinds [`renamable`] accepts).
+/// `kind`'s operands through `m` (the passes call it on the kinds [`renamable`] accepts).
 pub(super) fn map_operands(kind: &mut InstKind, m: &dyn Fn(Value) -> Value) {
-    use InstKind::*;
-    match kind {
-        FConst(_) | IConst(_) | BConst(_) | Param(_) | CellGet(_) => {}
-        Unary(_, a) | Cast { value: a, .. } => *a = m(*a),
-        Binary(_, a, b) => {
-            *a = m(*a);
-            *b = m(*b);
-        }
-        Math(_, args) | Load(_, args) | Len(_, args) => args.iter_mut().for_each(|a| *a = m(*a)),
-        Store(_, idx, v) | StoreAdd(_, idx, v) => {
-            idx.iter_mut().for_each(|a| *a = m(*a));
-            *v = m(*v);
-        }
-        CellDecl(_, v) | CellSet(_, v) | CellAdd(_, v) => *v = m(*v),
-        If { cond, .. } => *cond = m(*cond),
-        For { range, inits, .. } => {
-            range.start = m(range.start);
-            range.end = m(range.end);
-            if let Some(s) = &mut range.step {
-                *s = m(*s);
-            }
-            inits.iter_mut().for_each(|a| *a = m(*a));
-        }
-        other => unreachable!("twin_if: renaming the operands of {other:?}"),
-    }
+    kind.map_operands(&mut |v| m(v));
 }
 
 /// Renames through `m` the values read by `insts` and everything nested in them (operands
