@@ -307,23 +307,7 @@ impl Fwd<'_> {
     fn loop_inst(&mut self, b: &mut Builder, i: Inst) {
         let f = self.f;
         let data = f.inst(i);
-        let (params, inits, body, exit) = match &data.kind {
-            InstKind::For {
-                params,
-                inits,
-                body,
-                exit,
-                ..
-            }
-            | InstKind::While {
-                params,
-                inits,
-                body,
-                exit,
-                ..
-            } => (params.clone(), inits.clone(), *body, exit.clone()),
-            _ => unreachable!(),
-        };
+        let (params, inits, body, exit) = f.loop_parts(i);
         let active_params: Vec<usize> = (0..params.len())
             .filter(|k| self.act.value(params[*k]))
             .collect();

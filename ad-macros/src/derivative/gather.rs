@@ -477,9 +477,15 @@ struct Program {
 }
 
 impl Program {
+    /// A program with `rev`'s parameters, then the number of elements.
     fn new(rev: &Function, name: &str) -> Self {
         let mut func = Function::new(name);
         func.params = rev.params.clone();
+        func.params.push(ParamInfo {
+            name: "__phidiff_n".into(),
+            kind: ParamKind::Scalar(Ty::Int),
+            span: proc_macro2::Span::call_site(),
+        });
         func.bufs = rev.bufs.clone();
         Program {
             func,
@@ -518,21 +524,22 @@ impl Program {
     }
 }
 
+/// The thread's element `j` and the number of elements, read at the start of a program
+/// made by [`Program::new`].
+fn prologue(b: &mut Builder, rev: &Function) -> (Value, Value) {
+    let j = b.value(InstKind::Param(0), Ty::Int);
+    b.func.values[j.index()].name = Some(rev.params[0].name.clone());
+    let n = b.value(InstKind::Param(rev.params.len()), Ty::Int);
+    (j, n)
+}
+
 /// The gather kernel's program (see the module docs); `deferred`: the buffers whose
 /// stores it leaves to the finishing kernel.
 fn build_main(rev: &Function, plan: &Plan, deferred: &HashSet<Buf>) -> Program {
     let mut c = Program::new(rev, &format!("{} (gather form)", rev.name));
-    let threads = c.func.params.len();
-    c.func.params.push(ParamInfo {
-        name: "__phidiff_n".into(),
-        kind: ParamKind::Scalar(Ty::Int),
-        span: proc_macro2::Span::call_site(),
-    });
     let body = c.func.body;
     let mut b = Builder::new(&mut c.func, body);
-    let j = b.value(InstKind::Param(0), Ty::Int);
-    b.func.values[j.index()].name = rev.params[0].name.clone().into();
-    let n = b.value(InstKind::Param(threads), Ty::Int);
+    let (j, n) = prologue(&mut b, rev);
     let zero = b.fconst(0.0);
     let sums: HashMap<Buf, Cell> = plan
         .gathered
@@ -624,15 +631,9 @@ fn build_main(rev: &Function, plan: &Plan, deferred: &HashSet<Buf>) -> Program {
 /// The finishing kernel's program: the element's stores into `deferred`.
 fn build_finish(rev: &Function, deferred: &HashSet<Buf>) -> Function {
     let mut c = Program::new(rev, &format!("{} (finishing stores)", rev.name));
-    c.func.params.push(ParamInfo {
-        name: "__phidiff_n".into(),
-        kind: ParamKind::Scalar(Ty::Int),
-        span: proc_macro2::Span::call_site(),
-    });
     let body = c.func.body;
     let mut b = Builder::new(&mut c.func, body);
-    let j = b.value(InstKind::Param(0), Ty::Int);
-    b.func.values[j.index()].name = rev.params[0].name.clone().into();
+    let (j, _) = prologue(&mut b, rev);
     let plan = Plan {
         gathered: Vec::new(),
         shifts: HashMap::new(),
@@ -826,11 +827,11 @@ impl Instance<'_> {
                     rev.value(index).name.clone(),
                 );
                 names.insert(index, new_index);
-                let new_params = self.loop_params(b, l, &params, names);
+                let new_params = self.fresh(b, &params, names, |k| ValueDef::LoopParam(l, k));
                 let blk = b.func.new_block();
                 let ys = b.in_block(blk, |b| self.block(b, body, role, names, cells));
                 b.set_yields(blk, ys);
-                let results = self.loop_results(b, l, &data.results, names);
+                let results = self.fresh(b, &data.results, names, |k| ValueDef::Result(l, k));
                 let kind = InstKind::For {
                     range: RangeSpec {
                         start: m(names, range.start),
@@ -854,13 +855,13 @@ impl Instance<'_> {
                 exit,
             } => {
                 let l = b.reserve();
-                let new_params = self.loop_params(b, l, &params, names);
+                let new_params = self.fresh(b, &params, names, |k| ValueDef::LoopParam(l, k));
                 let (cb, bb) = (b.func.new_block(), b.func.new_block());
                 let cy = b.in_block(cb, |b| self.block(b, cond, role, names, cells));
                 b.set_yields(cb, cy);
                 let ys = b.in_block(bb, |b| self.block(b, body, role, names, cells));
                 b.set_yields(bb, ys);
-                let results = self.loop_results(b, l, &data.results, names);
+                let results = self.fresh(b, &data.results, names, |k| ValueDef::Result(l, k));
                 let kind = InstKind::While {
                     cond: cb,
                     params: new_params,
@@ -880,43 +881,21 @@ impl Instance<'_> {
         }
     }
 
-    fn loop_params(
+    /// Fresh values like `old` (types, names), the `k`-th defined as `def(k)`, each mapped
+    /// from its old one in `names`.
+    fn fresh(
         &self,
         b: &mut Builder,
-        l: Inst,
-        params: &[Value],
+        old: &[Value],
         names: &mut HashMap<Value, Value>,
+        def: impl Fn(u32) -> ValueDef,
     ) -> Vec<Value> {
-        params
-            .iter()
+        old.iter()
             .enumerate()
-            .map(|(k, p)| {
-                let d = self.rev.value(*p).clone();
-                let v = b
-                    .func
-                    .new_value(d.ty, ValueDef::LoopParam(l, k as u32), d.name);
-                names.insert(*p, v);
-                v
-            })
-            .collect()
-    }
-
-    fn loop_results(
-        &self,
-        b: &mut Builder,
-        l: Inst,
-        results: &[Value],
-        names: &mut HashMap<Value, Value>,
-    ) -> Vec<Value> {
-        results
-            .iter()
-            .enumerate()
-            .map(|(k, r)| {
-                let d = self.rev.value(*r).clone();
-                let v = b
-                    .func
-                    .new_value(d.ty, ValueDef::Result(l, k as u32), d.name);
-                names.insert(*r, v);
+            .map(|(k, o)| {
+                let d = self.rev.value(*o).clone();
+                let v = b.func.new_value(d.ty, def(k as u32), d.name);
+                names.insert(*o, v);
                 v
             })
             .collect()
