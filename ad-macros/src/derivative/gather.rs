@@ -524,13 +524,11 @@ impl Program {
     }
 }
 
-/// The thread's element `j` and the number of elements, read at the start of a program
-/// made by [`Program::new`].
-fn prologue(b: &mut Builder, rev: &Function) -> (Value, Value) {
+/// The thread's element `j` read at the start of a program made by [`Program::new`].
+fn element(b: &mut Builder, rev: &Function) -> Value {
     let j = b.value(InstKind::Param(0), Ty::Int);
     b.func.values[j.index()].name = Some(rev.params[0].name.clone());
-    let n = b.value(InstKind::Param(rev.params.len()), Ty::Int);
-    (j, n)
+    j
 }
 
 /// The gather kernel's program (see the module docs); `deferred`: the buffers whose
@@ -539,7 +537,8 @@ fn build_main(rev: &Function, plan: &Plan, deferred: &HashSet<Buf>) -> Program {
     let mut c = Program::new(rev, &format!("{} (gather form)", rev.name));
     let body = c.func.body;
     let mut b = Builder::new(&mut c.func, body);
-    let (j, n) = prologue(&mut b, rev);
+    let j = element(&mut b, rev);
+    let n = b.value(InstKind::Param(rev.params.len()), Ty::Int);
     let zero = b.fconst(0.0);
     let sums: HashMap<Buf, Cell> = plan
         .gathered
@@ -633,7 +632,7 @@ fn build_finish(rev: &Function, deferred: &HashSet<Buf>) -> Function {
     let mut c = Program::new(rev, &format!("{} (finishing stores)", rev.name));
     let body = c.func.body;
     let mut b = Builder::new(&mut c.func, body);
-    let (j, _) = prologue(&mut b, rev);
+    let j = element(&mut b, rev);
     let plan = Plan {
         gathered: Vec::new(),
         shifts: HashMap::new(),

@@ -13,7 +13,7 @@ impl Rev<'_> {
                 return Ok(*x);
             }
         }
-        let storage = *self.rec.storage.get(&v).ok_or_else(|| {
+        let storage = *self.plan.rec.storage.get(&v).ok_or_else(|| {
             format!("phidiff internal error: the reverse sweep reads {v}, which was not planned")
         })?;
         if let Some(x) = self.from_iteration(b, v, Some(storage)) {
@@ -23,7 +23,7 @@ impl Rev<'_> {
                 .insert(v, x);
             return Ok(x);
         }
-        if self.iteration_saved.contains(&v) {
+        if self.plan.iteration_saved.contains(&v) {
             return Err(format!(
                 "phidiff internal error: {v} of a fused iteration read outside its adjoint"
             ));
@@ -66,7 +66,7 @@ impl Rev<'_> {
             Storage::Recompute => self.recompute(b, v, None)?,
             Storage::Alias(w) => self.fetch(b, w)?,
             Storage::Induction => {
-                let ind = self.rec.reuse.inductions[&v].clone();
+                let ind = self.plan.rec.reuse.inductions[&v].clone();
                 let InstKind::For { range, index, .. } = &self.f.inst(ind.lp).kind else {
                     unreachable!("inductions are parameters of for loops")
                 };
@@ -86,7 +86,7 @@ impl Rev<'_> {
                 }
             }
             Storage::Fill => {
-                let fill = self.rec.reuse.fills[&v].clone();
+                let fill = self.plan.rec.reuse.fills[&v].clone();
                 let at = self.fetch(b, fill.at)?;
                 self.memo.push(HashMap::from([(fill.index, at)]));
                 let x = if fill.insts.contains(&self.f.def_inst(fill.value)) {
@@ -242,7 +242,7 @@ impl Rev<'_> {
     pub(super) fn declare_adjoints(&mut self, b: &mut Builder, blk: Block) {
         for &i in &self.f.block(blk).insts {
             for &r in &self.f.inst(i).results {
-                if self.act.value(r) && !self.seg.internal.contains(&r) {
+                if self.act.value(r) && !self.plan.seg.internal.contains(&r) {
                     self.declare_adjoint(b, r);
                 }
             }
@@ -268,9 +268,9 @@ impl Rev<'_> {
     pub(super) fn reverse_block(&mut self, b: &mut Builder, blk: Block) -> Result<(), String> {
         let insts = self.f.block(blk).insts.clone();
         for &i in insts.iter().rev() {
-            if self.work.get(&i).copied().unwrap_or(false) {
+            if self.plan.work.get(&i).copied().unwrap_or(false) {
                 b.span = self.f.inst(i).span;
-                match self.seg.ending_at(i) {
+                match self.plan.seg.ending_at(i) {
                     Some(k) => self.reverse_segment(b, k)?,
                     None => self.reverse_inst(b, i)?,
                 }

@@ -89,7 +89,7 @@ impl Rev<'_> {
         let mut loops: Vec<Inst> = self.f.checkpoints.keys().copied().collect();
         loops.sort();
         for l in loops {
-            if !self.work.get(&l).copied().unwrap_or(false) {
+            if !self.plan.work.get(&l).copied().unwrap_or(false) {
                 continue;
             }
             let id = self.ck.len() as u32;
@@ -101,7 +101,7 @@ impl Rev<'_> {
                     bufs,
                     steps: None,
                     index: None,
-                    tapeless: self.steps.contains(&l),
+                    tapeless: self.plan.steps.contains(&l),
                     kept: Vec::new(),
                     kept_bufs: Vec::new(),
                 },

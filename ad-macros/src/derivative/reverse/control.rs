@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashSet};
 
 impl Rev<'_> {
     pub(super) fn reverse_loop(&mut self, b: &mut Builder, i: Inst) -> Result<(), String> {
-        if self.fused.contains_key(&i) {
+        if self.plan.fused.contains_key(&i) {
             // Reversed iteration by iteration in the forward sweep (`fused_adjoint`).
             return Ok(());
         }
@@ -149,10 +149,10 @@ impl Rev<'_> {
         let (params, ..) = self.f.loop_parts(l);
         let mut out = Vec::new();
         for p in params {
-            if self.rec.storage.get(&p) != Some(&Storage::Backward) {
+            if self.plan.rec.storage.get(&p) != Some(&Storage::Backward) {
                 continue;
             }
-            let bw = self.rec.reuse.backwards[&p].clone();
+            let bw = self.plan.rec.reuse.backwards[&p].clone();
             let last = self.fetch(b, bw.last)?;
             let c = b.cell(Ty::Int, "back", last);
             out.push((p, bw, c));
@@ -319,13 +319,14 @@ impl Rev<'_> {
     /// ([`Rev::from_iteration`]).
     pub(super) fn untape_fused(&mut self) {
         let local: Vec<Value> = self
+            .plan
             .rec
             .saved
             .iter()
             .copied()
-            .filter(|&v| match self.rec.storage[&v] {
+            .filter(|&v| match self.plan.rec.storage[&v] {
                 Storage::Tape(l) => {
-                    self.fused.contains_key(&l)
+                    self.plan.fused.contains_key(&l)
                         && matches!(self.f.value(v).def, ValueDef::Result(..))
                         && self.loop_of(self.f.def_inst(v)) == Some(l)
                 }
@@ -333,8 +334,8 @@ impl Rev<'_> {
             })
             .collect();
         for v in local {
-            self.rec.saved.remove(&v);
-            self.iteration_saved.insert(v);
+            self.plan.rec.saved.remove(&v);
+            self.plan.iteration_saved.insert(v);
         }
     }
 
@@ -351,6 +352,7 @@ impl Rev<'_> {
         index: Option<Value>,
     ) -> Result<(), String> {
         let si = self
+            .plan
             .seed_param
             .ok_or("phidiff internal error: a fused sum without a seed")?;
         let seed = b.value(InstKind::Param(si), Ty::Float);

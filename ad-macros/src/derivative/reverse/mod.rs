@@ -85,18 +85,19 @@ pub fn reverse(
     });
 
     let mut rv = Rev::new(f, act, m, shadow, param_index, coarsening)?;
-    rv.seed_param = seed_index;
+    rv.plan.seed_param = seed_index;
     if seed_index.is_some() {
-        rv.fused = fuse::fusable_loops(f, act, &rv.seg, &rv.structure, &rv.rec);
-        rv.fused
-            .retain(|l, _| rv.work.get(l).copied().unwrap_or(false));
+        rv.plan.fused = fuse::fusable_loops(f, act, &rv.plan.seg, &rv.plan.structure, &rv.plan.rec);
+        rv.plan
+            .fused
+            .retain(|l, _| rv.plan.work.get(l).copied().unwrap_or(false));
         // A fused loop is not reversed as a whole (`reverse_loop`), where backward
         // counters step back: its counters are taped, as before there were any.
-        for &l in rv.fused.keys() {
+        for &l in rv.plan.fused.keys() {
             for p in f.loop_parts(l).0 {
-                if rv.rec.storage.get(&p) == Some(&Storage::Backward) {
-                    rv.rec.storage.insert(p, Storage::Tape(l));
-                    rv.rec.saved.insert(p);
+                if rv.plan.rec.storage.get(&p) == Some(&Storage::Backward) {
+                    rv.plan.rec.storage.insert(p, Storage::Tape(l));
+                    rv.plan.rec.saved.insert(p);
                 }
             }
         }
@@ -106,7 +107,7 @@ pub fn reverse(
     let mut b = Builder::new(&mut out, body);
     rv.declare_saves(&mut b);
     // Fused sums add into the adjoints of earlier values during the forward sweep.
-    let early = !rv.fused.is_empty();
+    let early = !rv.plan.fused.is_empty();
     if early {
         rv.declare_adjoints(&mut b, f.body);
     }
@@ -179,6 +180,34 @@ pub fn reverse(
     Ok(out)
 }
 
+/// What the reverse program does, decided before any of it is emitted: the recording
+/// plan, the segments, the work of each loop, the loops reversed in the forward sweep.
+/// Only the setup in [`reverse`] changes it (the fused loops' choice); the emission reads it.
+struct Planned {
+    /// What the reverse sweep reads and how (saved, taped, recomputed).
+    rec: Recording,
+    structure: Structure,
+    /// Of each loop: whether its reverse does any work.
+    work: HashMap<Inst, bool>,
+    /// The coarsened segments (empty with `coarsen = off`).
+    seg: Segmentation,
+    /// Segment nodes read from the forward sweep instead of recomputed, per segment.
+    saved_nodes: HashMap<usize, std::collections::HashSet<crate::derivative::symbolic::Sym>>,
+    /// The checkpointed loops reversed from their restored states, without a taped step
+    /// (see [`Planner::with_steps`]).
+    steps: BTreeSet<Inst>,
+    /// The sums reversed iteration by iteration in the forward sweep, with their summed
+    /// parameter and the constant of its adjoint `c · seed` (see [`fuse`]).
+    fused: HashMap<Inst, (usize, f64)>,
+    /// The generated function's `seed` parameter.
+    seed_param: Option<usize>,
+    /// Values of fused iterations saved in a tape by the plan, whose fused adjoint reads
+    /// them from the iteration instead: they get no tape.
+    iteration_saved: HashSet<Value>,
+}
+
+/// The reverse program being emitted: the plan, and the state of the emission (the
+/// generated values of the primal's, tapes, slots, counters, adjoint cells).
 struct Rev<'a> {
     f: &'a Function,
     act: &'a Activity,
@@ -186,8 +215,6 @@ struct Rev<'a> {
     shadow: Vec<Option<Buf>>,
     param_index: Vec<usize>,
     param_values: Vec<Option<Value>>,
-    rec: Recording,
-    structure: Structure,
     /// Tape of each saved value (in loops) and slot cell (outside loops).
     tape: HashMap<Value, Buf>,
     slot: HashMap<Value, Cell>,
@@ -206,16 +233,11 @@ struct Rev<'a> {
     adj: HashMap<Value, Cell>,
     /// Values fetched in the reverse sweep, per open block.
     memo: Vec<HashMap<Value, Value>>,
-    work: HashMap<Inst, bool>,
     /// Snapshot tape of each copied call argument.
     snap: HashMap<(Inst, usize), Buf>,
     /// The tape of each buffer copied when the forward sweep enters a loop
     /// ([`Storage::Row`]), one row per entry.
     rows: HashMap<(Inst, Buf), Buf>,
-    /// The coarsened segments (empty with `coarsen = off`).
-    seg: Segmentation,
-    /// Segment nodes read from the forward sweep instead of recomputed, per segment.
-    saved_nodes: HashMap<usize, std::collections::HashSet<crate::derivative::symbolic::Sym>>,
     /// The saved nodes of the segment being emitted.
     current_saved: std::collections::HashSet<crate::derivative::symbolic::Sym>,
     /// The cells of the hoisted values of closed loops (sums, products, tangents).
@@ -229,14 +251,6 @@ struct Rev<'a> {
     unrun_calls: std::collections::HashSet<Inst>,
     /// The checkpointed loops with reverse work.
     ck: HashMap<Inst, checkpoint::CkLoop>,
-    /// The checkpointed loops reversed from their restored states, without a taped step
-    /// (see [`Planner::with_steps`]).
-    steps: BTreeSet<Inst>,
-    /// The sums reversed iteration by iteration in the forward sweep, with their summed
-    /// parameter and the constant of its adjoint `c · seed` (see [`fuse`]).
-    fused: HashMap<Inst, (usize, f64)>,
-    /// The generated function's `seed` parameter.
-    seed_param: Option<usize>,
     /// An error met while emitting a fused adjoint in the forward sweep.
     fuse_error: Option<String>,
     /// The fused loops as emitted (instructions of the generated function).
@@ -244,12 +258,10 @@ struct Rev<'a> {
     /// The fused loops whose forward body is being emitted, outermost first, each with
     /// its body in the generated function (see [`Rev::from_iteration`]).
     fusing: Vec<(Inst, Block)>,
-    /// Values of fused iterations saved in a tape by the plan, whose fused adjoint reads
-    /// them from the iteration instead: they get no tape.
-    iteration_saved: HashSet<Value>,
     /// The cell holding a value of a fused iteration where its definition does not
     /// enclose the adjoint that reads it (one inside an `if`).
     iteration_cells: HashMap<Value, Cell>,
+    plan: Planned,
 }
 
 impl<'a> Rev<'a> {
@@ -306,8 +318,6 @@ impl<'a> Rev<'a> {
             shadow,
             param_index,
             param_values: vec![None; f.params.len()],
-            rec,
-            structure,
             tape: HashMap::new(),
             slot: HashMap::new(),
             counter: HashMap::new(),
@@ -317,25 +327,29 @@ impl<'a> Rev<'a> {
             index: HashMap::new(),
             adj: HashMap::new(),
             memo: Vec::new(),
-            work: rv_work,
             snap: HashMap::new(),
             rows: HashMap::new(),
-            seg,
-            saved_nodes,
             current_saved: Default::default(),
             hoisted: HashMap::new(),
             hoisted_done: HashMap::new(),
             plain: false,
             unrun_calls: Default::default(),
             ck: HashMap::new(),
-            steps,
-            fused: HashMap::new(),
-            seed_param: None,
             fuse_error: None,
             fused_out: HashSet::new(),
             fusing: Vec::new(),
-            iteration_saved: HashSet::new(),
             iteration_cells: HashMap::new(),
+            plan: Planned {
+                rec,
+                structure,
+                work: rv_work,
+                seg,
+                saved_nodes,
+                steps,
+                fused: HashMap::new(),
+                seed_param: None,
+                iteration_saved: HashSet::new(),
+            },
         })
         .map(|mut rv| {
             rv.plan_checkpoints();
@@ -345,10 +359,10 @@ impl<'a> Rev<'a> {
 
     /// Tapes and slots for the saved values, counters for loops with tapes.
     pub(super) fn declare_saves(&mut self, b: &mut Builder) {
-        let saved: Vec<Value> = self.rec.saved.iter().copied().collect();
+        let saved: Vec<Value> = self.plan.rec.saved.iter().copied().collect();
         for v in saved {
             let ty = self.f.ty(v);
-            match self.rec.storage[&v] {
+            match self.plan.rec.storage[&v] {
                 Storage::Tape(l) => {
                     let name = format!(
                         "tape_{}",
@@ -413,7 +427,7 @@ impl<'a> Rev<'a> {
             let c = b.cell(Ty::Int, "iter", z);
             self.counter.insert(p, c);
         }
-        let rows: Vec<(Inst, Buf)> = self.rec.rows.iter().copied().collect();
+        let rows: Vec<(Inst, Buf)> = self.plan.rec.rows.iter().copied().collect();
         for (l, buf) in rows {
             let data = self.f.buf(buf);
             let t = b.func.new_buf(BufData {
@@ -431,7 +445,7 @@ impl<'a> Rev<'a> {
                 }
             }
         }
-        let snaps: Vec<(Inst, usize)> = self.rec.snapshots.iter().copied().collect();
+        let snaps: Vec<(Inst, usize)> = self.plan.rec.snapshots.iter().copied().collect();
         for (i, k) in snaps {
             let InstKind::Call { args, .. } = &self.f.inst(i).kind else {
                 unreachable!()
@@ -459,7 +473,7 @@ impl<'a> Rev<'a> {
 
     /// The loop strictly enclosing instruction `i`, if any.
     fn enclosing_loop(&self, i: Inst) -> Option<Inst> {
-        let chain = self.structure.chain(i);
+        let chain = self.plan.structure.chain(i);
         chain[..chain.len() - 1].iter().rev().copied().find(|l| {
             matches!(
                 self.f.inst(*l).kind,
@@ -470,7 +484,7 @@ impl<'a> Rev<'a> {
 
     /// The parallel loop strictly enclosing loop `l`, if any.
     fn parallel_ancestor(&self, l: Inst) -> Option<Inst> {
-        let chain = self.structure.chain(l);
+        let chain = self.plan.structure.chain(l);
         chain[..chain.len() - 1]
             .iter()
             .rev()
@@ -526,8 +540,8 @@ impl<'a> Rev<'a> {
     }
 
     pub(super) fn loop_of(&self, i: Inst) -> Option<Inst> {
-        let blk = self.structure.inst_block[i.index()].expect("placed instruction");
-        self.structure.enclosing_loop(self.f, blk)
+        let blk = self.plan.structure.inst_block[i.index()].expect("placed instruction");
+        self.plan.structure.enclosing_loop(self.f, blk)
     }
 
     /// The snapshot row of call `i` in the current (forward or reverse) iteration.

@@ -23,8 +23,8 @@ pub(super) enum Leaves {
 
 impl Rev<'_> {
     pub(super) fn reverse_segment(&mut self, b: &mut Builder, k: usize) -> Result<(), String> {
-        let seg = self.seg.segments[k].clone();
-        self.current_saved = self.saved_nodes.get(&k).cloned().unwrap_or_default();
+        let seg = self.plan.seg.segments[k].clone();
+        self.current_saved = self.plan.saved_nodes.get(&k).cloned().unwrap_or_default();
         let mut emitted: Emitted = vec![HashMap::new()];
         for (leaf, adj) in &seg.adjoints {
             if !self.adj.contains_key(leaf) {
@@ -48,7 +48,7 @@ impl Rev<'_> {
             return Ok(*v);
         }
         if let (Some(v), Leaves::Reverse) = (seg.orig.get(&s), leaves) {
-            if self.structure.def_block(self.f, *v) == self.f.body {
+            if self.plan.structure.def_block(self.f, *v) == self.f.body {
                 return Ok(self.m.v(*v));
             }
             if let Some(x) = self.from_iteration(b, *v, None) {
@@ -157,7 +157,7 @@ impl Rev<'_> {
     /// statement holding it (so they are in scope everywhere after), with a flag when the
     /// loop is nested: the values are computed where the loop is first reached.
     pub(super) fn declare_hoisted(&mut self, b: &mut Builder, l: Inst) {
-        let closed = &self.seg.closed[&l];
+        let closed = &self.plan.seg.closed[&l];
         let mut cells = Vec::new();
         for (m, r) in closed.summands.iter().enumerate() {
             let (init, name) = match r.term {
@@ -207,7 +207,7 @@ impl Rev<'_> {
     }
 
     fn emit_hoisted_loop(&mut self, b: &mut Builder, l: Inst) -> Result<(), String> {
-        let closed = self.seg.closed[&l].clone();
+        let closed = self.plan.seg.closed[&l].clone();
         let cells = self.hoisted[&l].clone();
         let InstKind::For { range, .. } = &self.f.inst(l).kind else {
             unreachable!("closed loops are `for` loops")
@@ -271,7 +271,7 @@ impl Rev<'_> {
     /// The forward sweep of closed loop `l`: its results from the closed forms.
     pub(super) fn sweep_closed_loop(&mut self, b: &mut Builder, l: Inst) -> Result<(), String> {
         self.emit_hoisted(b, l)?;
-        let closed = self.seg.closed[&l].clone();
+        let closed = self.plan.seg.closed[&l].clone();
         let mut emitted: Emitted = vec![HashMap::new()];
         let leaves = Leaves::Forward { index: None };
         let results = self.f.inst(l).results.clone();

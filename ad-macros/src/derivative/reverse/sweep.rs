@@ -8,7 +8,7 @@ impl Rev<'_> {
     pub(super) fn sweep_block(&mut self, b: &mut Builder, src: Block) {
         for &i in &self.f.block(src).insts {
             b.span = self.f.inst(i).span;
-            for l in self.seg.hoisted_before(i) {
+            for l in self.plan.seg.hoisted_before(i) {
                 self.declare_hoisted(b, l);
             }
             self.sweep_inst(b, i);
@@ -16,11 +16,11 @@ impl Rev<'_> {
     }
 
     pub(super) fn save(&mut self, b: &mut Builder, v: Value) {
-        if self.plain || !self.rec.saved.contains(&v) {
+        if self.plain || !self.plan.rec.saved.contains(&v) {
             return;
         }
         let nv = self.m.v(v);
-        match self.rec.storage[&v] {
+        match self.plan.rec.storage[&v] {
             Storage::Tape(l) => {
                 let idx = self.tape_index(l, self.iteration[&l]);
                 b.store(self.tape[&v], idx, nv);
@@ -68,6 +68,7 @@ impl Rev<'_> {
             }
             For { .. }
                 if self
+                    .plan
                     .seg
                     .closed
                     .get(&i)
@@ -117,7 +118,9 @@ impl Rev<'_> {
             _ => {
                 self.m.copy_simple(b, f, i);
                 if let Alloc { buf, .. } = &data.kind {
-                    if self.act.buf(*buf) && self.structure.inst_block[i.index()] == Some(f.body) {
+                    if self.act.buf(*buf)
+                        && self.plan.structure.inst_block[i.index()] == Some(f.body)
+                    {
                         // Top-level buffers get their shadow here, in scope for the reverse sweep.
                         let sb = zero_like(b, self.m.b(*buf));
                         self.shadow[buf.index()] = Some(sb);
@@ -199,7 +202,7 @@ impl Rev<'_> {
             };
             b.set(c, next);
         }
-        if self.fused.contains_key(&i) && !self.plain {
+        if self.plan.fused.contains_key(&i) && !self.plain {
             self.fused_out.insert(ni);
         }
         if let Some(span) = parallel {
@@ -313,7 +316,7 @@ impl Rev<'_> {
                 None => b.stmt(InstKind::TapeEnsure(t, total)),
             };
         }
-        let plain = range.step.is_none() && !range.rev && !self.fused.contains_key(&i);
+        let plain = range.step.is_none() && !range.rev && !self.plan.fused.contains_key(&i);
         plain.then_some((c, k, s, total))
     }
 
@@ -424,11 +427,11 @@ impl Rev<'_> {
         }
         // A fused loop's inner fused loops reverse their iterations inside its body,
         // reading its index (`fuse::fusable_inner`).
-        let fused_index = match (self.fused.contains_key(&i), new_index) {
+        let fused_index = match (self.plan.fused.contains_key(&i), new_index) {
             (true, Some(ix)) if !self.plain => self.index.insert(i, ix).is_none(),
             _ => false,
         };
-        let fusing = self.fused.contains_key(&i) && !self.plain;
+        let fusing = self.plan.fused.contains_key(&i) && !self.plain;
         if fusing {
             self.fusing.push((i, nb));
         }
@@ -443,7 +446,7 @@ impl Rev<'_> {
         if it.parallel && !self.plain {
             self.save_parallel_counts(b, i);
         }
-        if let (Some(&(k, c)), false) = (self.fused.get(&i), self.plain) {
+        if let (Some(&(k, c)), false) = (self.plan.fused.get(&i), self.plain) {
             if let Err(e) = self.fused_adjoint(b, i, k, c, new_index) {
                 self.fuse_error.get_or_insert(e);
             }
@@ -501,7 +504,7 @@ impl Rev<'_> {
     /// The tangent cells `T[p][k]` of a loop closed by its tangents: 1 where variable p
     /// starts at input k, else 0.
     fn declare_tangents(&mut self, b: &mut Builder, l: Inst) -> Option<Vec<Vec<Cell>>> {
-        let closed = self.seg.closed.get(&l)?;
+        let closed = self.plan.seg.closed.get(&l)?;
         let t = closed.tangents.as_ref()?;
         let (_, inits, _, _) = self.f.loop_parts(l);
         let mut cells = Vec::new();
@@ -524,7 +527,7 @@ impl Rev<'_> {
         l: Inst,
         cells: &[Vec<Cell>],
     ) -> Result<(), String> {
-        let closed = self.seg.closed[&l].clone();
+        let closed = self.plan.seg.closed[&l].clone();
         let t = closed
             .tangents
             .as_ref()
@@ -572,10 +575,11 @@ impl Rev<'_> {
     }
 
     pub(super) fn tapes_of(&self, l: Inst) -> Vec<Buf> {
-        self.rec
+        self.plan
+            .rec
             .saved
             .iter()
-            .filter(|v| self.rec.storage[v] == Storage::Tape(l))
+            .filter(|v| self.plan.rec.storage[v] == Storage::Tape(l))
             .map(|v| self.tape[v])
             .collect()
     }

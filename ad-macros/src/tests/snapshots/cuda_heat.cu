@@ -276,28 +276,28 @@ extern "C" __global__ void heat_rev(const double* __restrict__ u, const unsigned
 extern "C" __global__ void heat_rev_finish(const double* __restrict__ u, const unsigned long long phidiff_len_u, double* __restrict__ du, const unsigned long long phidiff_len_du, double* __restrict__ out, const unsigned long long phidiff_len_out, double* __restrict__ dout, const unsigned long long phidiff_len_dout, const double r, const long long phidiff_elements, const unsigned long long phidiff_n) {
     const long long i = (long long)(blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x);
     if (i >= (long long)phidiff_n) return;
-    const long long v5 = (long long)phidiff_len_u;
-    const bool v7 = i == 0LL;
-    bool v12;
-    if (v7) {
-        v12 = true;
+    const long long v4 = (long long)phidiff_len_u;
+    const bool v6 = i == 0LL;
+    bool v11;
+    if (v6) {
+        v11 = true;
     } else {
-        const long long v10 = v5 - 1LL;
-        const bool v11 = i == v10;
-        v12 = v11;
+        const long long v9 = v4 - 1LL;
+        const bool v10 = i == v9;
+        v11 = v10;
     }
-    bool v16;
-    if (v12) {
-        v16 = true;
+    bool v15;
+    if (v11) {
+        v15 = true;
     } else {
-        v16 = false;
+        v15 = false;
     }
-    const bool v17 = !v16;
-    if (v17) {
+    const bool v16 = !v15;
+    if (v16) {
         dout[i] = 0.0;
     } else {
     }
-    if (v12) {
+    if (v11) {
         dout[i] = 0.0;
     } else {
     }
