@@ -209,7 +209,7 @@ pub fn gather(rev: &Function, unsigned: &dyn Fn(usize) -> bool) -> Option<Gather
     let read = probe.guest_reads();
     let written = probe.home_writes();
     let conflicts: HashSet<Buf> = read.intersection(&written).copied().collect();
-    let deferred = deferrable(rev, &ix)?;
+    let deferred = deferrable(rev, &ix);
     if !conflicts.is_subset(&deferred) {
         return None;
     }
@@ -325,8 +325,8 @@ impl Plan {
 
 /// The buffers whose stores may move to a later kernel: those read and written only at
 /// the thread index (no adds), stored outside loops, and never read after one of their
-/// stores in the element's program. `None` when `rev` cannot be judged.
-fn deferrable(rev: &Function, ix: &Indexing) -> Option<HashSet<Buf>> {
+/// stores in the element's program.
+fn deferrable(rev: &Function, ix: &Indexing) -> HashSet<Buf> {
     let parents = rev.parents();
     let own = |idx: &[Value]| matches!(idx, [k] if ix.affine(*k).is_some_and(|a| a.coef == 1 && a.shift().is_zero()));
     let mut order: Vec<Inst> = Vec::new();
@@ -372,7 +372,7 @@ fn deferrable(rev: &Function, ix: &Indexing) -> Option<HashSet<Buf>> {
             out.insert(b);
         }
     }
-    Some(out)
+    out
 }
 
 /// The enclosing instructions of `i`, innermost first, each with the block of it that
