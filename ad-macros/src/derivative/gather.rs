@@ -205,7 +205,7 @@ pub fn gather(rev: &Function, unsigned: &dyn Fn(usize) -> bool) -> Option<Gather
     let plan = Plan::of(rev, &ix)?;
     // Built once keeping every store, to see what the guests read.
     let mut probe = build_main(rev, &plan, &HashSet::new());
-    dead_code(&mut probe.func);
+    crate::ir::dce::dead_code(&mut probe.func);
     let read = probe.guest_reads();
     let written = probe.home_writes();
     let conflicts: HashSet<Buf> = read.intersection(&written).copied().collect();
@@ -214,12 +214,12 @@ pub fn gather(rev: &Function, unsigned: &dyn Fn(usize) -> bool) -> Option<Gather
         return None;
     }
     let mut main = build_main(rev, &plan, &conflicts).func;
-    dead_code(&mut main);
+    crate::ir::dce::dead_code(&mut main);
     let finish = if conflicts.is_empty() {
         None
     } else {
         let mut finish = build_finish(rev, &conflicts);
-        dead_code(&mut finish);
+        crate::ir::dce::dead_code(&mut finish);
         // The finishing stores read only what the gather kernel leaves as it was.
         let mut reads = HashSet::new();
         finish.walk(finish.body, &mut |i| {
@@ -787,96 +787,72 @@ impl Instance<'_> {
             | InstKind::CellAdd(c, _) => *c = cell(cells, b, *c),
             _ => {}
         }
-        match data.kind.clone() {
+        // The operands (a condition, a range, initial values) read values from outside
+        // the instruction's blocks, renamed already.
+        kind.map_operands(&mut |v| m(names, v));
+        let mut copy = |b: &mut Builder, from: Block, names: &mut HashMap<Value, Value>| {
+            let to = b.func.new_block();
+            let ys = b.in_block(to, |b| self.block(b, from, role, names, cells));
+            b.set_yields(to, ys);
+            to
+        };
+        match &mut kind {
             InstKind::If {
-                cond,
-                then_blk,
-                else_blk,
+                then_blk, else_blk, ..
             } => {
-                let (t, e) = (b.func.new_block(), b.func.new_block());
-                let ty = b.in_block(t, |b| self.block(b, then_blk, role, names, cells));
-                b.set_yields(t, ty);
-                let ey = b.in_block(e, |b| self.block(b, else_blk, role, names, cells));
-                b.set_yields(e, ey);
-                let new = b.push(
-                    InstKind::If {
-                        cond: m(names, cond),
-                        then_blk: t,
-                        else_blk: e,
-                    },
-                    &result_tys,
-                    name.as_deref(),
-                );
-                for (o, n) in data.results.iter().zip(b.func.inst(new).results.clone()) {
-                    names.insert(*o, n);
-                }
+                *then_blk = copy(b, *then_blk, names);
+                *else_blk = copy(b, *else_blk, names);
             }
-            InstKind::For {
-                range,
-                index,
-                params,
-                inits,
-                body,
-                exit,
-            } => {
+            InstKind::For { .. } | InstKind::While { .. } => {
+                // A loop's values are defined by the loop: it is reserved first.
                 let l = b.reserve();
-                let new_index = b.func.new_value(
-                    Ty::Int,
-                    ValueDef::LoopIndex(l),
-                    rev.value(index).name.clone(),
-                );
-                names.insert(index, new_index);
-                let new_params = self.fresh(b, &params, names, |k| ValueDef::LoopParam(l, k));
-                let blk = b.func.new_block();
-                let ys = b.in_block(blk, |b| self.block(b, body, role, names, cells));
-                b.set_yields(blk, ys);
-                let results = self.fresh(b, &data.results, names, |k| ValueDef::Result(l, k));
-                let kind = InstKind::For {
-                    range: RangeSpec {
-                        start: m(names, range.start),
-                        end: m(names, range.end),
-                        step: range.step.map(|s| m(names, s)),
-                        rev: range.rev,
-                    },
-                    index: new_index,
-                    params: new_params,
-                    inits: inits.iter().map(|v| m(names, *v)).collect(),
-                    body: blk,
-                    exit: exit.iter().map(|v| m(names, *v)).collect(),
+                let index = match &data.kind {
+                    InstKind::For { index, .. } => {
+                        let ix = rev.value(*index).name.clone();
+                        let ix = b.func.new_value(Ty::Int, ValueDef::LoopIndex(l), ix);
+                        names.insert(*index, ix);
+                        Some(ix)
+                    }
+                    _ => None,
                 };
-                b.finish(l, kind, results);
-            }
-            InstKind::While {
-                cond,
-                params,
-                inits,
-                body,
-                exit,
-            } => {
-                let l = b.reserve();
-                let new_params = self.fresh(b, &params, names, |k| ValueDef::LoopParam(l, k));
-                let (cb, bb) = (b.func.new_block(), b.func.new_block());
-                let cy = b.in_block(cb, |b| self.block(b, cond, role, names, cells));
-                b.set_yields(cb, cy);
-                let ys = b.in_block(bb, |b| self.block(b, body, role, names, cells));
-                b.set_yields(bb, ys);
-                let results = self.fresh(b, &data.results, names, |k| ValueDef::Result(l, k));
-                let kind = InstKind::While {
-                    cond: cb,
-                    params: new_params,
-                    inits: inits.iter().map(|v| m(names, *v)).collect(),
-                    body: bb,
-                    exit: exit.iter().map(|v| m(names, *v)).collect(),
+                let (params, _, body, exit) = rev.loop_parts(i);
+                let params = self.fresh(b, &params, names, |k| ValueDef::LoopParam(l, k));
+                let cond = match &data.kind {
+                    InstKind::While { cond, .. } => Some(copy(b, *cond, names)),
+                    _ => None,
                 };
-                b.finish(l, kind, results);
-            }
-            _ => {
-                kind.map_operands(&mut |v| m(names, v));
-                let new = b.push(kind, &result_tys, name.as_deref());
-                for (o, n) in data.results.iter().zip(b.func.inst(new).results.clone()) {
-                    names.insert(*o, n);
+                let parts = (params, copy(b, body, names));
+                let exit: Vec<Value> = exit.iter().map(|v| m(names, *v)).collect();
+                match &mut kind {
+                    InstKind::For {
+                        index: ix,
+                        params: p,
+                        body: bd,
+                        exit: e,
+                        ..
+                    } => {
+                        (*ix, *p, *bd, *e) = (index.expect("a for loop"), parts.0, parts.1, exit);
+                    }
+                    InstKind::While {
+                        cond: c,
+                        params: p,
+                        body: bd,
+                        exit: e,
+                        ..
+                    } => {
+                        (*c, *p, *bd, *e) = (cond.expect("a while loop"), parts.0, parts.1, exit);
+                    }
+                    _ => unreachable!("a loop"),
                 }
+                let results = self.fresh(b, &data.results, names, |k| ValueDef::Result(l, k));
+                b.finish(l, kind, results);
+                return;
             }
+            _ => {}
+        }
+        let new = b.push(kind, &result_tys, name.as_deref());
+        for (o, n) in data.results.iter().zip(b.func.inst(new).results.clone()) {
+            names.insert(*o, n);
         }
     }
 
@@ -898,65 +874,5 @@ impl Instance<'_> {
                 v
             })
             .collect()
-    }
-}
-
-/// Removes the instructions nothing needs: roots are writes to buffers, assertions and the
-/// function's yields; an instruction is needed by the values it reads, the `if` or loop
-/// it is in, and the cells it reads (every write of a read cell is needed).
-pub fn dead_code(f: &mut Function) {
-    let parents = f.parents();
-    let mut cell_users: HashMap<Cell, Vec<Inst>> = HashMap::new();
-    let mut roots = Vec::new();
-    f.walk(f.body, &mut |i| match &f.inst(i).kind {
-        InstKind::CellDecl(c, _) | InstKind::CellSet(c, _) | InstKind::CellAdd(c, _) => {
-            cell_users.entry(*c).or_default().push(i)
-        }
-        InstKind::Store(..)
-        | InstKind::StoreAdd(..)
-        | InstKind::Assert { .. }
-        | InstKind::Fail { .. } => roots.push(i),
-        k if !f.written_bufs(i).is_empty() || matches!(k, InstKind::Call { .. }) => roots.push(i),
-        _ => {}
-    });
-    let mut live: HashSet<Inst> = HashSet::new();
-    let mut live_cells: HashSet<Cell> = HashSet::new();
-    let mut work: Vec<Inst> = roots;
-    for &y in &f.block(f.body).yields {
-        work.push(f.def_inst(y));
-    }
-    while let Some(i) = work.pop() {
-        if !live.insert(i) {
-            continue;
-        }
-        for v in f.operands(i) {
-            work.push(f.def_inst(v));
-        }
-        if let Some((p, _)) = parents.get(&i) {
-            work.push(*p);
-        }
-        if let InstKind::CellGet(c) = f.inst(i).kind {
-            if live_cells.insert(c) {
-                work.extend(cell_users.get(&c).into_iter().flatten().copied());
-            }
-        }
-        for c in f.child_blocks(i) {
-            for &y in &f.block(c).yields {
-                work.push(f.def_inst(y));
-            }
-        }
-        if let InstKind::For { exit, .. } | InstKind::While { exit, .. } = &f.inst(i).kind {
-            work.extend(exit.iter().map(|v| f.def_inst(*v)));
-        }
-    }
-    // A value defined by a loop (its index, φs) makes the loop live; `def_inst` gives it.
-    for b in 0..f.blocks.len() {
-        let keep: Vec<Inst> = f.blocks[b]
-            .insts
-            .iter()
-            .copied()
-            .filter(|i| live.contains(i))
-            .collect();
-        f.blocks[b].insts = keep;
     }
 }
