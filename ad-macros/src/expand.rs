@@ -594,16 +594,17 @@ fn cuda_module(
             "phidiff: the first parameter of a CUDA element function is the thread index (`i: usize`)",
         ));
     }
-    codegen::cuda::check_syntax(item)?;
+    codegen::cuda_syntax::check_syntax(item)?;
     let types: Vec<(String, Option<&'static str>)> = item
         .sig
         .inputs
         .iter()
         .filter_map(|a| match a {
             syn::FnArg::Typed(t) => match &*t.pat {
-                syn::Pat::Ident(p) => {
-                    Some((p.ident.to_string(), codegen::cuda::int_elem_type(&t.ty)))
-                }
+                syn::Pat::Ident(p) => Some((
+                    p.ident.to_string(),
+                    codegen::cuda_syntax::int_elem_type(&t.ty),
+                )),
                 _ => None,
             },
             syn::FnArg::Receiver(_) => None,

@@ -7,6 +7,7 @@ mod checkpoint;
 pub mod cuda;
 mod cuda_helpers;
 pub mod cuda_launch;
+pub mod cuda_syntax;
 mod parallel;
 pub mod precision;
 mod scope;
