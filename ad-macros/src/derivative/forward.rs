@@ -120,29 +120,16 @@ impl Fwd<'_> {
         let f = self.f;
         let nr = nr.expect("active instructions have a result");
         match &f.inst(i).kind {
-            Unary(UnOp::Neg, a) => self.t(*a).map(|da| b.neg(da)),
-            Binary(op, x, y) => {
-                let (dx, dy) = (self.t(*x), self.t(*y));
-                let (nx, ny) = (self.m.v(*x), self.m.v(*y));
-                match op {
-                    BinOp::Add => combine(b, dx, dy, |b, a, c| b.add(a, c), |_, a| a, |_, c| c),
-                    BinOp::Sub => {
-                        combine(b, dx, dy, |b, a, c| b.sub(a, c), |_, a| a, |b, c| b.neg(c))
+            Unary(..) | Binary(..) => {
+                let (rule, operands) = rules::of_operator(&f.inst(i).kind)?;
+                let nargs: Vec<Value> = operands.iter().map(|a| self.m.v(*a)).collect();
+                let mut terms = Vec::new();
+                for (k, template) in rules::partials_of(rule, &operands) {
+                    if let Some(d) = self.t(operands[k]) {
+                        terms.push(rules::scaled(b, d, template, &nargs, nr));
                     }
-                    BinOp::Mul => {
-                        let t1 = dx.map(|dx| b.mul(dx, ny));
-                        let t2 = dy.map(|dy| b.mul(nx, dy));
-                        combine(b, t1, t2, |b, a, c| b.add(a, c), |_, a| a, |_, c| c)
-                    }
-                    BinOp::Div => {
-                        // d(x/y) = (dx - r dy) / y
-                        let t2 = dy.map(|dy| b.mul(nr, dy));
-                        let num =
-                            combine(b, dx, t2, |b, a, c| b.sub(a, c), |_, a| a, |b, c| b.neg(c));
-                        num.map(|n| b.div(n, ny))
-                    }
-                    _ => None,
                 }
+                rules::sum(b, terms)
             }
             Math(name, args) => {
                 let rule = rules::find(name).expect("lowered methods have rules");
@@ -524,21 +511,4 @@ pub fn zero_like(b: &mut Builder, src: Buf) -> Buf {
 
 fn copy_name(b: &mut Builder, f: &Function, from: Value, to: Value) {
     b.func.values[to.index()].name = f.value(from).name.clone();
-}
-
-/// `x + y` where either side may be absent (a zero tangent).
-fn combine(
-    b: &mut Builder,
-    x: Option<Value>,
-    y: Option<Value>,
-    both: impl FnOnce(&mut Builder, Value, Value) -> Value,
-    only_x: impl FnOnce(&mut Builder, Value) -> Value,
-    only_y: impl FnOnce(&mut Builder, Value) -> Value,
-) -> Option<Value> {
-    match (x, y) {
-        (Some(a), Some(c)) => Some(both(b, a, c)),
-        (Some(a), None) => Some(only_x(b, a)),
-        (None, Some(c)) => Some(only_y(b, c)),
-        (None, None) => None,
-    }
 }

@@ -98,6 +98,50 @@ pub static RULES: &[Rule] = &[
     r("mul_add", 3, &["b", "a", "1.0"]),
 ];
 
+/// The arithmetic operators' rules, in the same language. Their partials are applied to a
+/// seed (a tangent, an adjoint) by [`scaled`] as `±factor / divisor`: forward mode sums
+/// its terms over one divisor, `(dx − dy·r) / y`; an adjoint is `−g · (r / y)`, whose
+/// quotient is a primal value (computed once for all lanes of a batched sweep).
+pub static OPERATORS: &[Rule] = &[
+    r("neg", 1, &["-1.0"]),
+    r("add", 2, &["1.0", "1.0"]),
+    r("sub", 2, &["1.0", "-1.0"]),
+    r("mul", 2, &["b", "a"]),
+    // ∂(a/b)/∂b = −(a/b)/b from the quotient itself: no b² to overflow.
+    r("div", 2, &["1.0 / b", "-r / b"]),
+];
+
+fn operator(name: &str) -> &'static Rule {
+    OPERATORS
+        .iter()
+        .find(|r| r.name == name)
+        .expect("an operator rule")
+}
+
+/// The rule of a float instruction that is an arithmetic operator; `None` for one with no
+/// derivative (a comparison, `%`) or that is not arithmetic.
+pub fn of_operator(kind: &InstKind) -> Option<(&'static Rule, Vec<Value>)> {
+    match kind {
+        InstKind::Unary(op, a) => of_unary(*op).map(|r| (r, vec![*a])),
+        InstKind::Binary(op, a, b) => of_binary(*op).map(|r| (r, vec![*a, *b])),
+        _ => None,
+    }
+}
+
+pub fn of_unary(op: UnOp) -> Option<&'static Rule> {
+    matches!(op, UnOp::Neg).then(|| operator("neg"))
+}
+
+pub fn of_binary(op: BinOp) -> Option<&'static Rule> {
+    match op {
+        BinOp::Add => Some(operator("add")),
+        BinOp::Sub => Some(operator("sub")),
+        BinOp::Mul => Some(operator("mul")),
+        BinOp::Div => Some(operator("div")),
+        _ => None,
+    }
+}
+
 pub fn find(name: &str) -> Option<&'static Rule> {
     RULES.iter().find(|r| r.name == name)
 }
@@ -108,7 +152,7 @@ pub fn supported_list() -> String {
 }
 
 /// The float arguments of a call of `rule` paired with their partial-derivative templates.
-pub fn partials_of(rule: &Rule, args: &[Value]) -> Vec<(usize, &'static str)> {
+pub fn partials_of<V>(rule: &Rule, args: &[V]) -> Vec<(usize, &'static str)> {
     partial_templates(rule, args.len())
 }
 
@@ -282,6 +326,139 @@ impl TemplateSink for Builder<'_> {
     }
 }
 
+/// `seed · p` for an operator's partial `p = ±factor / den`, kept apart so that each mode
+/// can apply it as it is cheapest: forward mode sums its terms over one divisor
+/// ([`sum`]); an adjoint is `seed · (factor / den)`, whose quotient is a primal value
+/// ([`Term::finish`]).
+pub struct Term<V> {
+    pub negated: bool,
+    pub seed: V,
+    /// `None` for 1.
+    pub factor: Option<V>,
+    pub den: Option<V>,
+}
+
+impl<V: Copy> Term<V> {
+    /// `seed · factor`, `±` and the divisor left out.
+    fn numerator<S: TemplateSink<V = V>>(&self, s: &mut S) -> V {
+        match self.factor {
+            Some(p) => s.binary(BinOp::Mul, self.seed, p),
+            None => self.seed,
+        }
+    }
+
+    /// `±seed · (factor / den)` as one value: `seed / den` when the factor is 1.
+    pub fn finish<S: TemplateSink<V = V>>(self, s: &mut S) -> V {
+        let v = match (self.factor, self.den) {
+            (Some(p), Some(q)) => {
+                let pq = s.binary(BinOp::Div, p, q);
+                s.binary(BinOp::Mul, self.seed, pq)
+            }
+            (None, Some(q)) => s.binary(BinOp::Div, self.seed, q),
+            _ => self.numerator(s),
+        };
+        if self.negated {
+            s.neg(v)
+        } else {
+            v
+        }
+    }
+}
+
+/// `seed · template` for an operator's partial, read as `±factor / den` (a `1.0` factor is
+/// left out).
+pub fn scaled<S: TemplateSink>(
+    s: &mut S,
+    seed: S::V,
+    template: &str,
+    args: &[S::V],
+    result: S::V,
+) -> Term<S::V> {
+    let expr: syn::Expr = syn::parse_str(template).expect("rule templates are valid Rust");
+    let (negated, factor, den) = split_partial(s, &expr, args, result);
+    Term {
+        negated,
+        seed,
+        factor,
+        den,
+    }
+}
+
+/// A partial as (negated, factor, divisor), `None` for 1.
+fn split_partial<S: TemplateSink>(
+    s: &mut S,
+    e: &syn::Expr,
+    args: &[S::V],
+    r: S::V,
+) -> (bool, Option<S::V>, Option<S::V>) {
+    use syn::Expr;
+    match e {
+        Expr::Paren(p) => split_partial(s, &p.expr, args, r),
+        Expr::Lit(l) if matches!(&l.lit, syn::Lit::Float(f) if f.base10_digits() == "1.0") => {
+            (false, None, None)
+        }
+        Expr::Unary(u) if matches!(u.op, syn::UnOp::Neg(_)) => {
+            let (negated, factor, den) = split_partial(s, &u.expr, args, r);
+            (!negated, factor, den)
+        }
+        Expr::Binary(bin) if matches!(bin.op, syn::BinOp::Div(_)) => {
+            let (negated, factor, den) = split_partial(s, &bin.left, args, r);
+            assert!(den.is_none(), "operator partials divide once");
+            (negated, factor, Some(walk(s, &bin.right, args, r)))
+        }
+        other => (false, Some(walk(s, other, args, r)), None),
+    }
+}
+
+/// The sum of signed terms (`a − b` rather than `a + (−b)`), divided once when every term
+/// has the same divisor; `None` for no terms.
+pub fn sum<S: TemplateSink>(s: &mut S, terms: Vec<Term<S::V>>) -> Option<S::V>
+where
+    S::V: PartialEq,
+{
+    let den = terms.first()?.den;
+    let shared = den.is_some() && terms.iter().all(|t| t.den == den);
+    let mut acc: Option<S::V> = None;
+    for t in terms {
+        let negated = t.negated;
+        let v = if shared {
+            t.numerator(s)
+        } else {
+            Term {
+                negated: false,
+                ..t
+            }
+            .finish(s)
+        };
+        acc = Some(match (acc, negated) {
+            (None, false) => v,
+            (None, true) => s.neg(v),
+            (Some(a), false) => s.binary(BinOp::Add, a, v),
+            (Some(a), true) => s.binary(BinOp::Sub, a, v),
+        });
+    }
+    let v = acc?;
+    Some(match den.filter(|_| shared) {
+        Some(d) => s.binary(BinOp::Div, v, d),
+        None => v,
+    })
+}
+
+/// Which of `a`, `b`, `c` and `r` (in that order) `template` reads.
+pub fn reads(template: &str) -> [bool; 4] {
+    let mut out = [false; 4];
+    for tok in template.split(|c: char| !c.is_ascii_alphanumeric() && c != '_') {
+        match tok {
+            "a" => out[0] = true,
+            "b" => out[1] = true,
+            "c" => out[2] = true,
+            "r" => out[3] = true,
+            _ => {}
+        }
+    }
+    out
+}
+
 /// Emits the partial-derivative template into IR; returns the value of the partial.
 pub fn emit_partial(b: &mut Builder, template: &str, args: &[Value], result: Value) -> Value {
     lower_template(b, template, args, result)
@@ -314,5 +491,179 @@ mod tests {
                 assert_eq!(b.func.ty(v), Ty::Float, "{}: {t}", rule.name);
             }
         }
+    }
+
+    /// Evaluates templates on numbers, to check the rules against finite differences.
+    struct Eval;
+
+    impl TemplateSink for Eval {
+        type V = f64;
+        fn fconst(&mut self, c: f64) -> f64 {
+            c
+        }
+        fn iconst(&mut self, c: i128) -> f64 {
+            c as f64
+        }
+        fn neg(&mut self, a: f64) -> f64 {
+            -a
+        }
+        fn binary(&mut self, op: BinOp, a: f64, b: f64) -> f64 {
+            let t = |c: bool| if c { 1.0 } else { 0.0 };
+            match op {
+                BinOp::Add => a + b,
+                BinOp::Sub => a - b,
+                BinOp::Mul => a * b,
+                BinOp::Div => a / b,
+                BinOp::Gt => t(a > b),
+                BinOp::Lt => t(a < b),
+                BinOp::Ge => t(a >= b),
+                BinOp::Le => t(a <= b),
+                BinOp::Eq => t(a == b),
+                other => panic!("{other:?} in a template"),
+            }
+        }
+        fn math(&mut self, name: &'static str, args: Vec<f64>) -> f64 {
+            apply(name, &args)
+        }
+        fn int_to_float(&mut self, a: f64) -> f64 {
+            a
+        }
+        fn select(
+            &mut self,
+            cond: f64,
+            then: &mut dyn FnMut(&mut Self) -> f64,
+            otherwise: &mut dyn FnMut(&mut Self) -> f64,
+        ) -> f64 {
+            if cond != 0.0 {
+                then(self)
+            } else {
+                otherwise(self)
+            }
+        }
+    }
+
+    /// The operation a rule differentiates, on `f64` (Rust's own, not the rules').
+    fn apply(name: &str, x: &[f64]) -> f64 {
+        let a = x[0];
+        let b = x.get(1).copied().unwrap_or(0.0);
+        match name {
+            "neg" => -a,
+            "add" => a + b,
+            "sub" => a - b,
+            "mul" => a * b,
+            "div" => a / b,
+            "sin" => a.sin(),
+            "cos" => a.cos(),
+            "tan" => a.tan(),
+            "asin" => a.asin(),
+            "acos" => a.acos(),
+            "atan" => a.atan(),
+            "sinh" => a.sinh(),
+            "cosh" => a.cosh(),
+            "tanh" => a.tanh(),
+            "asinh" => a.asinh(),
+            "acosh" => a.acosh(),
+            "atanh" => a.atanh(),
+            "exp" => a.exp(),
+            "exp2" => a.exp2(),
+            "exp_m1" => a.exp_m1(),
+            "ln" => a.ln(),
+            "log10" => a.log10(),
+            "log2" => a.log2(),
+            "ln_1p" => a.ln_1p(),
+            "log" => a.log(b),
+            "sqrt" => a.sqrt(),
+            "cbrt" => a.cbrt(),
+            "recip" => a.recip(),
+            "abs" => a.abs(),
+            "signum" => a.signum(),
+            "floor" => a.floor(),
+            "ceil" => a.ceil(),
+            "round" => a.round(),
+            "trunc" => a.trunc(),
+            "powi" => a.powi(b as i32),
+            "powf" => a.powf(b),
+            "atan2" => a.atan2(b),
+            "hypot" => a.hypot(b),
+            "max" => a.max(b),
+            "min" => a.min(b),
+            "mul_add" => a.mul_add(b, x[2]),
+            other => panic!("no evaluator for {other}"),
+        }
+    }
+
+    /// Central differences of `rule`'s operation at `x` in its float arguments, and the
+    /// partials its templates give there: as a plain product (`g · p`, the methods) and as
+    /// the operators apply them ([`scaled`], and forward mode's [`sum`] of one tangent).
+    fn check_rule(rule: &Rule, x: &[f64]) {
+        let r = apply(rule.name, x);
+        for (k, template) in partial_templates(rule, x.len()) {
+            let h = 1e-6 * x[k].abs().max(1.0);
+            let (mut hi, mut lo) = (x.to_vec(), x.to_vec());
+            hi[k] += h;
+            lo[k] -= h;
+            let fd = (apply(rule.name, &hi) - apply(rule.name, &lo)) / (2.0 * h);
+            let p = lower_template(&mut Eval, template, x, r);
+            let tol = 1e-6 * fd.abs().max(1.0);
+            assert!(
+                (p - fd).abs() <= tol,
+                "{}'s partial {k} `{template}` at {x:?}: {p} against finite differences {fd}",
+                rule.name
+            );
+            let seed = 0.75;
+            let adjoint = scaled(&mut Eval, seed, template, x, r).finish(&mut Eval);
+            let tangent = sum(&mut Eval, vec![scaled(&mut Eval, seed, template, x, r)]).unwrap();
+            for (what, v) in [("adjoint", adjoint), ("tangent", tangent)] {
+                assert!(
+                    (v - seed * fd).abs() <= tol,
+                    "{}'s partial {k} `{template}` applied as an {what}: {v}, not {}",
+                    rule.name,
+                    seed * fd
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn rules_agree_with_finite_differences() {
+        // Away from the non-smooth points (and inside every domain: `acosh` needs a > 1).
+        let points: &[&[f64]] = &[&[1.3, 0.4, -0.7], &[2.2, -1.9, 0.5], &[1.05, 3.0, 2.0]];
+        for rule in RULES.iter().chain(OPERATORS) {
+            for x in points {
+                let mut x = x[..rule.arity].to_vec();
+                if matches!(rule.name, "asin" | "acos" | "atanh") {
+                    x[0] = 0.3;
+                }
+                if rule.name == "powi" {
+                    x[1] = 3.0;
+                }
+                if rule.name == "log" {
+                    x[1] = x[1].abs() + 1.5;
+                }
+                check_rule(rule, &x);
+            }
+        }
+    }
+
+    #[test]
+    fn forward_sums_over_one_divisor_and_adjoints_keep_the_quotient() {
+        // d(x / y) with both tangents: `(dx − dy·r) / y`, one division.
+        let (x, y) = (1.5, -0.6);
+        let (dx, dy) = (0.3, 0.8);
+        let r = x / y;
+        let div = of_binary(BinOp::Div).unwrap();
+        let terms = partial_templates(div, 2)
+            .into_iter()
+            .map(|(k, t)| scaled(&mut Eval, [dx, dy][k], t, &[x, y], r))
+            .collect();
+        assert_eq!(sum(&mut Eval, terms), Some((dx - dy * r) / y));
+        // The adjoint of `y`: `−g · (r / y)`.
+        let g = 0.9;
+        let t = scaled(&mut Eval, g, div.partials[1], &[x, y], r);
+        assert_eq!(t.factor, Some(r));
+        assert_eq!(t.den, Some(y));
+        assert_eq!(t.finish(&mut Eval), -(g * (r / y)));
+        assert_eq!(reads(div.partials[1]), [false, true, false, true]);
+        assert_eq!(reads("a.cos()"), [true, false, false, false]);
     }
 }

@@ -695,21 +695,11 @@ impl Expr {
     /// `g · ∂s/∂child` for each float child of `s`.
     fn partials(&mut self, s: Sym, g: Sym) -> Vec<(Sym, Sym)> {
         match self.node(s).clone() {
-            Node::Neg(x) => vec![(x, self.neg(g))],
+            Node::Neg(x) => {
+                self.operator_partials(rules::of_unary(crate::ir::UnOp::Neg), &[x], s, g)
+            }
             Node::Cast { value, .. } => vec![(value, g)],
-            Node::Bin(op, x, y) => match op {
-                BinOp::Add => vec![(x, g), (y, g)],
-                BinOp::Sub => vec![(x, g), (y, self.neg(g))],
-                BinOp::Mul => vec![(x, self.mul(g, y)), (y, self.mul(g, x))],
-                BinOp::Div => {
-                    let gx = self.div(g, y);
-                    // ∂(x/y)/∂y = −(x/y)/y, from the quotient itself (no y² to overflow).
-                    let q = self.div(s, y);
-                    let gq = self.mul(g, q);
-                    vec![(x, gx), (y, self.neg(gq))]
-                }
-                _ => vec![],
-            },
+            Node::Bin(op, x, y) => self.operator_partials(rules::of_binary(op), &[x, y], s, g),
             Node::Phi(c, x, y) => {
                 // C2: d φ(c, a, b) = φ(c, da, db).
                 let z = self.fconst(0.0);
@@ -731,6 +721,24 @@ impl Expr {
             }
             _ => vec![],
         }
+    }
+
+    /// `g · ∂s/∂operand` for each operand of the operator node `s` by its rule.
+    fn operator_partials(
+        &mut self,
+        rule: Option<&rules::Rule>,
+        operands: &[Sym],
+        s: Sym,
+        g: Sym,
+    ) -> Vec<(Sym, Sym)> {
+        let Some(rule) = rule else { return vec![] };
+        rules::partials_of(rule, operands)
+            .into_iter()
+            .map(|(k, template)| {
+                let t = rules::scaled(self, g, template, operands, s).finish(self);
+                (operands[k], t)
+            })
+            .collect()
     }
 
     /// `1 / (1 + exp(−t))`, finite for every `t`.

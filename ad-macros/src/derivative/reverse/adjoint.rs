@@ -285,18 +285,50 @@ impl Rev<'_> {
         Some(b.get(c))
     }
 
+    /// An operator's adjoint: each active operand receives `g · ∂r/∂operand` by its rule,
+    /// fetching only the primal values the partial reads.
+    fn reverse_operator(
+        &mut self,
+        b: &mut Builder,
+        i: Inst,
+        rule: &rules::Rule,
+        operands: &[Value],
+    ) -> Result<(), String> {
+        let Some(g) = self.adjoint_of(b, i) else {
+            return Ok(());
+        };
+        let result = self.f.inst(i).results[0];
+        // Operands, then the result; fetched once, when a partial first reads them.
+        let mut fetched: Vec<Option<Value>> = vec![None; operands.len() + 1];
+        for (k, template) in rules::partials_of(rule, operands) {
+            if !self.act.value(operands[k]) {
+                continue;
+            }
+            let reads = rules::reads(template);
+            for (j, v) in operands.iter().chain([&result]).enumerate() {
+                let name = if j == operands.len() { 3 } else { j };
+                if reads[name] && fetched[j].is_none() {
+                    fetched[j] = Some(self.fetch(b, *v)?);
+                }
+            }
+            // A value the partial does not read is never looked at; `g` stands in.
+            let args: Vec<Value> = fetched[..operands.len()]
+                .iter()
+                .map(|v| v.unwrap_or(g))
+                .collect();
+            let r = fetched[operands.len()].unwrap_or(g);
+            let t = rules::scaled(b, g, template, &args, r).finish(b);
+            self.accumulate(b, operands[k], t);
+        }
+        Ok(())
+    }
+
     pub(super) fn reverse_inst(&mut self, b: &mut Builder, i: Inst) -> Result<(), String> {
         use InstKind::*;
         let f = self.f;
         let data = f.inst(i);
         let act = |v: &Value| self.act.value(*v);
         match &data.kind {
-            Unary(UnOp::Neg, a) => {
-                if let Some(g) = self.adjoint_of(b, i) {
-                    let n = b.neg(g);
-                    self.accumulate(b, *a, n);
-                }
-            }
             // Between `f32` and `f64`: the adjoint passes (codegen gives it its type).
             Cast {
                 value,
@@ -308,49 +340,9 @@ impl Rev<'_> {
                     self.accumulate(b, *value, g);
                 }
             }
-            Binary(op, x, y) => {
-                let Some(g) = self.adjoint_of(b, i) else {
-                    return Ok(());
-                };
-                match op {
-                    BinOp::Add => {
-                        self.accumulate(b, *x, g);
-                        self.accumulate(b, *y, g);
-                    }
-                    BinOp::Sub => {
-                        self.accumulate(b, *x, g);
-                        if act(y) {
-                            let n = b.neg(g);
-                            self.accumulate(b, *y, n);
-                        }
-                    }
-                    BinOp::Mul => {
-                        if act(x) {
-                            let yv = self.fetch(b, *y)?;
-                            let t = b.mul(g, yv);
-                            self.accumulate(b, *x, t);
-                        }
-                        if act(y) {
-                            let xv = self.fetch(b, *x)?;
-                            let t = b.mul(g, xv);
-                            self.accumulate(b, *y, t);
-                        }
-                    }
-                    BinOp::Div => {
-                        let yv = self.fetch(b, *y)?;
-                        if act(x) {
-                            let t = b.div(g, yv);
-                            self.accumulate(b, *x, t);
-                        }
-                        if act(y) {
-                            let rv = self.fetch(b, data.results[0])?;
-                            let t = b.mul(g, rv);
-                            let t = b.div(t, yv);
-                            let t = b.neg(t);
-                            self.accumulate(b, *y, t);
-                        }
-                    }
-                    _ => {}
+            Unary(..) | Binary(..) => {
+                if let Some((rule, operands)) = rules::of_operator(&data.kind) {
+                    self.reverse_operator(b, i, rule, &operands)?;
                 }
             }
             Math(name, args) => {

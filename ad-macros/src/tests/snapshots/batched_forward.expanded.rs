@@ -49,8 +49,8 @@ pub fn f_fwd2(
             let _v11 = k * _v9;
             let _v12 = dk * _v9;
             let _v34 = dk_l1 * _v9;
-            let _v13 = k * _v10;
-            let _v35 = k * _v33;
+            let _v13 = _v10 * k;
+            let _v35 = _v33 * k;
             let _v14 = _v12 + _v13;
             let _v36 = _v34 + _v35;
             let _v15 = _v11.sin();
@@ -69,8 +69,8 @@ pub fn f_fwd2(
             let _v22 = _v18 * _v20;
             let _v23 = _v19 * _v20;
             let _v40 = _v38 * _v20;
-            let _v24 = _v18 * _v21;
-            let _v41 = _v18 * _v39;
+            let _v24 = _v21 * _v18;
+            let _v41 = _v39 * _v18;
             let _v25 = _v23 + _v24;
             let _v42 = _v40 + _v41;
             let _v26 = _s_6 + _v22;

@@ -50,8 +50,8 @@ pub fn f_fwd2(x: &[f64], dx: [&[f64]; 2], k: f64, dk: [f64; 2]) -> (f64, [f64; 2
             let _v13 = k * _v11;
             let _v14 = dk * _v11;
             let _v44 = dk_l1 * _v11;
-            let _v15 = k * _v12;
-            let _v45 = k * _v43;
+            let _v15 = _v12 * k;
+            let _v45 = _v43 * k;
             let _v16 = _v14 + _v15;
             let _v46 = _v44 + _v45;
             let _v17 = _v13.sin();
@@ -87,8 +87,8 @@ pub fn f_fwd2(x: &[f64], dx: [&[f64]; 2], k: f64, dk: [f64; 2]) -> (f64, [f64; 2
             let _v33 = _v27 * _v31;
             let _v34 = _v28 * _v31;
             let _v51 = _v49 * _v31;
-            let _v35 = _v27 * _v32;
-            let _v52 = _v27 * _v50;
+            let _v35 = _v32 * _v27;
+            let _v52 = _v50 * _v27;
             let _v36 = _v34 + _v35;
             let _v53 = _v51 + _v52;
             let _v37 = _e_24 + _v33;

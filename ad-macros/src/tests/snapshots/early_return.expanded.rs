@@ -36,7 +36,7 @@ fn first_big_fwd(x: &[f64], dx: &[f64], limit: f64, dlimit: f64) -> (f64, f64) {
         let _v18 = dx[_i_14];
         let _v19 = _v15 * _v17;
         let _v20 = _v16 * _v17;
-        let _v21 = _v15 * _v18;
+        let _v21 = _v18 * _v15;
         let _v22 = _v20 + _v21;
         let _v23 = _s_9 + _v19;
         let _v24 = _v12 + _v22;

@@ -66,7 +66,7 @@ pub fn smooth_fwd(
                 let _v26 = u[_i_11];
                 let _v27 = du[_i_11];
                 let _v28 = 2.0f64 * _v26;
-                let _v29 = 2.0f64 * _v27;
+                let _v29 = _v27 * 2.0f64;
                 let _v30 = _v23 - _v28;
                 let _v31 = _v24 - _v29;
                 let _v33 = _i_11 + 1;
@@ -76,14 +76,14 @@ pub fn smooth_fwd(
                 let _v37 = _v31 + _v35;
                 let _v38 = r * _v36;
                 let _v39 = dr * _v36;
-                let _v40 = r * _v37;
+                let _v40 = _v37 * r;
                 let _v41 = _v39 + _v40;
                 let _v42 = idx[_i_11];
                 let _v43 = u[_v42];
                 let _v44 = du[_v42];
                 let _v45 = _v38 * _v43;
                 let _v46 = _v41 * _v43;
-                let _v47 = _v38 * _v44;
+                let _v47 = _v44 * _v38;
                 let _v48 = _v46 + _v47;
                 let _v49 = _v19 + _v45;
                 let _v50 = _v20 + _v48;
@@ -99,7 +99,7 @@ pub fn smooth_fwd(
             let _v54 = dout[_i_11];
             let _v55 = _v_53 * _v_53;
             let _v56 = _v54 * _v_53;
-            let _v57 = _v_53 * _v54;
+            let _v57 = _v54 * _v_53;
             let _v58 = _v56 + _v57;
             let _v59 = _sum_9 + _v55;
             let _v60 = _v10 + _v58;

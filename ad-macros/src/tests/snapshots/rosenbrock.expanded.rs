@@ -39,7 +39,7 @@ where
         let _v16 = _w_dx_6_3[_i_8];
         let _v17 = _v13 * _v15;
         let _v18 = _v14 * _v15;
-        let _v19 = _v13 * _v16;
+        let _v19 = _v16 * _v13;
         let _v20 = _v18 + _v19;
         let _a_21 = _v11 - _v17;
         let _v22 = _v12 - _v20;
@@ -48,14 +48,14 @@ where
         let _b_26 = ::phidiff::__private::one::<T>() - _v24;
         let _v27 = -_v25;
         let _v29 = ::phidiff::__private::cst::<T>(100.0f64) * _a_21;
-        let _v30 = ::phidiff::__private::cst::<T>(100.0f64) * _v22;
+        let _v30 = _v22 * ::phidiff::__private::cst::<T>(100.0f64);
         let _v31 = _v29 * _a_21;
         let _v32 = _v30 * _a_21;
-        let _v33 = _v29 * _v22;
+        let _v33 = _v22 * _v29;
         let _v34 = _v32 + _v33;
         let _v35 = _b_26 * _b_26;
         let _v36 = _v27 * _b_26;
-        let _v37 = _b_26 * _v27;
+        let _v37 = _v27 * _b_26;
         let _v38 = _v36 + _v37;
         let _v39 = _v31 + _v35;
         let _v40 = _v34 + _v38;

@@ -15,7 +15,7 @@ pub fn f(a: f64, b: f64) -> f64 {
 pub fn f_fwd(a: f64, da: f64, b: f64, db: f64) -> (f64, f64) {
     let _v4 = a * b;
     let _v5 = da * b;
-    let _v6 = a * db;
+    let _v6 = db * a;
     let _v7 = _v5 + _v6;
     let _v8 = a.sin();
     let _v9 = a.cos();
@@ -23,7 +23,7 @@ pub fn f_fwd(a: f64, da: f64, b: f64, db: f64) -> (f64, f64) {
     let _t_11 = _v4 + _v8;
     let _v12 = _v7 + _v10;
     let _v13 = _t_11 / b;
-    let _v14 = _v13 * db;
+    let _v14 = db * _v13;
     let _v15 = _v12 - _v14;
     let _v16 = _v15 / b;
     (_v13, _v16)
