@@ -29,6 +29,7 @@
 //! keeps its atomic adds.
 
 use crate::ir::builder::Builder;
+use crate::ir::copy::{Copier, Flow};
 use crate::ir::*;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -703,44 +704,21 @@ impl Instance<'_> {
 
     /// Appends the adjoint of element `t` in `role`; returns its yields.
     fn copy(&self, b: &mut Builder, t: Value, role: Role) -> Vec<Value> {
-        let mut names: HashMap<Value, Value> = HashMap::new();
-        let mut cells: HashMap<Cell, Cell> = HashMap::new();
+        let mut cp = Copier::between(self.rev);
         self.rev.walk(self.rev.body, &mut |i| {
             if let InstKind::Param(0) = self.rev.inst(i).kind {
-                names.insert(self.rev.inst(i).results[0], t);
+                cp.names.insert(self.rev.inst(i).results[0], t);
             }
         });
-        self.block(b, self.rev.body, role, &mut names, &mut cells)
+        cp.block(b, self.rev.body, &mut |cp, b, i| self.keep(cp, b, i, role))
     }
 
-    fn block(
-        &self,
-        b: &mut Builder,
-        blk: Block,
-        role: Role,
-        names: &mut HashMap<Value, Value>,
-        cells: &mut HashMap<Cell, Cell>,
-    ) -> Vec<Value> {
-        for &i in &self.rev.block(blk).insts {
-            self.inst(b, i, role, names, cells);
-        }
-        let m = |v: &Value| names.get(v).copied().unwrap_or(*v);
-        self.rev.block(blk).yields.iter().map(m).collect()
-    }
-
-    fn inst(
-        &self,
-        b: &mut Builder,
-        i: Inst,
-        role: Role,
-        names: &mut HashMap<Value, Value>,
-        cells: &mut HashMap<Cell, Cell>,
-    ) {
-        let rev = self.rev;
-        let data = rev.inst(i);
-        let m = |names: &HashMap<Value, Value>, v: Value| names.get(&v).copied().unwrap_or(v);
-        match &data.kind {
-            InstKind::Param(0) => return,
+    /// What an instance makes of instruction `i`: the element parameter is `t`; an add
+    /// into a gathered slice goes into its sum at the role's shift (and nowhere else); a
+    /// store is made where its role makes it; only the home instance adds and asserts.
+    fn keep(&self, cp: &mut Copier, b: &mut Builder, i: Inst, role: Role) -> Flow {
+        match &self.rev.inst(i).kind {
+            InstKind::Param(0) => Flow::Done,
             InstKind::StoreAdd(buf, _, v) if self.sums.contains_key(buf) => {
                 if let Some(s) = self.plan.shifts.get(&i) {
                     let at = match role {
@@ -749,11 +727,10 @@ impl Instance<'_> {
                         Role::Finish => false,
                     };
                     if at {
-                        let v = m(names, *v);
-                        b.stmt(InstKind::CellAdd(self.sums[buf], v));
+                        b.stmt(InstKind::CellAdd(self.sums[buf], cp.map(*v)));
                     }
                 }
-                return;
+                Flow::Done
             }
             InstKind::Store(buf, ..) => {
                 let keep = match role {
@@ -761,118 +738,14 @@ impl Instance<'_> {
                     Role::Guest(_) => false,
                     Role::Finish => self.deferred.contains(buf),
                 };
-                if !keep {
-                    return;
+                if keep {
+                    Flow::Copy
+                } else {
+                    Flow::Done
                 }
             }
-            InstKind::StoreAdd(..) | InstKind::Assert { .. } if role != Role::Home => return,
-            _ => {}
+            InstKind::StoreAdd(..) | InstKind::Assert { .. } if role != Role::Home => Flow::Done,
+            _ => Flow::Copy,
         }
-        let mut kind = data.kind.clone();
-        let result_tys: Vec<Ty> = data.results.iter().map(|r| rev.ty(*r)).collect();
-        let name = data
-            .results
-            .first()
-            .and_then(|r| rev.value(*r).name.clone());
-        let cell = |cells: &mut HashMap<Cell, Cell>, b: &mut Builder, c: Cell| {
-            *cells.entry(c).or_insert_with(|| {
-                let d = &rev.cells[c.index()];
-                b.func.new_cell(d.ty, d.name.clone())
-            })
-        };
-        match &mut kind {
-            InstKind::CellDecl(c, _)
-            | InstKind::CellGet(c)
-            | InstKind::CellSet(c, _)
-            | InstKind::CellAdd(c, _) => *c = cell(cells, b, *c),
-            _ => {}
-        }
-        // The operands (a condition, a range, initial values) read values from outside
-        // the instruction's blocks, renamed already.
-        kind.map_operands(&mut |v| m(names, v));
-        let mut copy = |b: &mut Builder, from: Block, names: &mut HashMap<Value, Value>| {
-            let to = b.func.new_block();
-            let ys = b.in_block(to, |b| self.block(b, from, role, names, cells));
-            b.set_yields(to, ys);
-            to
-        };
-        match &mut kind {
-            InstKind::If {
-                then_blk, else_blk, ..
-            } => {
-                *then_blk = copy(b, *then_blk, names);
-                *else_blk = copy(b, *else_blk, names);
-            }
-            InstKind::For { .. } | InstKind::While { .. } => {
-                // A loop's values are defined by the loop: it is reserved first.
-                let l = b.reserve();
-                let index = match &data.kind {
-                    InstKind::For { index, .. } => {
-                        let ix = rev.value(*index).name.clone();
-                        let ix = b.func.new_value(Ty::Int, ValueDef::LoopIndex(l), ix);
-                        names.insert(*index, ix);
-                        Some(ix)
-                    }
-                    _ => None,
-                };
-                let (params, _, body, exit) = rev.loop_parts(i);
-                let params = self.fresh(b, &params, names, |k| ValueDef::LoopParam(l, k));
-                let cond = match &data.kind {
-                    InstKind::While { cond, .. } => Some(copy(b, *cond, names)),
-                    _ => None,
-                };
-                let parts = (params, copy(b, body, names));
-                let exit: Vec<Value> = exit.iter().map(|v| m(names, *v)).collect();
-                match &mut kind {
-                    InstKind::For {
-                        index: ix,
-                        params: p,
-                        body: bd,
-                        exit: e,
-                        ..
-                    } => {
-                        (*ix, *p, *bd, *e) = (index.expect("a for loop"), parts.0, parts.1, exit);
-                    }
-                    InstKind::While {
-                        cond: c,
-                        params: p,
-                        body: bd,
-                        exit: e,
-                        ..
-                    } => {
-                        (*c, *p, *bd, *e) = (cond.expect("a while loop"), parts.0, parts.1, exit);
-                    }
-                    _ => unreachable!("a loop"),
-                }
-                let results = self.fresh(b, &data.results, names, |k| ValueDef::Result(l, k));
-                b.finish(l, kind, results);
-                return;
-            }
-            _ => {}
-        }
-        let new = b.push(kind, &result_tys, name.as_deref());
-        for (o, n) in data.results.iter().zip(b.func.inst(new).results.clone()) {
-            names.insert(*o, n);
-        }
-    }
-
-    /// Fresh values like `old` (types, names), the `k`-th defined as `def(k)`, each mapped
-    /// from its old one in `names`.
-    fn fresh(
-        &self,
-        b: &mut Builder,
-        old: &[Value],
-        names: &mut HashMap<Value, Value>,
-        def: impl Fn(u32) -> ValueDef,
-    ) -> Vec<Value> {
-        old.iter()
-            .enumerate()
-            .map(|(k, o)| {
-                let d = self.rev.value(*o).clone();
-                let v = b.func.new_value(d.ty, def(k as u32), d.name);
-                names.insert(*o, v);
-                v
-            })
-            .collect()
     }
 }

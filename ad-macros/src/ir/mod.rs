@@ -8,6 +8,7 @@
 //! counters) and tapes (buffers indexed by loop iteration).
 
 pub mod builder;
+pub mod copy;
 pub mod dce;
 #[cfg_attr(not(test), allow(dead_code))]
 pub mod interp;

@@ -38,7 +38,7 @@
 //! (rows of 64 and 1000, where the gradient then takes 1.7–1.8× the primal).
 
 use super::carry::surround;
-use super::twin_if::{map_operands, renamable};
+use super::twin_if::renamable;
 use crate::analysis::activity::{self, Activity};
 use crate::ir::builder::Builder;
 use crate::ir::*;
@@ -280,7 +280,7 @@ fn rewrite(f: &mut Function, l: Inst, r: &Reduction) {
     // Everything after the loop reads the element instead of the running value.
     let rename = |x: Value| if x == res { picked } else { x };
     for i in users {
-        map_operands(&mut f.insts[i.index()].kind, &rename);
+        f.insts[i.index()].kind.map_operands(&mut |x| rename(x));
     }
     let mut blocks = vec![f.body];
     f.walk(f.body, &mut |i| blocks.extend(f.child_blocks(i)));
@@ -299,7 +299,7 @@ fn element_at(b: &mut Builder, r: &Reduction, index: Value, at: Value) -> Value 
     let mut names = HashMap::from([(index, at)]);
     for &i in &r.index_insts {
         let mut kind = b.func.inst(i).kind.clone();
-        map_operands(&mut kind, &|x| names.get(&x).copied().unwrap_or(x));
+        kind.map_operands(&mut |x| names.get(&x).copied().unwrap_or(x));
         let old = b.func.inst(i).results[0];
         let new = b.value(kind, Ty::Int);
         names.insert(old, new);

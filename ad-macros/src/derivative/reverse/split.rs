@@ -24,9 +24,9 @@
 //! (an overflow with debug assertions) then happens before the loop instead of in the
 //! first iteration that reached it, as with index windows.
 
-use super::strip::{copy_body, copy_inst};
-use super::twin_if::{map_operands, straight};
+use super::twin_if::straight;
 use crate::ir::builder::Builder;
+use crate::ir::copy::{Copier, Flow};
 use crate::ir::*;
 use std::collections::{HashMap, HashSet};
 
@@ -333,7 +333,7 @@ fn apply(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst, plan: Pla
             runs,
             &[Ty::Int, Ty::Int],
             |b| {
-                let mut memo = HashMap::new();
+                let mut memo = Copier::within(HashMap::new());
                 let (lo, hi) = bounds(b, &inside, &plan.atoms, range.start, range.end, &mut memo);
                 vec![lo, hi]
             },
@@ -360,7 +360,7 @@ fn apply(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst, plan: Pla
             continue;
         }
         let mut kind = f.inst(i).kind.clone();
-        map_operands(&mut kind, &|v| rename.get(&v).copied().unwrap_or(v));
+        kind.map_operands(&mut |v| rename.get(&v).copied().unwrap_or(v));
         f.insts[i.index()].kind = kind;
         list.push(i);
     }
@@ -405,7 +405,7 @@ fn bounds(
     atoms: &[Atom],
     mut lo: Value,
     mut hi: Value,
-    memo: &mut HashMap<Value, Value>,
+    memo: &mut Copier,
 ) -> (Value, Value) {
     for (n, atom) in atoms.iter().enumerate() {
         match *atom {
@@ -472,13 +472,8 @@ fn bounds(
 
 /// A copy before the loop of loop-invariant `v` (a value defined outside the loop is
 /// itself).
-fn hoist(
-    b: &mut Builder,
-    inside: &HashSet<Inst>,
-    v: Value,
-    memo: &mut HashMap<Value, Value>,
-) -> Value {
-    if let Some(h) = memo.get(&v) {
+fn hoist(b: &mut Builder, inside: &HashSet<Inst>, v: Value, memo: &mut Copier) -> Value {
+    if let Some(h) = memo.names.get(&v) {
         return *h;
     }
     let ValueDef::Result(d, _) = b.func.value(v).def else {
@@ -490,8 +485,8 @@ fn hoist(
     for o in b.func.operands(d) {
         hoist(b, inside, o, memo);
     }
-    copy_inst(b, d, memo);
-    memo[&v]
+    memo.plain_inst(b, d);
+    memo.names[&v]
 }
 
 /// A copy of loop `l` over `start..end` from `inits`, with the branch's then (`take_then`)
@@ -514,8 +509,6 @@ fn copy_loop(
         unreachable!("a loop")
     };
     let name = b.func.value(index).name.clone();
-    let insts = b.func.block(body).insts.clone();
-    let yields = b.func.block(body).yields.clone();
     let below = index_bound(b.func, l);
     let results = b.for_range(start, end, name, &params, inits, |b, j, nparams| {
         if let Some(below) = below {
@@ -527,9 +520,9 @@ fn copy_loop(
             .zip(nparams.iter().copied())
             .collect();
         names.insert(index, j);
-        for i in insts {
+        Copier::within(names).block(b, body, &mut |cp, b, i| {
             if plan.chain.contains(&i) {
-                continue;
+                return Flow::Done;
             }
             if i == plan.branch {
                 let blk = if take_then {
@@ -537,18 +530,14 @@ fn copy_loop(
                 } else {
                     plan.else_blk
                 };
-                let ys = copy_body(b, blk, &mut names);
+                let ys = cp.plain_block(b, blk);
                 for (r, y) in b.func.inst(i).results.clone().into_iter().zip(ys) {
-                    names.insert(r, y);
+                    cp.names.insert(r, y);
                 }
-                continue;
+                return Flow::Done;
             }
-            copy_inst(b, i, &mut names);
-        }
-        yields
-            .iter()
-            .map(|v| names.get(v).copied().unwrap_or(*v))
-            .collect()
+            Flow::Copy
+        })
     });
     results
 }

@@ -24,8 +24,9 @@
 //! pack across. Measured on Rosenbrock (10⁵ inputs, one binary, fastest of 2000 calls):
 //! the gradient went from 2.0× to 1.35× the primal (from 1.4× with strips of four).
 
-use super::twin_if::{map_operands, straight};
+use super::twin_if::straight;
 use crate::ir::builder::Builder;
+use crate::ir::copy::Copier;
 use crate::ir::*;
 use std::collections::{HashMap, HashSet};
 
@@ -140,7 +141,7 @@ fn strip(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst) {
                         b.func.index_below.insert(i, below);
                     }
                     names.insert(index, i);
-                    copy_body(b, body, &mut names)
+                    Copier::within(names).plain_block(b, body)
                 },
             )
         },
@@ -155,36 +156,4 @@ fn strip(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst) {
     }
     let post = f.new_block();
     super::carry::surround(f, parent, l, pre, post);
-}
-
-/// Appends to `b`'s block a copy of straight-line block `body` under fresh names (`names`
-/// maps the values it reads from outside, the loop index and parameters among them, to
-/// theirs); returns its yields under the new names.
-/// Appends a copy of instruction `inst` (without blocks) reading `names`' values for those
-/// it maps, and maps its results to the copy's.
-pub(super) fn copy_inst(b: &mut Builder, inst: Inst, names: &mut HashMap<Value, Value>) {
-    let mut kind = b.func.inst(inst).kind.clone();
-    map_operands(&mut kind, &|v| names.get(&v).copied().unwrap_or(v));
-    let old = b.func.inst(inst).results.clone();
-    let tys: Vec<Ty> = old.iter().map(|v| b.func.ty(*v)).collect();
-    let name = old.first().and_then(|v| b.func.value(*v).name.clone());
-    let copy = b.push(kind, &tys, name.as_deref());
-    for (o, n) in old.iter().zip(b.func.inst(copy).results.clone()) {
-        names.insert(*o, n);
-    }
-}
-
-pub(super) fn copy_body(
-    b: &mut Builder,
-    body: Block,
-    names: &mut HashMap<Value, Value>,
-) -> Vec<Value> {
-    for inst in b.func.block(body).insts.clone() {
-        copy_inst(b, inst, names);
-    }
-    let yields = b.func.block(body).yields.clone();
-    yields
-        .iter()
-        .map(|v| names.get(v).copied().unwrap_or(*v))
-        .collect()
 }

@@ -64,7 +64,7 @@ pub(super) fn straight(kind: &InstKind) -> bool {
         )
 }
 
-/// Whether [`map_operands`] renames `kind`'s operands: the straight instructions, `if`s and
+/// Whether the passes rename `kind`'s operands in place: the straight instructions, `if`s and
 /// `for` loops.
 pub(super) fn renamable(kind: &InstKind) -> bool {
     straight(kind) || matches!(kind, InstKind::If { .. } | InstKind::For { .. })
@@ -86,11 +86,6 @@ fn reads_renamable(f: &Function, insts: &[Inst], values: &HashSet<Value>) -> boo
     ok
 }
 
-/// `kind`'s operands through `m` (the passes call it on the kinds [`renamable`] accepts).
-pub(super) fn map_operands(kind: &mut InstKind, m: &dyn Fn(Value) -> Value) {
-    kind.map_operands(&mut |v| m(v));
-}
-
 /// Renames through `m` the values read by `insts` and everything nested in them (operands
 /// and the yields of their blocks). Only instructions that read a renamed value change,
 /// and [`reads_renamable`] has checked that they can.
@@ -101,7 +96,7 @@ fn rename_reads(f: &mut Function, insts: &[Inst], m: &dyn Fn(Value) -> Value) {
     }
     for x in all {
         if f.operands(x).iter().any(|v| m(*v) != *v) {
-            map_operands(&mut f.insts[x.index()].kind, m);
+            f.insts[x.index()].kind.map_operands(&mut |v| m(v));
         }
         for c in f.child_blocks(x) {
             let yields = &mut f.blocks[c.index()].yields;
@@ -236,10 +231,10 @@ fn merge_at(f: &mut Function, b: Block, k: usize) -> bool {
     let mut copies = Vec::with_capacity(between.len());
     for &i in between {
         let mut kind = f.inst(i).kind.clone();
-        map_operands(&mut kind, &|v| in_else.get(&v).copied().unwrap_or(v));
-        map_operands(&mut f.insts[i.index()].kind, &|v| {
-            in_then.get(&v).copied().unwrap_or(v)
-        });
+        kind.map_operands(&mut |v| in_else.get(&v).copied().unwrap_or(v));
+        f.insts[i.index()]
+            .kind
+            .map_operands(&mut |v| in_then.get(&v).copied().unwrap_or(v));
         let span = f.inst(i).span;
         let copy = Inst(f.insts.len() as u32);
         let mut results = Vec::new();
