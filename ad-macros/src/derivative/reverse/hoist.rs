@@ -66,23 +66,6 @@ fn may_panic(f: &Function, kind: &InstKind) -> bool {
     }
 }
 
-/// `kind` with its operands replaced, in [`pure_parts`]' order.
-fn with_operands(kind: &InstKind, ops: &[Value]) -> InstKind {
-    match kind {
-        InstKind::Binary(op, ..) => InstKind::Binary(*op, ops[0], ops[1]),
-        InstKind::Unary(op, _) => InstKind::Unary(*op, ops[0]),
-        InstKind::Math(name, _) => InstKind::Math(name, ops.to_vec()),
-        InstKind::Cast { to, int, float, .. } => InstKind::Cast {
-            value: ops[0],
-            to: *to,
-            int: *int,
-            float: *float,
-        },
-        InstKind::Load(buf, _) => InstKind::Load(*buf, ops.to_vec()),
-        _ => unreachable!("not a movable instruction"),
-    }
-}
-
 fn apply(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst) {
     let InstKind::For { range, body, .. } = f.inst(l).kind.clone() else {
         return;
@@ -213,8 +196,8 @@ fn apply(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst) {
         let ran = b.binary(BinOp::Gt, range.end, range.start);
         b.in_block(then_blk, |b| {
             for &i in &top {
-                let kind = b.func.inst(i).kind.clone();
-                let (_, ops) = pure_parts(&kind).expect("hoisted instructions are pure");
+                let mut kind = b.func.inst(i).kind.clone();
+                debug_assert!(pure_parts(&kind).is_some(), "hoisted instructions are pure");
                 let r = b.func.inst(i).results[0];
                 let key = keys[&r].clone();
                 if let Some(v) = computed.get(&key) {
@@ -236,9 +219,9 @@ fn apply(f: &mut Function, parent: &mut HashMap<Inst, Block>, l: Inst) {
                         _ => v,
                     },
                 };
-                let ops: Vec<Value> = ops.iter().map(|v| map(b, *v)).collect();
+                kind.map_operands(&mut |v| map(b, v));
                 let ty = b.func.ty(r);
-                let v = b.value(with_operands(&kind, &ops), ty);
+                let v = b.value(kind, ty);
                 fresh.insert(r, v);
                 if let Some(c) = cell_of.get(&key) {
                     b.set(*c, v);
