@@ -151,23 +151,14 @@ pub fn supported_list() -> String {
     format!("float methods with rules: {}", names.join(", "))
 }
 
-/// The float arguments of a call of `rule` paired with their partial-derivative templates.
+/// The float arguments of a call of `rule` (their positions in `args`) paired with their
+/// partial-derivative templates.
 pub fn partials_of<V>(rule: &Rule, args: &[V]) -> Vec<(usize, &'static str)> {
-    partial_templates(rule, args.len())
-}
-
-/// The partial templates of a call of `rule` with `n_args` arguments, each with the
-/// position of the float argument it differentiates.
-pub fn partial_templates(rule: &Rule, n_args: usize) -> Vec<(usize, &'static str)> {
-    let mut out = Vec::new();
     let mut p = rule.partials.iter();
-    for k in 0..n_args {
-        if rule.int_arg == Some(k) {
-            continue;
-        }
-        out.push((k, *p.next().expect("a partial per float argument")));
-    }
-    out
+    (0..args.len())
+        .filter(|k| rule.int_arg != Some(*k))
+        .map(|k| (k, *p.next().expect("a partial per float argument")))
+        .collect()
 }
 
 /// What a rule template is lowered into: IR instructions (`Builder`, the per-operation
@@ -597,7 +588,7 @@ mod tests {
     /// the operators apply them ([`scaled`], and forward mode's [`sum`] of one tangent).
     fn check_rule(rule: &Rule, x: &[f64]) {
         let r = apply(rule.name, x);
-        for (k, template) in partial_templates(rule, x.len()) {
+        for (k, template) in partials_of(rule, x) {
             let h = 1e-6 * x[k].abs().max(1.0);
             let (mut hi, mut lo) = (x.to_vec(), x.to_vec());
             hi[k] += h;
@@ -652,7 +643,7 @@ mod tests {
         let (dx, dy) = (0.3, 0.8);
         let r = x / y;
         let div = of_binary(BinOp::Div).unwrap();
-        let terms = partial_templates(div, 2)
+        let terms = partials_of(div, &[x, y])
             .into_iter()
             .map(|(k, t)| scaled(&mut Eval, [dx, dy][k], t, &[x, y], r))
             .collect();

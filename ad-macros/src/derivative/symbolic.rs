@@ -713,7 +713,7 @@ impl Expr {
                 }
                 let rule = rules::find(name).expect("lowered methods have rules");
                 let mut out = Vec::new();
-                for (k, template) in rules::partial_templates(rule, args.len()) {
+                for (k, template) in rules::partials_of(rule, &args) {
                     let p = rules::lower_template(self, template, &args, s);
                     out.push((args[k], self.mul(g, p)));
                 }
