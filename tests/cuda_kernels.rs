@@ -592,6 +592,117 @@ fn gather_form_equals_rev_per_index() {
     }
 }
 
+/// `cpu_rev` runs the gather form with rayon where each element writes only its own
+/// elements (heat, conserve, heat2d): over several blocks of elements its results do not
+/// depend on the thread count (bit for bit), and equal the gathering and finishing
+/// programs run element after element (`ū`, the outputs and the cleared shadows bit for
+/// bit: each element's sum is the same arithmetic; the scalar adjoint up to the order of
+/// its sum, rel 1e-13). Where an output is shorter than the elements the adds reach, it
+/// runs the elements in order, and still equals `_rev` per index.
+#[test]
+fn gather_form_runs_in_parallel() {
+    let len = 5000; // about ten blocks of `ad_rayon`'s 512 elements
+    let u: Vec<f64> = (0..len).map(|k| (0.37 * k as f64).sin() + 0.1).collect();
+    let ybar: Vec<f64> = (0..len).map(|k| (0.23 * k as f64).cos() - 0.3).collect();
+    let pool = |threads| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("a thread pool")
+    };
+    let (one, three) = (pool(1), pool(3));
+    // The three have the parallel form (a compile error otherwise).
+    type Parallel = fn(&[f64], &mut [f64], &mut [f64], &mut [f64], f64, usize, usize) -> f64;
+    let _: [Parallel; 2] = [__phidiff_heat_rev_par, __phidiff_conserve_rev_par];
+    let _: fn(&[f64], &mut [f64], &mut [f64], &mut [f64], usize, f64, usize, usize) -> f64 =
+        __phidiff_heat2d_rev_par;
+    type Launch<'a> = &'a (dyn Fn(usize, &mut [f64], &mut [f64], &mut [f64]) -> f64 + Sync);
+    type Program = fn(usize, &[f64], &mut [f64], &mut [f64], &mut [f64], f64, usize) -> f64;
+    let check = |name: &str, n: usize, cpu: Launch, gather: Launch| {
+        let run = |launch: Launch| {
+            let (mut out, mut dout, mut du) = (zeros(len), ybar.clone(), zeros(len));
+            let s = launch(n, &mut du, &mut out, &mut dout);
+            (du, out, dout, s)
+        };
+        let serial = one.install(|| run(cpu));
+        let parallel = three.install(|| run(cpu));
+        assert_eq!(serial, parallel, "{name}, n = {n}: 1 thread against 3");
+        let in_order = run(gather);
+        assert_eq!(
+            (&parallel.0, &parallel.1, &parallel.2),
+            (&in_order.0, &in_order.1, &in_order.2),
+            "{name}, n = {n}: ū, out, dout against the programs in order"
+        );
+        assert_close(
+            &format!("{name} scalar adjoint, n = {n}"),
+            parallel.3,
+            in_order.3,
+            1e-13,
+            1e-15,
+        );
+        assert!(
+            parallel.0.iter().all(|d| d.is_finite()) && parallel.0[n / 2] != 0.0,
+            "{name}: ū"
+        );
+    };
+    // The programs element after element, as the launcher runs them without rayon.
+    let in_order = |main: Program, finish: Program| {
+        move |n: usize, du: &mut [f64], out: &mut [f64], dout: &mut [f64], extra: f64, u: &[f64]| {
+            let span = n.max(du.len());
+            let s: f64 = (0..span).map(|i| main(i, u, du, out, dout, extra, n)).sum();
+            for i in 0..n {
+                finish(i, u, du, out, dout, extra, n);
+            }
+            s
+        }
+    };
+    for n in [len, len - 700] {
+        let heat_in_order = in_order(__phidiff_heat_rev_gather, __phidiff_heat_rev_finish);
+        check(
+            "heat",
+            n,
+            &|n, du, out, dout| heat_cuda::cpu_rev(n, &u, du, out, dout, 0.2),
+            &|n, du, out, dout| heat_in_order(n, du, out, dout, 0.2, &u),
+        );
+        let conserve_in_order =
+            in_order(__phidiff_conserve_rev_gather, __phidiff_conserve_rev_finish);
+        check(
+            "conserve",
+            n,
+            &|n, du, out, dout| conserve_cuda::cpu_rev(n, &u, du, out, dout, 0.2),
+            &|n, du, out, dout| conserve_in_order(n, du, out, dout, 0.2, &u),
+        );
+        let w = 50;
+        check(
+            "heat2d",
+            n,
+            &|n, du, out, dout| heat2d_cuda::cpu_rev(n, &u, du, out, dout, w, 0.2),
+            &|n, du, out, dout| {
+                let span = n.max(du.len());
+                let s: f64 = (0..span)
+                    .map(|i| __phidiff_heat2d_rev_gather(i, &u, du, out, dout, w, 0.2, n))
+                    .sum();
+                for i in 0..n {
+                    __phidiff_heat2d_rev_finish(i, &u, du, out, dout, w, 0.2, n);
+                }
+                s
+            },
+        );
+    }
+    // An output shorter than `ū`: the threads cover its elements, the adds reach one past.
+    let short = 4300;
+    let (mut out, mut dout, mut du) = (zeros(short), ybar[..short].to_vec(), zeros(len));
+    let dr = three.install(|| heat_cuda::cpu_rev(short, &u, &mut du, &mut out, &mut dout, 0.2));
+    let (mut out2, mut dout2, mut du2) = (zeros(short), ybar[..short].to_vec(), zeros(len));
+    let dr2: f64 = (0..short)
+        .map(|i| heat_rev(i, &u, &mut du2, &mut out2, &mut dout2, 0.2))
+        .sum();
+    assert_all_close("heat ū, short output", &du, &du2, 1e-13, 1e-15);
+    assert_close("heat r̄, short output", dr, dr2, 1e-13, 1e-15);
+    assert_eq!((out, dout), (out2, dout2), "heat, short output");
+    assert!(du[short] != 0.0, "heat: the add past the threads");
+}
+
 /// A stencil that writes its output twice: its adjoint reads the output's shadow after
 /// clearing it, so the clearing cannot wait for a second kernel while the neighbours read
 /// it, and the adjoint keeps its atomic adds (no gather form) — still right.

@@ -23,6 +23,7 @@
 use super::cuda_helpers::{BLOCK_ADD, UNIFORM_ADD};
 use crate::ir::*;
 use crate::parse::signature::FloatTy;
+use std::collections::BTreeSet;
 use std::fmt::Write;
 
 /// How a `+=` into a buffer is emitted.
@@ -836,6 +837,84 @@ fn describe(k: &InstKind) -> &'static str {
 /// only at the thread index, and never asks such a slice's length: then its iterations
 /// are independent, and the CPU launcher can run them in parallel with owned views.
 pub fn owned_only(f: &Function) -> bool {
+    let written = |b: Buf| {
+        matches!(f.buf(b).kind, BufKind::Param(n)
+            if matches!(f.params[n].kind, ParamKind::Buffer { mutable: true, .. }))
+    };
+    at_thread_only(f, &written, false)
+}
+
+/// For a gather-form program `f` (`derivative::gather`) run on the CPU: the parameters
+/// of the slices it writes (stores or adds into), if it touches each of them only at the
+/// thread index (parameter 0) and asks only their whole length: then its elements are
+/// independent and run in parallel with owned views, each slice's length passed in
+/// ([`lengths_as_params`]). Its other `&mut` slices it only reads, at any index. `None`
+/// where an element touches another's element of a slice it writes.
+pub fn owned_writes(f: &Function) -> Option<Vec<usize>> {
+    let mut stored = BTreeSet::new();
+    f.walk(f.body, &mut |i| match f.inst(i).kind {
+        InstKind::Store(b, ..) | InstKind::StoreAdd(b, ..) => match f.buf(b).kind {
+            BufKind::Param(n) => {
+                stored.insert(Some(n));
+            }
+            _ => {
+                stored.insert(None);
+            }
+        },
+        _ => {}
+    });
+    // A store into a local buffer: not a program the gather form makes.
+    if stored.contains(&None) {
+        return None;
+    }
+    let written = |b: Buf| matches!(f.buf(b).kind, BufKind::Param(n) if stored.contains(&Some(n)));
+    at_thread_only(f, &written, true).then(|| stored.into_iter().flatten().collect())
+}
+
+/// `f` with each whole length of a slice parameter in `written` (`du.len()`) read from
+/// a new integer parameter instead, `__phidiff_len_<name>`, added after `f`'s own (in the
+/// order of `written`, for the slices whose length `f` asks): an element owning only its
+/// own element of the slice cannot ask it. Also returns those slices' parameters, in the
+/// order of the new ones.
+pub fn lengths_as_params(f: &Function, written: &[usize]) -> (Function, Vec<usize>) {
+    let mut lens = Vec::new();
+    f.walk(f.body, &mut |i| {
+        if let InstKind::Len(b, idx) = &f.inst(i).kind {
+            if let BufKind::Param(n) = f.buf(*b).kind {
+                if written.contains(&n) {
+                    debug_assert!(
+                        idx.is_empty(),
+                        "owned_writes lets only whole lengths through"
+                    );
+                    lens.push((i, n));
+                }
+            }
+        }
+    });
+    let mut out = f.clone();
+    let mut measured = Vec::new();
+    for &n in written {
+        if !lens.iter().any(|&(_, m)| m == n) {
+            continue;
+        }
+        measured.push(n);
+        let k = out.params.len();
+        out.params.push(ParamInfo {
+            name: format!("__phidiff_len_{}", f.params[n].name),
+            kind: ParamKind::Scalar(Ty::Int),
+            span: proc_macro2::Span::call_site(),
+        });
+        for &(i, _) in lens.iter().filter(|&&(_, m)| m == n) {
+            out.insts[i.index()].kind = InstKind::Param(k);
+        }
+    }
+    (out, measured)
+}
+
+/// Whether `f` touches every slice `written` holds only at the thread index (parameter
+/// 0, or a cast of it), and (unless `whole_len`) never asks such a slice's length; with
+/// `whole_len`, only its whole length.
+fn at_thread_only(f: &Function, written: &dyn Fn(Buf) -> bool, whole_len: bool) -> bool {
     let mut thread = None;
     f.walk(f.body, &mut |i| {
         if let InstKind::Param(0) = f.inst(i).kind {
@@ -850,10 +929,6 @@ pub fn owned_only(f: &Function) -> bool {
             || matches!(f.value(k).def, ValueDef::Result(d, 0)
                 if matches!(f.inst(d).kind, InstKind::Cast { value, .. } if value == thread))
     };
-    let written = |b: Buf| {
-        matches!(f.buf(b).kind, BufKind::Param(n)
-            if matches!(f.params[n].kind, ParamKind::Buffer { mutable: true, .. }))
-    };
     let mut ok = true;
     f.walk(f.body, &mut |i| match &f.inst(i).kind {
         InstKind::Load(b, idx) | InstKind::Store(b, idx, _) | InstKind::StoreAdd(b, idx, _)
@@ -861,7 +936,14 @@ pub fn owned_only(f: &Function) -> bool {
         {
             ok &= idx.len() == 1 && is_thread(idx[0]);
         }
-        InstKind::Len(b, _) if written(*b) => ok = false,
+        InstKind::Len(b, idx) if written(*b) => ok &= whole_len && idx.is_empty(),
+        InstKind::Call { args, .. }
+            if args
+                .iter()
+                .any(|a| matches!(a, CallArg::Buf { buf, .. } if written(*buf))) =>
+        {
+            ok = false
+        }
         _ => {}
     });
     ok

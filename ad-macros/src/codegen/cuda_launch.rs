@@ -1,6 +1,7 @@
 //! The launchers of an element function's kernels (`#[differentiate(reverse, cuda)]`):
 //! on a device through `ad_cuda` (`launch`, `launch_rev`), and on the CPU (`cpu`,
-//! `cpu_rev`: the element function and its `_rev` for every index, in order), the
+//! `cpu_rev`: the element function and its adjoint for every index, in the form of the
+//! kernels, in parallel with rayon where the elements write only their own elements), the
 //! reference and fallback. Their parameters follow the kernels': the element function's
 //! less the thread index, with `n` threads first; `launch_rev` and `cpu_rev` take a shadow
 //! after each active slice and return the adjoints of the active scalars, summed over the
@@ -32,6 +33,22 @@ pub struct Gather {
     pub finish: Option<syn::Ident>,
     /// The slices it sums into: its kernel runs over the longest of them too.
     pub gathered: Vec<syn::Ident>,
+    /// Its parallel CPU form, where every element writes only its own elements.
+    pub parallel: Option<ParallelGather>,
+}
+
+/// The parallel CPU form of a gather-form adjoint (`expand::gather_par_fn`): its gathering
+/// and finishing programs run with rayon, each element writing only its own element of
+/// the slices it writes.
+#[derive(Clone)]
+pub struct ParallelGather {
+    /// Its Rust function: `_rev`'s parameters but the index, the number of elements, the
+    /// number of threads of the gathering program.
+    pub function: syn::Ident,
+    /// The slices the gathering program writes: each must hold an element per thread.
+    pub main_writes: Vec<syn::Ident>,
+    /// The slices the finishing program writes: each must hold an element per element.
+    pub finish_writes: Vec<syn::Ident>,
 }
 
 /// The launchers of an element function's kernels. `parallel_body`: the element
@@ -170,7 +187,10 @@ pub fn launchers(
                     },
                     None => quote!(),
                 },
-                "The CPU counterpart of [`launch_rev`], in the same gather form as [`ADJOINT`]: for every element, in order, the sum of the adds that land on it (then the finishing stores of every index); the scalar adjoints summed. It equals the element function's `_rev` run for every index in `0..n`, up to the order of the sums.",
+                match g.parallel {
+                    Some(_) => "The CPU counterpart of [`launch_rev`], in the same gather form as [`ADJOINT`]: for every element the sum of the adds that land on it (then the finishing stores of every index), in parallel with rayon (each element writes only its own elements; the scalar adjoints are summed per block of elements, then the blocks in order, so the result does not depend on the number of threads). Where a slice it writes is shorter than the elements it runs over, it runs them in order. It equals the element function's `_rev` run for every index in `0..n`, up to the order of the sums.",
+                    None => "The CPU counterpart of [`launch_rev`], in the same gather form as [`ADJOINT`]: for every element, in order, the sum of the adds that land on it (then the finishing stores of every index); the scalar adjoints summed. It equals the element function's `_rev` run for every index in `0..n`, up to the order of the sums.",
+                },
                 quote!(n #(.max(#gathered.len()))*),
             )
         }
@@ -221,6 +241,24 @@ pub fn launchers(
             )
         }
         None => (quote!(n), quote!(), quote!()),
+    };
+    // The parallel gather form, where every slice it writes covers its range.
+    let parallel_rev = match gather.and_then(|g| g.parallel.as_ref()) {
+        Some(p) => {
+            let function = &p.function;
+            let main_writes = &p.main_writes;
+            let finish_writes = &p.finish_writes;
+            let covered = main_writes
+                .iter()
+                .map(|w| quote!(#w.len() >= __span))
+                .chain(finish_writes.iter().map(|w| quote!(#w.len() >= n)));
+            quote! {
+                if #(#covered)&&* {
+                    return super::#function(#(#cr_args,)* n, __span);
+                }
+            }
+        }
+        None => quote!(),
     };
     let cpu_primal = match parallel_body {
         Some(body) => {
@@ -304,8 +342,10 @@ pub fn launchers(
 
         #[doc = #cpu_doc]
         pub fn cpu_rev(n: usize, #(#cr_params),*) -> #adjoint_ty {
+            let __span: usize = #span;
+            #parallel_rev
             #cpu_acc
-            for __i in 0..#span {
+            for __i in 0..__span {
                 #cpu_add
             }
             #finish_loop

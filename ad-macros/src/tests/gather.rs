@@ -6,7 +6,9 @@
 //! for every index), once in ascending and once in descending order of the elements: the
 //! gather form's instances must not depend on each other, as a GPU runs them at once.
 //! Every shadow, output and scalar adjoint must agree (rel 1e-12), also when the threads
-//! cover only a prefix of the elements.
+//! cover only a prefix of the elements. Where the CPU launcher runs the gather form in
+//! parallel (`codegen::cuda::owned_writes`), it is also run so, each element seeing NaN in
+//! the other elements of the slices it writes, and must agree too.
 
 use super::program_gen::Rng;
 use crate::derivative::gather::{gather, Gathered};
@@ -131,6 +133,12 @@ fn args(
             }
             ParamKind::Scalar(Ty::Int) if k == 0 => RtArg::Scalar(RtVal::I(i as i64)),
             ParamKind::Scalar(Ty::Int) if p.name == "w" => RtArg::Scalar(RtVal::I(w as i64)),
+            // A length read from a parameter (`codegen::cuda::lengths_as_params`).
+            ParamKind::Scalar(Ty::Int) if p.name.starts_with("__phidiff_len_") => {
+                let of = &p.name["__phidiff_len_".len()..];
+                let b = bufs.iter().find(|(name, _)| name == of).expect("a buffer");
+                RtArg::Scalar(RtVal::I(b.1.len() as i64))
+            }
             ParamKind::Scalar(Ty::Int) => RtArg::Scalar(RtVal::I(n as i64)),
             ParamKind::Scalar(_) => RtArg::Scalar(RtVal::F(r)),
             ParamKind::Opaque => RtArg::Opaque,
@@ -173,14 +181,85 @@ fn close(what: &str, got: &[f64], want: &[f64]) -> Result<(), String> {
     Ok(())
 }
 
-/// The reference and the gather form on one stencil; `Ok(false)` when it has no gather form.
-fn check(source: &str, seed: u64) -> Result<bool, String> {
+/// Runs program `f`, which `owned_writes` says writes the slices `written` only at the
+/// element (parameter 0), for each element of `order` as the parallel CPU launcher does
+/// (its lengths from parameters): each on a copy of `bufs` whose written slices hold NaN
+/// everywhere but at the element, so that reading another element's value shows. Checks
+/// that the element leaves the other elements and the slices it does not write as they
+/// were and gives finite values; then writes its elements into `bufs`. Returns the sums
+/// of its yields.
+#[allow(clippy::too_many_arguments)]
+fn run_owned(
+    f: &Function,
+    written: &[usize],
+    bufs: &mut [(String, Vec<f64>)],
+    order: &[usize],
+    w: usize,
+    r: f64,
+    n: usize,
+    k: usize,
+) -> Result<Vec<f64>, String> {
+    let (g, _) = crate::codegen::cuda::lengths_as_params(f, written);
+    let names: Vec<&str> = written.iter().map(|&p| f.params[p].name.as_str()).collect();
+    let mut sums = vec![0.0; k];
+    for &j in order {
+        let mut own = bufs.to_vec();
+        for (name, data) in own
+            .iter_mut()
+            .filter(|(name, _)| names.contains(&name.as_str()))
+        {
+            for (e, x) in data.iter_mut().enumerate() {
+                if e != j {
+                    *x = f64::NAN;
+                }
+            }
+            let _ = name;
+        }
+        let ys = run_at(&g, &mut own, j, w, r, n).map_err(|e| format!("owned at {j}: {e}"))?;
+        if ys.iter().any(|y| !y.is_finite()) {
+            return Err(format!("element {j} read another's element: yields {ys:?}"));
+        }
+        sums.iter_mut().zip(&ys).for_each(|(s, y)| *s += y);
+        for ((name, mine), (_, data)) in own.iter().zip(bufs.iter_mut()) {
+            if !names.contains(&name.as_str()) {
+                if mine != data {
+                    return Err(format!("element {j} wrote {name}, which it does not own"));
+                }
+                continue;
+            }
+            for (e, x) in mine.iter().enumerate() {
+                if e != j && !x.is_nan() {
+                    return Err(format!("element {j} wrote {name}[{e}]"));
+                }
+            }
+            if j < data.len() {
+                if !mine[j].is_finite() {
+                    return Err(format!(
+                        "element {j} read another's element: {name}[{j}] = {}",
+                        mine[j]
+                    ));
+                }
+                data[j] = mine[j];
+            }
+        }
+    }
+    Ok(sums)
+}
+
+/// The reference and the gather form on one stencil; `Ok(None)` when it has no gather
+/// form, `Ok(Some(owned))` when it has: `owned`, whether its programs run in parallel
+/// with owned views (then also checked so).
+fn check(source: &str, seed: u64) -> Result<Option<bool>, String> {
     let item: syn::ItemFn = syn::parse_str(source).map_err(|e| e.to_string())?;
     let compiled = crate::expand::compile_with_for_tests("reverse, cuda", &item)?;
     let rev = &compiled.reverse;
     let Some(Gathered { main, finish, .. }) = gather(rev, &|_| true) else {
-        return Ok(false);
+        return Ok(None);
     };
+    let owned = crate::codegen::cuda::owned_writes(&main).zip(match &finish {
+        Some(f) => crate::codegen::cuda::owned_writes(f),
+        None => Some(Vec::new()),
+    });
     crate::ir::verify::verify(&main).map_err(|e| format!("gather program: {e}"))?;
     if let Some(f) = &finish {
         crate::ir::verify::verify(f).map_err(|e| format!("finishing program: {e}"))?;
@@ -229,19 +308,39 @@ fn check(source: &str, seed: u64) -> Result<bool, String> {
                 close(&at(name), g, w)?;
             }
         }
+        // The parallel CPU form: every element on its own elements only.
+        if let Some((main_writes, finish_writes)) = &owned {
+            let mut got = start.clone();
+            let order: Vec<usize> = (0..len.max(n)).collect();
+            let k = scalars.len();
+            let sums = run_owned(&main, main_writes, &mut got, &order, w, r, n, k)
+                .map_err(|e| format!("owned gather program (n = {n}): {e}"))?;
+            if let Some(fin) = &finish {
+                run_owned(fin, finish_writes, &mut got, &order[..n], w, r, n, k.min(0))
+                    .map_err(|e| format!("owned finishing program (n = {n}): {e}"))?;
+            }
+            let at = |what: &str| format!("{what} (n = {n}, owned)");
+            close(&at("scalar adjoints"), &sums, &scalars)?;
+            for ((name, g), (_, w)) in got.iter().zip(&want) {
+                close(&at(name), g, w)?;
+            }
+        }
     }
-    Ok(true)
+    Ok(Some(owned.is_some()))
 }
 
 #[test]
 fn gather_form_equals_the_adjoint_on_random_stencils() {
-    let mut gathered = 0;
+    let (mut gathered, mut owned) = (0, 0);
     let mut failures = Vec::new();
     for number in 0..PROGRAMS {
         let mut rng = Rng::new(0x5EED_0000 + number);
         let source = stencil(&mut rng);
         match check(&source, number) {
-            Ok(g) => gathered += usize::from(g),
+            Ok(g) => {
+                gathered += usize::from(g.is_some());
+                owned += usize::from(g == Some(true));
+            }
             Err(e) => failures.push(format!("program {number}:\n{source}{e}")),
         }
     }
@@ -257,5 +356,14 @@ fn gather_form_equals_the_adjoint_on_random_stencils() {
         gathered as u64 >= PROGRAMS * 2 / 5,
         "only {gathered} of {PROGRAMS} gathered"
     );
-    eprintln!("gather form: {gathered} of {PROGRAMS} random stencils");
+    // Which of them run in parallel on the CPU (each element writing its own elements
+    // only): not those whose gathering program keeps a scattered add (the loop's
+    // `u[i + k]`, which the GPU adds atomically), about a quarter.
+    assert!(
+        owned * 3 >= gathered * 2,
+        "only {owned} of {gathered} owned"
+    );
+    eprintln!(
+        "gather form: {gathered} of {PROGRAMS} random stencils, {owned} in parallel on the CPU"
+    );
 }
