@@ -248,14 +248,16 @@ pub fn launchers(
             let function = &p.function;
             let main_writes = &p.main_writes;
             let finish_writes = &p.finish_writes;
-            let covered = main_writes
+            let covered: Vec<TokenStream> = main_writes
                 .iter()
                 .map(|w| quote!(#w.len() >= __span))
-                .chain(finish_writes.iter().map(|w| quote!(#w.len() >= n)));
-            quote! {
-                if #(#covered)&&* {
-                    return super::#function(#(#cr_args,)* n, __span);
-                }
+                .chain(finish_writes.iter().map(|w| quote!(#w.len() >= n)))
+                .collect();
+            let call = quote!(return super::#function(#(#cr_args,)* n, __span););
+            match covered.is_empty() {
+                // (A gather form writes at least its gathered slices.)
+                true => quote!(if true { #call }),
+                false => quote!(if #(#covered)&&* { #call }),
             }
         }
         None => quote!(),
