@@ -185,9 +185,10 @@ fn close(what: &str, got: &[f64], want: &[f64]) -> Result<(), String> {
 /// element (parameter 0), for each element of `order` as the parallel CPU launcher does
 /// (its lengths from parameters): each on a copy of `bufs` whose written slices hold NaN
 /// everywhere but at the element, so that reading another element's value shows. Checks
-/// that the element leaves the other elements and the slices it does not write as they
-/// were and gives finite values; then writes its elements into `bufs`. Returns the sums
-/// of its yields.
+/// that the element leaves the other elements (a store there shows as a number; an add
+/// there stays NaN, is dropped, and shows when the result is compared) and the slices it
+/// does not write as they were, and gives finite values; then writes its elements into
+/// `bufs`. Returns the sums of its yields.
 #[allow(clippy::too_many_arguments)]
 fn run_owned(
     f: &Function,
@@ -204,7 +205,7 @@ fn run_owned(
     let mut sums = vec![0.0; k];
     for &j in order {
         let mut own = bufs.to_vec();
-        for (name, data) in own
+        for (_, data) in own
             .iter_mut()
             .filter(|(name, _)| names.contains(&name.as_str()))
         {
@@ -213,7 +214,6 @@ fn run_owned(
                     *x = f64::NAN;
                 }
             }
-            let _ = name;
         }
         let ys = run_at(&g, &mut own, j, w, r, n).map_err(|e| format!("owned at {j}: {e}"))?;
         if ys.iter().any(|y| !y.is_finite()) {
@@ -316,7 +316,7 @@ fn check(source: &str, seed: u64) -> Result<Option<bool>, String> {
             let sums = run_owned(&main, main_writes, &mut got, &order, w, r, n, k)
                 .map_err(|e| format!("owned gather program (n = {n}): {e}"))?;
             if let Some(fin) = &finish {
-                run_owned(fin, finish_writes, &mut got, &order[..n], w, r, n, k.min(0))
+                run_owned(fin, finish_writes, &mut got, &order[..n], w, r, n, 0)
                     .map_err(|e| format!("owned finishing program (n = {n}): {e}"))?;
             }
             let at = |what: &str| format!("{what} (n = {n}, owned)");
