@@ -8,7 +8,7 @@ use crate::codegen::{
 };
 use crate::derivative::{forward, reverse};
 use crate::diagnostics::Diagnostics;
-use crate::ir::{self, verify::verify};
+use crate::ir;
 use crate::parse::{checkpoint, signature, Options};
 use crate::pipeline;
 use proc_macro2::TokenStream;
@@ -175,7 +175,7 @@ pub struct Compiled {
     pub failures: Vec<(Vec<syn::Ident>, TokenStream)>,
 }
 
-fn internal(what: &str, e: String, f: &ir::Function) -> syn::Error {
+pub(crate) fn internal(what: &str, e: String, f: &ir::Function) -> syn::Error {
     syn::Error::new(
         proc_macro2::Span::call_site(),
         format!(
@@ -633,20 +633,21 @@ fn cuda_module(
                 .finish
                 .as_ref()
                 .map(|_| format_ident!("__phidiff_{}_rev_finish", name));
-            let mut fns = gather_fn(&header, &main, &g.main, n_adjoints)?;
+            let mut fns = codegen::cuda_cpu::gather_fn(&header, &main, &g.main, n_adjoints)?;
             if let (Some(fname), Some(f)) = (&finish, &g.finish) {
-                fns.extend(gather_fn(&header, fname, f, n_adjoints)?);
+                fns.extend(codegen::cuda_cpu::gather_fn(&header, fname, f, n_adjoints)?);
             }
             let par_name = format_ident!("__phidiff_{}_rev_par", name);
-            let parallel = gather_par_fn(&header, &par_name, g, n_adjoints)?.map(|(f, p)| {
-                fns.extend(f);
-                p
-            });
+            let parallel = codegen::cuda_cpu::gather_par_fn(&header, &par_name, g, n_adjoints)?
+                .map(|(f, p)| {
+                    fns.extend(f);
+                    p
+                });
             Some((main, finish, fns, parallel))
         }
     };
     let parallel_body =
-        (index_is_usize && codegen::cuda::owned_only(&compiled.primal)).then_some(&*item.block);
+        (index_is_usize && codegen::cuda_cpu::owned_only(&compiled.primal)).then_some(&*item.block);
     let gather =
         gathered
             .as_ref()
@@ -756,152 +757,6 @@ pub fn cuda_adjoint(
         )?);
     }
     Ok((text, Some(g)))
-}
-
-/// The Rust function of a gather-form program (see `derivative::gather`): `_rev`'s
-/// parameters, then the number of threads; it returns the scalar adjoints as `_rev` does
-/// (zeros for the finishing program, which yields none).
-fn gather_fn(
-    header: &Header,
-    name: &syn::Ident,
-    f: &ir::Function,
-    n_adjoints: usize,
-) -> syn::Result<TokenStream> {
-    let mut f = f.clone();
-    if f.block(f.body).yields.len() != n_adjoints {
-        let body = f.body;
-        let mut b = ir::builder::Builder::new(&mut f, body);
-        let zeros = (0..n_adjoints).map(|_| b.fconst(0.0)).collect();
-        b.set_yields(body, zeros);
-    }
-    verify(&f).map_err(|e| internal("the gather form", e, &f))?;
-    let layout = Layout::reverse(header.sig);
-    let mut bindings = layout.bindings(header.sig, false);
-    bindings.push(Binding::Reference);
-    let body = codegen::body(&f, &header.sig.float, header.krate, bindings, &[]);
-    let mut item: syn::ItemFn = syn::parse2(header.reverse(name, body))?;
-    item.sig.inputs.push(syn::parse_quote!(__phidiff_n: usize));
-    item.attrs.push(syn::parse_quote!(#[doc(hidden)]));
-    Ok(quote!(#item))
-}
-
-/// The parallel CPU counterpart of a gather form, where each of its programs writes a
-/// slice only at its own element (`codegen::cuda::owned_writes`): one function taking
-/// `_rev`'s parameters but the thread index, then the number of elements and the number
-/// of threads, that runs the gathering program for every thread, then the finishing one
-/// for every element, each in parallel with rayon over owned views of the slices it
-/// writes (the scalar adjoints summed per block, then the blocks in order, as
-/// `for_each_owned_sum` does: the result does not depend on the thread count). Each
-/// written slice must cover its program's range (the launcher checks, and runs the
-/// programs in order otherwise). `None` where a program is not owned.
-fn gather_par_fn(
-    header: &Header,
-    name: &syn::Ident,
-    g: &crate::derivative::gather::Gathered,
-    n_adjoints: usize,
-) -> syn::Result<Option<(TokenStream, codegen::cuda_launch::ParallelGather)>> {
-    let Some(main_writes) = codegen::cuda::owned_writes(&g.main) else {
-        return Ok(None);
-    };
-    let finish_writes = match &g.finish {
-        Some(f) => match codegen::cuda::owned_writes(f) {
-            Some(w) => w,
-            None => return Ok(None),
-        },
-        None => Vec::new(),
-    };
-    if main_writes.len() > 16 || finish_writes.len() > 16 {
-        return Ok(None);
-    }
-    let ft = header.sig.float.tokens();
-    let span = format_ident!("__phidiff_span");
-    let elements = format_ident!("__phidiff_n");
-    let main = owned_loop(header, &g.main, &main_writes, &span, n_adjoints)?;
-    let finish = match &g.finish {
-        Some(f) => owned_loop(header, f, &finish_writes, &elements, 0)?,
-        None => quote!(),
-    };
-    let body = match n_adjoints {
-        0 => quote!(#main #finish),
-        k => {
-            let picks = (0..k).map(|j| quote!(__sums[#j]));
-            let result = match k {
-                1 => quote!(__sums[0]),
-                _ => quote!((#(#picks),*)),
-            };
-            quote! {
-                let __sums: [#ft; #k] = #main;
-                #finish
-                #result
-            }
-        }
-    };
-    let mut item: syn::ItemFn = syn::parse2(header.reverse(name, body))?;
-    // The index is each loop's own.
-    item.sig.inputs = item.sig.inputs.into_iter().skip(1).collect();
-    item.sig.inputs.push(syn::parse_quote!(#elements: usize));
-    item.sig.inputs.push(syn::parse_quote!(#span: usize));
-    item.attrs.push(syn::parse_quote!(#[doc(hidden)]));
-    let names = |w: &[usize], f: &ir::Function| {
-        w.iter()
-            .map(|&n| syn::Ident::new(&f.params[n].name, f.params[n].span))
-            .collect::<Vec<_>>()
-    };
-    let parallel = codegen::cuda_launch::ParallelGather {
-        function: name.clone(),
-        main_writes: names(&main_writes, &g.main),
-        finish_writes: g
-            .finish
-            .as_ref()
-            .map(|f| names(&finish_writes, f))
-            .unwrap_or_default(),
-    };
-    Ok(Some((quote!(#item), parallel)))
-}
-
-/// The rayon loop of gather-form program `f` over `0..range`, in owned views of the
-/// slices `written` (their lengths taken before the loop, see
-/// `codegen::cuda::lengths_as_params`); its value is the array of its `k` scalar
-/// adjoints, summed (`()` when `k` is 0).
-fn owned_loop(
-    header: &Header,
-    f: &ir::Function,
-    written: &[usize],
-    range: &syn::Ident,
-    k: usize,
-) -> syn::Result<TokenStream> {
-    let rt = header.krate;
-    let (g, measured) = codegen::cuda::lengths_as_params(f, written);
-    verify(&g).map_err(|e| internal("the parallel gather form", e, &g))?;
-    let mut bindings = Layout::reverse(header.sig).bindings(header.sig, false);
-    bindings.resize(g.params.len(), Binding::Reference);
-    let body = codegen::body(&g, &header.sig.float, rt, bindings, &[]);
-    let ident = |n: usize| syn::Ident::new(&g.params[n].name, g.params[n].span);
-    let index = ident(0);
-    let slices: Vec<syn::Ident> = written.iter().map(|&n| ident(n)).collect();
-    let measured: Vec<syn::Ident> = measured.into_iter().map(ident).collect();
-    let lens: Vec<syn::Ident> = (f.params.len()..g.params.len()).map(ident).collect();
-    let views = format_ident!("__views");
-    let r = format_ident!("__r");
-    let (call, value) = match k {
-        0 => (quote!(for_each_owned), quote!({ #body })),
-        1 => (quote!(for_each_owned_sum), quote!(let #r = { #body }; [#r])),
-        _ => {
-            let idx = (0..k).map(syn::Index::from);
-            (
-                quote!(for_each_owned_sum),
-                quote!(let #r = { #body }; [#(#r.#idx),*]),
-            )
-        }
-    };
-    Ok(quote! {{
-        #(let #lens = #measured.len();)*
-        #rt::__private::par::#call(0..#range, (#(&mut #slices[..],)*), |#index, #views| {
-            let (#(#slices,)*) = #views;
-            #(let #slices = &mut #slices.iteration();)*
-            #value
-        })
-    }})
 }
 
 /// Compiles a function with `forward, reverse` for tests; errors as text.

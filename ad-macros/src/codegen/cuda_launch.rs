@@ -37,7 +37,7 @@ pub struct Gather {
     pub parallel: Option<ParallelGather>,
 }
 
-/// The parallel CPU form of a gather-form adjoint (`expand::gather_par_fn`): its gathering
+/// The parallel CPU form of a gather-form adjoint (`cuda_cpu::gather_par_fn`): its gathering
 /// and finishing programs run with rayon, each element writing only its own element of
 /// the slices it writes.
 #[derive(Clone)]
@@ -53,7 +53,7 @@ pub struct ParallelGather {
 
 /// The launchers of an element function's kernels. `parallel_body`: the element
 /// function's body when its iterations are independent (it writes each slice only at the
-/// thread index, see `cuda::owned_only`) and its index is a `usize`: then `cpu` runs the
+/// thread index, see `cuda_cpu::owned_only`) and its index is a `usize`: then `cpu` runs the
 /// body in parallel with rayon, each iteration seeing only its own element of the written
 /// slices (`ad_rayon::for_each_owned`).
 pub fn launchers(

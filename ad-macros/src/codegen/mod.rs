@@ -5,6 +5,7 @@
 
 mod checkpoint;
 pub mod cuda;
+pub mod cuda_cpu;
 mod cuda_helpers;
 pub mod cuda_launch;
 pub mod cuda_syntax;

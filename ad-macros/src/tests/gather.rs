@@ -7,7 +7,7 @@
 //! gather form's instances must not depend on each other, as a GPU runs them at once.
 //! Every shadow, output and scalar adjoint must agree (rel 1e-12), also when the threads
 //! cover only a prefix of the elements. Where the CPU launcher runs the gather form in
-//! parallel (`codegen::cuda::owned_writes`), it is also run so, each element seeing NaN in
+//! parallel (`codegen::cuda_cpu::owned_writes`), it is also run so, each element seeing NaN in
 //! the other elements of the slices it writes, and must agree too.
 
 use super::program_gen::Rng;
@@ -133,7 +133,7 @@ fn args(
             }
             ParamKind::Scalar(Ty::Int) if k == 0 => RtArg::Scalar(RtVal::I(i as i64)),
             ParamKind::Scalar(Ty::Int) if p.name == "w" => RtArg::Scalar(RtVal::I(w as i64)),
-            // A length read from a parameter (`codegen::cuda::lengths_as_params`).
+            // A length read from a parameter (`codegen::cuda_cpu::lengths_as_params`).
             ParamKind::Scalar(Ty::Int) if p.name.starts_with("__phidiff_len_") => {
                 let of = &p.name["__phidiff_len_".len()..];
                 let b = bufs.iter().find(|(name, _)| name == of).expect("a buffer");
@@ -200,7 +200,7 @@ fn run_owned(
     n: usize,
     k: usize,
 ) -> Result<Vec<f64>, String> {
-    let (g, _) = crate::codegen::cuda::lengths_as_params(f, written);
+    let (g, _) = crate::codegen::cuda_cpu::lengths_as_params(f, written);
     let names: Vec<&str> = written.iter().map(|&p| f.params[p].name.as_str()).collect();
     let mut sums = vec![0.0; k];
     for &j in order {
@@ -256,8 +256,8 @@ fn check(source: &str, seed: u64) -> Result<Option<bool>, String> {
     let Some(Gathered { main, finish, .. }) = gather(rev, &|_| true) else {
         return Ok(None);
     };
-    let owned = crate::codegen::cuda::owned_writes(&main).zip(match &finish {
-        Some(f) => crate::codegen::cuda::owned_writes(f),
+    let owned = crate::codegen::cuda_cpu::owned_writes(&main).zip(match &finish {
+        Some(f) => crate::codegen::cuda_cpu::owned_writes(f),
         None => Some(Vec::new()),
     });
     crate::ir::verify::verify(&main).map_err(|e| format!("gather program: {e}"))?;
